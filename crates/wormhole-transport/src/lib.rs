@@ -1,0 +1,62 @@
+//! Transports that carry Wormhole frames between a client and a server.
+//!
+//! * [`shm::ShmChannel`]: two rings in a memfd shared with the server, with a
+//!   futex handoff. A call is a copy into the ring and, at a synchronisation
+//!   point, one wake-up; the waiting client sleeps until the server's reply
+//!   wakes it. No socket is touched on this path.
+//! * [`stream::StreamChannel`]: length-prefixed frames over TCP (between
+//!   hosts; also our GVirtuS-like baseline) or a Unix socket.
+//!
+//! Both implement [`Channel`], which is all the client and server see.
+
+pub mod futex;
+pub mod hello;
+pub mod ring;
+pub mod shm;
+pub mod stream;
+
+pub use ring::Handoff;
+
+use thiserror::Error;
+
+/// Errors from a transport.
+#[derive(Debug, Error)]
+pub enum TransportError {
+    #[error("the peer has gone away")]
+    PeerGone,
+    #[error("shared ring is corrupt: {0}")]
+    Corrupt(&'static str),
+    #[error("frame of {len} bytes exceeds the limit of {max}")]
+    FrameTooLarge { len: u64, max: u64 },
+    #[error("bad shared-memory layout")]
+    BadLayout,
+    #[error("bad greeting: {0}")]
+    BadHello(&'static str),
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("system call: {0}")]
+    Sys(#[from] nix::Error),
+}
+
+/// A framed, ordered, reliable channel.
+///
+/// `send` may hold frames back (in a ring or a buffer) until `flush`: that is
+/// how calls that need no answer are batched until a synchronisation point.
+pub trait Channel: Send {
+    fn send(&mut self, frame: &[u8]) -> Result<(), TransportError>;
+    fn flush(&mut self) -> Result<(), TransportError>;
+    /// Waits for the next frame and puts it in `buf`.
+    fn recv(&mut self, buf: &mut Vec<u8>) -> Result<(), TransportError>;
+}
+
+impl<C: Channel + ?Sized> Channel for Box<C> {
+    fn send(&mut self, frame: &[u8]) -> Result<(), TransportError> {
+        (**self).send(frame)
+    }
+    fn flush(&mut self) -> Result<(), TransportError> {
+        (**self).flush()
+    }
+    fn recv(&mut self, buf: &mut Vec<u8>) -> Result<(), TransportError> {
+        (**self).recv(buf)
+    }
+}

@@ -1,0 +1,366 @@
+//! A shared-memory region (a memfd) holding a tenant's rings, and the framed
+//! channel built on them.
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
+
+use crate::ring::{Consumer, Handoff, Liveness, Producer, HEADER_BYTES};
+use crate::{Channel, TransportError};
+
+/// Sizes of the three rings in a region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Requests, client to server.
+    pub request: usize,
+    /// Replies, server to client.
+    pub reply: usize,
+    /// Notifications (event callbacks), server to client.
+    pub notify: usize,
+}
+
+impl Default for Layout {
+    fn default() -> Self {
+        Layout {
+            request: 8 << 20,
+            reply: 8 << 20,
+            notify: 64 << 10,
+        }
+    }
+}
+
+impl Layout {
+    fn rings(&self) -> [usize; 3] {
+        [self.request, self.reply, self.notify]
+    }
+
+    /// Total bytes, or an error if a ring is not a power of two of at least
+    /// a page, or the sum overflows.
+    pub fn total(&self) -> Result<usize, TransportError> {
+        let mut total = 0usize;
+        for cap in self.rings() {
+            if !cap.is_power_of_two() || cap < 4096 || cap > (1 << 32) {
+                return Err(TransportError::BadLayout);
+            }
+            total = total
+                .checked_add(HEADER_BYTES + cap)
+                .ok_or(TransportError::BadLayout)?;
+        }
+        Ok(total)
+    }
+
+    fn offset(&self, ring: usize) -> usize {
+        self.rings()[..ring].iter().map(|c| HEADER_BYTES + c).sum()
+    }
+}
+
+/// A mapped region; unmapped when the last ring end that uses it is dropped.
+pub struct Region {
+    base: NonNull<u8>,
+    len: usize,
+    layout: Layout,
+    fd: OwnedFd,
+}
+
+// SAFETY: the mapping is shared memory accessed only through ring ends, whose
+// header access is atomic; the raw pointer itself is never handed out mutably.
+unsafe impl Send for Region {}
+// SAFETY: as above.
+unsafe impl Sync for Region {}
+
+impl Region {
+    /// Creates a fresh, zeroed memfd region (server side).
+    pub fn create(layout: Layout) -> Result<Arc<Self>, TransportError> {
+        let len = layout.total()?;
+        let fd = nix::sys::memfd::memfd_create(
+            c"wormhole-channel",
+            nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC,
+        )?;
+        nix::unistd::ftruncate(&fd, len as libc::off_t)?;
+        Self::map(fd, layout)
+    }
+
+    /// Maps a region received from the peer, after checking that the file is
+    /// as large as the layout claims (client side).
+    pub fn open(fd: OwnedFd, layout: Layout) -> Result<Arc<Self>, TransportError> {
+        let st = nix::sys::stat::fstat(fd.as_raw_fd())?;
+        if (st.st_size as u64) < layout.total()? as u64 {
+            return Err(TransportError::BadLayout);
+        }
+        Self::map(fd, layout)
+    }
+
+    fn map(fd: OwnedFd, layout: Layout) -> Result<Arc<Self>, TransportError> {
+        let len = layout.total()?;
+        let nz = std::num::NonZeroUsize::new(len).ok_or(TransportError::BadLayout)?;
+        // SAFETY: a fresh shared mapping of a file we hold; no existing Rust
+        // object aliases it. It is unmapped only in Drop.
+        let ptr = unsafe {
+            mmap(
+                None,
+                nz,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED,
+                fd.as_fd(),
+                0,
+            )?
+        };
+        Ok(Arc::new(Region {
+            base: ptr.cast(),
+            len,
+            layout,
+            fd,
+        }))
+    }
+
+    /// The file to pass to the peer.
+    pub fn fd(&self) -> &OwnedFd {
+        &self.fd
+    }
+
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    fn ring_base(&self, ring: usize) -> *mut u8 {
+        // SAFETY: offsets computed by `Layout` lie inside the mapping.
+        unsafe { self.base.as_ptr().add(self.layout.offset(ring)) }
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: we mapped exactly this range and no ring end outlives us
+        // (each holds an Arc to the region).
+        unsafe {
+            let _ = munmap(self.base.cast(), self.len);
+        }
+    }
+}
+
+/// Which end of the channel this process is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Client,
+    Server,
+}
+
+/// Largest frame a receiver accepts by default.
+pub const DEFAULT_MAX_FRAME: u64 = 1 << 32;
+
+/// A framed, bidirectional channel over a region's request and reply rings.
+pub struct ShmChannel {
+    tx: Producer,
+    rx: Consumer,
+    max_frame: u64,
+    _region: Arc<Region>,
+}
+
+impl ShmChannel {
+    pub fn new(region: Arc<Region>, side: Side, handoff: Handoff, alive: Option<Liveness>) -> Self {
+        let l = region.layout();
+        let (tx_ring, tx_cap, rx_ring, rx_cap) = match side {
+            Side::Client => (0, l.request, 1, l.reply),
+            Side::Server => (1, l.reply, 0, l.request),
+        };
+        // Both ends may need to check liveness; share the one check.
+        let alive = alive.map(Arc::new);
+        let a1 = alive.clone().map(|a| Box::new(move || a()) as Liveness);
+        let a2 = alive.map(|a| Box::new(move || a()) as Liveness);
+        // SAFETY: the region maps both rings with the capacities of its
+        // layout and stays alive through `_region`; each side builds exactly
+        // one producer and one consumer per ring.
+        let (tx, rx) = unsafe {
+            (
+                Producer::new(region.ring_base(tx_ring), tx_cap, handoff, a1),
+                Consumer::new(region.ring_base(rx_ring), rx_cap, handoff, a2),
+            )
+        };
+        ShmChannel {
+            tx,
+            rx,
+            max_frame: DEFAULT_MAX_FRAME,
+            _region: region,
+        }
+    }
+
+    pub fn set_max_frame(&mut self, max: u64) {
+        self.max_frame = max;
+    }
+}
+
+/// Reads one length-prefixed frame into `buf`, refusing oversized lengths and
+/// failing cleanly, not aborting, when memory is short.
+pub(crate) fn read_frame(
+    max: u64,
+    buf: &mut Vec<u8>,
+    mut read: impl FnMut(&mut [u8]) -> Result<(), TransportError>,
+) -> Result<(), TransportError> {
+    let mut len = [0u8; 8];
+    read(&mut len)?;
+    let len = u64::from_le_bytes(len);
+    if len > max {
+        return Err(TransportError::FrameTooLarge { len, max });
+    }
+    let len = len as usize;
+    buf.clear();
+    buf.try_reserve_exact(len)
+        .map_err(|_| TransportError::FrameTooLarge {
+            len: len as u64,
+            max,
+        })?;
+    buf.resize(len, 0);
+    read(buf)
+}
+
+impl Channel for ShmChannel {
+    fn send(&mut self, frame: &[u8]) -> Result<(), TransportError> {
+        self.tx.write_all(&(frame.len() as u64).to_le_bytes())?;
+        self.tx.write_all(frame)
+    }
+
+    fn flush(&mut self) -> Result<(), TransportError> {
+        self.tx.flush();
+        Ok(())
+    }
+
+    fn recv(&mut self, buf: &mut Vec<u8>) -> Result<(), TransportError> {
+        let rx = &mut self.rx;
+        read_frame(self.max_frame, buf, |b| rx.read_exact(b))
+    }
+}
+
+/// The server's end of the notification ring; shared by callback threads.
+pub struct NotifySender {
+    tx: std::sync::Mutex<Producer>,
+    _region: Arc<Region>,
+}
+
+impl NotifySender {
+    pub fn new(region: Arc<Region>) -> Self {
+        let cap = region.layout().notify;
+        // SAFETY: as in `ShmChannel::new`; the notify ring has one producer
+        // (this, behind a mutex) and one consumer (the client's).
+        let tx = unsafe { Producer::new(region.ring_base(2), cap, Handoff::Futex, None) };
+        NotifySender {
+            tx: std::sync::Mutex::new(tx),
+            _region: region,
+        }
+    }
+
+    /// Sends one notification frame and wakes the client's notifier.
+    pub fn send(&self, frame: &[u8]) -> Result<(), TransportError> {
+        let mut tx = self
+            .tx
+            .lock()
+            .map_err(|_| TransportError::Corrupt("poisoned"))?;
+        tx.write_all(&(frame.len() as u64).to_le_bytes())?;
+        tx.write_all(frame)?;
+        tx.flush();
+        Ok(())
+    }
+}
+
+/// The client's end of the notification ring.
+pub struct NotifyReceiver {
+    rx: Consumer,
+    _region: Arc<Region>,
+}
+
+impl NotifyReceiver {
+    pub fn new(region: Arc<Region>, alive: Option<Liveness>) -> Self {
+        let cap = region.layout().notify;
+        // SAFETY: as in `NotifySender::new`.
+        let rx = unsafe { Consumer::new(region.ring_base(2), cap, Handoff::Futex, alive) };
+        NotifyReceiver {
+            rx,
+            _region: region,
+        }
+    }
+
+    pub fn recv(&mut self, buf: &mut Vec<u8>) -> Result<(), TransportError> {
+        let rx = &mut self.rx;
+        read_frame(1 << 20, buf, |b| rx.read_exact(b))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small() -> Layout {
+        Layout {
+            request: 4096,
+            reply: 8192,
+            notify: 4096,
+        }
+    }
+
+    #[test]
+    fn frames_cross_both_ways_and_stream_past_capacity() {
+        let region = Region::create(small()).expect("region");
+        let peer = Region::open(region.fd().try_clone().expect("dup"), small()).expect("open");
+        let mut client = ShmChannel::new(peer, Side::Client, Handoff::Futex, None);
+        let mut server = ShmChannel::new(region, Side::Server, Handoff::Spin { polls: 100 }, None);
+        let t = std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            for _ in 0..3 {
+                server.recv(&mut buf).expect("recv");
+                let sum: u64 = buf.iter().map(|&b| b as u64).sum();
+                server.send(&sum.to_le_bytes()).expect("send");
+                server.flush().expect("flush");
+            }
+        });
+        let mut buf = Vec::new();
+        // 100 KB frames through a 4 KB ring: must stream, not deadlock.
+        for n in [1usize, 5000, 100_000] {
+            let frame: Vec<u8> = (0..n).map(|i| (i % 251) as u8).collect();
+            client.send(&frame).expect("send");
+            client.flush().expect("flush");
+            client.recv(&mut buf).expect("recv");
+            let want: u64 = frame.iter().map(|&b| b as u64).sum();
+            assert_eq!(buf, want.to_le_bytes());
+        }
+        t.join().expect("server thread");
+    }
+
+    #[test]
+    fn layout_rejects_bad_sizes() {
+        assert!(Layout {
+            request: 1000,
+            reply: 4096,
+            notify: 4096
+        }
+        .total()
+        .is_err());
+        assert!(Region::open(
+            Region::create(small())
+                .expect("r")
+                .fd()
+                .try_clone()
+                .expect("dup"),
+            Layout {
+                request: 1 << 20,
+                ..small()
+            }
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn oversized_frame_is_refused() {
+        let region = Region::create(small()).expect("region");
+        let mut client = ShmChannel::new(region.clone(), Side::Client, Handoff::Futex, None);
+        let mut server = ShmChannel::new(region, Side::Server, Handoff::Futex, None);
+        server.set_max_frame(10);
+        client.send(&[0u8; 11]).expect("send");
+        client.flush().expect("flush");
+        let mut buf = Vec::new();
+        assert!(matches!(
+            server.recv(&mut buf),
+            Err(TransportError::FrameTooLarge { len: 11, .. })
+        ));
+    }
+}

@@ -1,0 +1,370 @@
+//! Wormhole's wire format.
+//!
+//! A forwarded call is one *frame*: a fixed [`RequestHeader`] followed by the
+//! call's arguments, encoded in the order the API description lists them.
+//! The reply is a [`ReplyHeader`] followed by the outputs. Every integer is
+//! little-endian and fixed-width (`size_t` travels as `u64`) so that a 32-bit
+//! client could talk to a 64-bit server.
+//!
+//! The [`Decoder`] is the first thing that touches bytes from a tenant: every
+//! read is bounds-checked and every length is checked against what is left
+//! before anything is allocated, so a forged frame yields a [`WireError`],
+//! never a panic or a large allocation.
+
+use thiserror::Error;
+
+/// Errors from decoding untrusted bytes.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum WireError {
+    #[error("frame truncated: needed {needed} bytes at offset {offset}, {available} left")]
+    Truncated {
+        offset: usize,
+        needed: usize,
+        available: usize,
+    },
+    #[error("length {len} at offset {offset} exceeds the remaining {available} bytes")]
+    BadLength {
+        offset: usize,
+        len: u64,
+        available: usize,
+    },
+    #[error("invalid tag {tag} at offset {offset}")]
+    BadTag { offset: usize, tag: u8 },
+    #[error("string at offset {offset} is not valid: {why}")]
+    BadString { offset: usize, why: &'static str },
+    #[error("{0} trailing bytes after the last argument")]
+    Trailing(usize),
+    #[error("bad frame header: {0}")]
+    BadHeader(&'static str),
+}
+
+/// Set in [`RequestHeader::flags`] when the client does not wait for a reply.
+pub const FLAG_ASYNC: u32 = 1;
+
+/// Size of [`RequestHeader`] on the wire.
+pub const REQUEST_HEADER_LEN: usize = 8;
+/// Size of [`ReplyHeader`] on the wire.
+pub const REPLY_HEADER_LEN: usize = 8;
+
+/// Precedes every request's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestHeader {
+    /// Index of the function in the API description.
+    pub func: u32,
+    /// [`FLAG_ASYNC`] and future flags.
+    pub flags: u32,
+}
+
+impl RequestHeader {
+    pub fn encode(&self, enc: &mut Encoder) {
+        enc.u32(self.func);
+        enc.u32(self.flags);
+    }
+
+    pub fn decode(dec: &mut Decoder<'_>) -> Result<Self, WireError> {
+        Ok(Self {
+            func: dec.u32()?,
+            flags: dec.u32()?,
+        })
+    }
+}
+
+/// Precedes every reply's outputs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyHeader {
+    /// The API's status code for the call (e.g. `CL_SUCCESS`).
+    pub status: i32,
+    /// Status of the first deferred (asynchronous) call that failed since the
+    /// last reply, or 0. Deferred calls have no reply of their own.
+    pub deferred_status: i32,
+}
+
+impl ReplyHeader {
+    pub fn encode(&self, enc: &mut Encoder) {
+        enc.i32(self.status);
+        enc.i32(self.deferred_status);
+    }
+
+    pub fn decode(dec: &mut Decoder<'_>) -> Result<Self, WireError> {
+        Ok(Self {
+            status: dec.i32()?,
+            deferred_status: dec.i32()?,
+        })
+    }
+}
+
+/// Appends values to a growable buffer.
+#[derive(Debug, Default, Clone)]
+pub struct Encoder {
+    buf: Vec<u8>,
+}
+
+impl Encoder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Reuses `buf`'s allocation; its contents are cleared.
+    pub fn with_buffer(mut buf: Vec<u8>) -> Self {
+        buf.clear();
+        Self { buf }
+    }
+
+    pub fn u8(&mut self, v: u8) {
+        self.buf.push(v);
+    }
+    pub fn u32(&mut self, v: u32) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn i32(&mut self, v: i32) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn u64(&mut self, v: u64) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn i64(&mut self, v: i64) {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn usize(&mut self, v: usize) {
+        self.u64(v as u64);
+    }
+    pub fn bool(&mut self, v: bool) {
+        self.u8(v as u8);
+    }
+
+    /// Length-prefixed bytes.
+    pub fn bytes(&mut self, v: &[u8]) {
+        self.u64(v.len() as u64);
+        self.buf.extend_from_slice(v);
+    }
+
+    /// A length prefix followed by `len` bytes that the caller fills in
+    /// place, which saves a copy for large payloads.
+    pub fn bytes_uninit(&mut self, len: usize) -> &mut [u8] {
+        self.u64(len as u64);
+        let start = self.buf.len();
+        self.buf.resize(start + len, 0);
+        &mut self.buf[start..]
+    }
+
+    /// `None` and `Some` are told apart by a tag byte.
+    pub fn opt_bytes(&mut self, v: Option<&[u8]>) {
+        match v {
+            None => self.u8(0),
+            Some(b) => {
+                self.u8(1);
+                self.bytes(b);
+            }
+        }
+    }
+
+    pub fn u64s(&mut self, v: &[u64]) {
+        self.u64(v.len() as u64);
+        for x in v {
+            self.u64(*x);
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.buf.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+    pub fn as_slice(&self) -> &[u8] {
+        &self.buf
+    }
+    pub fn into_vec(self) -> Vec<u8> {
+        self.buf
+    }
+}
+
+/// Reads values from untrusted bytes; every read is bounds-checked.
+#[derive(Debug, Clone)]
+pub struct Decoder<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Decoder<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        Self { buf, pos: 0 }
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
+        if self.remaining() < n {
+            return Err(WireError::Truncated {
+                offset: self.pos,
+                needed: n,
+                available: self.remaining(),
+            });
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], WireError> {
+        let s = self.take(N)?;
+        let mut a = [0u8; N];
+        a.copy_from_slice(s);
+        Ok(a)
+    }
+
+    pub fn u8(&mut self) -> Result<u8, WireError> {
+        Ok(self.array::<1>()?[0])
+    }
+    pub fn u32(&mut self) -> Result<u32, WireError> {
+        Ok(u32::from_le_bytes(self.array()?))
+    }
+    pub fn i32(&mut self) -> Result<i32, WireError> {
+        Ok(i32::from_le_bytes(self.array()?))
+    }
+    pub fn u64(&mut self) -> Result<u64, WireError> {
+        Ok(u64::from_le_bytes(self.array()?))
+    }
+    pub fn i64(&mut self) -> Result<i64, WireError> {
+        Ok(i64::from_le_bytes(self.array()?))
+    }
+
+    /// A `u64` that must fit this machine's `usize`.
+    pub fn usize(&mut self) -> Result<usize, WireError> {
+        let offset = self.pos;
+        let v = self.u64()?;
+        usize::try_from(v).map_err(|_| WireError::BadLength {
+            offset,
+            len: v,
+            available: 0,
+        })
+    }
+
+    pub fn bool(&mut self) -> Result<bool, WireError> {
+        let offset = self.pos;
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            tag => Err(WireError::BadTag { offset, tag }),
+        }
+    }
+
+    /// A length prefix, checked against the bytes left before use, so a
+    /// forged length can never cause an allocation.
+    fn len_prefix(&mut self, elem: usize) -> Result<usize, WireError> {
+        let offset = self.pos;
+        let len = self.u64()?;
+        let available = self.remaining();
+        match usize::try_from(len).ok().and_then(|l| l.checked_mul(elem)) {
+            Some(bytes) if bytes <= available => Ok(len as usize),
+            _ => Err(WireError::BadLength {
+                offset,
+                len,
+                available,
+            }),
+        }
+    }
+
+    pub fn bytes(&mut self) -> Result<&'a [u8], WireError> {
+        let len = self.len_prefix(1)?;
+        self.take(len)
+    }
+
+    pub fn opt_bytes(&mut self) -> Result<Option<&'a [u8]>, WireError> {
+        if self.bool()? {
+            Ok(Some(self.bytes()?))
+        } else {
+            Ok(None)
+        }
+    }
+
+    pub fn u64s(&mut self) -> Result<Vec<u64>, WireError> {
+        let len = self.len_prefix(8)?;
+        (0..len).map(|_| self.u64()).collect()
+    }
+
+    /// Fails unless every byte was consumed: a frame with extra bytes is as
+    /// suspect as a short one.
+    pub fn finish(&self) -> Result<(), WireError> {
+        match self.remaining() {
+            0 => Ok(()),
+            n => Err(WireError::Trailing(n)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let mut e = Encoder::new();
+        RequestHeader {
+            func: 7,
+            flags: FLAG_ASYNC,
+        }
+        .encode(&mut e);
+        e.u32(0xdead_beef);
+        e.i32(-5);
+        e.u64(u64::MAX);
+        e.bytes(b"hello");
+        e.opt_bytes(None);
+        e.opt_bytes(Some(b""));
+        e.u64s(&[1, 2, 3]);
+        e.bool(true);
+        let v = e.into_vec();
+        let mut d = Decoder::new(&v);
+        assert_eq!(
+            RequestHeader::decode(&mut d),
+            Ok(RequestHeader {
+                func: 7,
+                flags: FLAG_ASYNC
+            })
+        );
+        assert_eq!(d.u32(), Ok(0xdead_beef));
+        assert_eq!(d.i32(), Ok(-5));
+        assert_eq!(d.u64(), Ok(u64::MAX));
+        assert_eq!(d.bytes(), Ok(&b"hello"[..]));
+        assert_eq!(d.opt_bytes(), Ok(None));
+        assert_eq!(d.opt_bytes(), Ok(Some(&b""[..])));
+        assert_eq!(d.u64s(), Ok(vec![1, 2, 3]));
+        assert_eq!(d.bool(), Ok(true));
+        assert_eq!(d.finish(), Ok(()));
+    }
+
+    #[test]
+    fn forged_length_is_rejected_without_allocating() {
+        let mut e = Encoder::new();
+        e.u64(u64::MAX / 2);
+        let v = e.into_vec();
+        assert!(matches!(
+            Decoder::new(&v).bytes(),
+            Err(WireError::BadLength { .. })
+        ));
+        assert!(matches!(
+            Decoder::new(&v).u64s(),
+            Err(WireError::BadLength { .. })
+        ));
+    }
+
+    #[test]
+    fn truncated_and_trailing() {
+        assert!(matches!(
+            Decoder::new(&[1, 2]).u32(),
+            Err(WireError::Truncated { .. })
+        ));
+        let d = Decoder::new(&[0]);
+        assert_eq!(d.finish(), Err(WireError::Trailing(1)));
+        assert!(matches!(
+            Decoder::new(&[2]).bool(),
+            Err(WireError::BadTag { tag: 2, .. })
+        ));
+    }
+}
