@@ -1,0 +1,550 @@
+//! Code generators. Each returns Rust source text for `include!`.
+
+use std::fmt::Write;
+
+use crate::{kind_variant, Api, Func, InfoHandle, Ret, Scalar, Size, Slot, StubRet, Ty};
+
+const ALLOW: &str = "#[allow(non_snake_case, unused_variables, unused_mut, unused_unsafe, clippy::too_many_arguments, clippy::needless_late_init, clippy::let_and_return, clippy::unnecessary_cast, clippy::redundant_closure_call)]";
+
+fn c_params(f: &Func) -> String {
+    f.args
+        .iter()
+        .map(|a| format!("{}: {}", a.name, a.ty.ctype()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn kind(k: &str) -> String {
+    format!("Kind::{}", kind_variant(k))
+}
+
+fn size_expr(prefix: &str, s: &Size) -> String {
+    if s.is_const() {
+        return format!("({}u64).saturating_mul({})", s.arg, s.mult);
+    }
+    format!("({prefix}{} as u64).saturating_mul({})", s.arg, s.mult)
+}
+
+fn errcode_arg(f: &Func) -> Option<&str> {
+    f.args
+        .iter()
+        .find(|a| a.ty == Ty::Errcode)
+        .map(|a| a.name.as_str())
+}
+
+/// Function ids, names and the info parameters that hold handles.
+pub fn gen_common(api: &Api) -> String {
+    let mut o = String::new();
+    o.push_str("/// Function ids on the wire: positions in the API description.\n");
+    o.push_str("#[allow(non_upper_case_globals)]\npub mod func {\n");
+    for f in &api.funcs {
+        let _ = writeln!(o, "    pub const {}: u32 = {};", f.name, f.id);
+    }
+    o.push_str("}\n\n/// Function names, indexed by id.\npub const FUNC_NAMES: &[&str] = &[\n");
+    for f in &api.funcs {
+        let _ = writeln!(o, "    \"{}\",", f.name);
+    }
+    o.push_str("];\n\n/// Whether a function is forwarded without waiting for a reply.\n");
+    o.push_str("pub fn is_async(func: u32) -> bool {\n    matches!(func, ");
+    let asyncs: Vec<String> = api
+        .funcs
+        .iter()
+        .filter(|f| f.attrs.is_async)
+        .map(|f| f.id.to_string())
+        .collect();
+    o.push_str(&if asyncs.is_empty() {
+        "u32::MAX".to_string()
+    } else {
+        asyncs.join(" | ")
+    });
+    o.push_str(")\n}\n\n");
+    o.push_str("/// What the value of an info parameter holds, when it holds handles.\n");
+    o.push_str("pub fn info_handle(func: u32, param: u32) -> Option<InfoHandle> {\n    match (func, param) {\n");
+    for f in &api.funcs {
+        for a in &f.args {
+            if let Ty::OutInfo { handles, .. } = &a.ty {
+                for (p, h) in handles {
+                    let v = match h {
+                        InfoHandle::One(k) => format!("InfoHandle::One({})", kind(k)),
+                        InfoHandle::Array(k) => format!("InfoHandle::Array({})", kind(k)),
+                        InfoHandle::Custom => "InfoHandle::Custom".to_string(),
+                    };
+                    let _ = writeln!(o, "        ({}, {:#x}) => Some({v}),", f.id, p);
+                }
+            }
+        }
+    }
+    o.push_str("        _ => None,\n    }\n}\n");
+    o
+}
+
+fn client_put(o: &mut String, f: &Func) {
+    for a in &f.args {
+        let n = &a.name;
+        let line = match &a.ty {
+            Ty::Scalar(s) => match s {
+                Scalar::U32 | Scalar::Bool => format!("c.enc.u32({n});"),
+                Scalar::I32 => format!("c.enc.i32({n});"),
+                Scalar::U64 | Scalar::Bitfield => format!("c.enc.u64({n});"),
+                Scalar::Usize => format!("c.enc.usize({n});"),
+            },
+            Ty::Handle { kind: k } => format!("c.handle({n}, {})?;", kind(k)),
+            Ty::HandleArray { kind: k, count } => {
+                format!("c.handles({n}, {count} as usize, {})?;", kind(k))
+            }
+            Ty::InBytes { size } => format!("c.in_bytes({n}, {});", size_expr("", size)),
+            Ty::OutBytes { .. } | Ty::OutInfo { .. } | Ty::OutScalar(_) | Ty::OutHandles { .. } => {
+                format!("c.enc.bool(!{n}.is_null());")
+            }
+            Ty::OutNew { .. } => format!("let n_{n} = c.out_new({n});"),
+            Ty::Errcode | Ty::UserData => continue,
+            Ty::Str => format!("c.str({n});"),
+            Ty::Callback { kind: k, userdata } => {
+                format!(
+                    "let cb_{n} = c.callback(CallbackKind::{}, {n}, {userdata})?;",
+                    kind_variant(k)
+                )
+            }
+            Ty::Custom { name, deps, .. } => {
+                let deps: String = deps.iter().map(|d| format!(", {d}")).collect();
+                format!("let s_{n} = custom::{name}::put(&mut c, {n}{deps})?;")
+            }
+        };
+        let _ = writeln!(o, "        {line}");
+    }
+    if let Ret::New(_) = f.ret {
+        o.push_str("        let new_id = c.new_id();\n");
+    }
+}
+
+fn client_take(o: &mut String, f: &Func) {
+    for a in &f.args {
+        let n = &a.name;
+        let line = match &a.ty {
+            Ty::OutBytes { size } => format!("r.out_bytes({n}, {})?;", size_expr("", size)),
+            Ty::OutInfo { size, .. } => {
+                format!(
+                    "r.out_info({n}, {}, func::{}, param_name)?;",
+                    size_expr("", size),
+                    f.name
+                )
+            }
+            Ty::OutScalar(s) => format!("r.out_{}({n})?;", s.rust()),
+            Ty::OutNew { kind: k } => format!("r.out_new(n_{n}, {n}, {}, status);", kind(k)),
+            Ty::OutHandles { kind: k, count } => {
+                format!("r.out_handles({n}, {count} as usize, {})?;", kind(k))
+            }
+            Ty::Custom { name, deps, .. } => {
+                let deps: String = deps.iter().map(|d| format!(", {d}")).collect();
+                format!("custom::{name}::take(s_{n}, &mut r, {n}{deps})?;")
+            }
+            _ => continue,
+        };
+        let _ = writeln!(o, "            {line}");
+    }
+}
+
+fn client_func(o: &mut String, f: &Func) {
+    let ret_ty = f.ret.ctype();
+    let _ = writeln!(
+        o,
+        "{ALLOW}\npub unsafe extern \"C\" fn {}({}) -> {ret_ty} {{",
+        f.name,
+        c_params(f)
+    );
+    if f.attrs.unsupported {
+        match &f.ret {
+            Ret::Status => o.push_str("    CL_INVALID_OPERATION\n}\n\n"),
+            _ => {
+                if let Some(e) = errcode_arg(f) {
+                    let _ = writeln!(o, "    // SAFETY: errcode_ret is NULL or points to a cl_int, as the API requires.\n    unsafe {{ set_errcode({e}, CL_INVALID_OPERATION) }};");
+                }
+                o.push_str("    std::ptr::null_mut()\n}\n\n");
+            }
+        }
+        return;
+    }
+    let inner_ty = match &f.ret {
+        Ret::Status => "i32".to_string(),
+        other => other.ctype(),
+    };
+    o.push_str("    // SAFETY: every pointer is the application's and valid as the OpenCL\n");
+    o.push_str("    // specification requires of callers; handles are checked before use.\n");
+    let _ = writeln!(
+        o,
+        "    let res = unsafe {{ (|| -> Result<{inner_ty}, i32> {{"
+    );
+    let _ = writeln!(o, "        let mut c = Call::begin(func::{})?;", f.name);
+    client_put(o, f);
+    let callbacks: Vec<&str> = f
+        .args
+        .iter()
+        .filter(|a| matches!(a.ty, Ty::Callback { .. }))
+        .map(|a| a.name.as_str())
+        .collect();
+    if f.attrs.is_async {
+        o.push_str("        c.finish_async()?;\n        let status = CL_SUCCESS;\n");
+    } else {
+        o.push_str("        let mut r = c.finish()?;\n        let status = r.status();\n");
+        o.push_str("        if r.has_outputs() {\n");
+        client_take(o, f);
+        o.push_str("        }\n");
+    }
+    let first = f
+        .args
+        .first()
+        .map(|a| a.name.as_str())
+        .unwrap_or("std::ptr::null_mut()");
+    match &f.ret {
+        Ret::Status => {
+            if !f.attrs.is_async {
+                o.push_str("        drop(r);\n");
+            }
+            if let Some(k) = &f.attrs.retain {
+                let _ = writeln!(
+                    o,
+                    "        if status == CL_SUCCESS {{ retained({first}, {}); }}",
+                    kind(k)
+                );
+            }
+            if let Some(k) = &f.attrs.release {
+                let _ = writeln!(
+                    o,
+                    "        if status == CL_SUCCESS {{ released({first}, {}); }}",
+                    kind(k)
+                );
+            }
+            for cb in &callbacks {
+                let _ = writeln!(o, "        cb_{cb}.fire(status, {first});");
+            }
+            o.push_str("        Ok(status)\n");
+        }
+        Ret::New(k) => {
+            let _ = writeln!(o, "        let obj = if status == CL_SUCCESS {{ r.adopt(new_id, {}) }} else {{ std::ptr::null_mut() }};", kind(k));
+            o.push_str("        drop(r);\n");
+            for cb in &callbacks {
+                let _ = writeln!(o, "        cb_{cb}.fire(status, obj);");
+            }
+            o.push_str(
+                "        if status != CL_SUCCESS { return Err(status); }\n        Ok(obj)\n",
+            );
+        }
+        Ret::Custom { name, .. } => {
+            let _ = writeln!(o, "        let v = custom::{name}::take_ret(&mut r, status)?;\n        drop(r);\n        Ok(v)");
+        }
+    }
+    o.push_str("    })() };\n");
+    match &f.ret {
+        Ret::Status => o.push_str("    match res {\n        Ok(s) | Err(s) => s,\n    }\n"),
+        _ => {
+            let e = errcode_arg(f).unwrap_or("std::ptr::null_mut()");
+            o.push_str("    let (v, err) = match res {\n        Ok(v) => (v, CL_SUCCESS),\n        Err(e) => (std::ptr::null_mut(), e),\n    };\n");
+            let _ = writeln!(o, "    // SAFETY: errcode_ret is NULL or points to a cl_int, as the API requires.\n    unsafe {{ set_errcode({e}, err) }};\n    v");
+        }
+    }
+    o.push_str("}\n\n");
+}
+
+/// The client: one `extern "C"` stub per function and the dispatch table.
+///
+/// The including module must bring into scope `Call`, `Kind`,
+/// `CallbackKind`, `retained`, `released`, `set_errcode`, the `func` ids,
+/// the `custom` and `overrides` modules, `CL_SUCCESS` and
+/// `CL_INVALID_OPERATION`, and `c_void`/`c_char`.
+pub fn gen_client(api: &Api) -> String {
+    let mut o = String::new();
+    for f in &api.funcs {
+        if !f.attrs.manual {
+            client_func(&mut o, f);
+        }
+    }
+    o.push_str("/// The ICD dispatch table, in `cl_icd.h` order.\n");
+    let _ = writeln!(o, "pub const DISPATCH_LEN: usize = {};", api.dispatch.len());
+    o.push_str("pub fn dispatch_table() -> [*const c_void; DISPATCH_LEN] {\n    [\n");
+    for s in &api.dispatch {
+        let e = match s {
+            Slot::Func(n) => {
+                let f = api.funcs.iter().find(|f| &f.name == n);
+                match f {
+                    Some(f) if f.attrs.client_override || f.attrs.manual => {
+                        format!("overrides::{n} as *const c_void")
+                    }
+                    _ => format!("{n} as *const c_void"),
+                }
+            }
+            Slot::Local(n) => format!("overrides::{n} as *const c_void"),
+            Slot::Unsupported(_, StubRet::Int) => "unsupported_int as *const c_void".into(),
+            Slot::Unsupported(_, StubRet::Ptr) => "unsupported_ptr as *const c_void".into(),
+            Slot::Unsupported(_, StubRet::Void) => "unsupported_void as *const c_void".into(),
+        };
+        let _ = writeln!(o, "        {e},");
+    }
+    o.push_str("    ]\n}\n");
+    o
+}
+
+fn server_func(o: &mut String, f: &Func) {
+    let _ = writeln!(o, "{ALLOW}\nfn d_{}(t: &mut Tenant, d: &mut Decoder<'_>, e: &mut Encoder) -> Result<i32, i32> {{", f.name);
+    let refcounting = f.attrs.retain.is_some() || f.attrs.release.is_some();
+    let mut post = String::new();
+    let mut exprs = Vec::new();
+    let mut out = String::new();
+    let mut after = String::new();
+    for (i, a) in f.args.iter().enumerate() {
+        let n = &a.name;
+        let expr = match &a.ty {
+            Ty::Scalar(s) => {
+                let m = match s {
+                    Scalar::U32 | Scalar::Bool => "u32",
+                    Scalar::I32 => "i32",
+                    Scalar::U64 | Scalar::Bitfield => "u64",
+                    Scalar::Usize => "usize",
+                };
+                let _ = writeln!(o, "    let v_{n} = d.{m}().map_err(bad)?;");
+                format!("v_{n}")
+            }
+            Ty::Handle { kind: k } => {
+                if i == 0 && refcounting {
+                    let _ = writeln!(
+                        o,
+                        "    let (v_{n}, id_{n}) = t.handle_with_id(d, {})?;",
+                        kind(k)
+                    );
+                } else {
+                    let _ = writeln!(o, "    let v_{n} = t.handle(d, {})?;", kind(k));
+                }
+                format!("v_{n}")
+            }
+            Ty::HandleArray { kind: k, count } => {
+                let _ = writeln!(o, "    let v_{n} = t.handles(d, {})?;", kind(k));
+                let _ = writeln!(
+                    post,
+                    "    check_count(v_{n}.as_deref(), v_{count} as u64)?;"
+                );
+                format!("opt_vec_ptr(&v_{n})")
+            }
+            Ty::InBytes { size } => {
+                let _ = writeln!(o, "    let v_{n} = d.opt_bytes().map_err(bad)?;");
+                let _ = writeln!(post, "    check_len(v_{n}, {})?;", size_expr("v_", size));
+                format!("opt_ptr(v_{n})")
+            }
+            Ty::OutBytes { size } | Ty::OutInfo { size, .. } => {
+                let _ = writeln!(o, "    let p_{n} = d.bool().map_err(bad)?;");
+                let _ = writeln!(
+                    post,
+                    "    let mut v_{n} = t.out_buf(p_{n}, {})?;",
+                    size_expr("v_", size)
+                );
+                if matches!(a.ty, Ty::OutInfo { .. }) {
+                    let _ = writeln!(
+                        out,
+                        "    t.info_out(e, v_{n}.as_deref_mut(), func::{}, v_param_name, status)?;",
+                        f.name
+                    );
+                } else {
+                    let _ = writeln!(out, "    e.opt_bytes(v_{n}.as_deref());");
+                }
+                format!("opt_mut_ptr(&mut v_{n})")
+            }
+            Ty::OutScalar(s) => {
+                let _ = writeln!(o, "    let p_{n} = d.bool().map_err(bad)?;");
+                let _ = writeln!(post, "    let mut v_{n}: {} = 0;", s.rust());
+                let _ = writeln!(
+                    out,
+                    "    e.{}(v_{n});",
+                    if *s == Scalar::I32 {
+                        "i32"
+                    } else if s.rust() == "u32" {
+                        "u32"
+                    } else {
+                        "u64"
+                    }
+                );
+                if s.rust() == "usize" {
+                    // usize travels as u64
+                    out = out.replace(&format!("e.u64(v_{n});"), &format!("e.usize(v_{n});"));
+                }
+                format!("if p_{n} {{ &mut v_{n} }} else {{ std::ptr::null_mut() }}")
+            }
+            Ty::OutNew { kind: k } => {
+                let _ = writeln!(o, "    let mut v_{n} = t.out_new(d)?;");
+                let _ = writeln!(after, "    t.commit_new(&mut v_{n}, {}, status);", kind(k));
+                format!("v_{n}.ptr()")
+            }
+            Ty::OutHandles { kind: k, count } => {
+                let _ = writeln!(o, "    let p_{n} = d.bool().map_err(bad)?;");
+                let _ = writeln!(
+                    post,
+                    "    let mut v_{n} = t.out_handles(p_{n}, v_{count} as u64)?;"
+                );
+                let _ = writeln!(
+                    out,
+                    "    t.encode_handles(e, v_{n}.as_deref(), {}, status);",
+                    kind(k)
+                );
+                format!("opt_mut_vec_ptr(&mut v_{n})")
+            }
+            Ty::Errcode => {
+                let _ = writeln!(post, "    let mut v_{n}: i32 = 0;");
+                format!("&mut v_{n}")
+            }
+            Ty::Str => {
+                let _ = writeln!(o, "    let v_{n} = cstr(d.opt_bytes().map_err(bad)?)?;");
+                format!("opt_cstr(&v_{n})")
+            }
+            Ty::Callback { kind: k, .. } => {
+                let _ = writeln!(
+                    o,
+                    "    let v_{n} = t.callback(d, CallbackKind::{})?;",
+                    kind_variant(k)
+                );
+                format!("v_{n}.func()")
+            }
+            Ty::UserData => {
+                let cb = f
+                    .args
+                    .iter()
+                    .find(|c| matches!(&c.ty, Ty::Callback { userdata, .. } if userdata == n))
+                    .map(|c| c.name.clone())
+                    .unwrap_or_default();
+                format!("v_{cb}.data()")
+            }
+            Ty::Custom { name, deps, .. } => {
+                let earlier: Vec<&str> = f.args[..i].iter().map(|a| a.name.as_str()).collect();
+                let deps: String = deps
+                    .iter()
+                    .filter(|d| earlier.contains(&d.as_str()))
+                    .map(|d| format!(", &v_{d}"))
+                    .collect();
+                let _ = writeln!(
+                    o,
+                    "    let mut v_{n} = custom::{name}::decode(t, d{deps})?;"
+                );
+                let _ = writeln!(out, "    v_{n}.reply(t, e, status)?;");
+                format!("v_{n}.arg()")
+            }
+        };
+        exprs.push(expr);
+    }
+    if let Ret::New(_) = f.ret {
+        o.push_str("    let new_id = t.new_id(d)?;\n");
+    }
+    o.push_str("    d.finish().map_err(bad)?;\n");
+    o.push_str(&post);
+    let args = exprs.join(", ");
+    o.push_str("    // SAFETY: every pointer passed is to memory owned by this frame, sized as\n");
+    o.push_str(
+        "    // the call requires (checked above); every handle came from the tenant's table.\n",
+    );
+    if f.attrs.server_override {
+        let _ = writeln!(
+            o,
+            "    let ret = unsafe {{ overrides::{}(t, {args}) }};",
+            f.name
+        );
+    } else {
+        let _ = writeln!(o, "    let ret = unsafe {{ ffi::{}({args}) }};", f.name);
+    }
+    match &f.ret {
+        Ret::Status => o.push_str("    let status = ret;\n"),
+        Ret::New(k) => {
+            let e = errcode_arg(f).unwrap_or("err");
+            let _ = writeln!(o, "    let status = v_{e};\n    if status == CL_SUCCESS {{ t.insert(new_id, {}, ret)?; }}", kind(k));
+        }
+        Ret::Custom { .. } => o.push_str("    let status = CL_SUCCESS;\n"),
+    }
+    if let (Some(k), Some(a)) = (&f.attrs.retain, f.args.first()) {
+        let _ = writeln!(
+            o,
+            "    if status == CL_SUCCESS {{ t.retained(id_{}, {}); }}",
+            a.name,
+            kind(k)
+        );
+    }
+    if let (Some(k), Some(a)) = (&f.attrs.release, f.args.first()) {
+        let _ = writeln!(
+            o,
+            "    if status == CL_SUCCESS {{ t.released(id_{}, {}); }}",
+            a.name,
+            kind(k)
+        );
+    }
+    o.push_str(&after);
+    o.push_str("    e.u8(1);\n");
+    o.push_str(&out);
+    o.push_str("    Ok(status)\n}\n\n");
+}
+
+/// The server: the real library's declarations (`mod ffi`), one decoder per
+/// function and `dispatch`.
+///
+/// The including module must bring into scope `Tenant`, `Kind`,
+/// `CallbackKind`, `Decoder`, `Encoder`, `bad`, `check_count`, `check_len`,
+/// `cstr`, `opt_cstr`, `opt_ptr`, `opt_mut_ptr`, `opt_vec_ptr`,
+/// `opt_mut_vec_ptr`, the `func` ids, the `custom` and `overrides` modules,
+/// `CL_SUCCESS`, `CL_INVALID_OPERATION` and `c_void`/`c_char`.
+pub fn gen_server(api: &Api) -> String {
+    let mut o = String::new();
+    o.push_str("/// The real OpenCL library, reached through the system's ICD loader.\n");
+    o.push_str("#[allow(non_snake_case, clippy::too_many_arguments, dead_code)]\npub mod ffi {\n    use std::ffi::{c_char, c_void};\n    #[link(name = \"OpenCL\")]\n    extern \"C\" {\n");
+    for f in api.funcs.iter().filter(|f| !f.attrs.unsupported) {
+        let _ = writeln!(
+            o,
+            "        pub fn {}({}) -> {};",
+            f.name,
+            c_params(f),
+            f.ret.ctype()
+        );
+    }
+    o.push_str("    }\n}\n\n");
+    for f in &api.funcs {
+        if !f.attrs.manual && !f.attrs.unsupported {
+            server_func(&mut o, f);
+        }
+    }
+    o.push_str("/// Decodes, validates and runs one request; `Err` carries the status of\n");
+    o.push_str("/// a request refused before reaching the library.\n");
+    o.push_str("pub fn dispatch(t: &mut Tenant, func: u32, d: &mut Decoder<'_>, e: &mut Encoder) -> Result<i32, i32> {\n    match func {\n");
+    for f in &api.funcs {
+        if f.attrs.unsupported {
+            continue;
+        }
+        if f.attrs.manual {
+            let _ = writeln!(
+                o,
+                "        func::{} => overrides::d_{}(t, d, e),",
+                f.name, f.name
+            );
+        } else {
+            let _ = writeln!(o, "        func::{} => d_{}(t, d, e),", f.name, f.name);
+        }
+    }
+    o.push_str("        _ => Err(CL_INVALID_OPERATION),\n    }\n}\n");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parse;
+
+    #[test]
+    fn generated_code_mentions_every_piece() {
+        let api = parse(
+            "fn clGetThingInfo(thing: device, param_name: u32, param_value_size: usize,\n\
+             param_value: out info[param_value_size]? {0x10: platform}, param_value_size_ret: out usize?) -> status;\n\
+             fn clMake(ctx: context, errcode_ret: errcode) -> new mem;\n\
+             dispatch { clGetThingInfo clMake other!int }",
+        )
+        .expect("parse");
+        let common = gen_common(&api);
+        assert!(common.contains("pub const clMake: u32 = 1;"));
+        assert!(common.contains("(0, 0x10) => Some(InfoHandle::One(Kind::Platform))"));
+        let client = gen_client(&api);
+        assert!(client.contains("pub unsafe extern \"C\" fn clMake(ctx: *mut c_void, errcode_ret: *mut i32) -> *mut c_void"));
+        assert!(client.contains("unsupported_int as *const c_void"));
+        let server = gen_server(&api);
+        assert!(server.contains("func::clMake => d_clMake(t, d, e),"));
+        assert!(server.contains("t.insert(new_id, Kind::Mem, ret)"));
+    }
+}

@@ -1,0 +1,220 @@
+//! Wormhole's API description language and its code generators.
+//!
+//! An accelerator API is described once (see `crates/wormhole-opencl-api/
+//! opencl.api` for the grammar). From that one description this crate
+//! generates, as Rust source for `build.rs` scripts:
+//!
+//! * [`gen_common`]: function ids and the handle-bearing info parameters,
+//!   shared by both sides;
+//! * [`gen_client`]: `extern "C"` stubs that marshal a call into a frame and
+//!   unmarshal the reply, plus the ICD dispatch table;
+//! * [`gen_server`]: a decoder per function that validates every argument,
+//!   calls the real library and encodes the outputs, plus the `dispatch`
+//!   switch and the `extern "C"` declarations of the real library.
+//!
+//! The generated code calls a small runtime on each side (`Call`/`Reply` on
+//! the client, `Tenant` on the server) and, for arguments marked `custom`,
+//! hand-written modules named after the custom kind.
+
+mod gen;
+mod parse;
+
+pub use gen::{gen_client, gen_common, gen_server};
+pub use parse::parse;
+
+use thiserror::Error;
+
+/// A parse error, with the line it was found on.
+#[derive(Debug, Error, PartialEq, Eq)]
+#[error("line {line}: {msg}")]
+pub struct ParseError {
+    pub line: usize,
+    pub msg: String,
+}
+
+/// A described API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Api {
+    pub funcs: Vec<Func>,
+    pub dispatch: Vec<Slot>,
+}
+
+/// One entry of the ICD dispatch table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Slot {
+    /// A described function.
+    Func(String),
+    /// Not forwarded: what the C function returns.
+    Unsupported(String, StubRet),
+    /// Implemented by hand on the client only.
+    Local(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StubRet {
+    Int,
+    Ptr,
+    Void,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Func {
+    pub name: String,
+    /// Position in the description: the function id on the wire.
+    pub id: u32,
+    pub args: Vec<Arg>,
+    pub ret: Ret,
+    pub attrs: Attrs,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Attrs {
+    pub is_async: bool,
+    pub retain: Option<String>,
+    pub release: Option<String>,
+    pub client_override: bool,
+    pub server_override: bool,
+    pub manual: bool,
+    pub unsupported: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arg {
+    pub name: String,
+    pub ty: Ty,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scalar {
+    U32,
+    I32,
+    U64,
+    Usize,
+    Bool,
+    Bitfield,
+}
+
+/// A buffer size: an argument's value times a constant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Size {
+    pub arg: String,
+    pub mult: u64,
+}
+
+impl Size {
+    /// A size written as a number rather than an argument's name.
+    pub fn is_const(&self) -> bool {
+        self.arg.chars().all(|c| c.is_ascii_digit())
+    }
+}
+
+/// What an info parameter's value holds, when it holds handles.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InfoHandle {
+    One(String),
+    Array(String),
+    /// Translated by hand (`custom_info` on each side).
+    Custom,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ty {
+    Scalar(Scalar),
+    Handle {
+        kind: String,
+    },
+    HandleArray {
+        kind: String,
+        count: String,
+    },
+    InBytes {
+        size: Size,
+    },
+    OutBytes {
+        size: Size,
+    },
+    OutInfo {
+        size: Size,
+        handles: Vec<(u32, InfoHandle)>,
+    },
+    OutScalar(Scalar),
+    OutNew {
+        kind: String,
+    },
+    OutHandles {
+        kind: String,
+        count: String,
+    },
+    Errcode,
+    Str,
+    Callback {
+        kind: String,
+        userdata: String,
+    },
+    UserData,
+    Custom {
+        name: String,
+        ctype: String,
+        deps: Vec<String>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ret {
+    Status,
+    New(String),
+    Custom { name: String, ctype: String },
+}
+
+/// The handle kinds every API description may use, in id order.
+pub const KINDS: &[&str] = &[
+    "platform", "device", "context", "queue", "mem", "program", "kernel", "event", "sampler",
+];
+
+impl Scalar {
+    pub fn rust(self) -> &'static str {
+        match self {
+            Scalar::U32 | Scalar::Bool => "u32",
+            Scalar::I32 => "i32",
+            Scalar::U64 | Scalar::Bitfield => "u64",
+            Scalar::Usize => "usize",
+        }
+    }
+}
+
+impl Ty {
+    /// The Rust spelling of the C type this argument has in the C API.
+    pub fn ctype(&self) -> String {
+        match self {
+            Ty::Scalar(s) => s.rust().into(),
+            Ty::Handle { .. } | Ty::Callback { .. } | Ty::UserData => "*mut c_void".into(),
+            Ty::HandleArray { .. } => "*const *mut c_void".into(),
+            Ty::InBytes { .. } => "*const c_void".into(),
+            Ty::OutBytes { .. } | Ty::OutInfo { .. } => "*mut c_void".into(),
+            Ty::OutScalar(s) => format!("*mut {}", s.rust()),
+            Ty::OutNew { .. } | Ty::OutHandles { .. } => "*mut *mut c_void".into(),
+            Ty::Errcode => "*mut i32".into(),
+            Ty::Str => "*const c_char".into(),
+            Ty::Custom { ctype, .. } => ctype.clone(),
+        }
+    }
+}
+
+impl Ret {
+    pub fn ctype(&self) -> String {
+        match self {
+            Ret::Status => "i32".into(),
+            Ret::New(_) => "*mut c_void".into(),
+            Ret::Custom { ctype, .. } => ctype.clone(),
+        }
+    }
+}
+
+/// `platform` -> `Platform`, the name of the kind's enum variant.
+pub fn kind_variant(kind: &str) -> String {
+    let mut c = kind.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}

@@ -1,0 +1,433 @@
+//! The description language's parser: small, line-aware, strict.
+
+use crate::{
+    Api, Arg, Attrs, Func, InfoHandle, ParseError, Ret, Scalar, Size, Slot, StubRet, Ty, KINDS,
+};
+
+struct P<'a> {
+    src: &'a str,
+    pos: usize,
+}
+
+type R<T> = Result<T, ParseError>;
+
+impl<'a> P<'a> {
+    fn line(&self) -> usize {
+        self.src[..self.pos].matches('\n').count() + 1
+    }
+
+    fn err<T>(&self, msg: impl Into<String>) -> R<T> {
+        Err(ParseError {
+            line: self.line(),
+            msg: msg.into(),
+        })
+    }
+
+    fn skip_ws(&mut self) {
+        loop {
+            let rest = &self.src[self.pos..];
+            let trimmed = rest.trim_start();
+            self.pos += rest.len() - trimmed.len();
+            if trimmed.starts_with('#') {
+                self.pos += trimmed.find('\n').unwrap_or(trimmed.len());
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn peek(&mut self) -> Option<char> {
+        self.skip_ws();
+        self.src[self.pos..].chars().next()
+    }
+
+    fn eat(&mut self, s: &str) -> bool {
+        self.skip_ws();
+        if self.src[self.pos..].starts_with(s) {
+            self.pos += s.len();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect(&mut self, s: &str) -> R<()> {
+        if self.eat(s) {
+            Ok(())
+        } else {
+            let got: String = self.src[self.pos..].chars().take(20).collect();
+            self.err(format!("expected `{s}`, found `{got}`"))
+        }
+    }
+
+    fn ident(&mut self) -> R<String> {
+        self.skip_ws();
+        let rest = &self.src[self.pos..];
+        let n = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        if n == 0 {
+            return self.err("expected a name");
+        }
+        self.pos += n;
+        Ok(rest[..n].to_string())
+    }
+
+    fn number(&mut self) -> R<u64> {
+        self.skip_ws();
+        let rest = &self.src[self.pos..];
+        let n = rest
+            .find(|c: char| !(c.is_ascii_hexdigit() || c == 'x'))
+            .unwrap_or(rest.len());
+        let text = &rest[..n];
+        let v = if let Some(h) = text.strip_prefix("0x") {
+            u64::from_str_radix(h, 16)
+        } else {
+            text.parse()
+        };
+        match v {
+            Ok(v) => {
+                self.pos += n;
+                Ok(v)
+            }
+            Err(_) => self.err(format!("bad number `{text}`")),
+        }
+    }
+
+    /// Text up to (not including) any of `stops`, for C type spellings.
+    fn until(&mut self, stops: &[char]) -> String {
+        self.skip_ws();
+        let rest = &self.src[self.pos..];
+        let n = rest.find(|c| stops.contains(&c)).unwrap_or(rest.len());
+        self.pos += n;
+        rest[..n].trim().to_string()
+    }
+
+    fn kind(&mut self) -> R<String> {
+        let k = self.ident()?;
+        if !KINDS.contains(&k.as_str()) {
+            return self.err(format!("unknown handle kind `{k}`"));
+        }
+        Ok(k)
+    }
+
+    fn size(&mut self) -> R<Size> {
+        self.expect("[")?;
+        // A constant size is written as a number.
+        let arg = match self.peek() {
+            Some(c) if c.is_ascii_digit() => self.number()?.to_string(),
+            _ => self.ident()?,
+        };
+        let mult = if self.eat("*") { self.number()? } else { 1 };
+        self.expect("]")?;
+        Ok(Size { arg, mult })
+    }
+
+    fn scalar(name: &str) -> Option<Scalar> {
+        Some(match name {
+            "u32" => Scalar::U32,
+            "i32" => Scalar::I32,
+            "u64" => Scalar::U64,
+            "usize" => Scalar::Usize,
+            "bool" => Scalar::Bool,
+            "bitfield" => Scalar::Bitfield,
+            _ => return None,
+        })
+    }
+
+    fn custom(&mut self) -> R<(String, String, Vec<String>)> {
+        let name = self.ident()?;
+        self.expect("(")?;
+        let ctype = self.until(&[';', ')']);
+        let mut deps = Vec::new();
+        if self.eat(";") {
+            loop {
+                deps.push(self.ident()?);
+                if !self.eat(",") {
+                    break;
+                }
+            }
+        }
+        self.expect(")")?;
+        Ok((name, ctype, deps))
+    }
+
+    fn ty(&mut self) -> R<Ty> {
+        if self.eat("[") {
+            let kind = self.kind()?;
+            self.expect(";")?;
+            let count = self.ident()?;
+            self.expect("]")?;
+            self.eat("?");
+            return Ok(Ty::HandleArray { kind, count });
+        }
+        let word = self.ident()?;
+        let ty = match word.as_str() {
+            "in" => {
+                self.expect("bytes")?;
+                Ty::InBytes { size: self.size()? }
+            }
+            "out" => {
+                if self.eat("[") {
+                    let kind = self.kind()?;
+                    self.expect(";")?;
+                    let count = self.ident()?;
+                    self.expect("]")?;
+                    self.eat("?");
+                    return Ok(Ty::OutHandles { kind, count });
+                }
+                let w = self.ident()?;
+                match w.as_str() {
+                    "bytes" => Ty::OutBytes { size: self.size()? },
+                    "new" => Ty::OutNew { kind: self.kind()? },
+                    "info" => {
+                        let size = self.size()?;
+                        self.eat("?");
+                        self.expect("{")?;
+                        let mut handles = Vec::new();
+                        while !self.eat("}") {
+                            let param =
+                                u32::try_from(self.number()?).or_else(|_| self.err("param"))?;
+                            self.expect(":")?;
+                            let h = if self.eat("custom") {
+                                InfoHandle::Custom
+                            } else {
+                                let k = self.kind()?;
+                                if self.eat("[]") {
+                                    InfoHandle::Array(k)
+                                } else {
+                                    InfoHandle::One(k)
+                                }
+                            };
+                            handles.push((param, h));
+                            self.eat(",");
+                        }
+                        return Ok(Ty::OutInfo { size, handles });
+                    }
+                    s => match Self::scalar(s) {
+                        Some(sc) => Ty::OutScalar(sc),
+                        None => return self.err(format!("unknown out type `{s}`")),
+                    },
+                }
+            }
+            "errcode" => Ty::Errcode,
+            "str" => Ty::Str,
+            "userdata" => Ty::UserData,
+            "callback" => {
+                let kind = self.ident()?;
+                self.expect("(")?;
+                let userdata = self.ident()?;
+                self.expect(")")?;
+                Ty::Callback { kind, userdata }
+            }
+            "custom" => {
+                let (name, ctype, deps) = self.custom()?;
+                Ty::Custom { name, ctype, deps }
+            }
+            w => {
+                if let Some(s) = Self::scalar(w) {
+                    Ty::Scalar(s)
+                } else if KINDS.contains(&w) {
+                    Ty::Handle {
+                        kind: w.to_string(),
+                    }
+                } else {
+                    return self.err(format!("unknown type `{w}`"));
+                }
+            }
+        };
+        self.eat("?");
+        Ok(ty)
+    }
+
+    fn func(&mut self, id: u32) -> R<Func> {
+        let name = self.ident()?;
+        self.expect("(")?;
+        let mut args = Vec::new();
+        while !self.eat(")") {
+            let an = self.ident()?;
+            self.expect(":")?;
+            let ty = self.ty()?;
+            args.push(Arg { name: an, ty });
+            if !self.eat(",") {
+                self.expect(")")?;
+                break;
+            }
+        }
+        self.expect("->")?;
+        let ret = match self.ident()?.as_str() {
+            "status" => Ret::Status,
+            "new" => Ret::New(self.kind()?),
+            "custom" => {
+                let (name, ctype, _) = self.custom()?;
+                Ret::Custom { name, ctype }
+            }
+            r => return self.err(format!("unknown return `{r}`")),
+        };
+        let mut attrs = Attrs::default();
+        while !self.eat(";") {
+            match self.ident()?.as_str() {
+                "async" => attrs.is_async = true,
+                "retain" => attrs.retain = Some(self.kind()?),
+                "release" => attrs.release = Some(self.kind()?),
+                "client" => {
+                    self.expect("-override")?;
+                    attrs.client_override = true
+                }
+                "server" => {
+                    self.expect("-override")?;
+                    attrs.server_override = true
+                }
+                "manual" => attrs.manual = true,
+                "unsupported" => attrs.unsupported = true,
+                a => return self.err(format!("unknown attribute `{a}`")),
+            }
+        }
+        Ok(Func {
+            name,
+            id,
+            args,
+            ret,
+            attrs,
+        })
+    }
+}
+
+fn check(api: &Api) -> Result<(), String> {
+    for f in &api.funcs {
+        let names: Vec<&str> = f.args.iter().map(|a| a.name.as_str()).collect();
+        let has = |n: &str| names.contains(&n);
+        for a in &f.args {
+            let refs: Vec<&String> = match &a.ty {
+                Ty::HandleArray { count, .. } | Ty::OutHandles { count, .. } => vec![count],
+                Ty::InBytes { size } | Ty::OutBytes { size } | Ty::OutInfo { size, .. } => {
+                    if size.is_const() {
+                        vec![]
+                    } else {
+                        vec![&size.arg]
+                    }
+                }
+                Ty::Callback { userdata, .. } => vec![userdata],
+                Ty::Custom { deps, .. } => deps.iter().collect(),
+                _ => vec![],
+            };
+            for r in refs {
+                if !has(r) {
+                    return Err(format!(
+                        "{}: argument `{}` refers to unknown `{r}`",
+                        f.name, a.name
+                    ));
+                }
+            }
+            if matches!(a.ty, Ty::OutInfo { .. }) && !has("param_name") {
+                return Err(format!(
+                    "{}: info output needs a `param_name` argument",
+                    f.name
+                ));
+            }
+        }
+        if matches!(f.ret, Ret::New(_)) && !f.args.iter().any(|a| a.ty == Ty::Errcode) {
+            return Err(format!(
+                "{}: a function returning a handle needs an errcode argument",
+                f.name
+            ));
+        }
+    }
+    for s in &api.dispatch {
+        if let Slot::Func(n) = s {
+            if !api.funcs.iter().any(|f| &f.name == n) {
+                return Err(format!("dispatch names `{n}`, which is not described"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Parses a description.
+pub fn parse(src: &str) -> Result<Api, ParseError> {
+    let mut p = P { src, pos: 0 };
+    let mut funcs = Vec::new();
+    let mut dispatch = Vec::new();
+    while p.peek().is_some() {
+        let word = p.ident()?;
+        match word.as_str() {
+            "fn" => {
+                let f = p.func(funcs.len() as u32)?;
+                if funcs.iter().any(|g: &Func| g.name == f.name) {
+                    return p.err(format!("`{}` is described twice", f.name));
+                }
+                funcs.push(f);
+            }
+            "dispatch" => {
+                p.expect("{")?;
+                while !p.eat("}") {
+                    let name = p.ident()?;
+                    let slot = if p.eat("!") {
+                        match p.ident()?.as_str() {
+                            "int" => Slot::Unsupported(name, StubRet::Int),
+                            "ptr" => Slot::Unsupported(name, StubRet::Ptr),
+                            "void" => Slot::Unsupported(name, StubRet::Void),
+                            "local" => Slot::Local(name),
+                            o => return p.err(format!("unknown slot marker `{o}`")),
+                        }
+                    } else {
+                        Slot::Func(name)
+                    };
+                    dispatch.push(slot);
+                }
+            }
+            w => return p.err(format!("expected `fn` or `dispatch`, found `{w}`")),
+        }
+    }
+    let api = Api { funcs, dispatch };
+    check(&api).map_err(|msg| ParseError { line: 0, msg })?;
+    Ok(api)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_each_form() {
+        let api = parse(
+            "# c\nfn f(a: u32, h: device?, hs: [event; a]?, i: in bytes[a * 8]?, o: out bytes[a]?,\n\
+             inf: out info[a]? {0x10: platform, 0x11: device[], 0x12: custom}, param_name: u32,\n\
+             s: out usize?, e: out new event?, oh: out [device; a]?, err: errcode, st: str?,\n\
+             cb: callback event(ud), ud: userdata, c: custom foo(*const c_void; a, h)) -> new context async;\n\
+             dispatch { f x!int y!ptr z!local }",
+        )
+        .expect("parse");
+        let f = &api.funcs[0];
+        assert_eq!(f.args.len(), 15);
+        assert_eq!(
+            f.args[3].ty,
+            Ty::InBytes {
+                size: Size {
+                    arg: "a".into(),
+                    mult: 8
+                }
+            }
+        );
+        assert!(matches!(&f.args[5].ty, Ty::OutInfo { handles, .. } if handles.len() == 3));
+        assert_eq!(f.ret, Ret::New("context".into()));
+        assert!(f.attrs.is_async);
+        assert_eq!(api.dispatch.len(), 4);
+    }
+
+    #[test]
+    fn reports_errors_with_lines() {
+        let e =
+            parse("fn f(a: u32) -> status;\n\nfn g(b: wibble) -> status;").expect_err("bad type");
+        assert_eq!(e.line, 3);
+        assert!(
+            parse("fn f(a: [device; n]) -> status;").is_err(),
+            "unknown count arg"
+        );
+        assert!(
+            parse("fn f(a: u32) -> new mem;").is_err(),
+            "new without errcode"
+        );
+        assert!(parse("dispatch { nothere }").is_err());
+    }
+}
