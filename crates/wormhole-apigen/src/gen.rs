@@ -123,8 +123,13 @@ fn client_take(o: &mut String, f: &Func) {
         let line = match &a.ty {
             Ty::OutBytes { size } => format!("r.out_bytes({n}, {})?;", size_expr("", size)),
             Ty::OutInfo { size, .. } => {
+                let first = f
+                    .args
+                    .first()
+                    .map(|a| a.name.as_str())
+                    .unwrap_or("std::ptr::null_mut()");
                 format!(
-                    "r.out_info({n}, {}, func::{}, param_name)?;",
+                    "r.out_info({n}, {}, func::{}, param_name, {first})?;",
                     size_expr("", size),
                     f.name
                 )

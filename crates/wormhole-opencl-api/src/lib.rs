@@ -242,3 +242,69 @@ mod tests {
         assert_eq!(image_element_size(0x9999, 0x10D2), None);
     }
 }
+
+/// Bytes of host memory an image of this shape occupies (what `clCreateImage`
+/// reads from `host_ptr`), or `None` if the numbers are invalid.
+#[allow(clippy::too_many_arguments)]
+pub fn image_host_size(
+    image_type: u32,
+    width: u64,
+    height: u64,
+    depth: u64,
+    array_size: u64,
+    row_pitch: u64,
+    slice_pitch: u64,
+    elem: u64,
+) -> Option<u64> {
+    let row_bytes = width.checked_mul(elem)?;
+    let row = if row_pitch == 0 { row_bytes } else { row_pitch };
+    if row < row_bytes {
+        return None;
+    }
+    match image_type {
+        0x10F4 | 0x10F6 => Some(row_bytes), // 1D, 1D buffer
+        0x10F1 => row.checked_mul(height),  // 2D
+        0x10F2 => {
+            let slice = if slice_pitch == 0 {
+                row.checked_mul(height)?
+            } else {
+                slice_pitch
+            };
+            slice.checked_mul(depth)
+        }
+        0x10F3 => {
+            let slice = if slice_pitch == 0 {
+                row.checked_mul(height)?
+            } else {
+                slice_pitch
+            };
+            slice.checked_mul(array_size)
+        }
+        0x10F5 => {
+            let slice = if slice_pitch == 0 { row } else { slice_pitch };
+            slice.checked_mul(array_size)
+        }
+        _ => None,
+    }
+}
+
+/// Bytes of host memory an image transfer of `region` touches, an upper
+/// bound that also covers 1D image arrays (whose second coordinate steps by
+/// the slice pitch).
+pub fn image_transfer_extent(
+    region: [u64; 3],
+    elem: u64,
+    row_pitch: u64,
+    slice_pitch: u64,
+) -> Option<u64> {
+    let r = rect_extent(region, elem, row_pitch, slice_pitch)?;
+    let step1 = r.row.max(r.slice);
+    (region[2] - 1)
+        .checked_mul(r.slice)?
+        .checked_add((region[1] - 1).checked_mul(step1)?)?
+        .checked_add(region[0].checked_mul(elem)?)
+}
+
+/// Layout of `cl_image_desc` on a 64-bit host, as it travels on the wire
+/// (with `mem_object` as an id).
+pub const IMAGE_DESC_LEN: usize = 72;

@@ -19,6 +19,15 @@ pub use ring::Handoff;
 
 use thiserror::Error;
 
+/// Where a server listens and a client connects by default:
+/// `$XDG_RUNTIME_DIR/wormhole.sock`, else `/tmp/wormhole-<uid>.sock`.
+pub fn default_socket_path() -> std::path::PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(d) if !d.is_empty() => std::path::PathBuf::from(d).join("wormhole.sock"),
+        _ => std::path::PathBuf::from(format!("/tmp/wormhole-{}.sock", nix::unistd::getuid())),
+    }
+}
+
 /// Errors from a transport.
 #[derive(Debug, Error)]
 pub enum TransportError {

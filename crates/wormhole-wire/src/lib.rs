@@ -168,6 +168,19 @@ impl Encoder {
     pub fn len(&self) -> usize {
         self.buf.len()
     }
+
+    /// Drops everything after the first `len` bytes.
+    pub fn truncate(&mut self, len: usize) {
+        self.buf.truncate(len);
+    }
+
+    /// Overwrites an `i32` written earlier at `offset` (a header field whose
+    /// value is known only at the end). Does nothing past the end.
+    pub fn patch_i32(&mut self, offset: usize, v: i32) {
+        if let Some(dst) = self.buf.get_mut(offset..offset + 4) {
+            dst.copy_from_slice(&v.to_le_bytes());
+        }
+    }
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
     }

@@ -1,0 +1,139 @@
+//! Server configuration: a TOML file, overridden by command-line flags.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    #[error("reading {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("parsing {path}: {source}")]
+    Parse {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
+    #[error("invalid setting: {0}")]
+    Invalid(String),
+}
+
+/// How a tenant's server thread waits for the next request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum HandoffMode {
+    /// Sleep on a futex: no CPU while idle (the default).
+    #[default]
+    Futex,
+    /// Spin for a bounded number of polls, then sleep on the futex.
+    Spin,
+}
+
+/// Everything the server can be told.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Unix socket on which clients connect.
+    pub socket: PathBuf,
+    /// Optional TCP address (host:port) for clients on other hosts.
+    pub tcp: Option<String>,
+    pub handoff: HandoffMode,
+    /// Polls before sleeping, in spin mode.
+    pub spin_polls: u32,
+    /// Export only platforms whose name contains one of these (all if empty).
+    pub platforms: Vec<String>,
+    /// Largest buffer one request may make the server allocate, in bytes.
+    pub max_alloc: u64,
+    /// Shared-memory ring sizes, in bytes (powers of two).
+    pub request_ring: usize,
+    pub reply_ring: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            socket: wormhole_transport::default_socket_path(),
+            tcp: None,
+            handoff: HandoffMode::Futex,
+            spin_polls: 20_000,
+            platforms: Vec::new(),
+            max_alloc: 4 << 30,
+            request_ring: 8 << 20,
+            reply_ring: 8 << 20,
+        }
+    }
+}
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.into(),
+            source,
+        })?;
+        let c: Config = toml::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: path.into(),
+            source,
+        })?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for (name, v) in [
+            ("request_ring", self.request_ring),
+            ("reply_ring", self.reply_ring),
+        ] {
+            if !v.is_power_of_two() || v < 4096 {
+                return Err(ConfigError::Invalid(format!(
+                    "{name} must be a power of two of at least 4096, not {v}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn layout(&self) -> wormhole_transport::shm::Layout {
+        wormhole_transport::shm::Layout {
+            request: self.request_ring,
+            reply: self.reply_ring,
+            notify: 64 << 10,
+        }
+    }
+
+    pub fn handoff(&self) -> wormhole_transport::Handoff {
+        match self.handoff {
+            HandoffMode::Futex => wormhole_transport::Handoff::Futex,
+            HandoffMode::Spin => wormhole_transport::Handoff::Spin {
+                polls: self.spin_polls,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_file_and_rejects_mistakes() {
+        let dir = std::env::temp_dir().join(format!("wh-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let p = dir.join("ok.toml");
+        std::fs::write(
+            &p,
+            "socket = \"/tmp/x.sock\"\nhandoff = \"spin\"\nplatforms = [\"Portable\"]\n",
+        )
+        .expect("write");
+        let c = Config::load(&p).expect("load");
+        assert_eq!(c.handoff, HandoffMode::Spin);
+        assert_eq!(c.platforms, vec!["Portable".to_string()]);
+        std::fs::write(&p, "sockett = 1\n").expect("write");
+        assert!(matches!(Config::load(&p), Err(ConfigError::Parse { .. })));
+        std::fs::write(&p, "request_ring = 1000\n").expect("write");
+        assert!(matches!(Config::load(&p), Err(ConfigError::Invalid(_))));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

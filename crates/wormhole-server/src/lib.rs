@@ -1,0 +1,14 @@
+//! Wormhole's server: it owns the accelerator and runs forwarded calls.
+//!
+//! * [`listen`]: the main process, which accepts clients on a Unix socket
+//!   (and TCP when configured) and starts a tenant process for each;
+//! * [`serve`]: a tenant process, which greets its client with a shared-memory
+//!   region and then runs the client's calls as they arrive, sleeping on a
+//!   futex in between;
+//! * [`opencl`]: the OpenCL backend, whose decoders are generated from the
+//!   API description, and each tenant's handle table.
+
+pub mod config;
+pub mod listen;
+pub mod opencl;
+pub mod serve;

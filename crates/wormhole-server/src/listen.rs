@@ -1,0 +1,115 @@
+//! The server's main process: it accepts connections and starts one tenant
+//! process per client (the published design's fork per client), so that one
+//! tenant's crash or bad input cannot reach another. It never loads the
+//! OpenCL library itself; each tenant does, after exec.
+
+use std::net::TcpListener;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ListenError {
+    #[error("binding {path}: {source}")]
+    Bind {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("another server is listening on {0}")]
+    InUse(PathBuf),
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The file descriptor a tenant process finds its connection on.
+pub const TENANT_FD: RawFd = 3;
+
+/// Environment variable set in tenant processes; our own ICD, if the
+/// system has it registered, then exposes no platform, so a server never
+/// forwards to itself.
+pub const IN_SERVER_ENV: &str = "WORMHOLE_IN_SERVER";
+
+fn spawn_tenant(fd: RawFd, config_args: &[String]) -> std::io::Result<()> {
+    let exe = std::env::current_exe()?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("tenant").args(config_args).env(IN_SERVER_ENV, "1");
+    // SAFETY: dup2 is async-signal-safe; it runs in the child between fork
+    // and exec and touches only the descriptor table. The new descriptor
+    // has no close-on-exec flag, unlike every other one we hold.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::dup2(fd, TENANT_FD) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn()?;
+    log::info!("tenant process {} started", child.id());
+    Ok(())
+}
+
+/// Binds the Unix socket, replacing a stale one but never a live server's.
+pub fn bind_unix(path: &Path) -> Result<UnixListener, ListenError> {
+    if path.exists() {
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(ListenError::InUse(path.into()));
+        }
+        let _ = std::fs::remove_file(path);
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).ok();
+    }
+    UnixListener::bind(path).map_err(|source| ListenError::Bind {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// Accepts clients forever. `config_args` are passed to each tenant.
+pub fn run(
+    unix: UnixListener,
+    tcp: Option<TcpListener>,
+    config_args: Vec<String>,
+) -> Result<(), ListenError> {
+    // Tenants are reaped by the kernel: no zombies, no waiting thread.
+    // SAFETY: setting SIGCHLD to SIG_IGN has no handler to be unsafe in.
+    unsafe {
+        nix::sys::signal::signal(
+            nix::sys::signal::Signal::SIGCHLD,
+            nix::sys::signal::SigHandler::SigIgn,
+        )
+        .map_err(std::io::Error::from)?;
+    }
+    if let Some(tcp) = tcp {
+        let args = config_args.clone();
+        std::thread::spawn(move || {
+            for conn in tcp.incoming() {
+                match conn {
+                    Ok(s) => {
+                        let _ = s.set_nodelay(true);
+                        if let Err(e) = spawn_tenant(s.as_raw_fd(), &args) {
+                            log::error!("starting a tenant: {e}");
+                        }
+                    }
+                    Err(e) => log::warn!("accept (tcp): {e}"),
+                }
+            }
+        });
+    }
+    for conn in unix.incoming() {
+        match conn {
+            Ok(s) => {
+                if let Err(e) = spawn_tenant(s.as_raw_fd(), &config_args) {
+                    log::error!("starting a tenant: {e}");
+                }
+            }
+            Err(e) => log::warn!("accept: {e}"),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,122 @@
+//! `wormhole-server`: serve the local accelerators to Wormhole clients.
+
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use wormhole_server::config::{Config, HandoffMode};
+use wormhole_server::{listen, serve};
+
+#[derive(Parser, Debug)]
+#[command(version, about = "Wormhole API-forwarding server (OpenCL)")]
+struct Cli {
+    /// TOML configuration file.
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// Unix socket to listen on.
+    #[arg(long)]
+    socket: Option<PathBuf>,
+    /// Also listen on this TCP address (e.g. 127.0.0.1:7700).
+    #[arg(long)]
+    tcp: Option<String>,
+    /// How a tenant waits for requests.
+    #[arg(long, value_enum)]
+    handoff: Option<HandoffMode>,
+    /// Export only platforms whose name contains this (repeatable).
+    #[arg(long = "platform")]
+    platforms: Vec<String>,
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Internal: serve one tenant on file descriptor 3.
+    #[command(hide = true)]
+    Tenant,
+    /// List the platforms this server would export, and exit.
+    Platforms,
+}
+
+fn config(cli: &Cli) -> anyhow::Result<Config> {
+    let mut c = match &cli.config {
+        Some(p) => Config::load(p)?,
+        None => Config::default(),
+    };
+    if let Some(s) = &cli.socket {
+        c.socket = s.clone();
+    }
+    if let Some(t) = &cli.tcp {
+        c.tcp = Some(t.clone());
+    }
+    if let Some(h) = cli.handoff {
+        c.handoff = h;
+    }
+    if !cli.platforms.is_empty() {
+        c.platforms = cli.platforms.clone();
+    }
+    c.validate()?;
+    Ok(c)
+}
+
+/// The flags that carry this configuration to a tenant process.
+fn tenant_args(cli: &Cli) -> Vec<String> {
+    let mut a = Vec::new();
+    if let Some(p) = &cli.config {
+        a.push(format!("--config={}", p.display()));
+    }
+    if let Some(h) = cli.handoff {
+        a.push(format!(
+            "--handoff={}",
+            match h {
+                HandoffMode::Futex => "futex",
+                HandoffMode::Spin => "spin",
+            }
+        ));
+    }
+    for p in &cli.platforms {
+        a.push(format!("--platform={p}"));
+    }
+    a
+}
+
+fn main() -> anyhow::Result<()> {
+    env_logger::Builder::from_env(env_logger::Env::new().filter_or("WORMHOLE_LOG", "warn")).init();
+    let cli = Cli::parse();
+    let c = config(&cli)?;
+    match cli.cmd {
+        Some(Cmd::Tenant) => {
+            // SAFETY: the listener put the connection on fd 3 for us alone.
+            let fd = unsafe { OwnedFd::from_raw_fd(listen::TENANT_FD) };
+            serve::run_tenant(fd, &c).context("serving tenant")?;
+            Ok(())
+        }
+        Some(Cmd::Platforms) => {
+            std::env::set_var(listen::IN_SERVER_ENV, "1");
+            for p in wormhole_server::opencl::platforms(&c.platforms) {
+                println!("{}", wormhole_server::opencl::platform_name(p));
+            }
+            Ok(())
+        }
+        None => {
+            let unix = listen::bind_unix(&c.socket)?;
+            let tcp = match &c.tcp {
+                Some(a) => {
+                    Some(std::net::TcpListener::bind(a).with_context(|| format!("binding {a}"))?)
+                }
+                None => None,
+            };
+            eprintln!(
+                "wormhole-server: listening on {}{}",
+                c.socket.display(),
+                c.tcp
+                    .as_ref()
+                    .map(|t| format!(" and tcp {t}"))
+                    .unwrap_or_default()
+            );
+            listen::run(unix, tcp, tenant_args(&cli))?;
+            Ok(())
+        }
+    }
+}

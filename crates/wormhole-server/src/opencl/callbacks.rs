@@ -1,0 +1,85 @@
+//! Callbacks. A client's function pointer means nothing here, so the server
+//! registers its own trampoline and posts a notification (a token chosen by
+//! the client) on the tenant's notification ring; the client's notifier
+//! thread calls the application's function.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use wormhole_opencl_api::{notify, CallbackKind, CL_INVALID_OPERATION};
+use wormhole_transport::shm::NotifySender;
+use wormhole_wire::{Decoder, Encoder};
+
+use super::tenant::{bad, Tenant};
+
+/// A callback as passed to the real library.
+pub struct CallbackArg {
+    func: *mut c_void,
+    data: *mut c_void,
+}
+
+impl CallbackArg {
+    pub fn func(&self) -> *mut c_void {
+        self.func
+    }
+    pub fn data(&self) -> *mut c_void {
+        self.data
+    }
+}
+
+struct Registration {
+    notify: Arc<NotifySender>,
+    token: u64,
+}
+
+pub fn decode(t: &mut Tenant, d: &mut Decoder<'_>, kind: CallbackKind) -> Result<CallbackArg, i32> {
+    let none = CallbackArg {
+        func: std::ptr::null_mut(),
+        data: std::ptr::null_mut(),
+    };
+    match kind {
+        // Context notifications are not forwarded; build notifications run
+        // on the client once the (synchronous) build returns.
+        CallbackKind::Ctx | CallbackKind::Program => {
+            d.bool().map_err(bad)?;
+            Ok(none)
+        }
+        CallbackKind::Event | CallbackKind::Memdtor => {
+            if !d.bool().map_err(bad)? {
+                return Ok(none);
+            }
+            let token = d.u64().map_err(bad)?;
+            let notify = t.notify.clone().ok_or(CL_INVALID_OPERATION)?;
+            let data = Box::into_raw(Box::new(Registration { notify, token })) as *mut c_void;
+            let func = match kind {
+                CallbackKind::Event => event_trampoline as *mut c_void,
+                _ => memdtor_trampoline as *mut c_void,
+            };
+            Ok(CallbackArg { func, data })
+        }
+    }
+}
+
+extern "C" fn event_trampoline(_event: *mut c_void, status: i32, data: *mut c_void) {
+    // SAFETY: `data` is the Box leaked in `decode` for this registration; the
+    // library calls an event callback exactly once, so it is reclaimed once.
+    let reg = unsafe { Box::from_raw(data as *mut Registration) };
+    let mut e = Encoder::new();
+    e.u8(notify::EVENT_CALLBACK);
+    e.u64(reg.token);
+    e.i32(status);
+    if let Err(err) = reg.notify.send(e.as_slice()) {
+        log::warn!("event callback lost: {err}");
+    }
+}
+
+extern "C" fn memdtor_trampoline(_mem: *mut c_void, data: *mut c_void) {
+    // SAFETY: as for `event_trampoline`; destructor callbacks run once.
+    let reg = unsafe { Box::from_raw(data as *mut Registration) };
+    let mut e = Encoder::new();
+    e.u8(notify::MEM_DESTRUCTOR);
+    e.u64(reg.token);
+    if let Err(err) = reg.notify.send(e.as_slice()) {
+        log::warn!("destructor callback lost: {err}");
+    }
+}

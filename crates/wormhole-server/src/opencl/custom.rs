@@ -1,0 +1,693 @@
+//! Hand-written marshalling for the arguments the description marks
+//! `custom`: property lists with handles inside, host memory whose size
+//! depends on several arguments, kernel arguments that may be handles.
+//! Each module decodes its argument (validating it), yields the C value
+//! with `arg`, and may add outputs to the reply with `reply`.
+
+use std::ffi::{c_char, c_void, CString};
+
+use wormhole_opencl_api::{
+    func, image_element_size, image_host_size, image_transfer_extent, rect_extent, triple, Kind,
+    CL_CONTEXT_PLATFORM, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_ARG_SIZE, CL_INVALID_HOST_PTR,
+    CL_INVALID_IMAGE_FORMAT_DESCRIPTOR, CL_INVALID_VALUE, CL_MEM_COPY_HOST_PTR,
+    CL_MEM_USE_HOST_PTR, CL_SUCCESS, IMAGE_DESC_LEN,
+};
+use wormhole_wire::{Decoder, Encoder};
+
+use super::tenant::{alloc_zeroed, bad, Tenant};
+
+/// Custom info values: context properties carry a platform handle.
+pub fn info(t: &mut Tenant, f: u32, param: u32, v: &mut [u8]) {
+    if f == func::clGetContextInfo && param == 0x1082 {
+        let mut i = 0;
+        while i + 16 <= v.len() {
+            let key = isize::from_le_bytes(v[i..i + 8].try_into().unwrap_or([0; 8]));
+            if key == 0 {
+                break;
+            }
+            if key == CL_CONTEXT_PLATFORM {
+                let raw = usize::from_le_bytes(v[i + 8..i + 16].try_into().unwrap_or([0; 8]));
+                let id = t.id_for(Kind::Platform, raw as *mut c_void);
+                v[i + 8..i + 16].copy_from_slice(&id.to_le_bytes());
+            }
+            i += 16;
+        }
+    }
+    // CL_MEM_HOST_PTR: the server's pointer means nothing to the client,
+    // which substitutes its own; zero it rather than leak an address.
+    if f == func::clGetMemObjectInfo && param == 0x1103 {
+        v.iter_mut().for_each(|b| *b = 0);
+    }
+}
+
+fn no_reply(_t: &mut Tenant, _e: &mut Encoder, _status: i32) -> Result<(), i32> {
+    Ok(())
+}
+
+/// A zero-terminated property list of 64-bit values.
+pub struct Props<T> {
+    list: Option<Vec<T>>,
+}
+
+impl<T> Props<T> {
+    pub fn arg(&mut self) -> *const T {
+        self.list.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
+    }
+    pub fn reply(&mut self, t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
+        no_reply(t, e, s)
+    }
+}
+
+fn props_raw(d: &mut Decoder<'_>) -> Result<Option<Vec<u64>>, i32> {
+    if !d.bool().map_err(bad)? {
+        return Ok(None);
+    }
+    let mut v = d.u64s().map_err(bad)?;
+    v.push(0);
+    Ok(Some(v))
+}
+
+pub mod context_props {
+    use super::*;
+    pub fn decode(t: &mut Tenant, d: &mut Decoder<'_>) -> Result<Props<isize>, i32> {
+        let Some(raw) = props_raw(d)? else {
+            return Ok(Props { list: None });
+        };
+        let mut out: Vec<isize> = raw.iter().map(|&x| x as isize).collect();
+        let mut i = 0;
+        while i + 1 < out.len() && out[i] != 0 {
+            if out[i] == CL_CONTEXT_PLATFORM {
+                out[i + 1] = t.lookup(out[i + 1] as u64, Kind::Platform)? as isize;
+            }
+            i += 2;
+        }
+        Ok(Props { list: Some(out) })
+    }
+}
+
+pub mod partition_props {
+    use super::*;
+    pub fn decode(_t: &mut Tenant, d: &mut Decoder<'_>) -> Result<Props<isize>, i32> {
+        Ok(Props {
+            list: props_raw(d)?.map(|v| v.into_iter().map(|x| x as isize).collect()),
+        })
+    }
+}
+
+pub mod queue_props {
+    use super::*;
+    pub fn decode(_t: &mut Tenant, d: &mut Decoder<'_>) -> Result<Props<u64>, i32> {
+        Ok(Props {
+            list: props_raw(d)?,
+        })
+    }
+}
+
+pub use queue_props as sampler_props;
+
+/// Host data for a memory object created with USE or COPY_HOST_PTR.
+pub struct HostData<'a> {
+    data: Option<&'a [u8]>,
+}
+
+impl HostData<'_> {
+    pub fn arg(&mut self) -> *mut c_void {
+        self.data
+            .map_or(std::ptr::null_mut(), |b| b.as_ptr() as *mut c_void)
+    }
+    pub fn reply(&mut self, t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
+        no_reply(t, e, s)
+    }
+}
+
+/// Tag 0: NULL; 1: data follows; 2: a pointer given without USE/COPY flags
+/// (an application error that the native library reports).
+fn host_data<'a>(d: &mut Decoder<'a>, flags: u64, need: Option<u64>) -> Result<HostData<'a>, i32> {
+    match d.u8().map_err(bad)? {
+        0 => Ok(HostData { data: None }),
+        1 => {
+            let b = d.bytes().map_err(bad)?;
+            if flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR) == 0 {
+                return Err(CL_INVALID_HOST_PTR);
+            }
+            let need = need.ok_or(CL_INVALID_IMAGE_FORMAT_DESCRIPTOR)?;
+            if (b.len() as u64) < need {
+                return Err(CL_INVALID_VALUE);
+            }
+            Ok(HostData { data: Some(b) })
+        }
+        2 => Err(CL_INVALID_HOST_PTR),
+        _ => Err(CL_INVALID_VALUE),
+    }
+}
+
+pub mod host_ptr {
+    use super::*;
+    pub fn decode<'a>(
+        _t: &mut Tenant,
+        d: &mut Decoder<'a>,
+        flags: &u64,
+        size: &usize,
+    ) -> Result<HostData<'a>, i32> {
+        host_data(d, *flags, Some(*size as u64))
+    }
+}
+
+fn format_elem(format: Option<&[u8]>) -> Option<u64> {
+    let f = format?;
+    if f.len() < 8 {
+        return None;
+    }
+    let order = u32::from_le_bytes(f[0..4].try_into().ok()?);
+    let ty = u32::from_le_bytes(f[4..8].try_into().ok()?);
+    image_element_size(order, ty)
+}
+
+/// `cl_image_desc`, with its buffer handle translated.
+#[repr(C)]
+#[derive(Default)]
+pub struct ImageDescC {
+    pub image_type: u32,
+    pub width: usize,
+    pub height: usize,
+    pub depth: usize,
+    pub array_size: usize,
+    pub row_pitch: usize,
+    pub slice_pitch: usize,
+    pub num_mip_levels: u32,
+    pub num_samples: u32,
+    pub mem_object: usize,
+}
+
+pub struct ImageDesc {
+    desc: Option<Box<ImageDescC>>,
+}
+
+impl ImageDesc {
+    pub fn arg(&mut self) -> *const c_void {
+        self.desc.as_deref().map_or(std::ptr::null(), |d| {
+            d as *const ImageDescC as *const c_void
+        })
+    }
+    pub fn reply(&mut self, t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
+        no_reply(t, e, s)
+    }
+    fn host_size(&self, elem: Option<u64>) -> Option<u64> {
+        let d = self.desc.as_deref()?;
+        image_host_size(
+            d.image_type,
+            d.width as u64,
+            d.height as u64,
+            d.depth as u64,
+            d.array_size as u64,
+            d.row_pitch as u64,
+            d.slice_pitch as u64,
+            elem?,
+        )
+    }
+}
+
+pub mod image_desc {
+    use super::*;
+    pub fn decode(t: &mut Tenant, d: &mut Decoder<'_>) -> Result<ImageDesc, i32> {
+        let Some(b) = d.opt_bytes().map_err(bad)? else {
+            return Ok(ImageDesc { desc: None });
+        };
+        if b.len() != IMAGE_DESC_LEN {
+            return Err(CL_INVALID_VALUE);
+        }
+        let u = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8])) as usize;
+        let w = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or([0; 4]));
+        let mem = t.lookup(u(64) as u64, Kind::Mem)? as usize;
+        Ok(ImageDesc {
+            desc: Some(Box::new(ImageDescC {
+                image_type: w(0),
+                width: u(8),
+                height: u(16),
+                depth: u(24),
+                array_size: u(32),
+                row_pitch: u(40),
+                slice_pitch: u(48),
+                num_mip_levels: w(56),
+                num_samples: w(60),
+                mem_object: mem,
+            })),
+        })
+    }
+}
+
+pub mod image_host_ptr {
+    use super::*;
+    pub fn decode<'a>(
+        _t: &mut Tenant,
+        d: &mut Decoder<'a>,
+        flags: &u64,
+        format: &Option<&[u8]>,
+        desc: &ImageDesc,
+    ) -> Result<HostData<'a>, i32> {
+        host_data(d, *flags, desc.host_size(format_elem(*format)))
+    }
+}
+
+pub mod image2d_host_ptr {
+    use super::*;
+    pub fn decode<'a>(
+        _t: &mut Tenant,
+        d: &mut Decoder<'a>,
+        flags: &u64,
+        format: &Option<&[u8]>,
+        w: &usize,
+        h: &usize,
+        row: &usize,
+    ) -> Result<HostData<'a>, i32> {
+        let need = format_elem(*format)
+            .and_then(|e| image_host_size(0x10F1, *w as u64, *h as u64, 1, 1, *row as u64, 0, e));
+        host_data(d, *flags, need)
+    }
+}
+
+pub mod image3d_host_ptr {
+    use super::*;
+    #[allow(clippy::too_many_arguments)]
+    pub fn decode<'a>(
+        _t: &mut Tenant,
+        d: &mut Decoder<'a>,
+        flags: &u64,
+        format: &Option<&[u8]>,
+        w: &usize,
+        h: &usize,
+        depth: &usize,
+        row: &usize,
+        slice: &usize,
+    ) -> Result<HostData<'a>, i32> {
+        let need = format_elem(*format).and_then(|e| {
+            image_host_size(
+                0x10F2,
+                *w as u64,
+                *h as u64,
+                *depth as u64,
+                1,
+                *row as u64,
+                *slice as u64,
+                e,
+            )
+        });
+        host_data(d, *flags, need)
+    }
+}
+
+/// Program sources with their exact lengths (sources may hold any byte).
+pub struct Sources<'a> {
+    ptrs: Option<Vec<*const c_char>>,
+    lens: Vec<usize>,
+    _src: Vec<&'a [u8]>,
+}
+
+impl Sources<'_> {
+    pub fn arg(&mut self) -> *const *const c_char {
+        self.ptrs.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
+    }
+    pub fn reply(&mut self, t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
+        no_reply(t, e, s)
+    }
+}
+
+pub mod sources {
+    use super::*;
+    pub fn decode<'a>(
+        _t: &mut Tenant,
+        d: &mut Decoder<'a>,
+        count: &u32,
+    ) -> Result<Sources<'a>, i32> {
+        if !d.bool().map_err(bad)? {
+            return Ok(Sources {
+                ptrs: None,
+                lens: Vec::new(),
+                _src: Vec::new(),
+            });
+        }
+        let n = d.u32().map_err(bad)?;
+        if n != *count {
+            return Err(CL_INVALID_VALUE);
+        }
+        let src: Vec<&[u8]> = (0..n)
+            .map(|_| d.bytes().map_err(bad))
+            .collect::<Result<_, _>>()?;
+        Ok(Sources {
+            ptrs: Some(src.iter().map(|s| s.as_ptr() as *const c_char).collect()),
+            lens: src.iter().map(|s| s.len()).collect(),
+            _src: src,
+        })
+    }
+}
+
+/// Points into a [`Sources`] that outlives the call.
+pub struct Lengths {
+    ptr: *const usize,
+}
+
+impl Lengths {
+    pub fn arg(&mut self) -> *const usize {
+        self.ptr
+    }
+    pub fn reply(&mut self, t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
+        no_reply(t, e, s)
+    }
+}
+
+pub mod source_lengths {
+    use super::*;
+    pub fn decode(_t: &mut Tenant, _d: &mut Decoder<'_>, s: &Sources<'_>) -> Result<Lengths, i32> {
+        let ptr = if s.ptrs.is_some() {
+            s.lens.as_ptr()
+        } else {
+            std::ptr::null()
+        };
+        Ok(Lengths { ptr })
+    }
+}
+
+/// Program binaries, one per device.
+pub struct Binaries<'a> {
+    lens: Option<Vec<usize>>,
+    ptrs: Option<Vec<*const u8>>,
+    _b: Vec<&'a [u8]>,
+}
+
+impl Binaries<'_> {
+    pub fn arg(&mut self) -> *const usize {
+        self.lens.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
+    }
+    pub fn reply(&mut self, t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
+        no_reply(t, e, s)
+    }
+}
+
+pub mod binaries {
+    use super::*;
+    pub fn decode<'a>(
+        _t: &mut Tenant,
+        d: &mut Decoder<'a>,
+        num_devices: &u32,
+    ) -> Result<Binaries<'a>, i32> {
+        if !d.bool().map_err(bad)? {
+            return Ok(Binaries {
+                lens: None,
+                ptrs: None,
+                _b: Vec::new(),
+            });
+        }
+        let n = d.u32().map_err(bad)?;
+        if n != *num_devices {
+            return Err(CL_INVALID_VALUE);
+        }
+        let mut bins = Vec::new();
+        let mut ptrs = Vec::new();
+        for _ in 0..n {
+            match d.opt_bytes().map_err(bad)? {
+                Some(b) => {
+                    ptrs.push(b.as_ptr());
+                    bins.push(b);
+                }
+                None => {
+                    ptrs.push(std::ptr::null());
+                    bins.push(&[][..]);
+                }
+            }
+        }
+        Ok(Binaries {
+            lens: Some(bins.iter().map(|b| b.len()).collect()),
+            ptrs: Some(ptrs),
+            _b: bins,
+        })
+    }
+}
+
+/// Points into a [`Binaries`] that outlives the call.
+pub struct BinaryPtrs {
+    ptr: *const *const u8,
+}
+
+impl BinaryPtrs {
+    pub fn arg(&mut self) -> *const *const u8 {
+        self.ptr
+    }
+    pub fn reply(&mut self, t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
+        no_reply(t, e, s)
+    }
+}
+
+pub mod binary_ptrs {
+    use super::*;
+    pub fn decode(
+        _t: &mut Tenant,
+        _d: &mut Decoder<'_>,
+        b: &Binaries<'_>,
+    ) -> Result<BinaryPtrs, i32> {
+        Ok(BinaryPtrs {
+            ptr: b.ptrs.as_ref().map_or(std::ptr::null(), |v| v.as_ptr()),
+        })
+    }
+}
+
+/// Names of embedded headers for clCompileProgram.
+pub struct Names {
+    _names: Vec<CString>,
+    ptrs: Option<Vec<*const c_char>>,
+}
+
+impl Names {
+    pub fn arg(&mut self) -> *const *const c_char {
+        self.ptrs.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
+    }
+    pub fn reply(&mut self, t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
+        no_reply(t, e, s)
+    }
+}
+
+pub mod header_names {
+    use super::*;
+    pub fn decode(_t: &mut Tenant, d: &mut Decoder<'_>, n_headers: &u32) -> Result<Names, i32> {
+        if !d.bool().map_err(bad)? {
+            return Ok(Names {
+                _names: Vec::new(),
+                ptrs: None,
+            });
+        }
+        let n = d.u32().map_err(bad)?;
+        if n != *n_headers {
+            return Err(CL_INVALID_VALUE);
+        }
+        let names: Vec<CString> = (0..n)
+            .map(|_| CString::new(d.bytes().map_err(bad)?).map_err(|_| CL_INVALID_VALUE))
+            .collect::<Result<_, _>>()?;
+        let ptrs = names.iter().map(|c| c.as_ptr()).collect();
+        Ok(Names {
+            _names: names,
+            ptrs: Some(ptrs),
+        })
+    }
+}
+
+/// A kernel argument: NULL (local memory), plain bytes, or a handle.
+pub struct KernelArg<'a> {
+    bytes: Option<&'a [u8]>,
+    handle: Box<usize>,
+    is_handle: bool,
+}
+
+impl KernelArg<'_> {
+    pub fn arg(&mut self) -> *const c_void {
+        if self.is_handle {
+            &*self.handle as *const usize as *const c_void
+        } else {
+            self.bytes.map_or(std::ptr::null(), |b| b.as_ptr().cast())
+        }
+    }
+    pub fn reply(&mut self, t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
+        no_reply(t, e, s)
+    }
+}
+
+pub mod kernel_arg {
+    use super::*;
+    pub fn decode<'a>(
+        t: &mut Tenant,
+        d: &mut Decoder<'a>,
+        size: &usize,
+    ) -> Result<KernelArg<'a>, i32> {
+        let mut a = KernelArg {
+            bytes: None,
+            handle: Box::new(0),
+            is_handle: false,
+        };
+        match d.u8().map_err(bad)? {
+            0 => {}
+            1 => {
+                let b = d.bytes().map_err(bad)?;
+                if b.len() != *size {
+                    return Err(CL_INVALID_ARG_SIZE);
+                }
+                a.bytes = Some(b);
+            }
+            2 => {
+                let kind = match d.u8().map_err(bad)? {
+                    0 => Kind::Mem,
+                    1 => Kind::Sampler,
+                    _ => return Err(CL_INVALID_VALUE),
+                };
+                if *size != std::mem::size_of::<usize>() {
+                    return Err(CL_INVALID_ARG_SIZE);
+                }
+                *a.handle = t.lookup(d.u64().map_err(bad)?, kind)? as usize;
+                a.is_handle = true;
+            }
+            _ => return Err(CL_INVALID_VALUE),
+        }
+        Ok(a)
+    }
+}
+
+/// A server-side window of host memory for a rectangular or image transfer.
+pub struct Window<'a> {
+    out: Option<Vec<u8>>,
+    input: Option<&'a [u8]>,
+}
+
+impl Window<'_> {
+    pub fn arg(&mut self) -> *mut c_void {
+        if let Some(v) = self.out.as_mut() {
+            return v.as_mut_ptr().cast();
+        }
+        self.input
+            .map_or(std::ptr::null_mut(), |b| b.as_ptr() as *mut c_void)
+    }
+    pub fn reply(&mut self, _t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
+        if self.input.is_none() {
+            e.opt_bytes(if s == CL_SUCCESS {
+                self.out.as_deref()
+            } else {
+                None
+            });
+        }
+        Ok(())
+    }
+}
+
+fn window_out<'a>(
+    t: &mut Tenant,
+    d: &mut Decoder<'a>,
+    extent: Option<u64>,
+) -> Result<Window<'a>, i32> {
+    if !d.bool().map_err(bad)? {
+        return Ok(Window {
+            out: None,
+            input: None,
+        });
+    }
+    let n = extent.ok_or(CL_INVALID_VALUE)?;
+    Ok(Window {
+        out: Some(alloc_zeroed(n, t.limits.max_alloc)?),
+        input: None,
+    })
+}
+
+fn window_in<'a>(d: &mut Decoder<'a>, extent: Option<u64>) -> Result<Window<'a>, i32> {
+    let Some(b) = d.opt_bytes().map_err(bad)? else {
+        return Ok(Window {
+            out: None,
+            input: None,
+        });
+    };
+    if (b.len() as u64) < extent.ok_or(CL_INVALID_VALUE)? {
+        return Err(CL_INVALID_VALUE);
+    }
+    Ok(Window {
+        out: None,
+        input: Some(b),
+    })
+}
+
+fn rect(region: &Option<&[u8]>, row: usize, slice: usize) -> Option<u64> {
+    Some(rect_extent(triple((*region)?)?, 1, row as u64, slice as u64)?.extent)
+}
+
+pub mod rect_out {
+    use super::*;
+    pub fn decode<'a>(
+        t: &mut Tenant,
+        d: &mut Decoder<'a>,
+        region: &Option<&[u8]>,
+        _host_origin: &Option<&[u8]>,
+        row: &usize,
+        slice: &usize,
+    ) -> Result<Window<'a>, i32> {
+        window_out(t, d, rect(region, *row, *slice))
+    }
+}
+
+pub mod rect_in {
+    use super::*;
+    pub fn decode<'a>(
+        _t: &mut Tenant,
+        d: &mut Decoder<'a>,
+        region: &Option<&[u8]>,
+        _host_origin: &Option<&[u8]>,
+        row: &usize,
+        slice: &usize,
+    ) -> Result<Window<'a>, i32> {
+        window_in(d, rect(region, *row, *slice))
+    }
+}
+
+fn image_extent(
+    image: *mut c_void,
+    region: &Option<&[u8]>,
+    row: usize,
+    slice: usize,
+) -> Option<u64> {
+    let mut elem: usize = 0;
+    // SAFETY: `image` came from the tenant's table (or is NULL, which the
+    // library rejects); `elem` is a valid size_t to write.
+    let s = unsafe {
+        super::ffi::clGetImageInfo(
+            image,
+            CL_IMAGE_ELEMENT_SIZE,
+            std::mem::size_of::<usize>(),
+            &mut elem as *mut usize as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    if s != CL_SUCCESS {
+        return None;
+    }
+    image_transfer_extent(triple((*region)?)?, elem as u64, row as u64, slice as u64)
+}
+
+pub mod image_out {
+    use super::*;
+    pub fn decode<'a>(
+        t: &mut Tenant,
+        d: &mut Decoder<'a>,
+        image: &*mut c_void,
+        region: &Option<&[u8]>,
+        row: &usize,
+        slice: &usize,
+    ) -> Result<Window<'a>, i32> {
+        window_out(t, d, image_extent(*image, region, *row, *slice))
+    }
+}
+
+pub mod image_in {
+    use super::*;
+    pub fn decode<'a>(
+        _t: &mut Tenant,
+        d: &mut Decoder<'a>,
+        image: &*mut c_void,
+        region: &Option<&[u8]>,
+        row: &usize,
+        slice: &usize,
+    ) -> Result<Window<'a>, i32> {
+        window_in(d, image_extent(*image, region, *row, *slice))
+    }
+}

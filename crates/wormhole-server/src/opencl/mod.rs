@@ -1,0 +1,81 @@
+//! The OpenCL backend: generated decoders plus the hand-written pieces the
+//! description names (custom arguments, overrides, callbacks).
+
+pub mod callbacks;
+pub mod custom;
+pub mod overrides;
+pub mod tenant;
+
+use std::ffi::c_void;
+
+use wormhole_opencl_api::{func, CallbackKind, Kind, CL_INVALID_OPERATION, CL_SUCCESS};
+use wormhole_wire::{Decoder, Encoder};
+
+use tenant::{
+    bad, check_count, check_len, cstr, opt_cstr, opt_mut_ptr, opt_mut_vec_ptr, opt_ptr,
+    opt_vec_ptr, Tenant,
+};
+
+include!(concat!(env!("OUT_DIR"), "/server_gen.rs"));
+
+/// Takes a reference on an object the tenant's table will hold.
+pub fn retain_real(kind: Kind, raw: *mut c_void) {
+    // SAFETY: `raw` is a live handle of `kind` that the library just gave us.
+    unsafe {
+        match kind {
+            Kind::Context => ffi::clRetainContext(raw),
+            Kind::Queue => ffi::clRetainCommandQueue(raw),
+            Kind::Mem => ffi::clRetainMemObject(raw),
+            Kind::Program => ffi::clRetainProgram(raw),
+            Kind::Kernel => ffi::clRetainKernel(raw),
+            Kind::Event => ffi::clRetainEvent(raw),
+            Kind::Sampler => ffi::clRetainSampler(raw),
+            Kind::Platform | Kind::Device => CL_SUCCESS,
+        };
+    }
+}
+
+const CL_PLATFORM_NAME: u32 = 0x0902;
+
+/// The platforms to export: all, or those whose name contains one of
+/// `filters`.
+pub fn platforms(filters: &[String]) -> Vec<*mut c_void> {
+    let mut n = 0u32;
+    // SAFETY: valid out-pointer; no array requested.
+    if unsafe { ffi::clGetPlatformIDs(0, std::ptr::null_mut(), &mut n) } != CL_SUCCESS || n == 0 {
+        return Vec::new();
+    }
+    let mut v = vec![std::ptr::null_mut(); n as usize];
+    // SAFETY: room for `n` handles.
+    if unsafe { ffi::clGetPlatformIDs(n, v.as_mut_ptr(), std::ptr::null_mut()) } != CL_SUCCESS {
+        return Vec::new();
+    }
+    v.into_iter()
+        .filter(|&p| {
+            filters.is_empty()
+                || filters
+                    .iter()
+                    .any(|f| platform_name(p).contains(f.as_str()))
+        })
+        .collect()
+}
+
+pub fn platform_name(p: *mut c_void) -> String {
+    let mut buf = vec![0u8; 1024];
+    let mut len = 0usize;
+    // SAFETY: buffer of the size passed.
+    let s = unsafe {
+        ffi::clGetPlatformInfo(
+            p,
+            CL_PLATFORM_NAME,
+            buf.len(),
+            buf.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if s != CL_SUCCESS {
+        return String::new();
+    }
+    buf.truncate(len.saturating_sub(1).min(buf.len()));
+    String::from_utf8_lossy(&buf).into_owned()
+}

@@ -1,0 +1,774 @@
+#![allow(non_snake_case)]
+//! Server-side overrides: calls that cannot go to the library as the client
+//! made them. Each has the C signature with the tenant in front.
+
+use std::ffi::c_void;
+
+use wormhole_opencl_api::{
+    image_transfer_extent, triple, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_MEM_OBJECT,
+    CL_INVALID_VALUE, CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR,
+    CL_SUCCESS,
+};
+use wormhole_wire::{Decoder, Encoder};
+
+use super::ffi;
+use super::tenant::{alloc_zeroed, bad, check_count, opt_vec_ptr, Tenant};
+
+const CL_TRUE: u32 = 1;
+const ZERO_ORIGIN: [usize; 3] = [0, 0, 0];
+
+/// A buffer or image region mapped for a client.
+pub struct Mapping {
+    mem: usize,
+    ptr: usize,
+    len: u64,
+}
+
+/// The client cannot share its memory with us, so a buffer that would use
+/// the host pointer copies it instead; the client keeps the pointer's
+/// semantics where it can (see the client's map override).
+fn host_flags(flags: u64) -> u64 {
+    if flags & CL_MEM_USE_HOST_PTR != 0 {
+        (flags & !CL_MEM_USE_HOST_PTR) | CL_MEM_COPY_HOST_PTR
+    } else {
+        flags
+    }
+}
+
+/// # Safety
+/// Pointer arguments as for `clGetPlatformIDs`.
+pub unsafe fn clGetPlatformIDs(
+    t: &mut Tenant,
+    n: u32,
+    platforms: *mut *mut c_void,
+    num: *mut u32,
+) -> i32 {
+    if (n == 0 && !platforms.is_null()) || (platforms.is_null() && num.is_null()) {
+        return CL_INVALID_VALUE;
+    }
+    if !platforms.is_null() {
+        for (i, p) in t.platforms.iter().take(n as usize).enumerate() {
+            // SAFETY: the caller provides room for `n` handles.
+            unsafe { *platforms.add(i) = *p };
+        }
+    }
+    if !num.is_null() {
+        // SAFETY: the caller provides a cl_uint.
+        unsafe { *num = t.platforms.len() as u32 };
+    }
+    CL_SUCCESS
+}
+
+/// Extensions whose entry points are not forwarded: offering them would
+/// promise functions that the client cannot provide.
+const UNFORWARDED_EXTENSIONS: &[&str] = &[
+    "cl_khr_command_buffer",
+    "cl_khr_command_buffer_mutable_dispatch",
+    "cl_khr_command_buffer_multi_device",
+    "cl_pocl_content_size",
+    "cl_khr_il_program",
+    "cl_khr_subgroups",
+    "cl_khr_gl_sharing",
+    "cl_khr_gl_event",
+    "cl_khr_egl_image",
+    "cl_khr_egl_event",
+    "cl_ext_device_fission",
+    "cl_khr_create_command_queue",
+    "cl_khr_terminate_context",
+    "cl_khr_suggested_local_work_size",
+    "cl_khr_external_memory",
+    "cl_khr_external_semaphore",
+    "cl_khr_semaphore",
+    "cl_intel_unified_shared_memory",
+    "cl_arm_shared_virtual_memory",
+    "cl_khr_dx9_media_sharing",
+    "cl_khr_d3d10_sharing",
+    "cl_khr_d3d11_sharing",
+];
+
+const CL_PLATFORM_EXTENSIONS: u32 = 0x0904;
+const CL_PLATFORM_EXTENSIONS_WITH_VERSION: u32 = 0x0906;
+const CL_DEVICE_EXTENSIONS: u32 = 0x1030;
+const CL_DEVICE_EXTENSIONS_WITH_VERSION: u32 = 0x1060;
+/// `cl_name_version`: a 4-byte version and a 64-byte name.
+const NAME_VERSION_LEN: usize = 68;
+
+fn keep_extension(name: &[u8]) -> bool {
+    let name = name.split(|&b| b == 0).next().unwrap_or(&[]);
+    !UNFORWARDED_EXTENSIONS.iter().any(|x| x.as_bytes() == name)
+}
+
+fn filter_extensions(param: u32, v: Vec<u8>) -> Vec<u8> {
+    match param {
+        CL_PLATFORM_EXTENSIONS | CL_DEVICE_EXTENSIONS => {
+            let text = v.split(|&b| b == 0).next().unwrap_or(&[]);
+            let kept: Vec<&[u8]> = text
+                .split(|&b| b == b' ')
+                .filter(|w| !w.is_empty() && keep_extension(w))
+                .collect();
+            let mut out = kept.join(&b' ');
+            out.push(0);
+            out
+        }
+        _ => v
+            .chunks_exact(NAME_VERSION_LEN)
+            .filter(|c| keep_extension(&c[4..]))
+            .flatten()
+            .copied()
+            .collect(),
+    }
+}
+
+/// Runs an info query whose value we rewrite, honouring the API's size
+/// rules (CL_INVALID_VALUE when the caller's buffer is too small).
+///
+/// # Safety
+/// `value` is NULL or holds `size` bytes; `size_ret` is NULL or a size_t.
+unsafe fn rewritten_query(
+    query: impl Fn(usize, *mut c_void, *mut usize) -> i32,
+    rewrite: impl Fn(Vec<u8>) -> Vec<u8>,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> i32 {
+    let mut n = 0usize;
+    let s = query(0, std::ptr::null_mut(), &mut n);
+    if s != CL_SUCCESS {
+        return s;
+    }
+    let mut full = match alloc_zeroed(n as u64, 1 << 24) {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    let s = query(n, full.as_mut_ptr().cast(), std::ptr::null_mut());
+    if s != CL_SUCCESS {
+        return s;
+    }
+    let out = rewrite(std::mem::take(&mut full));
+    if !value.is_null() {
+        if size < out.len() {
+            return CL_INVALID_VALUE;
+        }
+        // SAFETY: `value` holds `size` >= out.len() bytes (caller's contract).
+        unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), value as *mut u8, out.len()) };
+    }
+    if !size_ret.is_null() {
+        // SAFETY: caller's contract.
+        unsafe { *size_ret = out.len() };
+    }
+    CL_SUCCESS
+}
+
+/// # Safety
+/// As for `clGetPlatformInfo`.
+pub unsafe fn clGetPlatformInfo(
+    _t: &mut Tenant,
+    platform: *mut c_void,
+    param: u32,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> i32 {
+    // A NULL platform would mean "the default platform" to the loader; the
+    // client always names one, so refuse rather than guess.
+    if platform.is_null() {
+        return wormhole_opencl_api::CL_INVALID_PLATFORM;
+    }
+    if matches!(
+        param,
+        CL_PLATFORM_EXTENSIONS | CL_PLATFORM_EXTENSIONS_WITH_VERSION
+    ) {
+        // SAFETY: the queries write at most `n` bytes into buffers of `n`.
+        let q = |n, v, r| unsafe { ffi::clGetPlatformInfo(platform, param, n, v, r) };
+        // SAFETY: forwarded contract.
+        return unsafe {
+            rewritten_query(q, |v| filter_extensions(param, v), size, value, size_ret)
+        };
+    }
+    // SAFETY: forwarded as given; buffers are server-owned and sized.
+    unsafe { ffi::clGetPlatformInfo(platform, param, size, value, size_ret) }
+}
+
+const CL_DEVICE_EXECUTION_CAPABILITIES: u32 = 0x1048;
+const CL_EXEC_NATIVE_KERNEL: u64 = 1 << 1;
+const CL_DEVICE_SVM_CAPABILITIES: u32 = 0x1053;
+
+/// # Safety
+/// As for `clGetDeviceInfo`.
+pub unsafe fn clGetDeviceInfo(
+    _t: &mut Tenant,
+    device: *mut c_void,
+    param: u32,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> i32 {
+    if matches!(
+        param,
+        CL_DEVICE_EXTENSIONS | CL_DEVICE_EXTENSIONS_WITH_VERSION
+    ) {
+        // SAFETY: the queries write at most `n` bytes into buffers of `n`.
+        let q = |n, v, r| unsafe { ffi::clGetDeviceInfo(device, param, n, v, r) };
+        // SAFETY: forwarded contract.
+        return unsafe {
+            rewritten_query(q, |v| filter_extensions(param, v), size, value, size_ret)
+        };
+    }
+    // SAFETY: forwarded as given; buffers are server-owned and sized.
+    let s = unsafe { ffi::clGetDeviceInfo(device, param, size, value, size_ret) };
+    if s != CL_SUCCESS || value.is_null() || size < 8 {
+        return s;
+    }
+    // Native kernels run host functions of the client, and SVM shares the
+    // client's address space: neither can be forwarded, so neither is offered.
+    // SAFETY: the library wrote a cl_bitfield (8 bytes) into `value`.
+    unsafe {
+        match param {
+            CL_DEVICE_EXECUTION_CAPABILITIES => *(value as *mut u64) &= !CL_EXEC_NATIVE_KERNEL,
+            CL_DEVICE_SVM_CAPABILITIES => *(value as *mut u64) = 0,
+            _ => {}
+        }
+    }
+    s
+}
+
+/// # Safety
+/// As for `clCreateBuffer`.
+pub unsafe fn clCreateBuffer(
+    _t: &mut Tenant,
+    context: *mut c_void,
+    flags: u64,
+    size: usize,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: host_ptr is NULL or holds `size` bytes (checked by the decoder).
+    unsafe { ffi::clCreateBuffer(context, host_flags(flags), size, host_ptr, err) }
+}
+
+/// # Safety
+/// As for `clCreateImage`.
+pub unsafe fn clCreateImage(
+    _t: &mut Tenant,
+    context: *mut c_void,
+    flags: u64,
+    format: *const c_void,
+    desc: *const c_void,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: host_ptr is NULL or covers the image (checked by the decoder).
+    unsafe { ffi::clCreateImage(context, host_flags(flags), format, desc, host_ptr, err) }
+}
+
+/// # Safety
+/// As for `clCreateImage2D`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clCreateImage2D(
+    _t: &mut Tenant,
+    context: *mut c_void,
+    flags: u64,
+    format: *const c_void,
+    w: usize,
+    h: usize,
+    row: usize,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: as for clCreateImage.
+    unsafe { ffi::clCreateImage2D(context, host_flags(flags), format, w, h, row, host_ptr, err) }
+}
+
+/// # Safety
+/// As for `clCreateImage3D`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clCreateImage3D(
+    _t: &mut Tenant,
+    context: *mut c_void,
+    flags: u64,
+    format: *const c_void,
+    w: usize,
+    h: usize,
+    d: usize,
+    row: usize,
+    slice: usize,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: as for clCreateImage.
+    unsafe {
+        ffi::clCreateImage3D(
+            context,
+            host_flags(flags),
+            format,
+            w,
+            h,
+            d,
+            row,
+            slice,
+            host_ptr,
+            err,
+        )
+    }
+}
+
+const CL_PROGRAM_NUM_DEVICES: u32 = 0x1162;
+const CL_PROGRAM_BINARY_SIZES: u32 = 0x1165;
+const CL_PROGRAM_BINARIES: u32 = 0x1166;
+
+/// # Safety
+/// As for `clGetProgramInfo`.
+pub unsafe fn clGetProgramInfo(
+    _t: &mut Tenant,
+    program: *mut c_void,
+    param: u32,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> i32 {
+    // The value of CL_PROGRAM_BINARIES is an array of the caller's
+    // pointers; the client asks for each binary with whGetProgramBinary.
+    if param == CL_PROGRAM_BINARIES && !value.is_null() {
+        return CL_INVALID_VALUE;
+    }
+    // SAFETY: forwarded as given; buffers are server-owned and sized.
+    unsafe { ffi::clGetProgramInfo(program, param, size, value, size_ret) }
+}
+
+fn program_info_vec<T: Copy + Default>(
+    program: *mut c_void,
+    param: u32,
+    n: usize,
+) -> Result<Vec<T>, i32> {
+    let mut v = vec![T::default(); n];
+    // SAFETY: `v` has room for `n` values of T, the size passed.
+    let s = unsafe {
+        ffi::clGetProgramInfo(
+            program,
+            param,
+            n * std::mem::size_of::<T>(),
+            v.as_mut_ptr().cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    if s == CL_SUCCESS {
+        Ok(v)
+    } else {
+        Err(s)
+    }
+}
+
+/// # Safety
+/// `binary` is NULL or holds `size` bytes.
+pub unsafe fn whGetProgramBinary(
+    _t: &mut Tenant,
+    program: *mut c_void,
+    index: u32,
+    size: usize,
+    binary: *mut c_void,
+) -> i32 {
+    let run = || -> Result<(), i32> {
+        let n = program_info_vec::<u32>(program, CL_PROGRAM_NUM_DEVICES, 1)?[0] as usize;
+        let sizes = program_info_vec::<usize>(program, CL_PROGRAM_BINARY_SIZES, n)?;
+        let want = *sizes.get(index as usize).ok_or(CL_INVALID_VALUE)?;
+        if binary.is_null() || size < want {
+            return Err(CL_INVALID_VALUE);
+        }
+        let mut bufs: Vec<Vec<u8>> = sizes
+            .iter()
+            .map(|&s| alloc_zeroed(s as u64, 1 << 32))
+            .collect::<Result<_, _>>()?;
+        let mut ptrs: Vec<*mut u8> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
+        // SAFETY: one buffer per device, each of the size the library reported.
+        let s = unsafe {
+            ffi::clGetProgramInfo(
+                program,
+                CL_PROGRAM_BINARIES,
+                n * 8,
+                ptrs.as_mut_ptr().cast(),
+                std::ptr::null_mut(),
+            )
+        };
+        if s != CL_SUCCESS {
+            return Err(s);
+        }
+        // SAFETY: `binary` holds at least `want` bytes (checked above).
+        unsafe {
+            std::ptr::copy_nonoverlapping(bufs[index as usize].as_ptr(), binary as *mut u8, want)
+        };
+        Ok(())
+    };
+    match run() {
+        Ok(()) => CL_SUCCESS,
+        Err(e) => e,
+    }
+}
+
+// Transfers into or out of a request or reply buffer must complete before
+// the buffer is reused, so they are always made blocking here; the events
+// they return are then already complete.
+
+/// # Safety
+/// As for `clEnqueueReadBuffer`; `ptr` holds `size` bytes.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueReadBuffer(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    buf: *mut c_void,
+    _blocking: u32,
+    offset: usize,
+    size: usize,
+    ptr: *mut c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: as documented above.
+    unsafe { ffi::clEnqueueReadBuffer(q, buf, CL_TRUE, offset, size, ptr, n, wl, ev) }
+}
+
+/// # Safety
+/// As for `clEnqueueWriteBuffer`; `ptr` holds `size` bytes.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueWriteBuffer(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    buf: *mut c_void,
+    _blocking: u32,
+    offset: usize,
+    size: usize,
+    ptr: *const c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: as documented above.
+    unsafe { ffi::clEnqueueWriteBuffer(q, buf, CL_TRUE, offset, size, ptr, n, wl, ev) }
+}
+
+/// The host window starts at the client's host origin, so the library sees
+/// a zero origin into it.
+///
+/// # Safety
+/// As for `clEnqueueReadBufferRect`; `ptr` holds the window's extent.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueReadBufferRect(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    buf: *mut c_void,
+    _blocking: u32,
+    buffer_origin: *const c_void,
+    _host_origin: *const c_void,
+    region: *const c_void,
+    brp: usize,
+    bsp: usize,
+    hrp: usize,
+    hsp: usize,
+    ptr: *mut c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    let origin = ZERO_ORIGIN.as_ptr() as *const c_void;
+    // SAFETY: as documented above.
+    unsafe {
+        ffi::clEnqueueReadBufferRect(
+            q,
+            buf,
+            CL_TRUE,
+            buffer_origin,
+            origin,
+            region,
+            brp,
+            bsp,
+            hrp,
+            hsp,
+            ptr,
+            n,
+            wl,
+            ev,
+        )
+    }
+}
+
+/// # Safety
+/// As for `clEnqueueWriteBufferRect`; `ptr` holds the window's extent.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueWriteBufferRect(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    buf: *mut c_void,
+    _blocking: u32,
+    buffer_origin: *const c_void,
+    _host_origin: *const c_void,
+    region: *const c_void,
+    brp: usize,
+    bsp: usize,
+    hrp: usize,
+    hsp: usize,
+    ptr: *const c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    let origin = ZERO_ORIGIN.as_ptr() as *const c_void;
+    // SAFETY: as documented above.
+    unsafe {
+        ffi::clEnqueueWriteBufferRect(
+            q,
+            buf,
+            CL_TRUE,
+            buffer_origin,
+            origin,
+            region,
+            brp,
+            bsp,
+            hrp,
+            hsp,
+            ptr,
+            n,
+            wl,
+            ev,
+        )
+    }
+}
+
+/// # Safety
+/// As for `clEnqueueReadImage`; `ptr` holds the transfer's extent.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueReadImage(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    image: *mut c_void,
+    _blocking: u32,
+    origin: *const c_void,
+    region: *const c_void,
+    row: usize,
+    slice: usize,
+    ptr: *mut c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: as documented above.
+    unsafe {
+        ffi::clEnqueueReadImage(
+            q, image, CL_TRUE, origin, region, row, slice, ptr, n, wl, ev,
+        )
+    }
+}
+
+/// # Safety
+/// As for `clEnqueueWriteImage`; `ptr` holds the transfer's extent.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueWriteImage(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    image: *mut c_void,
+    _blocking: u32,
+    origin: *const c_void,
+    region: *const c_void,
+    row: usize,
+    slice: usize,
+    ptr: *const c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: as documented above.
+    unsafe {
+        ffi::clEnqueueWriteImage(
+            q, image, CL_TRUE, origin, region, row, slice, ptr, n, wl, ev,
+        )
+    }
+}
+
+fn map_id(t: &Tenant, d: &mut Decoder<'_>) -> Result<u64, i32> {
+    let id = d.u64().map_err(bad)?;
+    if id == 0 || t.mappings.contains_key(&id) {
+        return Err(CL_INVALID_VALUE);
+    }
+    Ok(id)
+}
+
+/// Maps on the server, blocking, and sends the mapped bytes; the client
+/// hands the application its own copy and writes it back on unmap.
+/// Request: queue, buffer, flags, offset, size, wait list, event, map id.
+pub fn d_clEnqueueMapBuffer(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    let q = t.handle(d, Kind::Queue)?;
+    let buf = t.handle(d, Kind::Mem)?;
+    let flags = d.u64().map_err(bad)?;
+    let offset = d.usize().map_err(bad)?;
+    let size = d.usize().map_err(bad)?;
+    let n = d.u32().map_err(bad)?;
+    let wl = t.handles(d, Kind::Event)?;
+    check_count(wl.as_deref(), n as u64)?;
+    let mut ev = t.out_new(d)?;
+    let id = map_id(t, d)?;
+    d.finish().map_err(bad)?;
+    let mut err = 0;
+    // SAFETY: handles from the table; the wait list holds `n` events.
+    let ptr = unsafe {
+        ffi::clEnqueueMapBuffer(
+            q,
+            buf,
+            CL_TRUE,
+            flags,
+            offset,
+            size,
+            n,
+            opt_vec_ptr(&wl),
+            ev.ptr(),
+            &mut err,
+        )
+    };
+    t.commit_new(&mut ev, Kind::Event, err);
+    e.u8(1);
+    if err == CL_SUCCESS && !ptr.is_null() {
+        t.mappings.insert(
+            id,
+            Mapping {
+                mem: buf as usize,
+                ptr: ptr as usize,
+                len: size as u64,
+            },
+        );
+        if flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 {
+            e.opt_bytes(None);
+        } else {
+            // SAFETY: the library mapped `size` bytes at `ptr`.
+            e.opt_bytes(Some(unsafe {
+                std::slice::from_raw_parts(ptr as *const u8, size)
+            }));
+        }
+    } else {
+        e.opt_bytes(None);
+    }
+    Ok(err)
+}
+
+/// Request: queue, image, flags, origin, region, wait list, event, map id.
+/// Reply adds the row and slice pitches.
+pub fn d_clEnqueueMapImage(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    let q = t.handle(d, Kind::Queue)?;
+    let img = t.handle(d, Kind::Mem)?;
+    let flags = d.u64().map_err(bad)?;
+    let origin = d.bytes().map_err(bad)?;
+    let region = d.bytes().map_err(bad)?;
+    let n = d.u32().map_err(bad)?;
+    let wl = t.handles(d, Kind::Event)?;
+    check_count(wl.as_deref(), n as u64)?;
+    let mut ev = t.out_new(d)?;
+    let id = map_id(t, d)?;
+    d.finish().map_err(bad)?;
+    let (o3, r3) = (
+        triple(origin).ok_or(CL_INVALID_VALUE)?,
+        triple(region).ok_or(CL_INVALID_VALUE)?,
+    );
+    let (o3, r3) = (o3.map(|x| x as usize), r3.map(|x| x as usize));
+    let (mut row, mut slice, mut err) = (0usize, 0usize, 0i32);
+    // SAFETY: handles from the table; origin and region are 3 size_t each.
+    let ptr = unsafe {
+        ffi::clEnqueueMapImage(
+            q,
+            img,
+            CL_TRUE,
+            flags,
+            o3.as_ptr().cast(),
+            r3.as_ptr().cast(),
+            &mut row,
+            &mut slice,
+            n,
+            opt_vec_ptr(&wl),
+            ev.ptr(),
+            &mut err,
+        )
+    };
+    t.commit_new(&mut ev, Kind::Event, err);
+    e.u8(1);
+    e.usize(row);
+    e.usize(slice);
+    if err != CL_SUCCESS || ptr.is_null() {
+        e.opt_bytes(None);
+        return Ok(err);
+    }
+    let mut elem = 0usize;
+    // SAFETY: a valid image from the table; elem is a size_t.
+    unsafe {
+        ffi::clGetImageInfo(
+            img,
+            CL_IMAGE_ELEMENT_SIZE,
+            8,
+            &mut elem as *mut usize as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    let len = image_transfer_extent(r3.map(|x| x as u64), elem as u64, row as u64, slice as u64)
+        .ok_or(CL_INVALID_VALUE)?;
+    t.mappings.insert(
+        id,
+        Mapping {
+            mem: img as usize,
+            ptr: ptr as usize,
+            len,
+        },
+    );
+    if flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 {
+        e.opt_bytes(None);
+    } else {
+        // SAFETY: the library mapped the region, `len` bytes from `ptr`.
+        e.opt_bytes(Some(unsafe {
+            std::slice::from_raw_parts(ptr as *const u8, len as usize)
+        }));
+    }
+    Ok(err)
+}
+
+/// Request: queue, mem, map id, written-back bytes, wait list, event.
+pub fn d_clEnqueueUnmapMemObject(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    let q = t.handle(d, Kind::Queue)?;
+    let mem = t.handle(d, Kind::Mem)?;
+    let id = d.u64().map_err(bad)?;
+    let data = d.opt_bytes().map_err(bad)?;
+    let n = d.u32().map_err(bad)?;
+    let wl = t.handles(d, Kind::Event)?;
+    check_count(wl.as_deref(), n as u64)?;
+    let mut ev = t.out_new(d)?;
+    d.finish().map_err(bad)?;
+    let m = match t.mappings.get(&id) {
+        Some(m) if m.mem == mem as usize => m,
+        _ => return Err(CL_INVALID_VALUE),
+    };
+    if let Some(b) = data {
+        if b.len() as u64 > m.len {
+            return Err(CL_INVALID_VALUE);
+        }
+        // SAFETY: the mapping spans `m.len` bytes and `b` is no longer.
+        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), m.ptr as *mut u8, b.len()) };
+    }
+    let ptr = m.ptr as *mut c_void;
+    // SAFETY: `ptr` is the pointer the library returned for this mapping.
+    let s = unsafe { ffi::clEnqueueUnmapMemObject(q, mem, ptr, n, opt_vec_ptr(&wl), ev.ptr()) };
+    t.commit_new(&mut ev, Kind::Event, s);
+    if s == CL_SUCCESS {
+        t.mappings.remove(&id);
+    }
+    e.u8(1);
+    Ok(if mem.is_null() {
+        CL_INVALID_MEM_OBJECT
+    } else {
+        s
+    })
+}

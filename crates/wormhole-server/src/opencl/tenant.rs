@@ -1,0 +1,389 @@
+//! One tenant's state: its handle table and the helpers the generated
+//! decoders call. Nothing a client sends is trusted: ids are looked up in
+//! this tenant's own table and checked for kind, sizes are bounded before
+//! anything is allocated, and new ids must be fresh.
+
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::sync::Arc;
+
+use wormhole_opencl_api::{
+    info_handle, InfoHandle, Kind, CL_INVALID_VALUE, CL_OUT_OF_HOST_MEMORY, CL_SUCCESS,
+};
+use wormhole_transport::shm::NotifySender;
+use wormhole_wire::{Decoder, Encoder, WireError};
+
+/// Ids at or above this are assigned by the server (objects the client first
+/// learns of from a query); below it, by the client (objects it creates).
+pub const SERVER_ID_BASE: u64 = 1 << 62;
+
+/// A malformed request: reported as `CL_INVALID_VALUE`.
+pub fn bad(_: WireError) -> i32 {
+    CL_INVALID_VALUE
+}
+
+struct Entry {
+    kind: Kind,
+    raw: usize,
+    /// References the client holds through this id.
+    refs: u32,
+    /// Never removed (platforms, root devices, aliases we retained).
+    pinned: bool,
+}
+
+/// Limits on what one request may make the server allocate.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_alloc: u64,
+    pub max_handles: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_alloc: 4 << 30,
+            max_handles: 1 << 20,
+        }
+    }
+}
+
+/// A tenant's objects and its channel back for notifications.
+pub struct Tenant {
+    table: HashMap<u64, Entry>,
+    reverse: HashMap<(Kind, usize), u64>,
+    next_server_id: u64,
+    pub limits: Limits,
+    /// The platforms this server exports, in order.
+    pub platforms: Vec<*mut c_void>,
+    pub notify: Option<Arc<NotifySender>>,
+    /// Live mappings: client-visible map id -> (mem, server pointer, bytes).
+    pub mappings: HashMap<u64, super::overrides::Mapping>,
+}
+
+impl Tenant {
+    pub fn new(
+        platforms: Vec<*mut c_void>,
+        limits: Limits,
+        notify: Option<Arc<NotifySender>>,
+    ) -> Self {
+        let mut t = Tenant {
+            table: HashMap::new(),
+            reverse: HashMap::new(),
+            next_server_id: SERVER_ID_BASE,
+            limits,
+            platforms: Vec::new(),
+            notify,
+            mappings: HashMap::new(),
+        };
+        for &p in &platforms {
+            t.id_for(Kind::Platform, p);
+        }
+        t.platforms = platforms;
+        t
+    }
+
+    /// Number of live entries (for tests and leak checks).
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// Looks up a handle of `kind`; id 0 is NULL.
+    pub fn lookup(&self, id: u64, kind: Kind) -> Result<*mut c_void, i32> {
+        if id == 0 {
+            return Ok(std::ptr::null_mut());
+        }
+        match self.table.get(&id) {
+            Some(e) if e.kind == kind => Ok(e.raw as *mut c_void),
+            _ => Err(kind.invalid()),
+        }
+    }
+
+    pub fn handle(&mut self, d: &mut Decoder<'_>, kind: Kind) -> Result<*mut c_void, i32> {
+        let id = d.u64().map_err(bad)?;
+        self.lookup(id, kind)
+    }
+
+    pub fn handle_with_id(
+        &mut self,
+        d: &mut Decoder<'_>,
+        kind: Kind,
+    ) -> Result<(*mut c_void, u64), i32> {
+        let id = d.u64().map_err(bad)?;
+        Ok((self.lookup(id, kind)?, id))
+    }
+
+    /// An optional array of handles, all of `kind`.
+    pub fn handles(
+        &mut self,
+        d: &mut Decoder<'_>,
+        kind: Kind,
+    ) -> Result<Option<Vec<*mut c_void>>, i32> {
+        if !d.bool().map_err(bad)? {
+            return Ok(None);
+        }
+        let ids = d.u64s().map_err(bad)?;
+        ids.into_iter()
+            .map(|id| self.lookup(id, kind))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
+    /// A fresh client-chosen id for an object about to be created.
+    pub fn new_id(&mut self, d: &mut Decoder<'_>) -> Result<u64, i32> {
+        let id = d.u64().map_err(bad)?;
+        if id == 0 || id >= SERVER_ID_BASE || self.table.contains_key(&id) {
+            return Err(CL_INVALID_VALUE);
+        }
+        Ok(id)
+    }
+
+    /// Records a newly created object under the client's id.
+    pub fn insert(&mut self, id: u64, kind: Kind, raw: *mut c_void) -> Result<(), i32> {
+        if raw.is_null() {
+            return Ok(());
+        }
+        self.reverse.insert((kind, raw as usize), id);
+        self.table.insert(
+            id,
+            Entry {
+                kind,
+                raw: raw as usize,
+                refs: 1,
+                pinned: false,
+            },
+        );
+        Ok(())
+    }
+
+    /// The id under which the client knows `raw`, creating a server id (and
+    /// keeping the object alive) when the client has none.
+    pub fn id_for(&mut self, kind: Kind, raw: *mut c_void) -> u64 {
+        if raw.is_null() {
+            return 0;
+        }
+        if let Some(&id) = self.reverse.get(&(kind, raw as usize)) {
+            return id;
+        }
+        let id = self.next_server_id;
+        self.next_server_id += 1;
+        // Platforms and devices from queries are not reference counted by
+        // the application; anything else is retained so that the raw handle
+        // cannot be freed and reused while this alias exists.
+        if !matches!(kind, Kind::Platform | Kind::Device) {
+            super::retain_real(kind, raw);
+        }
+        self.reverse.insert((kind, raw as usize), id);
+        self.table.insert(
+            id,
+            Entry {
+                kind,
+                raw: raw as usize,
+                refs: 0,
+                pinned: true,
+            },
+        );
+        id
+    }
+
+    pub fn retained(&mut self, id: u64, _kind: Kind) {
+        if let Some(e) = self.table.get_mut(&id) {
+            e.refs = e.refs.saturating_add(1);
+        }
+    }
+
+    /// Drops the entry when the client's last reference goes: the id is
+    /// then invalid for this tenant, as the handle is for the application.
+    pub fn released(&mut self, id: u64, _kind: Kind) {
+        let gone = match self.table.get_mut(&id) {
+            Some(e) => {
+                e.refs = e.refs.saturating_sub(1);
+                e.refs == 0 && !e.pinned
+            }
+            None => false,
+        };
+        if gone {
+            if let Some(e) = self.table.remove(&id) {
+                self.reverse.remove(&(e.kind, e.raw));
+            }
+        }
+    }
+
+    /// A buffer for a call to write into, bounded by the tenant's limits.
+    pub fn out_buf(&mut self, present: bool, size: u64) -> Result<Option<Vec<u8>>, i32> {
+        if !present {
+            return Ok(None);
+        }
+        alloc_zeroed(size, self.limits.max_alloc).map(Some)
+    }
+
+    pub fn out_handles(
+        &mut self,
+        present: bool,
+        count: u64,
+    ) -> Result<Option<Vec<*mut c_void>>, i32> {
+        if !present {
+            return Ok(None);
+        }
+        if count > self.limits.max_handles {
+            return Err(CL_OUT_OF_HOST_MEMORY);
+        }
+        Ok(Some(vec![std::ptr::null_mut(); count as usize]))
+    }
+
+    /// Encodes the handles a call returned, as ids.
+    pub fn encode_handles(
+        &mut self,
+        e: &mut Encoder,
+        v: Option<&[*mut c_void]>,
+        kind: Kind,
+        status: i32,
+    ) {
+        match v {
+            Some(v) if status == CL_SUCCESS => {
+                let ids: Vec<u64> = v
+                    .iter()
+                    .take_while(|p| !p.is_null())
+                    .map(|&p| self.id_for(kind, p))
+                    .collect();
+                e.bool(true);
+                e.u64s(&ids);
+            }
+            _ => e.bool(false),
+        }
+    }
+
+    /// Reads the slot for a new handle returned through a pointer.
+    pub fn out_new(&mut self, d: &mut Decoder<'_>) -> Result<NewSlot, i32> {
+        if !d.bool().map_err(bad)? {
+            return Ok(NewSlot {
+                id: None,
+                raw: std::ptr::null_mut(),
+            });
+        }
+        Ok(NewSlot {
+            id: Some(self.new_id(d)?),
+            raw: std::ptr::null_mut(),
+        })
+    }
+
+    pub fn commit_new(&mut self, slot: &mut NewSlot, kind: Kind, status: i32) {
+        if let (Some(id), true) = (slot.id, status == CL_SUCCESS) {
+            let _ = self.insert(id, kind, slot.raw);
+        }
+    }
+
+    /// Encodes an info value, rewriting the handles in it as ids.
+    pub fn info_out(
+        &mut self,
+        e: &mut Encoder,
+        v: Option<&mut [u8]>,
+        func: u32,
+        param: u32,
+        status: i32,
+    ) -> Result<(), i32> {
+        let Some(v) = v else {
+            e.opt_bytes(None);
+            return Ok(());
+        };
+        if status == CL_SUCCESS {
+            match info_handle(func, param) {
+                Some(InfoHandle::One(k)) | Some(InfoHandle::Array(k)) => {
+                    for chunk in v.chunks_exact_mut(8) {
+                        let raw =
+                            usize::from_le_bytes(chunk.try_into().map_err(|_| CL_INVALID_VALUE)?);
+                        let id = self.id_for(k, raw as *mut c_void);
+                        chunk.copy_from_slice(&id.to_le_bytes());
+                    }
+                }
+                Some(InfoHandle::Custom) => super::custom::info(self, func, param, v),
+                None => {}
+            }
+        }
+        e.opt_bytes(Some(v));
+        Ok(())
+    }
+
+    pub fn callback(
+        &mut self,
+        d: &mut Decoder<'_>,
+        kind: wormhole_opencl_api::CallbackKind,
+    ) -> Result<super::callbacks::CallbackArg, i32> {
+        super::callbacks::decode(self, d, kind)
+    }
+}
+
+/// A zeroed buffer of `size` bytes, or `CL_OUT_OF_HOST_MEMORY` when that is
+/// over `max` or memory is short (never an abort).
+pub fn alloc_zeroed(size: u64, max: u64) -> Result<Vec<u8>, i32> {
+    if size > max {
+        return Err(CL_OUT_OF_HOST_MEMORY);
+    }
+    let n = usize::try_from(size).map_err(|_| CL_OUT_OF_HOST_MEMORY)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| CL_OUT_OF_HOST_MEMORY)?;
+    v.resize(n, 0);
+    Ok(v)
+}
+
+/// The slot a call writes a new handle into.
+pub struct NewSlot {
+    id: Option<u64>,
+    raw: *mut c_void,
+}
+
+impl NewSlot {
+    pub fn ptr(&mut self) -> *mut *mut c_void {
+        if self.id.is_some() {
+            &mut self.raw
+        } else {
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// Checks that an array holds at least the count the call will read.
+pub fn check_count<T>(v: Option<&[T]>, count: u64) -> Result<(), i32> {
+    match v {
+        Some(v) if (v.len() as u64) < count => Err(CL_INVALID_VALUE),
+        _ => Ok(()),
+    }
+}
+
+/// Checks that bytes sent for a host buffer cover what the call will read.
+pub fn check_len(v: Option<&[u8]>, size: u64) -> Result<(), i32> {
+    match v {
+        Some(v) if (v.len() as u64) < size => Err(CL_INVALID_VALUE),
+        _ => Ok(()),
+    }
+}
+
+/// A string argument; interior NULs are refused.
+pub fn cstr(b: Option<&[u8]>) -> Result<Option<CString>, i32> {
+    b.map(|b| CString::new(b).map_err(|_| CL_INVALID_VALUE))
+        .transpose()
+}
+
+pub fn opt_cstr(s: &Option<CString>) -> *const std::ffi::c_char {
+    s.as_ref().map_or(std::ptr::null(), |c| c.as_ptr())
+}
+
+pub fn opt_ptr(b: Option<&[u8]>) -> *const c_void {
+    b.map_or(std::ptr::null(), |b| b.as_ptr().cast())
+}
+
+pub fn opt_mut_ptr(b: &mut Option<Vec<u8>>) -> *mut c_void {
+    b.as_mut()
+        .map_or(std::ptr::null_mut(), |v| v.as_mut_ptr().cast())
+}
+
+pub fn opt_vec_ptr(v: &Option<Vec<*mut c_void>>) -> *const *mut c_void {
+    v.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
+}
+
+pub fn opt_mut_vec_ptr(v: &mut Option<Vec<*mut c_void>>) -> *mut *mut c_void {
+    v.as_mut().map_or(std::ptr::null_mut(), |v| v.as_mut_ptr())
+}

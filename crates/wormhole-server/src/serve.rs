@@ -1,0 +1,139 @@
+//! A tenant process: it owns the tenant's objects and serves its channel.
+//! Idle, its only thread that matters sleeps on a futex in the request ring
+//! (or in `read` on a TCP socket); a watcher thread sleeps in `read` on the
+//! control socket and ends the process when the client goes away, which
+//! frees every object the tenant had.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+
+use thiserror::Error;
+use wormhole_opencl_api::{is_async, CL_INVALID_VALUE};
+use wormhole_transport::hello::{send_hello, Hello, PROTOCOL_VERSION};
+use wormhole_transport::shm::{NotifySender, Region, ShmChannel, Side};
+use wormhole_transport::stream::StreamChannel;
+use wormhole_transport::{Channel, TransportError};
+use wormhole_wire::{Decoder, Encoder, ReplyHeader, RequestHeader, FLAG_ASYNC, REPLY_HEADER_LEN};
+
+use crate::config::Config;
+use crate::opencl::{self, tenant::Limits, tenant::Tenant};
+
+#[derive(Debug, Error)]
+pub enum ServeError {
+    #[error("transport: {0}")]
+    Transport(#[from] TransportError),
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Serves requests until the client goes away.
+pub fn serve(chan: &mut dyn Channel, t: &mut Tenant) -> Result<(), ServeError> {
+    let mut req = Vec::new();
+    let mut enc = Encoder::new();
+    let mut deferred = 0i32;
+    loop {
+        match chan.recv(&mut req) {
+            Ok(()) => {}
+            Err(TransportError::PeerGone) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+        let mut d = Decoder::new(&req);
+        let (func, flags) = match RequestHeader::decode(&mut d) {
+            Ok(h) => (h.func, h.flags),
+            Err(_) => (u32::MAX, 0),
+        };
+        enc = Encoder::with_buffer(enc.into_vec());
+        ReplyHeader {
+            status: 0,
+            deferred_status: 0,
+        }
+        .encode(&mut enc);
+        let status = if func == u32::MAX {
+            Err(CL_INVALID_VALUE)
+        } else {
+            opencl::dispatch(t, func, &mut d, &mut enc)
+        };
+        let status = status.unwrap_or_else(|s| {
+            enc.truncate(REPLY_HEADER_LEN);
+            enc.u8(0);
+            s
+        });
+        // A deferred call has no reply; its failure is reported with the
+        // next reply. The client decides what is deferred, but only calls
+        // the description marks async may be.
+        if flags & FLAG_ASYNC != 0 && is_async(func) {
+            if status != 0 && deferred == 0 {
+                deferred = status;
+            }
+            continue;
+        }
+        enc.patch_i32(0, status);
+        enc.patch_i32(4, std::mem::take(&mut deferred));
+        chan.send(enc.as_slice())?;
+        chan.flush()?;
+    }
+}
+
+/// The platforms to export, found with our own ICD (if installed) hidden.
+fn export(config: &Config) -> Vec<*mut std::ffi::c_void> {
+    opencl::platforms(&config.platforms)
+}
+
+fn limits(config: &Config) -> Limits {
+    Limits {
+        max_alloc: config.max_alloc,
+        ..Limits::default()
+    }
+}
+
+/// Runs a tenant on an accepted connection (fd 3 in the tenant process).
+pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
+    let is_unix =
+        nix::sys::socket::getsockname::<nix::sys::socket::UnixAddr>(fd.as_raw_fd()).is_ok();
+    if is_unix {
+        let sock = UnixStream::from(fd);
+        let region = Region::create(config.layout())?;
+        let hello = Hello {
+            version: PROTOCOL_VERSION,
+            handoff: config.handoff(),
+            layout: Some(region.layout()),
+        };
+        send_hello(&sock, &hello, Some(region.fd().as_raw_fd()))?;
+        // The watcher: a read that returns means the client closed its end
+        // (or died). Exiting frees every object this tenant holds.
+        let mut watch = sock.try_clone()?;
+        std::thread::spawn(move || {
+            let mut b = [0u8; 64];
+            loop {
+                match watch.read(&mut b) {
+                    Ok(0) | Err(_) => {
+                        log::info!("tenant {}: client gone", std::process::id());
+                        std::process::exit(0);
+                    }
+                    Ok(_) => {}
+                }
+            }
+        });
+        let notify = Arc::new(NotifySender::new(region.clone()));
+        let mut t = Tenant::new(export(config), limits(config), Some(notify));
+        let mut chan = ShmChannel::new(region, Side::Server, config.handoff(), None);
+        chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
+        serve(&mut chan, &mut t)
+    } else {
+        // SAFETY: fd 3 is the accepted TCP socket, owned by this process.
+        let mut stream = unsafe { std::net::TcpStream::from_raw_fd(fd.as_raw_fd()) };
+        std::mem::forget(fd);
+        let hello = Hello {
+            version: PROTOCOL_VERSION,
+            handoff: config.handoff(),
+            layout: None,
+        };
+        stream.write_all(&hello.to_bytes())?;
+        let mut t = Tenant::new(export(config), limits(config), None);
+        let mut chan = StreamChannel::tcp(stream)?;
+        chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
+        serve(&mut chan, &mut t)
+    }
+}
