@@ -87,7 +87,7 @@ const UNFORWARDED_EXTENSIONS: &[&str] = &[
 ];
 
 const CL_PLATFORM_EXTENSIONS: u32 = 0x0904;
-const CL_PLATFORM_EXTENSIONS_WITH_VERSION: u32 = 0x0906;
+const CL_PLATFORM_EXTENSIONS_WITH_VERSION: u32 = 0x0907;
 const CL_DEVICE_EXTENSIONS: u32 = 0x1030;
 const CL_DEVICE_EXTENSIONS_WITH_VERSION: u32 = 0x1060;
 /// `cl_name_version`: a 4-byte version and a 64-byte name.
@@ -189,7 +189,7 @@ pub unsafe fn clGetPlatformInfo(
     unsafe { ffi::clGetPlatformInfo(platform, param, size, value, size_ret) }
 }
 
-const CL_DEVICE_EXECUTION_CAPABILITIES: u32 = 0x1048;
+const CL_DEVICE_EXECUTION_CAPABILITIES: u32 = 0x1029;
 const CL_EXEC_NATIVE_KERNEL: u64 = 1 << 1;
 const CL_DEVICE_SVM_CAPABILITIES: u32 = 0x1053;
 

@@ -1,0 +1,165 @@
+//! Callbacks. Build notifications run here when the (synchronous) call
+//! returns. Event and destructor callbacks are registered under a token; the
+//! server posts the token on the notification ring when the callback fires,
+//! and the notifier thread (asleep on a futex until then) calls the
+//! application's function.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Mutex, OnceLock};
+
+use wormhole_opencl_api::{notify, CallbackKind, CL_SUCCESS};
+use wormhole_transport::shm::NotifyReceiver;
+use wormhole_wire::Decoder;
+
+use crate::rt::{fresh_id, log, Call};
+
+type EventFn = unsafe extern "C" fn(*mut c_void, i32, *mut c_void);
+type ObjFn = unsafe extern "C" fn(*mut c_void, *mut c_void);
+
+struct Registered {
+    pfn: usize,
+    user_data: usize,
+    /// The application's event or memory object, filled in by `fire`.
+    obj: usize,
+    kind: CallbackKind,
+}
+
+fn tokens() -> std::sync::MutexGuard<'static, HashMap<u64, Registered>> {
+    static T: OnceLock<Mutex<HashMap<u64, Registered>>> = OnceLock::new();
+    T.get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// A callback argument of a call in flight.
+pub struct Pending {
+    kind: CallbackKind,
+    pfn: *mut c_void,
+    user_data: *mut c_void,
+    token: Option<u64>,
+}
+
+pub fn put(
+    c: &mut Call,
+    kind: CallbackKind,
+    pfn: *mut c_void,
+    user_data: *mut c_void,
+) -> Result<Pending, i32> {
+    let mut p = Pending {
+        kind,
+        pfn,
+        user_data,
+        token: None,
+    };
+    match kind {
+        CallbackKind::Ctx | CallbackKind::Program => c.enc.bool(!pfn.is_null()),
+        CallbackKind::Event | CallbackKind::Memdtor => {
+            if pfn.is_null() {
+                c.enc.bool(false);
+            } else {
+                let token = fresh_id();
+                tokens().insert(
+                    token,
+                    Registered {
+                        pfn: pfn as usize,
+                        user_data: user_data as usize,
+                        obj: 0,
+                        kind,
+                    },
+                );
+                c.enc.bool(true);
+                c.enc.u64(token);
+                p.token = Some(token);
+            }
+        }
+    }
+    Ok(p)
+}
+
+impl Pending {
+    /// Completes the registration once the call's status is known; runs a
+    /// build notification now.
+    pub fn fire(self, status: i32, obj: *mut c_void) {
+        match self.kind {
+            CallbackKind::Program if !self.pfn.is_null() && !obj.is_null() => {
+                // SAFETY: the application gave this function for this
+                // purpose, with this signature (OpenCL's pfn_notify).
+                let f: ObjFn = unsafe { std::mem::transmute::<*mut c_void, ObjFn>(self.pfn) };
+                // SAFETY: calling the application's callback as specified.
+                unsafe { f(obj, self.user_data) };
+            }
+            CallbackKind::Event | CallbackKind::Memdtor => {
+                if let Some(t) = self.token {
+                    let mut reg = tokens();
+                    if status == CL_SUCCESS {
+                        if let Some(r) = reg.get_mut(&t) {
+                            r.obj = obj as usize;
+                        }
+                    } else {
+                        reg.remove(&t);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn deliver(frame: &[u8]) -> Result<(), wormhole_wire::WireError> {
+    let mut d = Decoder::new(frame);
+    let what = d.u8()?;
+    let token = d.u64()?;
+    // The registration may still be completing on the calling thread (the
+    // callback can fire before the reply is read); wait for its object.
+    let mut reg = None;
+    for _ in 0..10_000 {
+        let mut t = tokens();
+        match t.get(&token) {
+            Some(r) if r.obj != 0 => {
+                reg = t.remove(&token);
+                break;
+            }
+            Some(_) => {}
+            None => break,
+        }
+        drop(t);
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+    let Some(r) = reg else { return Ok(()) };
+    match (what, r.kind) {
+        (notify::EVENT_CALLBACK, CallbackKind::Event) => {
+            let status = d.i32()?;
+            // SAFETY: the application registered this function for event
+            // callbacks, with OpenCL's signature.
+            let f: EventFn = unsafe { std::mem::transmute::<usize, EventFn>(r.pfn) };
+            // SAFETY: calling the application's callback as specified.
+            unsafe { f(r.obj as *mut c_void, status, r.user_data as *mut c_void) };
+        }
+        (notify::MEM_DESTRUCTOR, CallbackKind::Memdtor) => {
+            // SAFETY: as above, for destructor callbacks.
+            let f: ObjFn = unsafe { std::mem::transmute::<usize, ObjFn>(r.pfn) };
+            // SAFETY: calling the application's callback as specified.
+            unsafe { f(r.obj as *mut c_void, r.user_data as *mut c_void) };
+        }
+        _ => log("unexpected notification"),
+    }
+    Ok(())
+}
+
+/// Starts the notifier thread, which sleeps until the server posts.
+pub fn start_notifier(mut rx: NotifyReceiver) {
+    let r = std::thread::Builder::new()
+        .name("wormhole-notify".into())
+        .spawn(move || {
+            let mut buf = Vec::new();
+            while rx.recv(&mut buf).is_ok() {
+                if let Err(e) = deliver(&buf) {
+                    log(&format!("bad notification: {e}"));
+                }
+            }
+        });
+    if let Err(e) = r {
+        log(&format!("no notifier thread: {e}"));
+    }
+}

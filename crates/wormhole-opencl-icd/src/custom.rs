@@ -1,0 +1,647 @@
+//! Client halves of the arguments the description marks `custom`. Each
+//! module has `put` (marshal before the call) and `take` (unmarshal after);
+//! the server's `custom` modules are the other halves.
+
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::atomic::Ordering;
+
+use wormhole_opencl_api::{
+    func, image_element_size, image_host_size, rect_extent, Kind, RectExtent, CL_CONTEXT_PLATFORM,
+    CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR, IMAGE_DESC_LEN,
+};
+
+use crate::rt::{any_obj, obj, object_for, Call, Reply};
+
+/// Rewrites ids in custom info values into our objects.
+pub fn info(f: u32, param: u32, v: &mut [u8], first: *mut c_void) {
+    if f == func::clGetContextInfo && param == 0x1082 {
+        let mut i = 0;
+        while i + 16 <= v.len() {
+            let key = isize::from_le_bytes(v[i..i + 8].try_into().unwrap_or([0; 8]));
+            if key == 0 {
+                break;
+            }
+            if key == CL_CONTEXT_PLATFORM {
+                let id = u64::from_le_bytes(v[i + 8..i + 16].try_into().unwrap_or([0; 8]));
+                let p = object_for(id, Kind::Platform, 0) as usize;
+                v[i + 8..i + 16].copy_from_slice(&p.to_le_bytes());
+            }
+            i += 16;
+        }
+    }
+    if f == func::clGetMemObjectInfo && param == 0x1103 && v.len() >= 8 {
+        let host = obj(first, Kind::Mem)
+            .ok()
+            .flatten()
+            .map_or(0, |o| o.host_ptr.load(Ordering::Relaxed));
+        v[..8].copy_from_slice(&host.to_le_bytes());
+    }
+}
+
+/// Reads a zero-terminated list of 64-bit values (excluding the zero).
+///
+/// # Safety
+/// `p` is NULL or a zero-terminated list, as the API requires.
+unsafe fn zero_list(p: *const u64, pairs: bool) -> Option<Vec<u64>> {
+    if p.is_null() {
+        return None;
+    }
+    let mut v = Vec::new();
+    let mut i = 0;
+    // Bounded: a property list longer than this is not a property list.
+    while i < 4096 {
+        // SAFETY: caller's contract: the list is readable up to its zero.
+        let key = unsafe { *p.add(i) };
+        if key == 0 {
+            break;
+        }
+        v.push(key);
+        if pairs {
+            // SAFETY: as above; every key has a value.
+            v.push(unsafe { *p.add(i + 1) });
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    Some(v)
+}
+
+fn put_list(c: &mut Call, v: Option<Vec<u64>>) {
+    match v {
+        None => c.enc.bool(false),
+        Some(v) => {
+            c.enc.bool(true);
+            c.enc.u64s(&v);
+        }
+    }
+}
+
+macro_rules! no_take {
+    ($($dep:ident : $t:ty),*) => {
+        pub fn take(_s: (), _r: &mut Reply, _v: impl Sized $(, $dep: $t)*) -> Result<(), i32> {
+            $(let _ = $dep;)*
+            Ok(())
+        }
+    };
+}
+
+pub mod context_props {
+    use super::*;
+    /// # Safety
+    /// `p` is NULL or a zero-terminated property list.
+    pub unsafe fn put(c: &mut Call, p: *const isize) -> Result<(), i32> {
+        // SAFETY: caller's contract.
+        let mut v = unsafe { zero_list(p as *const u64, true) };
+        if let Some(v) = v.as_mut() {
+            for i in (0..v.len()).step_by(2) {
+                if v[i] as isize == CL_CONTEXT_PLATFORM && i + 1 < v.len() {
+                    v[i + 1] = obj(v[i + 1] as *mut c_void, Kind::Platform)?.map_or(0, |o| o.id);
+                }
+            }
+        }
+        put_list(c, v);
+        Ok(())
+    }
+    no_take!();
+}
+
+pub mod partition_props {
+    use super::*;
+    const BY_COUNTS: u64 = 0x1087;
+    /// # Safety
+    /// `p` is NULL or a partition property list.
+    pub unsafe fn put(c: &mut Call, p: *const isize) -> Result<(), i32> {
+        let p = p as *const u64;
+        let v = if p.is_null() {
+            None
+        } else {
+            // SAFETY: caller's contract: at least one entry.
+            let first = unsafe { *p };
+            if first == BY_COUNTS {
+                // {BY_COUNTS, n1, n2, ..., LIST_END(0), 0}
+                // SAFETY: caller's contract; the counts end with a zero.
+                let mut v = unsafe { zero_list(p, false) }.unwrap_or_default();
+                v.push(0);
+                Some(v)
+            } else {
+                // SAFETY: caller's contract.
+                unsafe { zero_list(p, true) }
+            }
+        };
+        put_list(c, v);
+        Ok(())
+    }
+    no_take!();
+}
+
+pub mod queue_props {
+    use super::*;
+    /// # Safety
+    /// `p` is NULL or a zero-terminated property list.
+    pub unsafe fn put(c: &mut Call, p: *const u64) -> Result<(), i32> {
+        // SAFETY: caller's contract.
+        put_list(c, unsafe { zero_list(p, true) });
+        Ok(())
+    }
+    no_take!();
+}
+
+pub use queue_props as sampler_props;
+
+/// Tag 0: NULL; 1: data; 2: a pointer without USE/COPY (the server reports
+/// CL_INVALID_HOST_PTR, as the library would).
+///
+/// # Safety
+/// `p` is NULL or holds `size` bytes when the flags say it is read.
+unsafe fn put_host(c: &mut Call, p: *mut c_void, flags: u64, size: Option<u64>) {
+    if p.is_null() {
+        c.enc.u8(0);
+    } else if flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR) == 0 {
+        c.enc.u8(2);
+    } else {
+        c.enc.u8(1);
+        let n = size.unwrap_or(0) as usize;
+        // SAFETY: caller's contract.
+        c.enc
+            .bytes(unsafe { std::slice::from_raw_parts(p as *const u8, n) });
+    }
+}
+
+pub mod host_ptr {
+    use super::*;
+    /// # Safety
+    /// As the API requires of host_ptr.
+    pub unsafe fn put(c: &mut Call, p: *mut c_void, flags: u64, size: usize) -> Result<(), i32> {
+        // SAFETY: caller's contract.
+        unsafe { put_host(c, p, flags, Some(size as u64)) };
+        Ok(())
+    }
+    no_take!(flags: u64, size: usize);
+}
+
+/// # Safety
+/// `f` is NULL or a cl_image_format.
+unsafe fn format_elem(f: *const c_void) -> Option<u64> {
+    if f.is_null() {
+        return None;
+    }
+    // SAFETY: caller's contract: two cl_uints.
+    let (order, ty) = unsafe { (*(f as *const u32), *(f as *const u32).add(1)) };
+    image_element_size(order, ty)
+}
+
+pub mod image_desc {
+    use super::*;
+    /// # Safety
+    /// `p` is NULL or a cl_image_desc.
+    pub unsafe fn put(c: &mut Call, p: *const c_void) -> Result<(), i32> {
+        if p.is_null() {
+            c.enc.opt_bytes(None);
+            return Ok(());
+        }
+        // SAFETY: caller's contract: a cl_image_desc is 72 bytes on 64-bit.
+        let mut b = unsafe { std::slice::from_raw_parts(p as *const u8, IMAGE_DESC_LEN) }.to_vec();
+        let mem = usize::from_le_bytes(b[64..72].try_into().unwrap_or([0; 8]));
+        let id = obj(mem as *mut c_void, Kind::Mem)?.map_or(0, |o| o.id);
+        b[64..72].copy_from_slice(&id.to_le_bytes());
+        c.enc.opt_bytes(Some(&b));
+        Ok(())
+    }
+    no_take!();
+}
+
+pub mod image_host_ptr {
+    use super::*;
+    /// # Safety
+    /// As the API requires of its arguments.
+    pub unsafe fn put(
+        c: &mut Call,
+        p: *mut c_void,
+        flags: u64,
+        fmt: *const c_void,
+        desc: *const c_void,
+    ) -> Result<(), i32> {
+        let size = if desc.is_null() {
+            None
+        } else {
+            let d = desc as *const u64;
+            // SAFETY: caller's contract: a cl_image_desc.
+            let (ty, w, h, dep, arr, row, slice) = unsafe {
+                (
+                    *(desc as *const u32),
+                    *d.add(1),
+                    *d.add(2),
+                    *d.add(3),
+                    *d.add(4),
+                    *d.add(5),
+                    *d.add(6),
+                )
+            };
+            // SAFETY: caller's contract.
+            unsafe { format_elem(fmt) }
+                .and_then(|e| image_host_size(ty, w, h, dep, arr, row, slice, e))
+        };
+        // SAFETY: caller's contract.
+        unsafe { put_host(c, p, flags, size) };
+        Ok(())
+    }
+    no_take!(flags: u64, fmt: *const c_void, desc: *const c_void);
+}
+
+pub mod image2d_host_ptr {
+    use super::*;
+    /// # Safety
+    /// As the API requires of its arguments.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn put(
+        c: &mut Call,
+        p: *mut c_void,
+        flags: u64,
+        fmt: *const c_void,
+        w: usize,
+        h: usize,
+        row: usize,
+    ) -> Result<(), i32> {
+        // SAFETY: caller's contract.
+        let size = unsafe { format_elem(fmt) }
+            .and_then(|e| image_host_size(0x10F1, w as u64, h as u64, 1, 1, row as u64, 0, e));
+        // SAFETY: caller's contract.
+        unsafe { put_host(c, p, flags, size) };
+        Ok(())
+    }
+    no_take!(flags: u64, fmt: *const c_void, w: usize, h: usize, row: usize);
+}
+
+pub mod image3d_host_ptr {
+    use super::*;
+    /// # Safety
+    /// As the API requires of its arguments.
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn put(
+        c: &mut Call,
+        p: *mut c_void,
+        flags: u64,
+        fmt: *const c_void,
+        w: usize,
+        h: usize,
+        d: usize,
+        row: usize,
+        slice: usize,
+    ) -> Result<(), i32> {
+        // SAFETY: caller's contract.
+        let size = unsafe { format_elem(fmt) }.and_then(|e| {
+            image_host_size(
+                0x10F2,
+                w as u64,
+                h as u64,
+                d as u64,
+                1,
+                row as u64,
+                slice as u64,
+                e,
+            )
+        });
+        // SAFETY: caller's contract.
+        unsafe { put_host(c, p, flags, size) };
+        Ok(())
+    }
+    #[allow(clippy::too_many_arguments)]
+    pub fn take(
+        _s: (),
+        _r: &mut Reply,
+        _v: *mut c_void,
+        _f: u64,
+        _fmt: *const c_void,
+        _w: usize,
+        _h: usize,
+        _d: usize,
+        _row: usize,
+        _slice: usize,
+    ) -> Result<(), i32> {
+        Ok(())
+    }
+}
+
+pub mod sources {
+    use super::*;
+    /// # Safety
+    /// `strings` holds `count` strings, NUL-terminated where `lengths` is
+    /// NULL or has a zero.
+    pub unsafe fn put(
+        c: &mut Call,
+        strings: *const *const c_char,
+        count: u32,
+        lengths: *const usize,
+    ) -> Result<(), i32> {
+        if strings.is_null() {
+            c.enc.bool(false);
+            return Ok(());
+        }
+        c.enc.bool(true);
+        c.enc.u32(count);
+        for i in 0..count as usize {
+            // SAFETY: caller's contract.
+            let s = unsafe { *strings.add(i) };
+            // SAFETY: caller's contract.
+            let len = if lengths.is_null() {
+                0
+            } else {
+                unsafe { *lengths.add(i) }
+            };
+            let bytes = if s.is_null() {
+                &[][..]
+            } else if len == 0 {
+                // SAFETY: NUL-terminated by the caller's contract.
+                unsafe { CStr::from_ptr(s) }.to_bytes()
+            } else {
+                // SAFETY: `len` bytes by the caller's contract.
+                unsafe { std::slice::from_raw_parts(s as *const u8, len) }
+            };
+            c.enc.bytes(bytes);
+        }
+        Ok(())
+    }
+    no_take!(count: u32, lengths: *const usize);
+}
+
+pub mod source_lengths {
+    use super::*;
+    pub fn put(_c: &mut Call, _p: *const usize, _strings: *const *const c_char) -> Result<(), i32> {
+        Ok(())
+    }
+    no_take!(strings: *const *const c_char);
+}
+
+pub mod binaries {
+    use super::*;
+    /// # Safety
+    /// `lengths` and `binaries` hold `n` entries each.
+    pub unsafe fn put(
+        c: &mut Call,
+        lengths: *const usize,
+        n: u32,
+        binaries: *const *const u8,
+    ) -> Result<(), i32> {
+        if lengths.is_null() || binaries.is_null() {
+            c.enc.bool(false);
+            return Ok(());
+        }
+        c.enc.bool(true);
+        c.enc.u32(n);
+        for i in 0..n as usize {
+            // SAFETY: caller's contract.
+            let (p, len) = unsafe { (*binaries.add(i), *lengths.add(i)) };
+            if p.is_null() {
+                c.enc.opt_bytes(None);
+            } else {
+                // SAFETY: caller's contract: `len` bytes.
+                c.enc
+                    .opt_bytes(Some(unsafe { std::slice::from_raw_parts(p, len) }));
+            }
+        }
+        Ok(())
+    }
+    no_take!(n: u32, binaries: *const *const u8);
+}
+
+pub mod binary_ptrs {
+    use super::*;
+    pub fn put(_c: &mut Call, _p: *const *const u8, _lengths: *const usize) -> Result<(), i32> {
+        Ok(())
+    }
+    no_take!(lengths: *const usize);
+}
+
+pub mod header_names {
+    use super::*;
+    /// # Safety
+    /// `p` is NULL or holds `n` NUL-terminated strings.
+    pub unsafe fn put(c: &mut Call, p: *const *const c_char, n: u32) -> Result<(), i32> {
+        if p.is_null() {
+            c.enc.bool(false);
+            return Ok(());
+        }
+        c.enc.bool(true);
+        c.enc.u32(n);
+        for i in 0..n as usize {
+            // SAFETY: caller's contract.
+            let s = unsafe { *p.add(i) };
+            // SAFETY: caller's contract.
+            let b = if s.is_null() {
+                &[][..]
+            } else {
+                unsafe { CStr::from_ptr(s) }.to_bytes()
+            };
+            c.enc.bytes(b);
+        }
+        Ok(())
+    }
+    no_take!(n: u32);
+}
+
+pub mod kernel_arg {
+    use super::*;
+    /// A pointer-sized argument that holds one of our memory objects or
+    /// samplers is sent as its id; anything else as bytes.
+    ///
+    /// # Safety
+    /// `p` is NULL or holds `size` bytes.
+    pub unsafe fn put(c: &mut Call, p: *const c_void, size: usize) -> Result<(), i32> {
+        if p.is_null() {
+            c.enc.u8(0);
+            return Ok(());
+        }
+        if size == std::mem::size_of::<usize>() {
+            // SAFETY: caller's contract: `size` (pointer-sized) bytes.
+            let h = unsafe { *(p as *const *mut c_void) };
+            if let Some(o) = any_obj(h) {
+                let tag = match o.kind {
+                    Kind::Mem => Some(0u8),
+                    Kind::Sampler => Some(1),
+                    _ => None,
+                };
+                if let Some(tag) = tag {
+                    c.enc.u8(2);
+                    c.enc.u8(tag);
+                    c.enc.u64(o.id);
+                    return Ok(());
+                }
+            }
+        }
+        c.enc.u8(1);
+        // SAFETY: caller's contract.
+        c.enc
+            .bytes(unsafe { std::slice::from_raw_parts(p as *const u8, size) });
+        Ok(())
+    }
+    no_take!(size: usize);
+}
+
+/// The host window of a rectangular transfer.
+///
+/// # Safety
+/// `region` and `origin` are NULL or 3 size_t each.
+unsafe fn rect_window(
+    region: *const c_void,
+    origin: *const c_void,
+    row: usize,
+    slice: usize,
+) -> Option<(RectExtent, u64)> {
+    if region.is_null() || origin.is_null() {
+        return None;
+    }
+    let (r, o) = (region as *const u64, origin as *const u64);
+    // SAFETY: caller's contract.
+    let (r3, o3) = unsafe { ([*r, *r.add(1), *r.add(2)], [*o, *o.add(1), *o.add(2)]) };
+    let ext = rect_extent(r3, 1, row as u64, slice as u64)?;
+    Some((ext, ext.offset(o3, 1)?))
+}
+
+pub mod rect_out {
+    use super::*;
+    /// # Safety
+    /// As the API requires of a rectangular read.
+    pub unsafe fn put(
+        c: &mut Call,
+        p: *mut c_void,
+        region: *const c_void,
+        origin: *const c_void,
+        row: usize,
+        slice: usize,
+    ) -> Result<(), i32> {
+        // SAFETY: caller's contract.
+        c.enc
+            .bool(!p.is_null() && unsafe { rect_window(region, origin, row, slice) }.is_some());
+        Ok(())
+    }
+    /// # Safety
+    /// As for `put`.
+    pub unsafe fn take(
+        _s: (),
+        r: &mut Reply,
+        p: *mut c_void,
+        region: *const c_void,
+        origin: *const c_void,
+        row: usize,
+        slice: usize,
+    ) -> Result<(), i32> {
+        let data = r.opt_bytes()?;
+        // SAFETY: caller's contract.
+        if let (Some(b), Some((ext, off))) =
+            (data, unsafe { rect_window(region, origin, row, slice) })
+        {
+            let n = b.len().min(ext.extent as usize);
+            // SAFETY: the window lies in the application's buffer.
+            unsafe {
+                std::ptr::copy_nonoverlapping(b.as_ptr(), (p as *mut u8).add(off as usize), n)
+            };
+        }
+        Ok(())
+    }
+}
+
+pub mod rect_in {
+    use super::*;
+    /// # Safety
+    /// As the API requires of a rectangular write.
+    pub unsafe fn put(
+        c: &mut Call,
+        p: *const c_void,
+        region: *const c_void,
+        origin: *const c_void,
+        row: usize,
+        slice: usize,
+    ) -> Result<(), i32> {
+        // SAFETY: caller's contract.
+        match (p.is_null(), unsafe {
+            rect_window(region, origin, row, slice)
+        }) {
+            (false, Some((ext, off))) => {
+                // SAFETY: the window lies in the application's buffer.
+                let s = unsafe {
+                    std::slice::from_raw_parts(
+                        (p as *const u8).add(off as usize),
+                        ext.extent as usize,
+                    )
+                };
+                c.enc.opt_bytes(Some(s));
+            }
+            _ => c.enc.opt_bytes(None),
+        }
+        Ok(())
+    }
+    no_take!(region: *const c_void, origin: *const c_void, row: usize, slice: usize);
+}
+
+pub mod image_out {
+    use super::*;
+    pub fn put(
+        c: &mut Call,
+        p: *mut c_void,
+        _img: *mut c_void,
+        _region: *const c_void,
+        _row: usize,
+        _slice: usize,
+    ) -> Result<(), i32> {
+        c.enc.bool(!p.is_null());
+        Ok(())
+    }
+    /// # Safety
+    /// `p` holds the transfer's extent, as the API requires.
+    pub unsafe fn take(
+        _s: (),
+        r: &mut Reply,
+        p: *mut c_void,
+        _img: *mut c_void,
+        _region: *const c_void,
+        _row: usize,
+        _slice: usize,
+    ) -> Result<(), i32> {
+        if let (Some(b), false) = (r.opt_bytes()?, p.is_null()) {
+            // SAFETY: the server sized the data by the image and region.
+            unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), p as *mut u8, b.len()) };
+        }
+        Ok(())
+    }
+}
+
+thread_local! {
+    /// Element size of the image being written, set by the
+    /// clEnqueueWriteImage override before it marshals the call.
+    pub static IMAGE_ELEM: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+pub mod image_in {
+    use super::*;
+    /// # Safety
+    /// `p` holds the transfer's extent, as the API requires.
+    pub unsafe fn put(
+        c: &mut Call,
+        p: *const c_void,
+        _img: *mut c_void,
+        region: *const c_void,
+        row: usize,
+        slice: usize,
+    ) -> Result<(), i32> {
+        let elem = IMAGE_ELEM.with(|e| e.get());
+        if p.is_null() || region.is_null() {
+            c.enc.opt_bytes(None);
+            return Ok(());
+        }
+        let r = region as *const u64;
+        // SAFETY: caller's contract: 3 size_t.
+        let r3 = unsafe { [*r, *r.add(1), *r.add(2)] };
+        match wormhole_opencl_api::image_transfer_extent(r3, elem, row as u64, slice as u64) {
+            Some(n) => {
+                // SAFETY: caller's contract.
+                c.enc.opt_bytes(Some(unsafe {
+                    std::slice::from_raw_parts(p as *const u8, n as usize)
+                }))
+            }
+            None => c.enc.opt_bytes(None),
+        }
+        Ok(())
+    }
+    no_take!(img: *mut c_void, region: *const c_void, row: usize, slice: usize);
+}

@@ -1,0 +1,523 @@
+//! Client-side overrides: entry points that need more than the generated
+//! stub (platform naming, program binaries, maps), and the hand-written
+//! functions of the dispatch table.
+#![allow(non_snake_case)]
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::atomic::Ordering;
+use std::sync::{Mutex, OnceLock};
+
+use wormhole_opencl_api::{
+    func, image_transfer_extent, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_VALUE, CL_MAP_WRITE,
+    CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_USE_HOST_PTR, CL_OUT_OF_HOST_MEMORY,
+    CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS,
+};
+
+use crate::gen;
+use crate::rt::{conn, fresh_id, obj, object_for, set_errcode, Call};
+
+/// # Safety
+/// As for `clGetPlatformIDs`.
+pub unsafe extern "C" fn clGetPlatformIDs(
+    n: u32,
+    platforms: *mut *mut c_void,
+    num: *mut u32,
+) -> i32 {
+    if (n == 0 && !platforms.is_null()) || (platforms.is_null() && num.is_null()) {
+        return CL_INVALID_VALUE;
+    }
+    let ids: &[u64] = conn().map_or(&[], |c| c.platforms.as_slice());
+    if !platforms.is_null() {
+        for (i, &id) in ids.iter().take(n as usize).enumerate() {
+            // SAFETY: room for `n` handles (caller's contract).
+            unsafe { *platforms.add(i) = object_for(id, Kind::Platform, 0) };
+        }
+    }
+    if !num.is_null() {
+        // SAFETY: caller's contract.
+        unsafe { *num = ids.len() as u32 };
+    }
+    if ids.is_empty() {
+        CL_PLATFORM_NOT_FOUND_KHR
+    } else {
+        CL_SUCCESS
+    }
+}
+
+const CL_PLATFORM_NAME: u32 = 0x0902;
+const CL_PLATFORM_ICD_SUFFIX_KHR: u32 = 0x0920;
+/// Prefix of our platforms' names, so users see where a platform lives.
+pub const NAME_PREFIX: &str = "Wormhole: ";
+
+/// Answers a string query with a value computed here.
+///
+/// # Safety
+/// `value` is NULL or holds `size` bytes; `size_ret` is NULL or a size_t.
+unsafe fn answer(s: &[u8], size: usize, value: *mut c_void, size_ret: *mut usize) -> i32 {
+    let mut v = s.to_vec();
+    v.push(0);
+    if !value.is_null() {
+        if size < v.len() {
+            return CL_INVALID_VALUE;
+        }
+        // SAFETY: caller's contract; v.len() <= size.
+        unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), value as *mut u8, v.len()) };
+    }
+    if !size_ret.is_null() {
+        // SAFETY: caller's contract.
+        unsafe { *size_ret = v.len() };
+    }
+    CL_SUCCESS
+}
+
+/// # Safety
+/// As for `clGetPlatformInfo`.
+pub unsafe extern "C" fn clGetPlatformInfo(
+    p: *mut c_void,
+    param: u32,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> i32 {
+    match param {
+        CL_PLATFORM_ICD_SUFFIX_KHR => {
+            // SAFETY: forwarded contract.
+            unsafe { answer(b"WH", size, value, size_ret) }
+        }
+        CL_PLATFORM_NAME => {
+            let mut n = 0usize;
+            // SAFETY: size query.
+            let s = unsafe { gen::clGetPlatformInfo(p, param, 0, std::ptr::null_mut(), &mut n) };
+            if s != CL_SUCCESS {
+                return s;
+            }
+            let mut buf = vec![0u8; n];
+            // SAFETY: buffer of `n` bytes.
+            let s = unsafe {
+                gen::clGetPlatformInfo(p, param, n, buf.as_mut_ptr().cast(), std::ptr::null_mut())
+            };
+            if s != CL_SUCCESS {
+                return s;
+            }
+            let remote = buf.split(|&b| b == 0).next().unwrap_or(&[]);
+            let name = [NAME_PREFIX.as_bytes(), remote].concat();
+            // SAFETY: forwarded contract.
+            unsafe { answer(&name, size, value, size_ret) }
+        }
+        // SAFETY: forwarded contract.
+        _ => unsafe { gen::clGetPlatformInfo(p, param, size, value, size_ret) },
+    }
+}
+
+const CL_PROGRAM_NUM_DEVICES: u32 = 0x1162;
+const CL_PROGRAM_BINARY_SIZES: u32 = 0x1165;
+const CL_PROGRAM_BINARIES: u32 = 0x1166;
+
+/// # Safety
+/// As for `clGetProgramInfo`.
+pub unsafe extern "C" fn clGetProgramInfo(
+    p: *mut c_void,
+    param: u32,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> i32 {
+    if param != CL_PROGRAM_BINARIES {
+        // SAFETY: forwarded contract.
+        return unsafe { gen::clGetProgramInfo(p, param, size, value, size_ret) };
+    }
+    let mut n = 0u32;
+    // SAFETY: a cl_uint out.
+    let s = unsafe {
+        gen::clGetProgramInfo(
+            p,
+            CL_PROGRAM_NUM_DEVICES,
+            4,
+            (&mut n as *mut u32).cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    if s != CL_SUCCESS {
+        return s;
+    }
+    let need = n as usize * std::mem::size_of::<usize>();
+    if !size_ret.is_null() {
+        // SAFETY: caller's contract.
+        unsafe { *size_ret = need };
+    }
+    if value.is_null() {
+        return CL_SUCCESS;
+    }
+    if size < need {
+        return CL_INVALID_VALUE;
+    }
+    let mut sizes = vec![0usize; n as usize];
+    // SAFETY: room for `n` sizes.
+    let s = unsafe {
+        gen::clGetProgramInfo(
+            p,
+            CL_PROGRAM_BINARY_SIZES,
+            need,
+            sizes.as_mut_ptr().cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    if s != CL_SUCCESS {
+        return s;
+    }
+    let dests = value as *const *mut c_void;
+    for (i, &len) in sizes.iter().enumerate() {
+        // SAFETY: `value` holds `n` pointers (size checked above).
+        let d = unsafe { *dests.add(i) };
+        if d.is_null() || len == 0 {
+            continue;
+        }
+        // SAFETY: the application provides `len` bytes at `d`, as the API
+        // requires for CL_PROGRAM_BINARIES.
+        let s = unsafe { gen::whGetProgramBinary(p, i as u32, len, d) };
+        if s != CL_SUCCESS {
+            return s;
+        }
+    }
+    CL_SUCCESS
+}
+
+/// # Safety
+/// As for `clCreateBuffer`.
+pub unsafe extern "C" fn clCreateBuffer(
+    ctx: *mut c_void,
+    flags: u64,
+    size: usize,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    let m = unsafe { gen::clCreateBuffer(ctx, flags, size, host_ptr, err) };
+    if flags & CL_MEM_USE_HOST_PTR != 0 {
+        if let Ok(Some(o)) = obj(m, Kind::Mem) {
+            o.host_ptr.store(host_ptr as usize, Ordering::Relaxed);
+        }
+    }
+    m
+}
+
+fn image_elem(image: *mut c_void) -> Result<u64, i32> {
+    let mut elem = 0usize;
+    // SAFETY: a size_t out.
+    let s = unsafe {
+        gen::clGetImageInfo(
+            image,
+            CL_IMAGE_ELEMENT_SIZE,
+            8,
+            (&mut elem as *mut usize).cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    if s == CL_SUCCESS {
+        Ok(elem as u64)
+    } else {
+        Err(s)
+    }
+}
+
+/// # Safety
+/// As for `clEnqueueWriteImage`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clEnqueueWriteImage(
+    q: *mut c_void,
+    image: *mut c_void,
+    blocking: u32,
+    origin: *const c_void,
+    region: *const c_void,
+    row: usize,
+    slice: usize,
+    ptr: *const c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    let elem = match image_elem(image) {
+        Ok(e) => e,
+        Err(e) => return e,
+    };
+    crate::custom::IMAGE_ELEM.with(|c| c.set(elem));
+    // SAFETY: forwarded contract.
+    unsafe {
+        gen::clEnqueueWriteImage(
+            q, image, blocking, origin, region, row, slice, ptr, n, wl, ev,
+        )
+    }
+}
+
+/// One mapping handed to the application.
+struct Mapped {
+    id: u64,
+    len: usize,
+    flags: u64,
+    /// Allocated here (freed on unmap), or the application's host pointer.
+    owned: Option<std::alloc::Layout>,
+}
+
+fn maps() -> std::sync::MutexGuard<'static, HashMap<usize, Vec<Mapped>>> {
+    static M: OnceLock<Mutex<HashMap<usize, Vec<Mapped>>>> = OnceLock::new();
+    M.get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// Where a mapping lives on this side: inside the application's host
+/// buffer for USE_HOST_PTR buffers (as the API requires), else fresh memory.
+fn map_memory(
+    host: usize,
+    offset: usize,
+    len: usize,
+) -> Result<(*mut u8, Option<std::alloc::Layout>), i32> {
+    if host != 0 {
+        return Ok(((host + offset) as *mut u8, None));
+    }
+    let layout =
+        std::alloc::Layout::from_size_align(len.max(1), 128).map_err(|_| CL_INVALID_VALUE)?;
+    // SAFETY: a non-zero-sized layout.
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    if p.is_null() {
+        return Err(CL_OUT_OF_HOST_MEMORY);
+    }
+    Ok((p, Some(layout)))
+}
+
+fn finish_map(
+    data: Option<Vec<u8>>,
+    host: usize,
+    offset: usize,
+    len: usize,
+    id: u64,
+    flags: u64,
+) -> Result<*mut c_void, i32> {
+    let (p, owned) = map_memory(host, offset, len)?;
+    if let Some(d) = data {
+        // SAFETY: `p` spans `len` bytes and the server sent at most that.
+        unsafe { std::ptr::copy_nonoverlapping(d.as_ptr(), p, d.len().min(len)) };
+    }
+    maps().entry(p as usize).or_default().push(Mapped {
+        id,
+        len,
+        flags,
+        owned,
+    });
+    Ok(p as *mut c_void)
+}
+
+/// # Safety
+/// As for `clEnqueueMapBuffer`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clEnqueueMapBuffer(
+    q: *mut c_void,
+    buf: *mut c_void,
+    _blocking: u32,
+    flags: u64,
+    offset: usize,
+    size: usize,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    let run = || -> Result<*mut c_void, i32> {
+        let mut c = Call::begin(func::clEnqueueMapBuffer)?;
+        c.handle(q, Kind::Queue)?;
+        c.handle(buf, Kind::Mem)?;
+        c.enc.u64(flags);
+        c.enc.usize(offset);
+        c.enc.usize(size);
+        c.enc.u32(n);
+        // SAFETY: forwarded contract: `wl` holds `n` events.
+        unsafe { c.handles(wl, n as usize, Kind::Event)? };
+        let n_ev = c.out_new(ev);
+        let id = fresh_id();
+        c.enc.u64(id);
+        let mut r = c.finish()?;
+        let status = r.status();
+        let data = if r.has_outputs() {
+            r.opt_bytes()?
+        } else {
+            None
+        };
+        // SAFETY: forwarded contract.
+        unsafe { r.out_new(n_ev, ev, Kind::Event, status) };
+        drop(r);
+        if status != CL_SUCCESS {
+            return Err(status);
+        }
+        let host = obj(buf, Kind::Mem)?.map_or(0, |o| o.host_ptr.load(Ordering::Relaxed));
+        finish_map(data, host, offset, size, id, flags)
+    };
+    let (v, e) = match run() {
+        Ok(v) => (v, CL_SUCCESS),
+        Err(e) => (std::ptr::null_mut(), e),
+    };
+    // SAFETY: forwarded contract.
+    unsafe { set_errcode(err, e) };
+    v
+}
+
+/// # Safety
+/// As for `clEnqueueMapImage`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clEnqueueMapImage(
+    q: *mut c_void,
+    image: *mut c_void,
+    _blocking: u32,
+    flags: u64,
+    origin: *const c_void,
+    region: *const c_void,
+    row_pitch: *mut usize,
+    slice_pitch: *mut usize,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    let run = || -> Result<*mut c_void, i32> {
+        if origin.is_null() || region.is_null() || row_pitch.is_null() {
+            return Err(CL_INVALID_VALUE);
+        }
+        let elem = image_elem(image)?;
+        let mut c = Call::begin(func::clEnqueueMapImage)?;
+        c.handle(q, Kind::Queue)?;
+        c.handle(image, Kind::Mem)?;
+        c.enc.u64(flags);
+        // SAFETY: 3 size_t each (checked non-NULL above).
+        let (o, rg) = unsafe {
+            (
+                std::slice::from_raw_parts(origin as *const u8, 24),
+                std::slice::from_raw_parts(region as *const u8, 24),
+            )
+        };
+        c.enc.bytes(o);
+        c.enc.bytes(rg);
+        c.enc.u32(n);
+        // SAFETY: forwarded contract.
+        unsafe { c.handles(wl, n as usize, Kind::Event)? };
+        let n_ev = c.out_new(ev);
+        let id = fresh_id();
+        c.enc.u64(id);
+        let mut r = c.finish()?;
+        let status = r.status();
+        let (mut row, mut slice) = (0usize, 0usize);
+        let mut data = None;
+        if r.has_outputs() {
+            // SAFETY: local out-values.
+            unsafe {
+                r.out_usize(&mut row)?;
+                r.out_usize(&mut slice)?;
+            }
+            data = r.opt_bytes()?;
+        }
+        // SAFETY: forwarded contract.
+        unsafe { r.out_new(n_ev, ev, Kind::Event, status) };
+        drop(r);
+        if status != CL_SUCCESS {
+            return Err(status);
+        }
+        let r3 = wormhole_opencl_api::triple(rg).ok_or(CL_INVALID_VALUE)?;
+        let len = image_transfer_extent(r3, elem, row as u64, slice as u64)
+            .ok_or(CL_INVALID_VALUE)? as usize;
+        // SAFETY: checked non-NULL above; slice_pitch may be NULL.
+        unsafe {
+            *row_pitch = row;
+            if !slice_pitch.is_null() {
+                *slice_pitch = slice;
+            }
+        }
+        finish_map(data, 0, 0, len, id, flags)
+    };
+    let (v, e) = match run() {
+        Ok(v) => (v, CL_SUCCESS),
+        Err(e) => (std::ptr::null_mut(), e),
+    };
+    // SAFETY: forwarded contract.
+    unsafe { set_errcode(err, e) };
+    v
+}
+
+/// # Safety
+/// As for `clEnqueueUnmapMemObject`.
+pub unsafe extern "C" fn clEnqueueUnmapMemObject(
+    q: *mut c_void,
+    mem: *mut c_void,
+    ptr: *mut c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    let run = || -> Result<i32, i32> {
+        obj(mem, Kind::Mem)?;
+        let m = {
+            let mut all = maps();
+            let list = all.get_mut(&(ptr as usize)).ok_or(CL_INVALID_VALUE)?;
+            let m = list.pop().ok_or(CL_INVALID_VALUE)?;
+            if list.is_empty() {
+                all.remove(&(ptr as usize));
+            }
+            m
+        };
+        let mut c = Call::begin(func::clEnqueueUnmapMemObject)?;
+        c.handle(q, Kind::Queue)?;
+        c.handle(mem, Kind::Mem)?;
+        c.enc.u64(m.id);
+        if m.flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0 {
+            // SAFETY: the mapping spans `m.len` bytes at `ptr`.
+            c.enc.opt_bytes(Some(unsafe {
+                std::slice::from_raw_parts(ptr as *const u8, m.len)
+            }));
+        } else {
+            c.enc.opt_bytes(None);
+        }
+        c.enc.u32(n);
+        // SAFETY: forwarded contract.
+        unsafe { c.handles(wl, n as usize, Kind::Event)? };
+        let n_ev = c.out_new(ev);
+        let mut r = c.finish()?;
+        let status = r.status();
+        // SAFETY: forwarded contract.
+        unsafe { r.out_new(n_ev, ev, Kind::Event, status) };
+        drop(r);
+        if status == CL_SUCCESS {
+            if let Some(layout) = m.owned {
+                // SAFETY: allocated in `map_memory` with this layout; the
+                // application gave the mapping back.
+                unsafe { std::alloc::dealloc(ptr as *mut u8, layout) };
+            }
+        } else {
+            maps().entry(ptr as usize).or_default().push(m);
+        }
+        Ok(status)
+    };
+    match run() {
+        Ok(s) | Err(s) => s,
+    }
+}
+
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+pub unsafe extern "C" fn clGetExtensionFunctionAddress(name: *const c_char) -> *mut c_void {
+    if name.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: caller's contract.
+    match unsafe { CStr::from_ptr(name) }.to_bytes() {
+        b"clIcdGetPlatformIDsKHR" => crate::clIcdGetPlatformIDsKHR as *mut c_void,
+        _ => std::ptr::null_mut(),
+    }
+}
+
+/// # Safety
+/// As for `clGetExtensionFunctionAddress`.
+pub unsafe extern "C" fn clGetExtensionFunctionAddressForPlatform(
+    _p: *mut c_void,
+    name: *const c_char,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { clGetExtensionFunctionAddress(name) }
+}

@@ -1,0 +1,637 @@
+//! The client runtime that the generated stubs call: the connection to the
+//! server, the call/reply cycle, and the registry of objects handed to the
+//! application.
+//!
+//! Every object the application sees is an [`Obj`] whose first field is the
+//! ICD dispatch table, as the loaders require. It carries the id under which
+//! the server knows the object. The server never sees our pointers.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::c_void;
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use wormhole_opencl_api::{
+    info_handle, CallbackKind, InfoHandle, Kind, CL_INVALID_VALUE, CL_OUT_OF_RESOURCES, CL_SUCCESS,
+};
+use wormhole_transport::hello::{recv_hello, Hello};
+use wormhole_transport::shm::{NotifyReceiver, Region, ShmChannel, Side};
+use wormhole_transport::stream::StreamChannel;
+use wormhole_transport::Channel;
+use wormhole_wire::{Decoder, Encoder, ReplyHeader, RequestHeader, FLAG_ASYNC, REPLY_HEADER_LEN};
+
+/// Prints one line on stderr when `WORMHOLE_LOG` is set.
+pub fn log(msg: &str) {
+    if std::env::var_os("WORMHOLE_LOG").is_some() {
+        eprintln!("wormhole: {msg}");
+    }
+}
+
+const MAGIC: u64 = u64::from_le_bytes(*b"WHOLEOBJ");
+
+/// An OpenCL object as the application sees it.
+#[repr(C)]
+pub struct Obj {
+    /// Must be first: the ICD loader calls through it.
+    dispatch: *const c_void,
+    magic: u64,
+    pub id: u64,
+    pub kind: Kind,
+    refs: AtomicU32,
+    /// For memory objects created with CL_MEM_USE_HOST_PTR: the
+    /// application's pointer, which maps return into.
+    pub host_ptr: AtomicUsize,
+}
+
+struct Registry {
+    by_id: HashMap<u64, usize>,
+    live: HashSet<usize>,
+}
+
+fn registry() -> MutexGuard<'static, Registry> {
+    static R: OnceLock<Mutex<Registry>> = OnceLock::new();
+    let m = R.get_or_init(|| {
+        Mutex::new(Registry {
+            by_id: HashMap::new(),
+            live: HashSet::new(),
+        })
+    });
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn dispatch_ptr() -> *const c_void {
+    static TABLE: OnceLock<usize> = OnceLock::new();
+    *TABLE.get_or_init(|| Box::leak(Box::new(crate::gen::dispatch_table())).as_ptr() as usize)
+        as *const c_void
+}
+
+/// The object for a server id, creating one (with no references of the
+/// application's) for an id seen for the first time.
+pub fn object_for(id: u64, kind: Kind, refs: u32) -> *mut c_void {
+    if id == 0 {
+        return std::ptr::null_mut();
+    }
+    let mut r = registry();
+    if let Some(&p) = r.by_id.get(&id) {
+        if refs > 0 {
+            // SAFETY: registered pointers are live Objs.
+            unsafe { (*(p as *const Obj)).refs.fetch_add(refs, Ordering::Relaxed) };
+        }
+        return p as *mut c_void;
+    }
+    let obj = Box::into_raw(Box::new(Obj {
+        dispatch: dispatch_ptr(),
+        magic: MAGIC,
+        id,
+        kind,
+        refs: AtomicU32::new(refs),
+        host_ptr: AtomicUsize::new(0),
+    }));
+    r.by_id.insert(id, obj as usize);
+    r.live.insert(obj as usize);
+    obj as *mut c_void
+}
+
+/// The object behind an application's handle, if it is one of ours and of
+/// the right kind.
+pub fn obj(p: *mut c_void, kind: Kind) -> Result<Option<&'static Obj>, i32> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    if !registry().live.contains(&(p as usize)) {
+        return Err(kind.invalid());
+    }
+    // SAFETY: `p` is registered, so it is a live Obj we allocated.
+    let o = unsafe { &*(p as *const Obj) };
+    if o.magic != MAGIC || o.kind != kind {
+        return Err(kind.invalid());
+    }
+    Ok(Some(o))
+}
+
+/// Like [`obj`], for any kind: used to recognise handles in kernel arguments.
+pub fn any_obj(p: *mut c_void) -> Option<&'static Obj> {
+    if p.is_null() || !registry().live.contains(&(p as usize)) {
+        return None;
+    }
+    // SAFETY: registered, hence a live Obj.
+    Some(unsafe { &*(p as *const Obj) })
+}
+
+pub fn retained(p: *mut c_void, kind: Kind) {
+    if let Ok(Some(o)) = obj(p, kind) {
+        o.refs.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Frees the object when the application's last reference goes. Platforms
+/// and root devices are never freed.
+pub fn released(p: *mut c_void, kind: Kind) {
+    let Ok(Some(o)) = obj(p, kind) else { return };
+    let prev = o.refs.load(Ordering::Relaxed);
+    if prev == 0 {
+        return;
+    }
+    if o.refs.fetch_sub(1, Ordering::AcqRel) == 1 {
+        let mut r = registry();
+        r.by_id.remove(&o.id);
+        r.live.remove(&(p as usize));
+        drop(r);
+        // SAFETY: unregistered above, so no other lookup can return it; the
+        // application released its last reference.
+        unsafe { drop(Box::from_raw(p as *mut Obj)) };
+    }
+}
+
+/// # Safety
+/// `e` is NULL or points to a writable cl_int.
+pub unsafe fn set_errcode(e: *mut i32, v: i32) {
+    if !e.is_null() {
+        // SAFETY: caller's contract.
+        unsafe { *e = v };
+    }
+}
+
+struct ChanState {
+    chan: Box<dyn Channel>,
+    rx: Vec<u8>,
+    tx: Vec<u8>,
+    dead: bool,
+}
+
+/// The connection to one server.
+pub struct Conn {
+    state: Mutex<ChanState>,
+    pub platforms: Vec<u64>,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+pub fn fresh_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+fn alive_check(sock: UnixStream) -> impl Fn() -> bool + Send + Sync {
+    move || {
+        let mut b = [0u8; 1];
+        // SAFETY: a non-blocking peek into a 1-byte buffer.
+        let n = unsafe {
+            libc::recv(
+                sock.as_raw_fd(),
+                b.as_mut_ptr().cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        !(n == 0
+            || (n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::WouldBlock))
+    }
+}
+
+fn connect() -> Result<Conn, String> {
+    if std::env::var_os("WORMHOLE_IN_SERVER").is_some() {
+        return Err("inside a Wormhole server: no forwarding to itself".into());
+    }
+    let target = std::env::var("WORMHOLE_SERVER").unwrap_or_default();
+    let chan: Box<dyn Channel> = if let Some(addr) = target.strip_prefix("tcp:") {
+        let mut s = std::net::TcpStream::connect(addr)
+            .map_err(|e| format!("cannot reach server at tcp:{addr}: {e}"))?;
+        let mut b = [0u8; 40];
+        s.read_exact(&mut b)
+            .map_err(|e| format!("no greeting from tcp:{addr}: {e}"))?;
+        Hello::from_bytes(&b).map_err(|e| e.to_string())?;
+        Box::new(StreamChannel::tcp(s).map_err(|e| e.to_string())?)
+    } else {
+        let path = match target.strip_prefix("unix:").unwrap_or(&target) {
+            "" => wormhole_transport::default_socket_path(),
+            p => p.into(),
+        };
+        let sock = UnixStream::connect(&path).map_err(|e| {
+            format!(
+                "no Wormhole server at {} ({e}); no Wormhole platform",
+                path.display()
+            )
+        })?;
+        let (hello, fd) =
+            recv_hello(&sock).map_err(|e| format!("bad greeting from {}: {e}", path.display()))?;
+        let (layout, fd) = match (hello.layout, fd) {
+            (Some(l), Some(fd)) => (l, fd),
+            _ => return Err("server sent no shared memory".into()),
+        };
+        let region = Region::open(fd, layout).map_err(|e| e.to_string())?;
+        let alive = alive_check(sock.try_clone().map_err(|e| e.to_string())?);
+        let chan = ShmChannel::new(
+            region.clone(),
+            Side::Client,
+            hello.handoff,
+            Some(Box::new(alive)),
+        );
+        let notify_alive = alive_check(sock.try_clone().map_err(|e| e.to_string())?);
+        let rx = NotifyReceiver::new(region, Some(Box::new(notify_alive)));
+        crate::callbacks::start_notifier(rx);
+        // The socket stays open for the process's life: closing it is how
+        // the server learns that we are gone.
+        std::mem::forget(sock);
+        Box::new(chan)
+    };
+    let mut conn = Conn {
+        state: Mutex::new(ChanState {
+            chan,
+            rx: Vec::new(),
+            tx: Vec::new(),
+            dead: false,
+        }),
+        platforms: Vec::new(),
+    };
+    conn.platforms = fetch_platforms(&conn)?;
+    Ok(conn)
+}
+
+fn fetch_platforms(conn: &Conn) -> Result<Vec<u64>, String> {
+    let mut c = Call::on(conn, wormhole_opencl_api::func::clGetPlatformIDs)
+        .map_err(|e| format!("error {e}"))?;
+    c.enc.u32(64);
+    c.enc.bool(true);
+    c.enc.bool(false);
+    let mut r = c
+        .finish()
+        .map_err(|e| format!("server did not answer ({e})"))?;
+    if r.status() != CL_SUCCESS || !r.has_outputs() {
+        return Ok(Vec::new());
+    }
+    let mut d = r.dec();
+    let ids = if d.bool().map_err(|e| e.to_string())? {
+        d.u64s().map_err(|e| e.to_string())?
+    } else {
+        Vec::new()
+    };
+    Ok(ids)
+}
+
+/// The connection, made on first use; `None` when there is no server.
+pub fn conn() -> Option<&'static Conn> {
+    static C: OnceLock<Option<Conn>> = OnceLock::new();
+    C.get_or_init(|| match connect() {
+        Ok(c) => Some(c),
+        Err(e) => {
+            log(&e);
+            None
+        }
+    })
+    .as_ref()
+}
+
+/// A call being marshalled; holds the channel.
+pub struct Call<'a> {
+    guard: MutexGuard<'a, ChanState>,
+    pub enc: Encoder,
+}
+
+impl<'a> Call<'a> {
+    pub fn begin(func: u32) -> Result<Call<'static>, i32> {
+        let conn = conn().ok_or(CL_OUT_OF_RESOURCES)?;
+        Call::on(conn, func)
+    }
+
+    fn on(conn: &'a Conn, func: u32) -> Result<Call<'a>, i32> {
+        let mut guard = conn.state.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.dead {
+            return Err(CL_OUT_OF_RESOURCES);
+        }
+        let mut enc = Encoder::with_buffer(std::mem::take(&mut guard.tx));
+        RequestHeader { func, flags: 0 }.encode(&mut enc);
+        Ok(Call { guard, enc })
+    }
+
+    pub fn handle(&mut self, p: *mut c_void, kind: Kind) -> Result<(), i32> {
+        self.enc.u64(obj(p, kind)?.map_or(0, |o| o.id));
+        Ok(())
+    }
+
+    /// # Safety
+    /// `p` is NULL or points to `n` handles.
+    pub unsafe fn handles(
+        &mut self,
+        p: *const *mut c_void,
+        n: usize,
+        kind: Kind,
+    ) -> Result<(), i32> {
+        if p.is_null() {
+            self.enc.bool(false);
+            return Ok(());
+        }
+        self.enc.bool(true);
+        self.enc.u64(n as u64);
+        for i in 0..n {
+            // SAFETY: caller's contract.
+            let h = unsafe { *p.add(i) };
+            self.enc.u64(obj(h, kind)?.map_or(0, |o| o.id));
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// `p` is NULL or points to `size` readable bytes.
+    pub unsafe fn in_bytes(&mut self, p: *const c_void, size: u64) {
+        if p.is_null() {
+            self.enc.opt_bytes(None);
+        } else {
+            // SAFETY: caller's contract.
+            let s = unsafe { std::slice::from_raw_parts(p as *const u8, size as usize) };
+            self.enc.opt_bytes(Some(s));
+        }
+    }
+
+    /// # Safety
+    /// `p` is NULL or a NUL-terminated string.
+    pub unsafe fn str(&mut self, p: *const std::ffi::c_char) {
+        if p.is_null() {
+            self.enc.opt_bytes(None);
+        } else {
+            // SAFETY: caller's contract.
+            let s = unsafe { std::ffi::CStr::from_ptr(p) };
+            self.enc.opt_bytes(Some(s.to_bytes()));
+        }
+    }
+
+    /// A slot for a new handle returned through a pointer.
+    pub fn out_new(&mut self, p: *mut *mut c_void) -> Option<u64> {
+        if p.is_null() {
+            self.enc.bool(false);
+            None
+        } else {
+            let id = fresh_id();
+            self.enc.bool(true);
+            self.enc.u64(id);
+            Some(id)
+        }
+    }
+
+    pub fn new_id(&mut self) -> u64 {
+        let id = fresh_id();
+        self.enc.u64(id);
+        id
+    }
+
+    pub fn callback(
+        &mut self,
+        kind: CallbackKind,
+        pfn: *mut c_void,
+        user_data: *mut c_void,
+    ) -> Result<crate::callbacks::Pending, i32> {
+        crate::callbacks::put(self, kind, pfn, user_data)
+    }
+
+    /// Sends the request and waits for the reply.
+    pub fn finish(mut self) -> Result<Reply<'a>, i32> {
+        let st = &mut *self.guard;
+        let sent = st
+            .chan
+            .send(self.enc.as_slice())
+            .and_then(|_| st.chan.flush());
+        st.tx = self.enc.into_vec();
+        let mut rx = std::mem::take(&mut st.rx);
+        let res = sent.and_then(|_| st.chan.recv(&mut rx));
+        if let Err(e) = res {
+            st.dead = true;
+            log(&format!("lost the server: {e}"));
+            return Err(CL_OUT_OF_RESOURCES);
+        }
+        let mut d = Decoder::new(&rx);
+        let hdr = ReplyHeader::decode(&mut d).map_err(|_| CL_OUT_OF_RESOURCES)?;
+        let has_outputs = matches!(d.u8(), Ok(1));
+        if hdr.deferred_status != 0 {
+            log(&format!(
+                "a deferred call failed with {}",
+                hdr.deferred_status
+            ));
+        }
+        Ok(Reply {
+            guard: self.guard,
+            buf: rx,
+            pos: REPLY_HEADER_LEN + 1,
+            status: hdr.status,
+            has_outputs,
+        })
+    }
+
+    /// Queues the request without waiting (a call the description marks
+    /// async); its failure is reported at the next synchronous reply.
+    pub fn finish_async(mut self) -> Result<(), i32> {
+        let len = self.enc.len();
+        self.enc.patch_i32(4, FLAG_ASYNC as i32);
+        debug_assert!(len >= 8);
+        let st = &mut *self.guard;
+        let r = st.chan.send(self.enc.as_slice());
+        st.tx = self.enc.into_vec();
+        r.map_err(|_| {
+            st.dead = true;
+            CL_OUT_OF_RESOURCES
+        })
+    }
+}
+
+/// A reply being unmarshalled; still holds the channel.
+pub struct Reply<'a> {
+    guard: MutexGuard<'a, ChanState>,
+    buf: Vec<u8>,
+    pos: usize,
+    status: i32,
+    has_outputs: bool,
+}
+
+impl Drop for Reply<'_> {
+    fn drop(&mut self) {
+        self.guard.rx = std::mem::take(&mut self.buf);
+    }
+}
+
+fn proto<T>(_: T) -> i32 {
+    CL_OUT_OF_RESOURCES
+}
+
+impl Reply<'_> {
+    pub fn status(&self) -> i32 {
+        self.status
+    }
+
+    pub fn has_outputs(&self) -> bool {
+        self.has_outputs
+    }
+
+    /// A decoder over the rest of the reply; call [`Reply::advance`] after.
+    pub fn dec(&mut self) -> Decoder<'_> {
+        Decoder::new(&self.buf[self.pos.min(self.buf.len())..])
+    }
+
+    pub fn advance(&mut self, n: usize) {
+        self.pos += n;
+    }
+
+    fn with<T>(&mut self, f: impl FnOnce(&mut Decoder<'_>) -> Result<T, i32>) -> Result<T, i32> {
+        let start = self.pos.min(self.buf.len());
+        let mut d = Decoder::new(&self.buf[start..]);
+        let v = f(&mut d)?;
+        self.pos = start + d.position();
+        Ok(v)
+    }
+
+    pub fn opt_bytes(&mut self) -> Result<Option<Vec<u8>>, i32> {
+        self.with(|d| d.opt_bytes().map(|o| o.map(|b| b.to_vec())).map_err(proto))
+    }
+
+    /// Copies returned bytes into the application's buffer.
+    ///
+    /// # Safety
+    /// `p` is NULL or holds `cap` bytes.
+    pub unsafe fn out_bytes(&mut self, p: *mut c_void, cap: u64) -> Result<(), i32> {
+        self.with(|d| {
+            if let Some(b) = d.opt_bytes().map_err(proto)? {
+                if !p.is_null() {
+                    let n = b.len().min(cap as usize);
+                    // SAFETY: caller's contract; n <= cap.
+                    unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), p as *mut u8, n) };
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Like `out_bytes`, turning the ids in handle-bearing values into our
+    /// objects.
+    ///
+    /// # Safety
+    /// As for `out_bytes`; `first` is the call's first argument.
+    pub unsafe fn out_info(
+        &mut self,
+        p: *mut c_void,
+        cap: u64,
+        func: u32,
+        param: u32,
+        first: *mut c_void,
+    ) -> Result<(), i32> {
+        let status = self.status;
+        self.with(|d| {
+            let Some(b) = d.opt_bytes().map_err(proto)? else {
+                return Ok(());
+            };
+            if p.is_null() {
+                return Ok(());
+            }
+            let mut v = b.to_vec();
+            if status == CL_SUCCESS {
+                match info_handle(func, param) {
+                    Some(InfoHandle::One(k)) | Some(InfoHandle::Array(k)) => {
+                        for c in v.chunks_exact_mut(8) {
+                            let id = u64::from_le_bytes(c.try_into().map_err(proto)?);
+                            c.copy_from_slice(&(object_for(id, k, 0) as usize).to_le_bytes());
+                        }
+                    }
+                    Some(InfoHandle::Custom) => crate::custom::info(func, param, &mut v, first),
+                    None => {}
+                }
+            }
+            let n = v.len().min(cap as usize);
+            // SAFETY: caller's contract; n <= cap.
+            unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), p as *mut u8, n) };
+            Ok(())
+        })
+    }
+
+    /// # Safety
+    /// `p` is NULL or a writable u32.
+    pub unsafe fn out_u32(&mut self, p: *mut u32) -> Result<(), i32> {
+        let v = self.with(|d| d.u32().map_err(proto))?;
+        if !p.is_null() {
+            // SAFETY: caller's contract.
+            unsafe { *p = v };
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// `p` is NULL or a writable i32.
+    pub unsafe fn out_i32(&mut self, p: *mut i32) -> Result<(), i32> {
+        let v = self.with(|d| d.i32().map_err(proto))?;
+        if !p.is_null() {
+            // SAFETY: caller's contract.
+            unsafe { *p = v };
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// `p` is NULL or a writable u64.
+    pub unsafe fn out_u64(&mut self, p: *mut u64) -> Result<(), i32> {
+        let v = self.with(|d| d.u64().map_err(proto))?;
+        if !p.is_null() {
+            // SAFETY: caller's contract.
+            unsafe { *p = v };
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// `p` is NULL or a writable size_t.
+    pub unsafe fn out_usize(&mut self, p: *mut usize) -> Result<(), i32> {
+        let v = self.with(|d| d.usize().map_err(proto))?;
+        if !p.is_null() {
+            // SAFETY: caller's contract.
+            unsafe { *p = v };
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// `p` is NULL or a writable handle slot.
+    pub unsafe fn out_new(
+        &mut self,
+        id: Option<u64>,
+        p: *mut *mut c_void,
+        kind: Kind,
+        status: i32,
+    ) {
+        if let (Some(id), false, true) = (id, p.is_null(), status == CL_SUCCESS) {
+            // SAFETY: caller's contract.
+            unsafe { *p = object_for(id, kind, 1) };
+        }
+    }
+
+    /// # Safety
+    /// `p` is NULL or holds `cap` handle slots.
+    pub unsafe fn out_handles(
+        &mut self,
+        p: *mut *mut c_void,
+        cap: usize,
+        kind: Kind,
+    ) -> Result<(), i32> {
+        let ids = self.with(|d| {
+            if d.bool().map_err(proto)? {
+                d.u64s().map_err(proto)
+            } else {
+                Ok(Vec::new())
+            }
+        })?;
+        if p.is_null() {
+            return Ok(());
+        }
+        // Kernels returned here are new and carry the application's reference.
+        let refs = u32::from(kind == Kind::Kernel);
+        for (i, id) in ids.into_iter().take(cap).enumerate() {
+            // SAFETY: caller's contract; i < cap.
+            unsafe { *p.add(i) = object_for(id, kind, refs) };
+        }
+        Ok(())
+    }
+
+    pub fn adopt(&mut self, id: u64, kind: Kind) -> *mut c_void {
+        object_for(id, kind, 1)
+    }
+}
+
+pub fn invalid_value() -> i32 {
+    CL_INVALID_VALUE
+}
