@@ -60,6 +60,14 @@ pub fn serve(chan: &mut dyn Channel, t: &mut Tenant) -> Result<(), ServeError> {
             enc.u8(0);
             s
         });
+        if status != 0 {
+            log::debug!(
+                "{} -> {status}",
+                wormhole_opencl_api::FUNC_NAMES
+                    .get(func as usize)
+                    .unwrap_or(&"?")
+            );
+        }
         // A deferred call has no reply; its failure is reported with the
         // next reply. The client decides what is deferred, but only calls
         // the description marks async may be.
