@@ -6,7 +6,8 @@ use std::ffi::c_void;
 
 use wormhole_opencl_api::{
     image_window, triple, Kind, CL_INVALID_MEM_OBJECT, CL_INVALID_VALUE,
-    CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR, CL_SUCCESS,
+    CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_ALLOC_HOST_PTR, CL_MEM_COPY_HOST_PTR,
+    CL_MEM_USE_HOST_PTR, CL_SUCCESS,
 };
 use wormhole_wire::{Decoder, Encoder};
 
@@ -25,9 +26,12 @@ pub struct Mapping {
 
 /// The client cannot share its memory with us, so a buffer that would use
 /// the host pointer copies it instead; the client keeps the pointer's
-/// semantics where it can (see the client's map override).
+/// semantics where it can (see the client's map override). A combination
+/// the API forbids (USE with ALLOC or COPY) goes through unchanged so that
+/// the library rejects it as it would natively.
 fn host_flags(flags: u64) -> u64 {
-    if flags & CL_MEM_USE_HOST_PTR != 0 {
+    let exclusive = CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR;
+    if flags & CL_MEM_USE_HOST_PTR != 0 && flags & exclusive == 0 {
         (flags & !CL_MEM_USE_HOST_PTR) | CL_MEM_COPY_HOST_PTR
     } else {
         flags
