@@ -84,6 +84,29 @@ static void host_ptrs(env_t *t, cl_kernel add) {
     CHECK(clEnqueueUnmapMemObject(t->q, u, m, 0, NULL, NULL));
     CHECK(clEnqueueReadBuffer(t->q, u, CL_TRUE, 16 * sizeof(int), sizeof(int), &v, 0, NULL, NULL));
     printf("use_host_ptr: written through map %d\n", v);
+    /* A sub-buffer of a USE_HOST_PTR buffer: its host pointer and maps
+     * lie inside the parent's host memory. */
+    cl_uint align_bits = 0;
+    CHECK(clGetDeviceInfo(t->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL));
+    size_t align = align_bits / 8;
+    int *big = aligned_alloc(align, 2 * align);
+    for (size_t i = 0; i < 2 * align / sizeof(int); i++) big[i] = (int)i;
+    cl_mem ub = buffer(t, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, 2 * align, big);
+    cl_buffer_region reg = {align, align};
+    cl_mem us = clCreateSubBuffer(ub, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &reg, &e);
+    CHECK_ERR(e, "sub-buffer of use_host_ptr");
+    CHECK(clGetMemObjectInfo(us, CL_MEM_HOST_PTR, sizeof hp, &hp, NULL));
+    printf("use_host_ptr sub: host_ptr is parent's + origin %d\n", hp == (char *)big + align);
+    CHECK(clGetMemObjectInfo(us, CL_MEM_FLAGS, sizeof uf, &uf, NULL));
+    printf("use_host_ptr sub: flags %lx\n", (unsigned long)uf);
+    int *sm = clEnqueueMapBuffer(t->q, us, CL_TRUE, CL_MAP_READ, 8, 8, 0, NULL, NULL, &e);
+    CHECK_ERR(e, "map use_host_ptr sub");
+    printf("use_host_ptr sub: map inside parent's memory %d, value ok %d\n", (char *)sm == (char *)big + align + 8,
+           sm[0] == (int)((align + 8) / sizeof(int)));
+    CHECK(clEnqueueUnmapMemObject(t->q, us, sm, 0, NULL, NULL));
+    CHECK(clReleaseMemObject(us));
+    CHECK(clReleaseMemObject(ub));
+    free(big);
     CHECK(clReleaseMemObject(u));
     free(host);
 

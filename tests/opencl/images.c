@@ -137,6 +137,27 @@ static void dims(env_t *t) {
         if (y < 3) ASSERT(back[y * 40 + 35] == 0xcc);
     }
     printf("pitched: ok\n");
+    /* USE_HOST_PTR image: flags, host pointer, and a map inside it. */
+    unsigned char *uh = malloc(8 * 4 * 4);
+    memcpy(uh, host, 8 * 4 * 4);
+    cl_mem ui = clCreateImage2D(t->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, &f, 8, 4, 0, uh, &e);
+    CHECK_ERR(e, "use_host_ptr image");
+    cl_mem_flags uf;
+    void *hp = NULL;
+    CHECK(clGetMemObjectInfo(ui, CL_MEM_FLAGS, sizeof uf, &uf, NULL));
+    CHECK(clGetMemObjectInfo(ui, CL_MEM_HOST_PTR, sizeof hp, &hp, NULL));
+    printf("use_host_ptr image: flags %lx host_ptr matches %d\n", (unsigned long)uf, hp == (void *)uh);
+    size_t mo[3] = {1, 1, 0}, mr[3] = {2, 2, 1}, rp = 0;
+    unsigned char *mp = clEnqueueMapImage(t->q, ui, CL_TRUE, CL_MAP_READ, mo, mr, &rp, NULL, 0, NULL, NULL, &e);
+    CHECK_ERR(e, "map use_host_ptr image");
+    /* Through Wormhole, an image map is a copy, not host memory (see
+     * docs/wormhole-opencl.md, "Differences from native"). */
+    printf("~use_host_ptr image: map inside host memory %d\n", mp == uh + 32 + 4);
+    printf("use_host_ptr image: map value ok %d\n", mp[0] == uh[36]);
+    printf("~use_host_ptr image: map row pitch %zu\n", rp);
+    CHECK(clEnqueueUnmapMemObject(t->q, ui, mp, 0, NULL, NULL));
+    CHECK(clReleaseMemObject(ui));
+    free(uh);
     /* Invalid format / size. */
     cl_image_format badf = {0x1234, CL_UNSIGNED_INT8};
     cl_mem bad = clCreateImage2D(t->ctx, CL_MEM_READ_WRITE, &badf, 8, 4, 0, NULL, &e);
