@@ -151,10 +151,37 @@ pub struct Server {
 impl Server {
     /// Starts a server and waits (bounded) until it accepts connections.
     pub fn start(a: &Artifacts, dir: &Path) -> Result<Server, HarnessError> {
+        Self::start_with(a, dir, None)
+    }
+
+    /// Like [`Server::start`], also listening on TCP on loopback; returns
+    /// the port too.
+    pub fn start_tcp(a: &Artifacts, dir: &Path) -> Result<(Server, u16), HarnessError> {
+        // A port the kernel just handed out is free with high probability.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(io("finding a free port"))?
+            .port();
+        let s = Self::start_with(a, dir, Some(port))?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if Instant::now() > deadline {
+                return Err(HarnessError::Setup(format!("no TCP listener on {port}")));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok((s, port))
+    }
+
+    fn start_with(a: &Artifacts, dir: &Path, tcp: Option<u16>) -> Result<Server, HarnessError> {
         let socket = dir.join("server.sock");
         let log = dir.join("server.log");
         let logf = std::fs::File::create(&log).map_err(io("creating the server log"))?;
-        let child = Command::new(&a.server)
+        let mut cmd = Command::new(&a.server);
+        if let Some(port) = tcp {
+            cmd.arg("--tcp").arg(format!("127.0.0.1:{port}"));
+        }
+        let child = cmd
             .arg("--socket")
             .arg(&socket)
             .env("WORMHOLE_LOG", "info")
@@ -372,6 +399,47 @@ pub fn native_vs_wormhole(name: &str) -> (RunOutput, RunOutput) {
         .unwrap_or_else(|e| panic!("running {name} through Wormhole: {e}"));
     check_pair(name, &native, &remote, &server.log_text());
     (native, remote)
+}
+
+/// Runs each program natively and through Wormhole over TCP on loopback
+/// (one server for all), checking each pair as [`native_vs_wormhole`] does.
+pub fn native_vs_wormhole_tcp(names: &[&str]) {
+    let setup = || -> Result<_, HarnessError> {
+        let a = Artifacts::get()?;
+        let dir = TempDir::new("tcp")?;
+        let (server, port) = Server::start_tcp(a, dir.path())?;
+        Ok((dir, server, port))
+    };
+    let (dir, server, port) = match setup() {
+        Ok(v) => v,
+        Err(e) => panic!("harness setup for TCP: {e}"),
+    };
+    for name in names {
+        let bin = compile(name, dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let native = run(&bin, Route::Native, None, dir.path())
+            .unwrap_or_else(|e| panic!("running {name} natively: {e}"));
+        let remote = run(&bin, Route::WormholeTcp(port), Some(&server), dir.path())
+            .unwrap_or_else(|e| panic!("running {name} through Wormhole over TCP: {e}"));
+        check_pair(
+            &format!("{name} (tcp)"),
+            &native,
+            &remote,
+            &server.log_text(),
+        );
+    }
+}
+
+/// Runs one program through Wormhole over TCP only (for behaviour that
+/// differs from native by design).
+pub fn wormhole_tcp_only(name: &str) -> RunOutput {
+    let go = || -> Result<_, HarnessError> {
+        let a = Artifacts::get()?;
+        let dir = TempDir::new("tcp-only")?;
+        let (server, port) = Server::start_tcp(a, dir.path())?;
+        let bin = compile(name, dir.path())?;
+        run(&bin, Route::WormholeTcp(port), Some(&server), dir.path())
+    };
+    go().unwrap_or_else(|e| panic!("running {name} over TCP: {e}"))
 }
 
 /// Asserts that both runs succeeded and print the same compared lines.
