@@ -45,3 +45,8 @@ fn events() {
 fn errors() {
     check("errors");
 }
+
+#[test]
+fn platform() {
+    check("platform");
+}

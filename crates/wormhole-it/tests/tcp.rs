@@ -5,7 +5,9 @@
 
 #[test]
 fn tcp_matches_native() {
-    wormhole_it::native_vs_wormhole_tcp(&["buffers", "images", "kernels", "programs", "errors"]);
+    wormhole_it::native_vs_wormhole_tcp(&[
+        "buffers", "images", "kernels", "programs", "errors", "platform",
+    ]);
 }
 
 /// Over TCP, an event callback cannot be delivered: Wormhole says so with
