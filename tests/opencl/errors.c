@@ -65,6 +65,20 @@ static void bad_args(env_t *t) {
                 CL_INVALID_VALUE);
     EXPECT_CODE("write past the end", clEnqueueWriteBuffer(t->q, b, CL_TRUE, 60, 8, big, 0, NULL, NULL),
                 CL_INVALID_VALUE);
+    EXPECT_CODE("read of a big size", clEnqueueReadBuffer(t->q, b, CL_TRUE, 0, (size_t)1 << 20, big, 0, NULL, NULL),
+                CL_INVALID_VALUE);
+    /* Beyond the server's allocation limit Wormhole answers
+     * CL_OUT_OF_HOST_MEMORY itself (see docs/wormhole-opencl.md). */
+    EXPECT_FAIL("~read of a huge size",
+                clEnqueueReadBuffer(t->q, b, CL_TRUE, 0, (size_t)1 << 40, big, 0, NULL, NULL));
+    EXPECT_CODE("read at a huge offset",
+                clEnqueueReadBuffer(t->q, b, CL_TRUE, (size_t)1 << 40, 4, big, 0, NULL, NULL), CL_INVALID_VALUE);
+    size_t hz[3] = {0, 0, 0}, rr[3] = {64, 2, 1}, hr[3] = {(size_t)1 << 20, (size_t)1 << 20, 64};
+    EXPECT_CODE("read rect past the end",
+                clEnqueueReadBufferRect(t->q, b, CL_TRUE, hz, hz, rr, 0, 0, 0, 0, big, 0, NULL, NULL),
+                CL_INVALID_VALUE);
+    EXPECT_FAIL("~read rect of a huge region",
+                clEnqueueReadBufferRect(t->q, b, CL_TRUE, hz, hz, hr, 0, 0, 0, 0, big, 0, NULL, NULL));
     EXPECT_CODE("read into NULL", clEnqueueReadBuffer(t->q, b, CL_TRUE, 0, 4, NULL, 0, NULL, NULL), CL_INVALID_VALUE);
     EXPECT_CODE("write from NULL", clEnqueueWriteBuffer(t->q, b, CL_TRUE, 0, 4, NULL, 0, NULL, NULL),
                 CL_INVALID_VALUE);
