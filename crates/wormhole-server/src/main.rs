@@ -23,6 +23,9 @@ struct Cli {
     /// How a tenant waits for requests.
     #[arg(long, value_enum)]
     handoff: Option<HandoffMode>,
+    /// Do not print the listening banner.
+    #[arg(long, short)]
+    quiet: bool,
     /// Export only platforms whose name contains this (repeatable).
     #[arg(long = "platform")]
     platforms: Vec<String>,
@@ -107,14 +110,16 @@ fn main() -> anyhow::Result<()> {
                 }
                 None => None,
             };
-            eprintln!(
-                "wormhole-server: listening on {}{}",
-                c.socket.display(),
-                c.tcp
-                    .as_ref()
-                    .map(|t| format!(" and tcp {t}"))
-                    .unwrap_or_default()
-            );
+            if !cli.quiet {
+                eprintln!(
+                    "wormhole-server: listening on {}{}",
+                    c.socket.display(),
+                    c.tcp
+                        .as_ref()
+                        .map(|t| format!(" and tcp {t}"))
+                        .unwrap_or_default()
+                );
+            }
             listen::run(unix, tcp, tenant_args(&cli))?;
             Ok(())
         }

@@ -100,7 +100,14 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
             handoff: config.handoff(),
             layout: Some(region.layout()),
         };
-        send_hello(&sock, &hello, Some(region.fd().as_raw_fd()))?;
+        match send_hello(&sock, &hello, Some(region.fd().as_raw_fd())) {
+            Ok(()) => {}
+            // The client left before we greeted it (a probe, say): done.
+            Err(TransportError::Sys(nix::errno::Errno::EPIPE | nix::errno::Errno::ECONNRESET)) => {
+                return Ok(())
+            }
+            Err(e) => return Err(e.into()),
+        }
         // The watcher: a read that returns means the client closed its end
         // (or died). Exiting frees every object this tenant holds.
         let mut watch = sock.try_clone()?;
