@@ -188,9 +188,24 @@ fn client_func(o: &mut String, f: &Func) {
         .map(|a| a.name.as_str())
         .collect();
     if f.attrs.is_async {
-        o.push_str("        c.finish_async()?;\n        let status = CL_SUCCESS;\n");
+        let _ = writeln!(o, "        let status = c.finish_async({})?;", f.attrs.wake);
+        for a in &f.args {
+            if let Ty::OutNew { kind: k } = &a.ty {
+                let n = &a.name;
+                let _ = writeln!(
+                    o,
+                    "        if status == CL_SUCCESS {{ adopt_new(n_{n}, {n}, {}); }}",
+                    kind(k)
+                );
+            }
+        }
     } else {
-        o.push_str("        let mut r = c.finish()?;\n        let status = r.status();\n");
+        o.push_str("        let mut r = c.finish()?;\n");
+        if f.attrs.syncpoint {
+            o.push_str("        let status = r.status_with_deferred();\n");
+        } else {
+            o.push_str("        let status = r.status();\n");
+        }
         o.push_str("        if r.has_outputs() {\n");
         client_take(o, f);
         o.push_str("        }\n");
@@ -252,7 +267,7 @@ fn client_func(o: &mut String, f: &Func) {
 
 /// The client: one `extern "C"` stub per function and the dispatch table.
 ///
-/// The including module must bring into scope `Call`, `Kind`,
+/// The including module must bring into scope `Call`, `adopt_new`, `Kind`,
 /// `CallbackKind`, `retained`, `released`, `set_errcode`, the `func` ids,
 /// the `custom` and `overrides` modules, `CL_SUCCESS` and
 /// `CL_INVALID_OPERATION`, and `c_void`/`c_char`.

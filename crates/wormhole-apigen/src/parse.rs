@@ -268,6 +268,11 @@ impl<'a> P<'a> {
         while !self.eat(";") {
             match self.ident()?.as_str() {
                 "async" => attrs.is_async = true,
+                "flush" => {
+                    attrs.is_async = true;
+                    attrs.wake = true;
+                }
+                "syncpoint" => attrs.syncpoint = true,
                 "retain" => attrs.retain = Some(self.kind()?),
                 "release" => attrs.release = Some(self.kind()?),
                 "client" => {
@@ -322,6 +327,24 @@ fn check(api: &Api) -> Result<(), String> {
             if matches!(a.ty, Ty::OutInfo { .. }) && !has("param_name") {
                 return Err(format!(
                     "{}: info output needs a `param_name` argument",
+                    f.name
+                ));
+            }
+        }
+        if f.attrs.is_async {
+            let has_outputs = f.args.iter().any(|a| {
+                matches!(
+                    a.ty,
+                    Ty::OutBytes { .. }
+                        | Ty::OutInfo { .. }
+                        | Ty::OutScalar(_)
+                        | Ty::OutHandles { .. }
+                        | Ty::Callback { .. }
+                )
+            });
+            if has_outputs || f.ret != Ret::Status || f.attrs.syncpoint {
+                return Err(format!(
+                    "{}: an async call can return only a status and new handles the client names",
                     f.name
                 ));
             }

@@ -79,6 +79,8 @@ fn put_list(c: &mut Call, v: Option<Vec<u64>>) {
 
 macro_rules! no_take {
     ($($dep:ident : $t:ty),*) => {
+        // Unused where every function with this argument is async.
+        #[allow(dead_code)]
         pub fn take(_s: (), _r: &mut Reply, _v: impl Sized $(, $dep: $t)*) -> Result<(), i32> {
             $(let _ = $dep;)*
             Ok(())

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use wormhole_opencl_api::{
-    info_handle, CallbackKind, InfoHandle, Kind, CL_INVALID_VALUE, CL_OUT_OF_RESOURCES, CL_SUCCESS,
+    info_handle, CallbackKind, InfoHandle, Kind, CL_OUT_OF_RESOURCES, CL_SUCCESS,
 };
 use wormhole_transport::hello::{recv_hello, Hello};
 use wormhole_transport::shm::{NotifyReceiver, Region, ShmChannel, Side};
@@ -157,6 +157,8 @@ pub unsafe fn set_errcode(e: *mut i32, v: i32) {
 
 struct ChanState {
     chan: Box<dyn Channel>,
+    /// The first failure of a deferred call not yet reported.
+    deferred: i32,
     rx: Vec<u8>,
     tx: Vec<u8>,
     dead: bool,
@@ -240,6 +242,7 @@ fn connect() -> Result<Conn, String> {
     let mut conn = Conn {
         state: Mutex::new(ChanState {
             chan,
+            deferred: 0,
             rx: Vec::new(),
             tx: Vec::new(),
             dead: false,
@@ -408,6 +411,9 @@ impl<'a> Call<'a> {
                 "a deferred call failed with {}",
                 hdr.deferred_status
             ));
+            if st.deferred == 0 {
+                st.deferred = hdr.deferred_status;
+            }
         }
         Ok(Reply {
             guard: self.guard,
@@ -418,19 +424,49 @@ impl<'a> Call<'a> {
         })
     }
 
-    /// Queues the request without waiting (a call the description marks
-    /// async); its failure is reported at the next synchronous reply.
-    pub fn finish_async(mut self) -> Result<(), i32> {
-        let len = self.enc.len();
+    /// Queues a call the description marks async: it stays in the ring
+    /// until the next synchronisation point (or, with `wake`, the server is
+    /// woken now, as clFlush must). Returns CL_SUCCESS; a failure is
+    /// reported by the next `syncpoint` call. With WORMHOLE_SYNC set, the
+    /// call is made synchronously and its own status returned.
+    pub fn finish_async(mut self, wake: bool) -> Result<i32, i32> {
+        if force_sync() {
+            let mut r = self.finish()?;
+            return Ok(r.status_with_deferred());
+        }
         self.enc.patch_i32(4, FLAG_ASYNC as i32);
-        debug_assert!(len >= 8);
         let st = &mut *self.guard;
-        let r = st.chan.send(self.enc.as_slice());
+        let mut r = st.chan.send(self.enc.as_slice());
+        if wake && r.is_ok() {
+            r = st.chan.flush();
+        }
         st.tx = self.enc.into_vec();
-        r.map_err(|_| {
-            st.dead = true;
-            CL_OUT_OF_RESOURCES
-        })
+        match r {
+            Ok(()) => Ok(CL_SUCCESS),
+            Err(e) => {
+                st.dead = true;
+                log(&format!("lost the server: {e}"));
+                Err(CL_OUT_OF_RESOURCES)
+            }
+        }
+    }
+}
+
+/// Whether every call is forwarded synchronously (WORMHOLE_SYNC=1), so
+/// that errors come back from the call that caused them.
+pub fn force_sync() -> bool {
+    static S: OnceLock<bool> = OnceLock::new();
+    *S.get_or_init(|| std::env::var_os("WORMHOLE_SYNC").is_some_and(|v| v != "0"))
+}
+
+/// Gives the application its handle for an event created by an async call.
+///
+/// # Safety
+/// `p` is NULL or a writable handle slot.
+pub unsafe fn adopt_new(id: Option<u64>, p: *mut *mut c_void, kind: Kind) {
+    if let (Some(id), false) = (id, p.is_null()) {
+        // SAFETY: caller's contract.
+        unsafe { *p = object_for(id, kind, 1) };
     }
 }
 
@@ -458,6 +494,18 @@ impl Reply<'_> {
         self.status
     }
 
+    /// The call's status, or, if it succeeded, the failure of an earlier
+    /// deferred call not yet reported (which is then reported).
+    pub fn status_with_deferred(&mut self) -> i32 {
+        if self.status == CL_SUCCESS {
+            let d = std::mem::take(&mut self.guard.deferred);
+            if d != 0 {
+                return d;
+            }
+        }
+        self.status
+    }
+
     pub fn has_outputs(&self) -> bool {
         self.has_outputs
     }
@@ -465,10 +513,6 @@ impl Reply<'_> {
     /// A decoder over the rest of the reply; call [`Reply::advance`] after.
     pub fn dec(&mut self) -> Decoder<'_> {
         Decoder::new(&self.buf[self.pos.min(self.buf.len())..])
-    }
-
-    pub fn advance(&mut self, n: usize) {
-        self.pos += n;
     }
 
     fn with<T>(&mut self, f: impl FnOnce(&mut Decoder<'_>) -> Result<T, i32>) -> Result<T, i32> {
@@ -552,8 +596,11 @@ impl Reply<'_> {
         Ok(())
     }
 
+    /// For `out i32?` arguments (none in the OpenCL description today).
+    ///
     /// # Safety
     /// `p` is NULL or a writable i32.
+    #[allow(dead_code)]
     pub unsafe fn out_i32(&mut self, p: *mut i32) -> Result<(), i32> {
         let v = self.with(|d| d.i32().map_err(proto))?;
         if !p.is_null() {
@@ -630,8 +677,4 @@ impl Reply<'_> {
     pub fn adopt(&mut self, id: u64, kind: Kind) -> *mut c_void {
         object_for(id, kind, 1)
     }
-}
-
-pub fn invalid_value() -> i32 {
-    CL_INVALID_VALUE
 }

@@ -64,8 +64,11 @@ pub fn serve(chan: &mut dyn Channel, t: &mut Tenant) -> Result<(), ServeError> {
         // next reply. The client decides what is deferred, but only calls
         // the description marks async may be.
         if flags & FLAG_ASYNC != 0 && is_async(func) {
-            if status != 0 && deferred == 0 {
-                deferred = status;
+            if status != 0 {
+                log::debug!("deferred call {func} failed: {status}");
+                if deferred == 0 {
+                    deferred = status;
+                }
             }
             continue;
         }
