@@ -230,6 +230,14 @@ impl Channel for ShmChannel {
         let rx = &mut self.rx;
         read_frame(self.max_frame, buf, |b| rx.read_exact(b))
     }
+
+    fn send_raw(&mut self, data: &[u8]) -> Result<(), TransportError> {
+        self.tx.write_all(data)
+    }
+
+    fn recv_raw(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
+        self.rx.read_exact(dst)
+    }
 }
 
 /// The server's end of the notification ring; shared by callback threads.
