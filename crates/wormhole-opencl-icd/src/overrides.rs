@@ -521,3 +521,98 @@ pub unsafe extern "C" fn clGetExtensionFunctionAddressForPlatform(
     // SAFETY: forwarded contract.
     unsafe { clGetExtensionFunctionAddress(name) }
 }
+
+/// Transfers at least this large stream through the channel outside the
+/// frame (see `whEnqueueWriteBufferBulk`).
+const BULK_MIN: usize = 256 << 10;
+
+/// # Safety
+/// As for `clEnqueueWriteBuffer`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clEnqueueWriteBuffer(
+    q: *mut c_void,
+    buf: *mut c_void,
+    blocking: u32,
+    offset: usize,
+    size: usize,
+    ptr: *const c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    if size < BULK_MIN || ptr.is_null() {
+        // SAFETY: forwarded contract.
+        return unsafe {
+            gen::clEnqueueWriteBuffer(q, buf, blocking, offset, size, ptr, n, wl, ev)
+        };
+    }
+    let run = || -> Result<i32, i32> {
+        let mut c = Call::begin(func::whEnqueueWriteBufferBulk)?;
+        c.enc.usize(size);
+        c.handle(q, Kind::Queue)?;
+        c.handle(buf, Kind::Mem)?;
+        c.enc.usize(offset);
+        c.enc.u32(n);
+        // SAFETY: forwarded contract: `wl` holds `n` events, `ptr` `size` bytes.
+        unsafe {
+            c.handles(wl, n as usize, Kind::Event)?;
+            c.attach_raw(ptr as *const u8, size);
+        }
+        let n_ev = c.out_new(ev);
+        // The data is in the channel when this returns, so the call can be
+        // deferred like any other write, blocking or not.
+        let status = c.finish_async(false)?;
+        if status == CL_SUCCESS {
+            // SAFETY: forwarded contract.
+            unsafe { crate::rt::adopt_new(n_ev, ev, Kind::Event) };
+        }
+        Ok(status)
+    };
+    match run() {
+        Ok(s) | Err(s) => s,
+    }
+}
+
+/// # Safety
+/// As for `clEnqueueReadBuffer`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clEnqueueReadBuffer(
+    q: *mut c_void,
+    buf: *mut c_void,
+    blocking: u32,
+    offset: usize,
+    size: usize,
+    ptr: *mut c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    if size < BULK_MIN || ptr.is_null() {
+        // SAFETY: forwarded contract.
+        return unsafe { gen::clEnqueueReadBuffer(q, buf, blocking, offset, size, ptr, n, wl, ev) };
+    }
+    let run = || -> Result<i32, i32> {
+        let mut c = Call::begin(func::whEnqueueReadBufferBulk)?;
+        c.enc.usize(size);
+        c.handle(q, Kind::Queue)?;
+        c.handle(buf, Kind::Mem)?;
+        c.enc.usize(offset);
+        c.enc.u32(n);
+        // SAFETY: forwarded contract.
+        unsafe { c.handles(wl, n as usize, Kind::Event)? };
+        let n_ev = c.out_new(ev);
+        let mut r = c.finish()?;
+        let raw_follows = r.has_outputs() && r.opt_flag()?;
+        if raw_follows {
+            // SAFETY: the application provides `size` writable bytes.
+            r.recv_raw(unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, size) })?;
+        }
+        let status = r.status_with_deferred();
+        // SAFETY: forwarded contract.
+        unsafe { r.out_new(n_ev, ev, Kind::Event, r.status()) };
+        Ok(status)
+    };
+    match run() {
+        Ok(s) | Err(s) => s,
+    }
+}

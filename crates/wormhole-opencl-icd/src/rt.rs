@@ -291,6 +291,8 @@ pub fn conn() -> Option<&'static Conn> {
 pub struct Call<'a> {
     guard: MutexGuard<'a, ChanState>,
     pub enc: Encoder,
+    /// Bulk bytes to stream after the frame.
+    raw: Option<(*const u8, usize)>,
 }
 
 impl<'a> Call<'a> {
@@ -306,7 +308,11 @@ impl<'a> Call<'a> {
         }
         let mut enc = Encoder::with_buffer(std::mem::take(&mut guard.tx));
         RequestHeader { func, flags: 0 }.encode(&mut enc);
-        Ok(Call { guard, enc })
+        Ok(Call {
+            guard,
+            enc,
+            raw: None,
+        })
     }
 
     pub fn handle(&mut self, p: *mut c_void, kind: Kind) -> Result<(), i32> {
@@ -388,13 +394,33 @@ impl<'a> Call<'a> {
         crate::callbacks::put(self, kind, pfn, user_data)
     }
 
+    /// Streams `len` bytes at `p` after the frame (a bulk transfer).
+    ///
+    /// # Safety
+    /// `p` holds `len` readable bytes until the call is finished.
+    pub unsafe fn attach_raw(&mut self, p: *const u8, len: usize) {
+        self.raw = Some((p, len));
+    }
+
+    fn send_frame(
+        st: &mut ChanState,
+        frame: &[u8],
+        raw: Option<(*const u8, usize)>,
+    ) -> Result<(), wormhole_transport::TransportError> {
+        st.chan.send(frame)?;
+        if let Some((p, len)) = raw {
+            // SAFETY: `attach_raw`'s contract.
+            st.chan
+                .send_raw(unsafe { std::slice::from_raw_parts(p, len) })?;
+        }
+        Ok(())
+    }
+
     /// Sends the request and waits for the reply.
     pub fn finish(mut self) -> Result<Reply<'a>, i32> {
         let st = &mut *self.guard;
-        let sent = st
-            .chan
-            .send(self.enc.as_slice())
-            .and_then(|_| st.chan.flush());
+        let sent =
+            Self::send_frame(st, self.enc.as_slice(), self.raw).and_then(|_| st.chan.flush());
         st.tx = self.enc.into_vec();
         let mut rx = std::mem::take(&mut st.rx);
         let res = sent.and_then(|_| st.chan.recv(&mut rx));
@@ -436,7 +462,7 @@ impl<'a> Call<'a> {
         }
         self.enc.patch_i32(4, FLAG_ASYNC as i32);
         let st = &mut *self.guard;
-        let mut r = st.chan.send(self.enc.as_slice());
+        let mut r = Self::send_frame(st, self.enc.as_slice(), self.raw);
         if wake && r.is_ok() {
             r = st.chan.flush();
         }
@@ -506,6 +532,16 @@ impl Reply<'_> {
         self.status
     }
 
+    /// Receives the bulk bytes that follow this reply, into `dst`.
+    pub fn recv_raw(&mut self, dst: &mut [u8]) -> Result<(), i32> {
+        let st = &mut *self.guard;
+        st.chan.recv_raw(dst).map_err(|e| {
+            st.dead = true;
+            log(&format!("lost the server: {e}"));
+            CL_OUT_OF_RESOURCES
+        })
+    }
+
     pub fn has_outputs(&self) -> bool {
         self.has_outputs
     }
@@ -521,6 +557,10 @@ impl Reply<'_> {
         let v = f(&mut d)?;
         self.pos = start + d.position();
         Ok(v)
+    }
+
+    pub fn opt_flag(&mut self) -> Result<bool, i32> {
+        self.with(|d| d.bool().map_err(proto))
     }
 
     pub fn opt_bytes(&mut self) -> Result<Option<Vec<u8>>, i32> {

@@ -58,6 +58,11 @@ pub struct Tenant {
     pub notify: Option<Arc<NotifySender>>,
     /// Live mappings: client-visible map id -> (mem, server pointer, bytes).
     pub mappings: HashMap<u64, super::overrides::Mapping>,
+    /// A bulk transfer to complete around the current reply.
+    pub bulk: Option<super::overrides::Bulk>,
+    /// Set when a request leaves the stream impossible to follow: the
+    /// tenant is then cut off.
+    pub broken: bool,
 }
 
 impl Tenant {
@@ -74,6 +79,8 @@ impl Tenant {
             platforms: Vec::new(),
             notify,
             mappings: HashMap::new(),
+            bulk: None,
+            broken: false,
         };
         for &p in &platforms {
             t.id_for(Kind::Platform, p);
