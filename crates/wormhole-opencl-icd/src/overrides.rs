@@ -9,8 +9,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock};
 
 use wormhole_opencl_api::{
-    func, image_transfer_extent, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_VALUE, CL_MAP_WRITE,
-    CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_USE_HOST_PTR, CL_OUT_OF_HOST_MEMORY,
+    func, image_window, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_VALUE, CL_MAP_WRITE,
+    CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_TYPE, CL_MEM_USE_HOST_PTR, CL_OUT_OF_HOST_MEMORY,
     CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS,
 };
 
@@ -202,22 +202,62 @@ pub unsafe extern "C" fn clCreateBuffer(
     m
 }
 
-fn image_elem(image: *mut c_void) -> Result<u64, i32> {
+/// An image's type and element size, which size its transfers' windows.
+fn image_shape(image: *mut c_void) -> Result<(u32, u64), i32> {
     let mut elem = 0usize;
-    // SAFETY: a size_t out.
+    let mut ty = 0u32;
+    // SAFETY: a size_t and a cl_mem_object_type out.
     let s = unsafe {
-        gen::clGetImageInfo(
+        match gen::clGetImageInfo(
             image,
             CL_IMAGE_ELEMENT_SIZE,
             8,
             (&mut elem as *mut usize).cast(),
             std::ptr::null_mut(),
-        )
+        ) {
+            CL_SUCCESS => gen::clGetMemObjectInfo(
+                image,
+                CL_MEM_TYPE,
+                4,
+                (&mut ty as *mut u32).cast(),
+                std::ptr::null_mut(),
+            ),
+            s => s,
+        }
     };
     if s == CL_SUCCESS {
-        Ok(elem as u64)
+        Ok((ty, elem as u64))
     } else {
         Err(s)
+    }
+}
+
+/// # Safety
+/// As for `clEnqueueReadImage`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clEnqueueReadImage(
+    q: *mut c_void,
+    image: *mut c_void,
+    blocking: u32,
+    origin: *const c_void,
+    region: *const c_void,
+    row: usize,
+    slice: usize,
+    ptr: *mut c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    let shape = match image_shape(image) {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    crate::custom::IMAGE_SHAPE.with(|c| c.set(shape));
+    // SAFETY: forwarded contract.
+    unsafe {
+        gen::clEnqueueReadImage(
+            q, image, blocking, origin, region, row, slice, ptr, n, wl, ev,
+        )
     }
 }
 
@@ -237,11 +277,11 @@ pub unsafe extern "C" fn clEnqueueWriteImage(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
-    let elem = match image_elem(image) {
-        Ok(e) => e,
+    let shape = match image_shape(image) {
+        Ok(s) => s,
         Err(e) => return e,
     };
-    crate::custom::IMAGE_ELEM.with(|c| c.set(elem));
+    crate::custom::IMAGE_SHAPE.with(|c| c.set(shape));
     // SAFETY: forwarded contract.
     unsafe {
         gen::clEnqueueWriteImage(
@@ -382,7 +422,7 @@ pub unsafe extern "C" fn clEnqueueMapImage(
         if origin.is_null() || region.is_null() || row_pitch.is_null() {
             return Err(CL_INVALID_VALUE);
         }
-        let elem = image_elem(image)?;
+        let (ty, elem) = image_shape(image)?;
         let mut c = Call::begin(func::clEnqueueMapImage)?;
         c.handle(q, Kind::Queue)?;
         c.handle(image, Kind::Mem)?;
@@ -421,8 +461,9 @@ pub unsafe extern "C" fn clEnqueueMapImage(
             return Err(status);
         }
         let r3 = wormhole_opencl_api::triple(rg).ok_or(CL_INVALID_VALUE)?;
-        let len = image_transfer_extent(r3, elem, row as u64, slice as u64)
-            .ok_or(CL_INVALID_VALUE)? as usize;
+        let len = image_window(ty, r3, elem, row as u64, slice as u64)
+            .ok_or(CL_INVALID_VALUE)?
+            .extent as usize;
         // SAFETY: checked non-NULL above; slice_pitch may be NULL.
         unsafe {
             *row_pitch = row;
