@@ -263,6 +263,50 @@ pub unsafe fn clCreateImage(
 }
 
 /// # Safety
+/// As for `clCreateBufferWithProperties`.
+pub unsafe fn clCreateBufferWithProperties(
+    _t: &mut Tenant,
+    context: *mut c_void,
+    props: *const u64,
+    flags: u64,
+    size: usize,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: as for clCreateBuffer.
+    unsafe {
+        ffi::clCreateBufferWithProperties(context, props, host_flags(flags), size, host_ptr, err)
+    }
+}
+
+/// # Safety
+/// As for `clCreateImageWithProperties`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clCreateImageWithProperties(
+    _t: &mut Tenant,
+    context: *mut c_void,
+    props: *const u64,
+    flags: u64,
+    format: *const c_void,
+    desc: *const c_void,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: as for clCreateImage.
+    unsafe {
+        ffi::clCreateImageWithProperties(
+            context,
+            props,
+            host_flags(flags),
+            format,
+            desc,
+            host_ptr,
+            err,
+        )
+    }
+}
+
+/// # Safety
 /// As for `clCreateImage2D`.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn clCreateImage2D(
