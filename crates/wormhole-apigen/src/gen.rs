@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use crate::{kind_variant, Api, Func, InfoHandle, Ret, Scalar, Size, Slot, StubRet, Ty};
 
-const ALLOW: &str = "#[allow(non_snake_case, unused_variables, unused_mut, unused_unsafe, clippy::too_many_arguments, clippy::needless_late_init, clippy::let_and_return, clippy::unnecessary_cast, clippy::redundant_closure_call)]";
+const ALLOW: &str = "#[allow(non_snake_case, unused_variables, unused_mut, unused_unsafe, clippy::too_many_arguments, clippy::needless_late_init, clippy::let_and_return, clippy::unnecessary_cast, clippy::redundant_closure_call, clippy::let_unit_value)]";
 
 fn c_params(f: &Func) -> String {
     f.args
@@ -206,9 +206,13 @@ fn client_func(o: &mut String, f: &Func) {
         } else {
             o.push_str("        let status = r.status();\n");
         }
-        o.push_str("        if r.has_outputs() {\n");
-        client_take(o, f);
-        o.push_str("        }\n");
+        let mut take = String::new();
+        client_take(&mut take, f);
+        if !take.is_empty() {
+            o.push_str("        if r.has_outputs() {\n");
+            o.push_str(&take);
+            o.push_str("        }\n");
+        }
     }
     let first = f
         .args

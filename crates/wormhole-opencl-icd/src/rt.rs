@@ -410,8 +410,8 @@ impl<'a> Call<'a> {
         st.chan.send(frame)?;
         if let Some((p, len)) = raw {
             // SAFETY: `attach_raw`'s contract.
-            st.chan
-                .send_raw(unsafe { std::slice::from_raw_parts(p, len) })?;
+            let data = unsafe { std::slice::from_raw_parts(p, len) };
+            st.chan.send_raw(data)?;
         }
         Ok(())
     }

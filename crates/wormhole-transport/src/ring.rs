@@ -21,9 +21,10 @@ use crate::futex;
 use crate::TransportError;
 
 /// How a side waits for the other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Handoff {
     /// Sleep on a futex at once: no CPU while waiting (the default).
+    #[default]
     Futex,
     /// Spin for up to this many polls of the ring, then sleep on the futex.
     Spin { polls: u32 },
@@ -31,12 +32,6 @@ pub enum Handoff {
     /// that the handler runs where the waiting caller sleeps (warm caches,
     /// no cross-core wake-up).
     SameCore,
-}
-
-impl Default for Handoff {
-    fn default() -> Self {
-        Handoff::Futex
-    }
 }
 
 /// The shared header of one ring; it lives at the start of a page.

@@ -41,7 +41,7 @@ impl Layout {
     pub fn total(&self) -> Result<usize, TransportError> {
         let mut total = 0usize;
         for cap in self.rings() {
-            if !cap.is_power_of_two() || cap < 4096 || cap > (1 << 32) {
+            if !cap.is_power_of_two() || !(4096..=(1 << 32)).contains(&cap) {
                 return Err(TransportError::BadLayout);
             }
             total = total
