@@ -82,12 +82,19 @@ fn client_put(o: &mut String, f: &Func) {
     for a in &f.args {
         let n = &a.name;
         let line = match &a.ty {
-            Ty::Scalar(s) => match s {
-                Scalar::U32 | Scalar::Bool => format!("c.enc.u32({n});"),
-                Scalar::I32 => format!("c.enc.i32({n});"),
-                Scalar::U64 | Scalar::Bitfield => format!("c.enc.u64({n});"),
-                Scalar::Usize => format!("c.enc.usize({n});"),
-            },
+            Ty::Scalar(s) => {
+                let enc = match s {
+                    Scalar::U32 | Scalar::Bool => format!("c.enc.u32({n});"),
+                    Scalar::I32 => format!("c.enc.i32({n});"),
+                    Scalar::U64 | Scalar::Bitfield => format!("c.enc.u64({n});"),
+                    Scalar::Usize => format!("c.enc.usize({n});"),
+                };
+                if f.attrs.is_async {
+                    format!("{enc} c.shape({n} as u64);")
+                } else {
+                    enc
+                }
+            }
             Ty::Handle { kind: k } => format!("c.handle({n}, {})?;", kind(k)),
             Ty::HandleArray { kind: k, count } => {
                 format!("c.handles({n}, {count} as usize, {})?;", kind(k))

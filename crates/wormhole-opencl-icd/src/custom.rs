@@ -450,6 +450,9 @@ pub mod kernel_arg {
     /// # Safety
     /// `p` is NULL or holds `size` bytes.
     pub unsafe fn put(c: &mut Call, p: *const c_void, size: usize) -> Result<(), i32> {
+        // The shape of a kernel argument is its size and kind, not its value:
+        // a new value for the same argument fails only if the old one would.
+        c.shape(size as u64);
         if p.is_null() {
             c.enc.u8(0);
             return Ok(());
@@ -464,6 +467,7 @@ pub mod kernel_arg {
                     _ => None,
                 };
                 if let Some(tag) = tag {
+                    c.shape(2 + tag as u64);
                     c.enc.u8(2);
                     c.enc.u8(tag);
                     c.enc.u64(o.id);

@@ -590,6 +590,8 @@ pub unsafe extern "C" fn clEnqueueWriteBuffer(
     let run = || -> Result<i32, i32> {
         let mut c = Call::begin(func::whEnqueueWriteBufferBulk)?;
         c.enc.usize(size);
+        c.shape(size as u64);
+        c.shape(offset as u64);
         c.handle(q, Kind::Queue)?;
         c.handle(buf, Kind::Mem)?;
         c.enc.usize(offset);
