@@ -313,6 +313,47 @@ pub unsafe fn whGetProgramBinary(
     }
 }
 
+/// The tail every enqueue shares: the wait list's length and events, and
+/// the slot for the command's event.
+fn wait_list_and_event(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+) -> Result<(u32, Option<Vec<*mut c_void>>, NewSlot), i32> {
+    let n = d.u32().map_err(bad)?;
+    let wl = t.handles(d, Kind::Event)?;
+    check_count(wl.as_deref(), n as u64)?;
+    Ok((n, wl, t.out_new(d)?))
+}
+
+/// Records a mapping and sends its current contents, unless the
+/// application will overwrite them all (WRITE_INVALIDATE_REGION).
+fn publish_mapping(
+    t: &mut Tenant,
+    e: &mut Encoder,
+    id: u64,
+    mem: *mut c_void,
+    ptr: *mut c_void,
+    len: u64,
+    flags: u64,
+) {
+    t.mappings.insert(
+        id,
+        Mapping {
+            mem: mem as usize,
+            ptr: ptr as usize,
+            len,
+        },
+    );
+    if flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 {
+        e.opt_bytes(None);
+    } else {
+        // SAFETY: the library mapped `len` bytes at `ptr`, valid until unmap.
+        e.opt_bytes(Some(unsafe {
+            std::slice::from_raw_parts(ptr as *const u8, len as usize)
+        }));
+    }
+}
+
 fn map_id(t: &Tenant, d: &mut Decoder<'_>) -> Result<u64, i32> {
     let id = d.u64().map_err(bad)?;
     if id == 0 || t.mappings.contains_key(&id) {
@@ -334,10 +375,7 @@ pub fn d_clEnqueueMapBuffer(
     let flags = d.u64().map_err(bad)?;
     let offset = d.usize().map_err(bad)?;
     let size = d.usize().map_err(bad)?;
-    let n = d.u32().map_err(bad)?;
-    let wl = t.handles(d, Kind::Event)?;
-    check_count(wl.as_deref(), n as u64)?;
-    let mut ev = t.out_new(d)?;
+    let (n, wl, mut ev) = wait_list_and_event(t, d)?;
     let id = map_id(t, d)?;
     d.finish().map_err(bad)?;
     let mut err = 0;
@@ -359,22 +397,7 @@ pub fn d_clEnqueueMapBuffer(
     t.commit_new(&mut ev, Kind::Event, err);
     e.u8(1);
     if err == CL_SUCCESS && !ptr.is_null() {
-        t.mappings.insert(
-            id,
-            Mapping {
-                mem: buf as usize,
-                ptr: ptr as usize,
-                len: size as u64,
-            },
-        );
-        if flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 {
-            e.opt_bytes(None);
-        } else {
-            // SAFETY: the library mapped `size` bytes at `ptr`.
-            e.opt_bytes(Some(unsafe {
-                std::slice::from_raw_parts(ptr as *const u8, size)
-            }));
-        }
+        publish_mapping(t, e, id, buf, ptr, size as u64, flags);
     } else {
         e.opt_bytes(None);
     }
@@ -393,10 +416,7 @@ pub fn d_clEnqueueMapImage(
     let flags = d.u64().map_err(bad)?;
     let origin = d.bytes().map_err(bad)?;
     let region = d.bytes().map_err(bad)?;
-    let n = d.u32().map_err(bad)?;
-    let wl = t.handles(d, Kind::Event)?;
-    check_count(wl.as_deref(), n as u64)?;
-    let mut ev = t.out_new(d)?;
+    let (n, wl, mut ev) = wait_list_and_event(t, d)?;
     let id = map_id(t, d)?;
     d.finish().map_err(bad)?;
     let (o3, r3) = (
@@ -434,22 +454,7 @@ pub fn d_clEnqueueMapImage(
     let len = image_window(ty, r3.map(|x| x as u64), elem, row as u64, slice as u64)
         .ok_or(CL_INVALID_VALUE)?
         .extent;
-    t.mappings.insert(
-        id,
-        Mapping {
-            mem: img as usize,
-            ptr: ptr as usize,
-            len,
-        },
-    );
-    if flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 {
-        e.opt_bytes(None);
-    } else {
-        // SAFETY: the library mapped the region, `len` bytes from `ptr`.
-        e.opt_bytes(Some(unsafe {
-            std::slice::from_raw_parts(ptr as *const u8, len as usize)
-        }));
-    }
+    publish_mapping(t, e, id, img, ptr, len, flags);
     Ok(err)
 }
 
@@ -463,10 +468,7 @@ pub fn d_clEnqueueUnmapMemObject(
     let mem = t.handle(d, Kind::Mem)?;
     let id = d.u64().map_err(bad)?;
     let data = d.opt_bytes().map_err(bad)?;
-    let n = d.u32().map_err(bad)?;
-    let wl = t.handles(d, Kind::Event)?;
-    check_count(wl.as_deref(), n as u64)?;
-    let mut ev = t.out_new(d)?;
+    let (n, wl, mut ev) = wait_list_and_event(t, d)?;
     d.finish().map_err(bad)?;
     let m = match t.mappings.get(&id) {
         Some(m) if m.mem == mem as usize => m,
@@ -543,10 +545,7 @@ fn bulk_args(t: &mut Tenant, d: &mut Decoder<'_>, incoming: bool) -> Result<Bulk
     let queue = t.handle(d, Kind::Queue)?;
     let mem = t.handle(d, Kind::Mem)?;
     let offset = d.usize().map_err(bad)?;
-    let n = d.u32().map_err(bad)?;
-    let wait = t.handles(d, Kind::Event)?;
-    check_count(wait.as_deref(), n as u64)?;
-    let event = t.out_new(d)?;
+    let (n, wait, event) = wait_list_and_event(t, d)?;
     d.finish().map_err(bad)?;
     Ok(BulkArgs {
         size,
