@@ -168,6 +168,9 @@ struct ChanState {
 pub struct Conn {
     state: Mutex<ChanState>,
     pub platforms: Vec<u64>,
+    /// The process that connected. A child made by fork() shares our rings
+    /// and must not use them: it would corrupt its parent's calls.
+    pid: u32,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -248,6 +251,7 @@ fn connect() -> Result<Conn, String> {
             dead: false,
         }),
         platforms: Vec::new(),
+        pid: std::process::id(),
     };
     conn.platforms = fetch_platforms(&conn)?;
     Ok(conn)
@@ -306,6 +310,10 @@ impl<'a> Call<'a> {
     fn on(conn: &'a Conn, func: u32) -> Result<Call<'a>, i32> {
         let mut guard = conn.state.lock().unwrap_or_else(|p| p.into_inner());
         if guard.dead {
+            return Err(CL_OUT_OF_RESOURCES);
+        }
+        if std::process::id() != conn.pid {
+            log("OpenCL used in a child after fork(): the parent's connection is not shared");
             return Err(CL_OUT_OF_RESOURCES);
         }
         let mut enc = Encoder::with_buffer(std::mem::take(&mut guard.tx));
