@@ -70,6 +70,11 @@ pub struct Func {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Attrs {
     pub is_async: bool,
+    /// With `is_async`: wake the server now (clFlush) rather than leave the
+    /// call in the ring until the next synchronisation point.
+    pub wake: bool,
+    /// Reports the failure of an earlier deferred call if its own succeeds.
+    pub syncpoint: bool,
     pub retain: Option<String>,
     pub release: Option<String>,
     pub client_override: bool,
@@ -82,6 +87,10 @@ pub struct Attrs {
 pub struct Arg {
     pub name: String,
     pub ty: Ty,
+    /// `server=EXPR`: what the server passes to the library instead of the
+    /// client's value (a Rust expression over the decoded `v_NAME`s), for
+    /// arguments whose meaning cannot cross the boundary unchanged.
+    pub server: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

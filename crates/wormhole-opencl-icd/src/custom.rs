@@ -94,6 +94,8 @@ fn put_list(c: &mut Call, v: Option<Vec<u64>>) {
 
 macro_rules! no_take {
     ($($dep:ident : $t:ty),*) => {
+        // Unused where every function with this argument is async.
+        #[allow(dead_code, clippy::too_many_arguments)]
         pub fn take(_s: (), _r: &mut Reply, _v: impl Sized $(, $dep: $t)*) -> Result<(), i32> {
             $(let _ = $dep;)*
             Ok(())
@@ -358,10 +360,10 @@ pub mod sources {
         for i in 0..count as usize {
             // SAFETY: caller's contract.
             let s = unsafe { *strings.add(i) };
-            // SAFETY: caller's contract.
             let len = if lengths.is_null() {
                 0
             } else {
+                // SAFETY: caller's contract.
                 unsafe { *lengths.add(i) }
             };
             let bytes = if s.is_null() {
@@ -443,10 +445,10 @@ pub mod header_names {
         for i in 0..n as usize {
             // SAFETY: caller's contract.
             let s = unsafe { *p.add(i) };
-            // SAFETY: caller's contract.
             let b = if s.is_null() {
                 &[][..]
             } else {
+                // SAFETY: caller's contract.
                 unsafe { CStr::from_ptr(s) }.to_bytes()
             };
             c.enc.bytes(b);
@@ -470,6 +472,9 @@ pub mod kernel_arg {
         _kernel: *mut c_void,
         _index: u32,
     ) -> Result<(), i32> {
+        // The shape of a kernel argument is its size and kind, not its value:
+        // a new value for the same argument fails only if the old one would.
+        c.shape(size as u64);
         if p.is_null() {
             c.enc.u8(0);
             return Ok(());
@@ -485,6 +490,7 @@ pub mod kernel_arg {
                     _ => None,
                 };
                 if let Some(tag) = tag {
+                    c.shape(2 + tag as u64);
                     c.enc.u8(2);
                     c.enc.u8(tag);
                     c.enc.u64(o.id);
@@ -551,9 +557,8 @@ pub mod rect_out {
     ) -> Result<(), i32> {
         let data = r.opt_bytes()?;
         // SAFETY: caller's contract.
-        if let (Some(b), Some((ext, off))) =
-            (data, unsafe { rect_window(region, origin, row, slice) })
-        {
+        let window = unsafe { rect_window(region, origin, row, slice) };
+        if let (Some(b), Some((ext, off))) = (data, window) {
             let r = region as *const u64;
             // SAFETY: non-NULL (rect_window checked), 3 size_t.
             let r3 = unsafe { [*r, *r.add(1), *r.add(2)] };
