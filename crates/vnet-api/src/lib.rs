@@ -212,6 +212,21 @@ pub struct Global {
     pub cache_invalidated: u64,
     /// Cache entries now.
     pub cache_entries: u64,
+    /// `recvmmsg` datagrams (GRO trains count once).
+    #[serde(default)]
+    pub rx_datagrams: u64,
+    /// VXLAN packets in those datagrams.
+    #[serde(default)]
+    pub rx_packets: u64,
+    /// Frames written to TAPs after coalescing.
+    #[serde(default)]
+    pub rx_coalesced_frames: u64,
+    /// TSO frames read from TAPs or bridges and segmented.
+    #[serde(default)]
+    pub tx_tso_frames: u64,
+    /// UDP messages sent (a UDP GSO message counts once).
+    #[serde(default)]
+    pub tx_messages: u64,
 }
 
 /// Everything `show` returns.
@@ -275,6 +290,7 @@ pub fn call(path: &Path, req: &Request) -> Result<Response, ApiError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -194,6 +194,7 @@ fn merge(frames: &[&[u8]]) -> Option<Merged> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::gso::segment;

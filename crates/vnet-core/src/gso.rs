@@ -270,6 +270,7 @@ pub fn complete_csum(frame: &mut [u8], vh: &VnetHdr) -> Result<(), CoreError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 pub(crate) mod tests {
     use super::*;
 

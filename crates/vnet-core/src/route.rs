@@ -248,7 +248,7 @@ impl RouteTable {
             let Some(rank) = r.spec.rank(source, src, dst) else {
                 continue;
             };
-            if top.map_or(true, |t| rank > t) {
+            if !matches!(top, Some(t) if rank <= t) {
                 top = Some(rank);
                 routes.clear();
                 dests.clear();
@@ -277,6 +277,7 @@ impl RouteTable {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -79,6 +79,7 @@ impl VnetHdr {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -46,6 +46,7 @@ pub fn decode(datagram: &[u8]) -> Result<(u32, &[u8]), CoreError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -5,7 +5,8 @@
 
 use anyhow::{bail, Context};
 use clap::{Parser, Subcommand};
-use std::io::Read;
+use std::fmt::Write as _;
+use std::io::{Read, Write as _};
 use std::path::PathBuf;
 use vnet_api::{call, BridgeDef, InterfaceDef, LinkDef, Op, Request, Response, RouteDef, State};
 
@@ -101,9 +102,12 @@ enum Cmd {
     Show,
 }
 
-fn print_state(s: &State) {
-    println!("learning: {}", if s.learning { "on" } else { "off" });
-    println!(
+/// Renders the state as tables.
+fn render_state(s: &State) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "learning: {}", if s.learning { "on" } else { "off" });
+    let _ = writeln!(
+        o,
         "{:<4} {:<12} {:<10} {:<40} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7}",
         "id",
         "name",
@@ -118,7 +122,8 @@ fn print_state(s: &State) {
     );
     for e in &s.endpoints {
         let c = &e.counters;
-        println!(
+        let _ = writeln!(
+            o,
             "{:<4} {:<12} {:<10} {:<40} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7}",
             e.id,
             e.name,
@@ -132,8 +137,9 @@ fn print_state(s: &State) {
             c.drop_no_route
         );
     }
-    println!();
-    println!(
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
         "{:<4} {:<12} {:<22} {:<22} {:<10} {:<10} {:>10} {:>12}",
         "id", "name", "src", "dst", "from", "to", "frames", "bytes"
     );
@@ -145,13 +151,15 @@ fn print_state(s: &State) {
                 "-".into()
             }
         });
-        println!(
+        let _ = writeln!(
+            o,
             "{:<4} {:<12} {:<22} {:<22} {:<10} {:<10} {:>10} {:>12}",
             r.id, name, r.src, r.dst, r.from, r.to, r.frames, r.bytes
         );
     }
     let g = &s.global;
-    println!(
+    let _ = writeln!(
+        o,
         "\nmalformed {} unknown-peer {} cache: hits {} misses {} invalidated {} entries {}",
         g.malformed,
         g.unknown_peer,
@@ -160,6 +168,20 @@ fn print_state(s: &State) {
         g.cache_invalidated,
         g.cache_entries
     );
+    let _ = writeln!(
+        o,
+        "rx: datagrams {} vxlan packets {} coalesced frames {}; tx: tso frames {} udp messages {}",
+        g.rx_datagrams, g.rx_packets, g.rx_coalesced_frames, g.tx_tso_frames, g.tx_messages
+    );
+    o
+}
+
+/// Writes to stdout; a closed pipe (`vnetctl show | head`) is not an error.
+fn out(text: &str) -> anyhow::Result<()> {
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
 }
 
 fn main() -> anyhow::Result<()> {
@@ -216,12 +238,12 @@ fn main() -> anyhow::Result<()> {
     };
     let resp: Response = call(&args.socket, &req)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&resp)?);
+        out(&(serde_json::to_string_pretty(&resp)? + "\n"))?;
     } else if let Some(s) = &resp.state {
-        print_state(s);
+        out(&render_state(s))?;
     } else if resp.ok && !resp.route_ids.is_empty() {
         let ids: Vec<String> = resp.route_ids.iter().map(u64::to_string).collect();
-        println!("route ids: {}", ids.join(" "));
+        out(&format!("route ids: {}\n", ids.join(" ")))?;
     }
     if !resp.ok {
         bail!("{}", resp.error.unwrap_or_else(|| "request failed".into()));

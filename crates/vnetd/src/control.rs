@@ -319,6 +319,11 @@ pub fn show(sh: &Shared) -> State {
             cache_misses: c.misses,
             cache_invalidated: c.invalidated,
             cache_entries: c.entries,
+            rx_datagrams: sh.stats.rx_datagrams.load(Ordering::Relaxed),
+            rx_packets: sh.stats.rx_packets.load(Ordering::Relaxed),
+            rx_coalesced_frames: sh.stats.rx_coalesced.load(Ordering::Relaxed),
+            tx_tso_frames: sh.stats.tx_tso.load(Ordering::Relaxed),
+            tx_messages: sh.stats.tx_messages.load(Ordering::Relaxed),
         },
     }
 }

@@ -95,6 +95,21 @@ pub struct Tables {
     pub peers: HashMap<(IpAddr, u32), Endpoint>,
 }
 
+/// Data-path statistics that show whether batching and offloads work.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Datagrams received (a GRO train counts once).
+    pub rx_datagrams: AtomicU64,
+    /// VXLAN packets received.
+    pub rx_packets: AtomicU64,
+    /// Coalesced frames written to TAPs.
+    pub rx_coalesced: AtomicU64,
+    /// TSO frames segmented.
+    pub tx_tso: AtomicU64,
+    /// UDP messages sent.
+    pub tx_messages: AtomicU64,
+}
+
 /// State shared by all threads.
 pub struct Shared {
     /// The tables.
@@ -105,6 +120,8 @@ pub struct Shared {
     pub malformed: AtomicU64,
     /// VXLAN datagrams from unknown peers or VNIs.
     pub unknown_peer: AtomicU64,
+    /// Data-path statistics.
+    pub stats: Stats,
     /// Verify inner TCP checksums before coalescing.
     pub verify: bool,
     /// Cleared when the kernel refuses UDP GSO; we then send datagram by datagram.
@@ -239,6 +256,10 @@ fn send_link(
         msgs.push(sys::OutMsg { parts, gso });
         i = end;
     }
+    sh.stats.tx_tso.fetch_add(1, Ordering::Relaxed);
+    sh.stats
+        .tx_messages
+        .fetch_add(msgs.len() as u64, Ordering::Relaxed);
     let r = sys::send_mmsg(fd, addr, &msgs);
     if let Err(e) = &r {
         if gso_ok
@@ -310,11 +331,7 @@ pub fn udp_loop(sh: Arc<Shared>) {
         }
         for _ in 0..64 {
             match batch.recv(fd) {
-                Ok(n) => {
-                    for i in 0..n {
-                        on_datagram(&sh, &batch.get(i), &mut scratch);
-                    }
-                }
+                Ok(n) => on_batch(&sh, &batch, n, &mut scratch),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
@@ -326,28 +343,35 @@ pub fn udp_loop(sh: Arc<Shared>) {
     }
 }
 
-/// Handles one received datagram (a GRO train of VXLAN datagrams from one peer).
-pub fn on_datagram(sh: &Shared, d: &sys::Datagram<'_>, scratch: &mut Scratch) {
-    let Some(from) = d.from else { return };
+/// Handles the `n` datagrams of one `recvmmsg` (each possibly a GRO train). Consecutive
+/// packets from the same peer and VNI are handled as one group, so a TSO frame that the
+/// sender had to split over two UDP GSO messages is coalesced back into one TAP write.
+pub fn on_batch(sh: &Shared, batch: &sys::RecvBatch, n: usize, scratch: &mut Scratch) {
     let mut group: Vec<&[u8]> = Vec::new();
-    let mut group_vni = None;
-    for chunk in d.data.chunks(d.seg_size) {
-        match vxlan::decode(chunk) {
-            Ok((vni, inner)) => {
-                if group_vni.is_some_and(|g| g != vni) {
-                    deliver_group(sh, from.ip(), group_vni.unwrap_or(vni), &group, scratch);
-                    group.clear();
-                }
-                group_vni = Some(vni);
-                group.push(inner);
-            }
-            Err(_) => {
+    let mut key: Option<(IpAddr, u32)> = None;
+    for i in 0..n {
+        let d = batch.get(i);
+        let Some(from) = d.from else { continue };
+        sh.stats.rx_datagrams.fetch_add(1, Ordering::Relaxed);
+        sh.stats
+            .rx_packets
+            .fetch_add(d.data.len().div_ceil(d.seg_size) as u64, Ordering::Relaxed);
+        for chunk in d.data.chunks(d.seg_size) {
+            let Ok((vni, inner)) = vxlan::decode(chunk) else {
                 sh.malformed.fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
+            let k = (from.ip(), vni);
+            if let Some(prev) = key.filter(|p| *p != k) {
+                deliver_group(sh, prev.0, prev.1, &group, scratch);
+                group.clear();
             }
+            key = Some(k);
+            group.push(inner);
         }
     }
-    if let Some(vni) = group_vni {
-        deliver_group(sh, from.ip(), vni, &group, scratch);
+    if let Some((ip, vni)) = key {
+        deliver_group(sh, ip, vni, &group, scratch);
     }
 }
 
@@ -374,6 +398,7 @@ fn deliver_group(sh: &Shared, peer: IpAddr, vni: u32, frames: &[&[u8]], scratch:
         for (dest, port) in sh.decide(source, &eth, n, bytes) {
             let r = match (&port, &run.merged) {
                 (Port::Device(dev), Some(m)) => {
+                    sh.stats.rx_coalesced.fetch_add(1, Ordering::Relaxed);
                     let vnet = m.vnet.encode();
                     let mut parts: Vec<&[u8]> = Vec::with_capacity(2 + members.len());
                     parts.push(&vnet);

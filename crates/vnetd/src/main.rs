@@ -89,6 +89,7 @@ fn main() -> anyhow::Result<()> {
         udp,
         malformed: AtomicU64::new(0),
         unknown_peer: AtomicU64::new(0),
+        stats: dataplane::Stats::default(),
         verify: !args.no_verify && cfg.verify_checksums.unwrap_or(true),
         gso_ok: AtomicBool::new(true),
         stop: AtomicBool::new(false),
