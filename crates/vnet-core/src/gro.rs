@@ -104,10 +104,11 @@ fn csum_ok(frame: &[u8], lay: &TcpLayout) -> bool {
 
 /// Splits `frames` into runs; runs of more than one frame come with a merged header.
 ///
-/// With `verify`, each segment's TCP checksum is checked before it joins a run (a merged
-/// frame is marked partial-checksum, so the kernel would not check it again); frames that
-/// fail stay single and the kernel drops them.
-pub fn coalesce(frames: &[&[u8]], verify: bool, out: &mut Vec<Run>) {
+/// A merged frame is marked partial-checksum, so the kernel will not check it again. Frame
+/// `i` is therefore checksum-verified before it joins a run when `verify[i]` is true (or
+/// missing); a frame that fails stays single, and the kernel checks and drops it. The
+/// caller passes `false` only for frames an outer UDP checksum already protected.
+pub fn coalesce(frames: &[&[u8]], verify: &[bool], out: &mut Vec<Run>) {
     out.clear();
     let mut i = 0;
     while i < frames.len() {
@@ -122,10 +123,11 @@ pub fn coalesce(frames: &[&[u8]], verify: bool, out: &mut Vec<Run>) {
     }
 }
 
-fn run_len(frames: &[&[u8]], i: usize, verify: bool) -> usize {
+fn run_len(frames: &[&[u8]], i: usize, verify: &[bool]) -> usize {
+    let must = |k: usize| verify.get(k).copied().unwrap_or(true);
     let head = frames[i];
     let Some(h) = seg(head) else { return 1 };
-    if h.flags & PSH != 0 || (verify && !csum_ok(head, &h.lay)) {
+    if h.flags & PSH != 0 || (must(i) && !csum_ok(head, &h.lay)) {
         return 1;
     }
     let mut n = 1;
@@ -142,7 +144,7 @@ fn run_len(frames: &[&[u8]], i: usize, verify: bool) -> usize {
             || s.len > h.len
             || total + s.len > MAX_MERGED
             || !same_flow(head, f, &h.lay)
-            || (verify && !csum_ok(f, &s.lay))
+            || (must(i + n) && !csum_ok(f, &s.lay))
         {
             break;
         }
@@ -224,7 +226,7 @@ mod tests {
         let frames = cut(&payload, 1448);
         let refs: Vec<&[u8]> = frames.iter().map(|f| f.as_slice()).collect();
         let mut runs = Vec::new();
-        coalesce(&refs, true, &mut runs);
+        coalesce(&refs, &[], &mut runs);
         assert_eq!(runs.len(), 1);
         let m = runs[0].merged.as_ref().unwrap();
         assert_eq!(m.vnet.gso_size, 1448);
@@ -247,13 +249,13 @@ mod tests {
         frames[3][60] ^= 0xff; // corrupt payload of (new) frame 3... header byte in options
         let refs: Vec<&[u8]> = frames.iter().map(|f| f.as_slice()).collect();
         let mut runs = Vec::new();
-        coalesce(&refs, true, &mut runs);
+        coalesce(&refs, &[], &mut runs);
         let counts: Vec<usize> = runs.iter().map(|r| r.count).collect();
         assert_eq!(counts.iter().sum::<usize>(), frames.len());
         assert_eq!(counts[0], 2);
         assert!(runs.iter().all(|r| r.count == 1 || r.merged.is_some()));
         let junk: [&[u8]; 2] = [&[0u8; 3], &[1u8; 70]];
-        coalesce(&junk, true, &mut runs);
+        coalesce(&junk, &[false, false], &mut runs);
         assert_eq!(runs.len(), 2);
     }
 }

@@ -1,11 +1,12 @@
 //! The control plane: applies batches of [`Op`]s atomically, answers `show`, and serves the
 //! JSON-lines Unix socket.
 
-use crate::dataplane::{self, Device, Port, Shared, Tables};
+use crate::dataplane::{Device, Port, Shared, Tables};
 use crate::sys;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -195,7 +196,7 @@ pub fn apply(sh: &Arc<Shared>, ops: &[Op]) -> Response {
         Err(e) => return Response::error(e.to_string()),
     };
     let mut route_ids = Vec::new();
-    let (started, stopped) = {
+    {
         let mut live = sh.lock();
         let mut t = live.clone();
         for (i, op) in ops.iter().enumerate() {
@@ -203,40 +204,11 @@ pub fn apply(sh: &Arc<Shared>, ops: &[Op]) -> Response {
                 return Response::error(format!("op {i}: {e}; nothing applied"));
             }
         }
-        let started: Vec<(Endpoint, Arc<Device>)> = t
-            .ports
-            .iter()
-            .filter(|(e, _)| !live.ports.contains_key(e))
-            .filter_map(|(e, p)| match p {
-                Port::Device(d) => Some((*e, d.clone())),
-                Port::Link { .. } => None,
-            })
-            .collect();
-        let stopped: Vec<Arc<Device>> = live
-            .ports
-            .iter()
-            .filter(|(e, _)| !t.ports.contains_key(e))
-            .filter_map(|(_, p)| match p {
-                Port::Device(d) => Some(d.clone()),
-                Port::Link { .. } => None,
-            })
-            .collect();
         *live = t;
-        (started, stopped)
-    };
-    for d in stopped {
-        d.stop.store(true, Ordering::Relaxed);
     }
-    for (ep, dev) in started {
-        let sh = sh.clone();
-        let name = format!("rx-{}", dev.name);
-        let r = std::thread::Builder::new()
-            .name(name)
-            .spawn(move || dataplane::device_loop(sh, ep, dev));
-        if let Err(e) = r {
-            return Response::error(format!("cannot start reader thread: {e}"));
-        }
-    }
+    // The worker picks up added and removed devices; removed ones close when it lets go.
+    sh.generation.fetch_add(1, Ordering::Release);
+    sys::notify_eventfd(sh.wake.as_raw_fd());
     Response {
         ok: true,
         route_ids,

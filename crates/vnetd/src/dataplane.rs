@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use vnet_core::frame::EthHeader;
 use vnet_core::gro::{self, Run};
 use vnet_core::gso::{self, Segment};
@@ -19,22 +19,20 @@ use vnet_core::switch::{Switch, Verdict};
 use vnet_core::vnethdr::{VnetHdr, F_NEEDS_CSUM, VNET_HDR_LEN};
 use vnet_core::vxlan;
 
-/// How often idle reader threads look at their stop flag.
+/// How long an idle worker sleeps in `poll` before it looks at its stop flag.
 const POLL: Duration = Duration::from_millis(200);
 /// Largest UDP payload we put in one GSO send.
 const MAX_GSO_BYTES: usize = 65_000;
 /// Receive buffer size: a full GRO train.
 const RX_BUF: usize = 65_536 + 4096;
 
-/// A device with a reader thread: a TAP or an AF_PACKET socket.
+/// A device the worker reads frames from: a TAP or an AF_PACKET socket.
 #[derive(Debug)]
 pub struct Device {
     /// The file descriptor (TAP file or packet socket).
     fd: DeviceFd,
     /// Human-readable name.
     pub name: String,
-    /// Set to make the reader thread exit.
-    pub stop: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -49,7 +47,6 @@ impl Device {
         Device {
             fd: DeviceFd::Tap(f),
             name,
-            stop: AtomicBool::new(false),
         }
     }
 
@@ -58,7 +55,6 @@ impl Device {
         Device {
             fd: DeviceFd::Packet(fd),
             name,
-            stop: AtomicBool::new(false),
         }
     }
 
@@ -122,12 +118,19 @@ pub struct Shared {
     pub unknown_peer: AtomicU64,
     /// Data-path statistics.
     pub stats: Stats,
-    /// Verify inner TCP checksums before coalescing.
-    pub verify: bool,
+    /// Verify inner TCP checksums before coalescing even where an outer UDP checksum
+    /// covered them.
+    pub verify_all: bool,
     /// Cleared when the kernel refuses UDP GSO; we then send datagram by datagram.
     pub gso_ok: AtomicBool,
-    /// Set to stop the UDP thread.
+    /// Set to stop the worker.
     pub stop: AtomicBool,
+    /// Bumped by every applied batch, so the worker re-reads its set of devices.
+    pub generation: AtomicU64,
+    /// Wakes the worker out of `poll` after a batch.
+    pub wake: OwnedFd,
+    /// How long the worker keeps polling without sleeping after it last had work.
+    pub spin: Duration,
 }
 
 impl Shared {
@@ -276,69 +279,127 @@ fn send_link(
     r
 }
 
-/// Reader loop of a TAP or bridge.
-pub fn device_loop(sh: Arc<Shared>, ep: Endpoint, dev: Arc<Device>) {
-    let mut buf = vec![0u8; VNET_HDR_LEN + 65_536 + 256];
-    let mut scratch = Scratch::default();
-    let fd = dev.raw();
-    while !dev.stop.load(Ordering::Relaxed) && !sh.stop.load(Ordering::Relaxed) {
-        match sys::wait_readable(fd, POLL) {
-            Ok(true) => {}
-            Ok(false) => continue,
-            Err(e) => {
-                log::error!("{}: poll: {e}", dev.name);
-                std::thread::sleep(POLL);
-                continue;
+/// Reads up to a burst of frames from a TAP or bridge; returns how many it handled.
+fn drain_device(
+    sh: &Shared,
+    ep: Endpoint,
+    dev: &Device,
+    buf: &mut [u8],
+    scratch: &mut Scratch,
+) -> usize {
+    let mut n_frames = 0;
+    for _ in 0..64 {
+        match sys::read(dev.raw(), buf) {
+            Ok(n) => {
+                n_frames += 1;
+                let Ok(vh) = VnetHdr::parse(&buf[..n]) else {
+                    sh.lock().sw.count_malformed(ep, 1);
+                    continue;
+                };
+                from_device(sh, ep, vh, &mut buf[VNET_HDR_LEN..n], scratch);
             }
-        }
-        // Bounded burst, then look at the stop flag again.
-        for _ in 0..256 {
-            match sys::read(fd, &mut buf) {
-                Ok(n) => {
-                    let Ok(vh) = VnetHdr::parse(&buf[..n]) else {
-                        sh.lock().sw.count_malformed(ep, 1);
-                        continue;
-                    };
-                    from_device(&sh, ep, vh, &mut buf[VNET_HDR_LEN..n], &mut scratch);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    log::warn!("{}: read: {e}", dev.name);
-                    std::thread::sleep(POLL);
-                    break;
-                }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                log::warn!("{}: read: {e}", dev.name);
+                break;
             }
         }
     }
-    log::info!("{}: reader stopped", dev.name);
+    n_frames
 }
 
-/// Reader loop of the UDP underlay socket.
-pub fn udp_loop(sh: Arc<Shared>) {
+/// Receives up to a burst of `recvmmsg` batches from the underlay; returns how many
+/// datagrams it handled.
+fn drain_udp(sh: &Shared, batch: &mut sys::RecvBatch, scratch: &mut Scratch) -> usize {
+    let mut total = 0;
+    for _ in 0..16 {
+        match batch.recv(sh.udp.as_raw_fd()) {
+            Ok(0) => break,
+            Ok(n) => {
+                total += n;
+                on_batch(sh, batch, n, scratch);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                log::warn!("udp recv: {e}");
+                break;
+            }
+        }
+    }
+    total
+}
+
+/// The data-plane worker: one thread that polls the underlay socket and every device.
+///
+/// One thread per daemon rather than one per device: a frame written to a TAP often makes
+/// the kernel answer at once (an ACK, an echo reply), and the same thread then finds the
+/// answer on its next poll without a wake-up of another thread. After work it keeps
+/// polling without sleeping for `spin` (adaptive busy polling), which is what brings a
+/// round trip close to the kernel's; when idle it sleeps in `poll`.
+pub fn worker(sh: Arc<Shared>) {
     let mut batch = sys::RecvBatch::new(8, RX_BUF);
     let mut scratch = Scratch::default();
-    let fd = sh.udp.as_raw_fd();
+    let mut buf = vec![0u8; VNET_HDR_LEN + 65_536 + 256];
+    let mut devs: Vec<(Endpoint, Arc<Device>)> = Vec::new();
+    let mut fds: Vec<libc::pollfd> = Vec::new();
+    let mut seen = u64::MAX;
+    let mut last_work = Instant::now();
     while !sh.stop.load(Ordering::Relaxed) {
-        match sys::wait_readable(fd, POLL) {
-            Ok(true) => {}
-            Ok(false) => continue,
+        let generation = sh.generation.load(Ordering::Acquire);
+        if generation != seen {
+            seen = generation;
+            devs = sh
+                .lock()
+                .ports
+                .iter()
+                .filter_map(|(e, p)| match p {
+                    Port::Device(d) => Some((*e, d.clone())),
+                    Port::Link { .. } => None,
+                })
+                .collect();
+            devs.sort_by_key(|(e, _)| *e);
+            fds.clear();
+            for fd in [sh.udp.as_raw_fd(), sh.wake.as_raw_fd()]
+                .into_iter()
+                .chain(devs.iter().map(|(_, d)| d.raw()))
+            {
+                fds.push(libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                });
+            }
+        }
+        let timeout = if last_work.elapsed() < sh.spin {
+            Duration::ZERO
+        } else {
+            POLL
+        };
+        match sys::poll(&mut fds, timeout) {
+            Ok(0) => continue,
+            Ok(_) => {}
             Err(e) => {
-                log::error!("udp poll: {e}");
+                log::error!("poll: {e}");
                 std::thread::sleep(POLL);
                 continue;
             }
         }
-        for _ in 0..64 {
-            match batch.recv(fd) {
-                Ok(n) => on_batch(&sh, &batch, n, &mut scratch),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    log::warn!("udp recv: {e}");
-                    break;
-                }
+        let mut work = 0;
+        if fds[0].revents != 0 {
+            work += drain_udp(&sh, &mut batch, &mut scratch);
+        }
+        if fds[1].revents != 0 {
+            sys::drain_eventfd(sh.wake.as_raw_fd());
+        }
+        for (k, (ep, dev)) in devs.iter().enumerate() {
+            if fds[k + 2].revents != 0 {
+                work += drain_device(&sh, *ep, dev, &mut buf, &mut scratch);
             }
+        }
+        if work > 0 {
+            last_work = Instant::now();
         }
     }
 }
@@ -348,6 +409,7 @@ pub fn udp_loop(sh: Arc<Shared>) {
 /// sender had to split over two UDP GSO messages is coalesced back into one TAP write.
 pub fn on_batch(sh: &Shared, batch: &sys::RecvBatch, n: usize, scratch: &mut Scratch) {
     let mut group: Vec<&[u8]> = Vec::new();
+    let mut verify: Vec<bool> = Vec::new();
     let mut key: Option<(IpAddr, u32)> = None;
     for i in 0..n {
         let d = batch.get(i);
@@ -356,6 +418,10 @@ pub fn on_batch(sh: &Shared, batch: &sys::RecvBatch, n: usize, scratch: &mut Scr
         sh.stats
             .rx_packets
             .fetch_add(d.data.len().div_ceil(d.seg_size) as u64, Ordering::Relaxed);
+        // The kernel builds a GRO train only from datagrams with a non-zero UDP checksum,
+        // which it has verified, and a UDP GSO sender always sets one; a lone datagram may
+        // carry checksum 0 (kernel VXLAN's default), so its inner frame is verified.
+        let lone = d.data.len() <= d.seg_size;
         for chunk in d.data.chunks(d.seg_size) {
             let Ok((vni, inner)) = vxlan::decode(chunk) else {
                 sh.malformed.fetch_add(1, Ordering::Relaxed);
@@ -363,26 +429,35 @@ pub fn on_batch(sh: &Shared, batch: &sys::RecvBatch, n: usize, scratch: &mut Scr
             };
             let k = (from.ip(), vni);
             if let Some(prev) = key.filter(|p| *p != k) {
-                deliver_group(sh, prev.0, prev.1, &group, scratch);
+                deliver_group(sh, prev.0, prev.1, &group, &verify, scratch);
                 group.clear();
+                verify.clear();
             }
             key = Some(k);
             group.push(inner);
+            verify.push(lone || sh.verify_all);
         }
     }
     if let Some((ip, vni)) = key {
-        deliver_group(sh, ip, vni, &group, scratch);
+        deliver_group(sh, ip, vni, &group, &verify, scratch);
     }
 }
 
 /// Routes inner frames from one peer and VNI, coalescing TCP runs for TAP destinations.
-fn deliver_group(sh: &Shared, peer: IpAddr, vni: u32, frames: &[&[u8]], scratch: &mut Scratch) {
+fn deliver_group(
+    sh: &Shared,
+    peer: IpAddr,
+    vni: u32,
+    frames: &[&[u8]],
+    verify: &[bool],
+    scratch: &mut Scratch,
+) {
     let Some(source) = sh.lock().peers.get(&(peer, vni)).copied() else {
         sh.unknown_peer
             .fetch_add(frames.len() as u64, Ordering::Relaxed);
         return;
     };
-    gro::coalesce(frames, sh.verify, &mut scratch.runs);
+    gro::coalesce(frames, verify, &mut scratch.runs);
     for run in &scratch.runs {
         let members = &frames[run.start..run.start + run.count];
         let eth = match EthHeader::parse(members[0]) {

@@ -28,10 +28,17 @@ struct Args {
     /// UDP address to listen on for VXLAN (overrides the config; default 0.0.0.0:4789).
     #[arg(short, long)]
     listen: Option<String>,
-    /// Do not verify inner TCP checksums before coalescing received segments.
+    /// Verify inner TCP checksums before coalescing even when an outer UDP checksum
+    /// already covered them.
     #[arg(long)]
-    no_verify: bool,
+    verify_all: bool,
+    /// Microseconds the worker keeps polling after it last had work (0: always sleep).
+    #[arg(long)]
+    spin_us: Option<u64>,
 }
+
+/// Default busy-poll window after work, in microseconds.
+const DEFAULT_SPIN_US: u64 = 200;
 
 /// The start-up configuration file.
 #[derive(Deserialize, Debug, Default)]
@@ -41,7 +48,9 @@ struct Config {
     socket: Option<PathBuf>,
     #[serde(default)]
     learning: bool,
-    verify_checksums: Option<bool>,
+    #[serde(default)]
+    verify_all: bool,
+    spin_us: Option<u64>,
     #[serde(default)]
     interface: Vec<InterfaceDef>,
     #[serde(default)]
@@ -90,9 +99,14 @@ fn main() -> anyhow::Result<()> {
         malformed: AtomicU64::new(0),
         unknown_peer: AtomicU64::new(0),
         stats: dataplane::Stats::default(),
-        verify: !args.no_verify && cfg.verify_checksums.unwrap_or(true),
+        verify_all: args.verify_all || cfg.verify_all,
         gso_ok: AtomicBool::new(true),
         stop: AtomicBool::new(false),
+        generation: AtomicU64::new(0),
+        wake: sys::eventfd().context("eventfd")?,
+        spin: std::time::Duration::from_micros(
+            args.spin_us.or(cfg.spin_us).unwrap_or(DEFAULT_SPIN_US),
+        ),
     });
 
     let mut ops: Vec<Op> = Vec::new();
@@ -109,10 +123,10 @@ fn main() -> anyhow::Result<()> {
     let _ = std::fs::remove_file(&socket);
     let listener = UnixListener::bind(&socket)
         .with_context(|| format!("binding control socket {}", socket.display()))?;
-    let udp_sh = sh.clone();
+    let worker_sh = sh.clone();
     std::thread::Builder::new()
-        .name("rx-udp".into())
-        .spawn(move || dataplane::udp_loop(udp_sh))?;
+        .name("vnet-worker".into())
+        .spawn(move || dataplane::worker(worker_sh))?;
     log::info!(
         "vnetd listening on udp {listen}, control {}",
         socket.display()

@@ -145,21 +145,38 @@ pub fn open_tap(name: &str) -> io::Result<File> {
     Ok(f)
 }
 
-/// Waits until `fd` is readable or `timeout` passes. Returns true when readable.
-pub fn wait_readable(fd: RawFd, timeout: Duration) -> io::Result<bool> {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
+/// `poll(2)` over `fds`; returns how many are ready (0 on timeout or signal).
+pub fn poll(fds: &mut [libc::pollfd], timeout: Duration) -> io::Result<usize> {
     let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
-    // SAFETY: `p` is one valid pollfd and we pass nfds = 1.
-    let n = unsafe { libc::poll(&mut p, 1, ms) };
+    // SAFETY: `fds` is a valid, writable array of `fds.len()` pollfd structures.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
     match cvt(n) {
-        Ok(n) => Ok(n > 0),
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(false),
+        Ok(n) => Ok(n as usize),
+        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
         Err(e) => Err(e),
     }
+}
+
+/// A non-blocking eventfd, used to wake the worker.
+pub fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: eventfd has no memory-safety preconditions; the result is checked.
+    let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
+    // SAFETY: fd is a fresh descriptor owned only here.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Signals an eventfd (best effort: a full counter already means "signalled").
+pub fn notify_eventfd(fd: RawFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live u64, as eventfd requires.
+    let _ = unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+}
+
+/// Clears an eventfd.
+pub fn drain_eventfd(fd: RawFd) {
+    let mut v: u64 = 0;
+    // SAFETY: reads 8 bytes into a live u64, as eventfd requires.
+    let _ = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
 }
 
 /// `read(2)` into `buf`.

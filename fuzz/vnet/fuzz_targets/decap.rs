@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let seg = usize::from(u16::from_le_bytes([data[0], data[1]])).max(1);
-    let verify = data[2] & 1 == 1;
+    let verify: Vec<bool> = (0..64).map(|i| data[2] >> (i % 8) & 1 == 1).collect();
     let mut frames = Vec::new();
     for chunk in data[3..].chunks(seg) {
         if let Ok((_vni, inner)) = vxlan::decode(chunk) {
@@ -23,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let mut runs = Vec::new();
-    gro::coalesce(&frames, verify, &mut runs);
+    gro::coalesce(&frames, &verify, &mut runs);
     let mut sw = Switch::new();
     let (Ok(link), Ok(tap)) = (
         sw.add_endpoint("l", EndpointKind::Link { vni: 1 }),
