@@ -35,6 +35,10 @@ struct Args {
     /// Microseconds the worker keeps polling after it last had work (0: always sleep).
     #[arg(long)]
     spin_us: Option<u64>,
+    /// Run the data-plane worker under SCHED_FIFO at this priority (1-99), so that it is
+    /// scheduled as promptly as the kernel's own packet processing under CPU contention.
+    #[arg(long)]
+    rt_priority: Option<u8>,
 }
 
 /// Default busy-poll window after work, in microseconds.
@@ -51,6 +55,7 @@ struct Config {
     #[serde(default)]
     verify_all: bool,
     spin_us: Option<u64>,
+    rt_priority: Option<u8>,
     #[serde(default)]
     interface: Vec<InterfaceDef>,
     #[serde(default)]
@@ -124,9 +129,17 @@ fn main() -> anyhow::Result<()> {
     let listener = UnixListener::bind(&socket)
         .with_context(|| format!("binding control socket {}", socket.display()))?;
     let worker_sh = sh.clone();
+    let rt = args.rt_priority.or(cfg.rt_priority);
     std::thread::Builder::new()
         .name("vnet-worker".into())
-        .spawn(move || dataplane::worker(worker_sh))?;
+        .spawn(move || {
+            if let Some(p) = rt {
+                if let Err(e) = sys::set_fifo(p) {
+                    log::warn!("cannot use SCHED_FIFO priority {p}: {e}");
+                }
+            }
+            dataplane::worker(worker_sh)
+        })?;
     log::info!(
         "vnetd listening on udp {listen}, control {}",
         socket.display()

@@ -179,6 +179,16 @@ pub fn drain_eventfd(fd: RawFd) {
     let _ = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
 }
 
+/// Puts the calling thread under SCHED_FIFO at `prio` (1..=99).
+pub fn set_fifo(prio: u8) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: libc::c_int::from(prio),
+    };
+    // SAFETY: pid 0 means the calling thread; `param` is a valid sched_param.
+    cvt(unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) })?;
+    Ok(())
+}
+
 /// `read(2)` into `buf`.
 pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
