@@ -10,8 +10,15 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 out, secs, rounds = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = [l.split() for l in open(f"{out}/raw.txt").read().splitlines()[1:] if l.strip()]
-order = ["veth", "kvxlan", "vnet", "n2n", "tinc"]
-label = {"veth": "veth pair", "kvxlan": "kernel VXLAN", "vnet": "vnet (this)", "n2n": "n2n 1.3", "tinc": "tinc 1.0 switch"}
+order = ["veth", "kvxlan", "vnet", "vnetrt", "n2n", "tinc"]
+label = {
+    "veth": "veth pair",
+    "kvxlan": "kernel VXLAN",
+    "vnet": "vnet (default)",
+    "vnetrt": "vnet (--rt-priority)",
+    "n2n": "n2n 1.3",
+    "tinc": "tinc 1.0 switch",
+}
 res = {}
 for s in order:
     mine = [r for r in rows if r[0] == s]
@@ -36,11 +43,17 @@ for s, v in res.items():
     r1 = v["gbps_1"] / k["gbps_1"] if k.get("gbps_1") else 0
     rr = v["rtt_ms"] / k["rtt_ms"] if k.get("rtt_ms") else 0
     lines.append(f"| {label[s]} | {v['gbps_1']:.2f} | {v['gbps_4']:.2f} | {v['rtt_ms']:.3f} | {r1:.2f}x | {rr:.2f}x |")
-if "vnet" in res:
-    users = [res[s]["gbps_1"] for s in ("n2n", "tinc") if s in res and res[s]["gbps_1"] > 0]
-    if users:
+users = [res[s]["gbps_1"] for s in ("n2n", "tinc") if s in res and res[s]["gbps_1"] > 0]
+for v in ("vnet", "vnetrt"):
+    if v in res and users:
         lines.append("")
-        lines.append(f"vnet single stream vs best user-level peer: {res['vnet']['gbps_1'] / max(users):.1f}x")
+        lines.append(f"{label[v]} single stream vs best user-level peer: {res[v]['gbps_1'] / max(users):.1f}x")
+lines.append("")
+lines.append("Per round (Gbit/s 1 stream, 4 streams, RTT ms):")
+lines.append("")
+for s, v in res.items():
+    runs = "; ".join(f"{a:.2f}, {b:.2f}, {c:.3f}" for a, b, c in v["runs"])
+    lines.append(f"- {label[s]}: {runs}")
 open(f"{out}/results.md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 

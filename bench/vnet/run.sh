@@ -3,7 +3,8 @@
 # network namespaces joined by a veth underlay, for
 #   veth   - the plain underlay (no overlay)
 #   kvxlan - Linux kernel VXLAN
-#   vnet   - vnetd (this project), VXLAN-compatible, in user space
+#   vnet   - vnetd (this project), VXLAN-compatible, in user space, default settings
+#   vnetrt - the same with the data-plane worker under SCHED_FIFO (--rt-priority 10)
 #   n2n    - n2n edge (user-level L2 overlay from Debian, via a supernode)
 #   tinc   - tincd in switch mode (user-level L2 overlay from Debian)
 # all in one run, alternating rounds so that background load hits every setup alike.
@@ -73,6 +74,8 @@ setup_kvxlan() {
     DST=192.168.81.2
 }
 
+setup_vnetrt() { VNET_ARGS="--rt-priority 10" setup_vnet; }
+
 setup_vnet() {
     underlay
     local i o ns
@@ -111,7 +114,7 @@ dst = "ff:ff:ff:ff:ff:ff"
 from = "vif"
 to = "peer"
 EOT
-        RUST_LOG=warn ip netns exec "$ns" "$VNETD" -c "$TMP/vnet$i.toml" > "$TMP/vnet$i.log" 2>&1 &
+        RUST_LOG=warn ip netns exec "$ns" "$VNETD" -c "$TMP/vnet$i.toml" ${VNET_ARGS:-} > "$TMP/vnet$i.log" 2>&1 &
         PIDS+=($!)
     done
     for i in 1 2; do
@@ -177,8 +180,9 @@ measure() {
 }
 
 echo "setup round gbps_1 gbps_4 rtt_ms" > "$OUT/raw.txt"
+{ date -u; nproc; lscpu | grep 'Model name'; uname -r; echo "load before: $(cat /proc/loadavg)"; } > "$OUT/machine.txt"
 for r in $(seq "$ROUNDS"); do
-    for s in veth kvxlan vnet n2n tinc; do
+    for s in veth kvxlan vnet vnetrt n2n tinc; do
         "setup_$s"
         if wait_up; then
             res=$(measure)
@@ -190,6 +194,7 @@ for r in $(seq "$ROUNDS"); do
     done
 done
 underlay
+echo "load after: $(cat /proc/loadavg)" >> "$OUT/machine.txt"
 
 "$PY" "$ROOT/bench/vnet/report.py" "$OUT" "$SECS" "$ROUNDS"
 cp "$OUT/chart.png" "$ROOT/docs/benchmarks-vnet.png"

@@ -42,7 +42,7 @@ struct Args {
 }
 
 /// Default busy-poll window after work, in microseconds.
-const DEFAULT_SPIN_US: u64 = 200;
+const DEFAULT_SPIN_US: u64 = 0;
 
 /// The start-up configuration file.
 #[derive(Deserialize, Debug, Default)]
