@@ -138,26 +138,8 @@ pub enum Request {
     Show,
 }
 
-/// Counters of an endpoint.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Counters {
-    /// Frames received.
-    pub rx_frames: u64,
-    /// Bytes received.
-    pub rx_bytes: u64,
-    /// Frames sent.
-    pub tx_frames: u64,
-    /// Bytes sent.
-    pub tx_bytes: u64,
-    /// Dropped: source MAC not the interface's.
-    pub drop_spoofed: u64,
-    /// Dropped: no route.
-    pub drop_no_route: u64,
-    /// Dropped: malformed.
-    pub drop_malformed: u64,
-    /// Send errors.
-    pub tx_errors: u64,
-}
+/// Counters of an endpoint (the switch's own type, serialised as is).
+pub use vnet_core::switch::EndpointCounters as Counters;
 
 /// An endpoint in [`State`].
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]

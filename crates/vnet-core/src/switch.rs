@@ -27,6 +27,7 @@ pub enum EndpointKind {
 
 /// Per-endpoint counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct EndpointCounters {
     /// Frames received from the endpoint.
     pub rx_frames: u64,

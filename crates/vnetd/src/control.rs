@@ -10,10 +10,10 @@ use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use vnet_api::{Counters, EndpointView, Global, Op, Request, Response, RouteView, State};
+use vnet_api::{EndpointView, Global, Op, Request, Response, RouteView, State};
 use vnet_core::frame::MacAddr;
 use vnet_core::route::{Endpoint, MacMatch, RouteSpec, SourceMatch};
-use vnet_core::switch::{EndpointCounters, EndpointKind};
+use vnet_core::switch::EndpointKind;
 use vnet_core::vxlan::{VNI_MAX, VXLAN_PORT};
 
 /// Why a batch was refused.
@@ -216,19 +216,6 @@ pub fn apply(sh: &Arc<Shared>, ops: &[Op]) -> Response {
     }
 }
 
-fn counters(c: &EndpointCounters) -> Counters {
-    Counters {
-        rx_frames: c.rx_frames,
-        rx_bytes: c.rx_bytes,
-        tx_frames: c.tx_frames,
-        tx_bytes: c.tx_bytes,
-        drop_spoofed: c.drop_spoofed,
-        drop_no_route: c.drop_no_route,
-        drop_malformed: c.drop_malformed,
-        tx_errors: c.tx_errors,
-    }
-}
-
 /// The state and counters.
 pub fn show(sh: &Shared) -> State {
     let t = sh.lock();
@@ -256,7 +243,7 @@ pub fn show(sh: &Shared) -> State {
                     name: i.name.clone(),
                     kind: kind.into(),
                     detail,
-                    counters: counters(&i.counters),
+                    counters: i.counters,
                 }
             })
             .collect();
