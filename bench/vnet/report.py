@@ -54,6 +54,10 @@ lines.append("")
 for s, v in res.items():
     runs = "; ".join(f"{a:.2f}, {b:.2f}, {c:.3f}" for a, b, c in v["runs"])
     lines.append(f"- {label[s]}: {runs}")
+try:
+    lines += ["", open(f"{out}/flap.txt").read().strip()]
+except OSError:
+    pass
 open(f"{out}/results.md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 

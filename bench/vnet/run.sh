@@ -193,6 +193,25 @@ for r in $(seq "$ROUNDS"); do
         echo "$s $r $res" | tee -a "$OUT/raw.txt"
     done
 done
+# Route changes under load: replace the route in use 50 times (atomic batches) during a
+# single-stream transfer; the TCP session must survive.
+setup_vnet
+wait_up || true
+ip netns exec "$B" iperf3 -s -D -1 >/dev/null 2>&1; sleep 0.3
+ip netns exec "$A" iperf3 -c "$DST" -t 6 -J > "$TMP/flap.json" 2>/dev/null &
+IPERF=$!
+sleep 0.5
+CTL=$ROOT/target/release/vnetctl
+n=0
+for k in $(seq 50); do
+    if [ $((k % 2)) = 1 ]; then old=remote; new=remote-b; else old=remote-b; new=remote; fi
+    echo "[{\"op\":\"del_route\",\"route\":\"$old\"},{\"op\":\"add_route\",\"name\":\"$new\",\"src\":\"any\",\"dst\":\"02:00:00:00:01:02\",\"to\":\"peer\"}]" \
+        | "$CTL" -s "$TMP/vnet1.sock" batch - >/dev/null && n=$((n + 1))
+    sleep 0.08
+done
+if wait "$IPERF"; then survived=yes; else survived=no; fi
+gbps=$("$PY" -c 'import json,sys; print("%.2f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]/1e9))' "$TMP/flap.json" 2>/dev/null || echo 0)
+echo "route changes under load: $n atomic batches applied during a 6 s transfer; TCP session survived: $survived; $gbps Gbit/s" | tee "$OUT/flap.txt"
 underlay
 echo "load after: $(cat /proc/loadavg)" >> "$OUT/machine.txt"
 
