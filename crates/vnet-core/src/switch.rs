@@ -80,6 +80,9 @@ pub enum Verdict {
     Drop(DropReason),
 }
 
+/// Most MAC addresses learning mode keeps.
+pub const LEARN_MAX: usize = 4096;
+
 /// Endpoints, routes and counters. Clone it to stage a batch of changes atomically.
 #[derive(Clone, Debug, Default)]
 pub struct Switch {
@@ -276,7 +279,9 @@ impl Switch {
         Verdict::Forward(dests)
     }
 
-    /// Records that `mac` lives behind `source`, replacing a stale learned route.
+    /// Records that `mac` lives behind `source`, replacing a stale learned route. At most
+    /// [`LEARN_MAX`] addresses are learned, so a flood of forged source MACs cannot grow the
+    /// table without bound.
     fn learn(&mut self, source: Endpoint, mac: MacAddr) {
         match self.learned.get(&mac) {
             Some((e, _)) if *e == source => return,
@@ -284,6 +289,7 @@ impl Switch {
                 let old = *old;
                 self.table.remove(old);
             }
+            None if self.learned.len() >= LEARN_MAX => return,
             None => {}
         }
         let spec = RouteSpec {
@@ -390,6 +396,12 @@ mod tests {
             s.forward(l1, &eth(n, m), 1, 60),
             Verdict::Forward(vec![l2].into())
         );
+        // Learning is bounded.
+        for i in 0..LEARN_MAX as u32 + 10 {
+            let b = i.to_be_bytes();
+            s.forward(l1, &eth(MacAddr([2, 1, b[0], b[1], b[2], b[3]]), n), 1, 60);
+        }
+        assert_eq!(s.learned.len(), LEARN_MAX);
         s.remove_endpoint("l2").unwrap();
         assert!(s.table().routes().iter().all(|r| !r.spec.mentions(l2)));
         s.set_learning(false);
