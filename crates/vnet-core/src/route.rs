@@ -191,7 +191,7 @@ impl RouteTable {
 
     /// Removes a rule; drops exactly the cache entries whose result contained it.
     pub fn remove(&mut self, id: RouteId) -> Option<Route> {
-        let pos = self.routes.iter().position(|r| r.id == id)?;
+        let pos = self.pos(id)?;
         let before = self.cache.len();
         self.cache.retain(|_, hit| !hit.routes.contains(&id));
         self.stats.invalidated += (before - self.cache.len()) as u64;
@@ -205,9 +205,15 @@ impl RouteTable {
             .find(|r| r.spec.name.as_deref() == Some(name))
     }
 
+    /// Index of a rule: ids grow with insertion and removal keeps order, so `routes` is
+    /// sorted by id.
+    fn pos(&self, id: RouteId) -> Option<usize> {
+        self.routes.binary_search_by_key(&id, |r| r.id).ok()
+    }
+
     /// The rule with this id.
     pub fn get(&self, id: RouteId) -> Option<&Route> {
-        self.routes.iter().find(|r| r.id == id)
+        self.pos(id).map(|p| &self.routes[p])
     }
 
     /// All rules in insertion order.
@@ -269,9 +275,12 @@ impl RouteTable {
 
     /// Adds traffic to the counters of the given routes.
     pub fn count(&mut self, ids: &[RouteId], frames: u64, bytes: u64) {
-        for r in self.routes.iter_mut().filter(|r| ids.contains(&r.id)) {
-            r.counters.frames += frames;
-            r.counters.bytes += bytes;
+        for id in ids {
+            if let Some(p) = self.pos(*id) {
+                let c = &mut self.routes[p].counters;
+                c.frames += frames;
+                c.bytes += bytes;
+            }
         }
     }
 }
