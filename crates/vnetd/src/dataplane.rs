@@ -16,7 +16,7 @@ use vnet_core::gro::{self, Run};
 use vnet_core::gso::{self, Segment};
 use vnet_core::route::Endpoint;
 use vnet_core::switch::{Switch, Verdict};
-use vnet_core::vnethdr::{VnetHdr, F_NEEDS_CSUM, VNET_HDR_LEN};
+use vnet_core::vnethdr::{VnetHdr, F_DATA_VALID, F_NEEDS_CSUM, VNET_HDR_LEN};
 use vnet_core::vxlan;
 
 /// How long an idle worker sleeps in `poll` before it looks at its stop flag.
@@ -199,17 +199,18 @@ pub fn from_device(
     };
     let frames = wire_frames(&vh, frame.len());
     let dests = sh.decide(source, &eth, frames, frame.len() as u64);
-    let mut csum_done = false;
+    let mut vh = vh;
     for (dest, port) in dests {
         let r = match &port {
             Port::Device(d) => sys::writev(d.raw(), &[&vh.encode(), frame]).map(drop),
             Port::Link { addr, vni } => {
-                if !vh.is_gso() && vh.flags & F_NEEDS_CSUM != 0 && !csum_done {
-                    csum_done = true;
+                if !vh.is_gso() && vh.flags & F_NEEDS_CSUM != 0 {
                     if gso::complete_csum(frame, &vh).is_err() {
                         sh.lock().sw.count_malformed(source, 1);
                         return;
                     }
+                    // Later copies (a fan-out to a TAP) carry the finished checksum.
+                    vh.flags = F_DATA_VALID;
                 }
                 send_link(sh, addr, *vni, &vh, frame, scratch)
             }
