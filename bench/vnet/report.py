@@ -28,7 +28,8 @@ for s in order:
         "gbps_1": statistics.mean(float(r[2]) for r in mine),
         "gbps_4": statistics.mean(float(r[3]) for r in mine),
         "rtt_ms": statistics.mean(float(r[4]) for r in mine),
-        "runs": [[float(x) for x in r[2:]] for r in mine],
+        "cpu_s_per_gb": statistics.mean(float(r[5]) for r in mine) if len(mine[0]) > 5 else 0.0,
+        "runs": [[float(x) for x in r[2:5]] for r in mine],
     }
 json.dump(res, open(f"{out}/results.json", "w"), indent=1)
 
@@ -36,13 +37,15 @@ k = res.get("kvxlan", {})
 lines = [
     f"iperf3 {secs} s per run, {rounds} rounds alternating between setups; mean of rounds.",
     "",
-    "| setup | 1 stream Gbit/s | 4 streams Gbit/s | ping RTT ms | 1 stream vs kernel VXLAN | RTT vs kernel VXLAN |",
-    "|---|---:|---:|---:|---:|---:|",
+    "| setup | 1 stream Gbit/s | 4 streams Gbit/s | ping RTT ms | CPU s per GB (1 stream) | 1 stream vs kernel VXLAN | RTT vs kernel VXLAN |",
+    "|---|---:|---:|---:|---:|---:|---:|",
 ]
 for s, v in res.items():
     r1 = v["gbps_1"] / k["gbps_1"] if k.get("gbps_1") else 0
     rr = v["rtt_ms"] / k["rtt_ms"] if k.get("rtt_ms") else 0
-    lines.append(f"| {label[s]} | {v['gbps_1']:.2f} | {v['gbps_4']:.2f} | {v['rtt_ms']:.3f} | {r1:.2f}x | {rr:.2f}x |")
+    lines.append(
+        f"| {label[s]} | {v['gbps_1']:.2f} | {v['gbps_4']:.2f} | {v['rtt_ms']:.3f} | {v['cpu_s_per_gb']:.2f} | {r1:.2f}x | {rr:.2f}x |"
+    )
 users = [res[s]["gbps_1"] for s in ("n2n", "tinc") if s in res and res[s]["gbps_1"] > 0]
 for v in ("vnet", "vnetrt"):
     if v in res and users:

@@ -29,6 +29,7 @@ command -v edge >/dev/null || pkgs+=(n2n)
 command -v tincd >/dev/null || pkgs+=(tinc)
 command -v ping >/dev/null || pkgs+=(iputils-ping)
 command -v ip >/dev/null || pkgs+=(iproute2)
+[ -x /usr/bin/time ] || pkgs+=(time)
 # Debian's python3 (not a pyenv shim) gets matplotlib from apt.
 PY=/usr/bin/python3
 "$PY" -c 'import matplotlib' 2>/dev/null || pkgs+=(python3 python3-matplotlib)
@@ -168,18 +169,39 @@ wait_up() {
     return 1
 }
 
-# Prints "gbps1 gbps4 rtt_ms" for the current setup.
+# CPU time (seconds) used so far by every process in both namespaces (vnetd, n2n edge,
+# tincd, the iperf3 server). Kernel work done on behalf of a process (softirq in its
+# context) counts to it, which is where kernel VXLAN's work lands.
+ns_cpu() {
+    local total=0 p t
+    for p in $(ip netns pids "$A"; ip netns pids "$B"); do
+        t=$(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)
+        total=$((total + t))
+    done
+    echo "$total"
+}
+
+# Prints "gbps1 gbps4 rtt_ms cpu_s_per_gb" for the current setup; the last is the CPU time
+# of all processes in both namespaces plus the iperf3 client per GB moved (1 stream).
 measure() {
-    ip netns exec "$B" iperf3 -s -D -1 --pidfile "$TMP/iperf.pid" >/dev/null 2>&1; sleep 0.3
-    local g1 g4 rtt
-    g1=$(ip netns exec "$A" iperf3 -c "$DST" -t "$SECS" -J 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9)' 2>/dev/null || echo 0)
+    local g1 g4 rtt c0 c1 cc bytes
+    ip netns exec "$B" iperf3 -s -D --pidfile "$TMP/iperfs.pid" >/dev/null 2>&1; sleep 0.3
+    c0=$(ns_cpu)
+    /usr/bin/time -f "%U %S" -o "$TMP/ctime" ip netns exec "$A" iperf3 -c "$DST" -t "$SECS" -J > "$TMP/one.json" 2>/dev/null || true
+    c1=$(ns_cpu)
+    kill "$(cat "$TMP/iperfs.pid")" 2>/dev/null || true
+    sleep 0.3
+    read -r cu cs < "$TMP/ctime" || { cu=0; cs=0; }
+    g1=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]/1e9)' "$TMP/one.json" 2>/dev/null || echo 0)
+    bytes=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["end"]["sum_received"]["bytes"])' "$TMP/one.json" 2>/dev/null || echo 0)
+    cc=$("$PY" -c 'import sys; t=(int(sys.argv[2])-int(sys.argv[1]))/100+float(sys.argv[3])+float(sys.argv[4]); b=float(sys.argv[5]); print(t/(b/1e9) if b else 0)' "$c0" "$c1" "$cu" "$cs" "$bytes")
     ip netns exec "$B" iperf3 -s -D -1 --pidfile "$TMP/iperf.pid" >/dev/null 2>&1; sleep 0.3
     g4=$(ip netns exec "$A" iperf3 -c "$DST" -t "$SECS" -P 4 -J 2>/dev/null | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]/1e9)' 2>/dev/null || echo 0)
     rtt=$(ip netns exec "$A" ping -q -c 200 -i 0.01 "$DST" 2>/dev/null | awk -F'/' '/^rtt/ {print $5}')
-    echo "$g1 $g4 ${rtt:-0}"
+    echo "$g1 $g4 ${rtt:-0} $cc"
 }
 
-echo "setup round gbps_1 gbps_4 rtt_ms" > "$OUT/raw.txt"
+echo "setup round gbps_1 gbps_4 rtt_ms cpu_s_per_gb" > "$OUT/raw.txt"
 { date -u; nproc; lscpu | grep 'Model name'; uname -r; echo "load before: $(cat /proc/loadavg)"; } > "$OUT/machine.txt"
 for r in $(seq "$ROUNDS"); do
     for s in veth kvxlan vnet vnetrt n2n tinc; do
@@ -188,7 +210,7 @@ for r in $(seq "$ROUNDS"); do
             res=$(measure)
         else
             echo "warning: $s did not come up" >&2
-            res="0 0 0"
+            res="0 0 0 0"
         fi
         echo "$s $r $res" | tee -a "$OUT/raw.txt"
     done
