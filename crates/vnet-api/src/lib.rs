@@ -106,9 +106,9 @@ pub enum Op {
     AddLink(LinkDef),
     /// Create a direct bridge.
     AddBridge(BridgeDef),
-    /// Delete an interface, link or bridge by name (its routes go with it).
+    /// Delete an interface, link or bridge by name or id (its routes go with it).
     Delete {
-        /// The endpoint's name.
+        /// The endpoint's name, or its decimal id.
         name: String,
     },
     /// Add a route.

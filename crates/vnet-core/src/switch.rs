@@ -121,9 +121,10 @@ impl Switch {
         Ok(id)
     }
 
-    /// Removes an endpoint and every route that names it (as source or destination).
-    pub fn remove_endpoint(&mut self, name: &str) -> Result<EndpointInfo, CoreError> {
-        let id = self.endpoint_id(name)?;
+    /// Removes an endpoint (by name or id) and every route that names it (as source or
+    /// destination).
+    pub fn remove_endpoint(&mut self, name_or_id: &str) -> Result<EndpointInfo, CoreError> {
+        let id = self.endpoint_id(name_or_id)?;
         let doomed: Vec<RouteId> = self
             .table
             .routes()
@@ -135,23 +136,30 @@ impl Switch {
             self.table.remove(r);
         }
         self.learned.retain(|_, (e, _)| *e != id);
-        self.names.remove(name);
-        self.endpoints
+        let info = self
+            .endpoints
             .remove(&id)
             .ok_or_else(|| CoreError::NotFound {
                 kind: "endpoint",
-                name: name.to_string(),
-            })
+                name: name_or_id.to_string(),
+            })?;
+        self.names.remove(&info.name);
+        Ok(info)
     }
 
-    /// The id of a named endpoint.
-    pub fn endpoint_id(&self, name: &str) -> Result<Endpoint, CoreError> {
-        self.names
-            .get(name)
-            .copied()
+    /// The id of an endpoint given by name, or by its decimal id.
+    pub fn endpoint_id(&self, name_or_id: &str) -> Result<Endpoint, CoreError> {
+        if let Some(e) = self.names.get(name_or_id) {
+            return Ok(*e);
+        }
+        name_or_id
+            .parse::<u32>()
+            .ok()
+            .map(Endpoint)
+            .filter(|e| self.endpoints.contains_key(e))
             .ok_or_else(|| CoreError::NotFound {
                 kind: "endpoint",
-                name: name.to_string(),
+                name: name_or_id.to_string(),
             })
     }
 
@@ -402,7 +410,9 @@ mod tests {
             s.forward(l1, &eth(MacAddr([2, 1, b[0], b[1], b[2], b[3]]), n), 1, 60);
         }
         assert_eq!(s.learned.len(), LEARN_MAX);
-        s.remove_endpoint("l2").unwrap();
+        assert!(s.remove_endpoint("99").is_err());
+        s.remove_endpoint(&l2.0.to_string()).unwrap();
+        assert!(s.endpoint_id("l2").is_err());
         assert!(s.table().routes().iter().all(|r| !r.spec.mentions(l2)));
         s.set_learning(false);
         assert!(s.table().routes().is_empty());

@@ -61,7 +61,7 @@ enum Cmd {
     },
     /// Delete an interface, link or bridge (with its routes).
     Delete {
-        /// Endpoint name.
+        /// Endpoint name or id.
         name: String,
     },
     /// Add a route.
