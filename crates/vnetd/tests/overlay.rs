@@ -117,6 +117,14 @@ fn veth(a: &Ns, a_if: &str, a_ip: &str, b: &Ns, b_if: &str, b_ip: &str) {
     }
 }
 
+/// Two namespaces joined by an underlay veth `u0`, 10.200.0.1 and 10.200.0.2.
+fn two_hosts() -> (Ns, Ns) {
+    let h1 = Ns::new("a");
+    let h2 = Ns::new("b");
+    veth(&h1, "u0", "10.200.0.1", &h2, "u0", "10.200.0.2");
+    (h1, h2)
+}
+
 /// A vnetd process in a namespace, killed on drop.
 struct Daemon {
     child: Child,
@@ -409,9 +417,7 @@ fn interoperates_with_kernel_vxlan() {
     if !root() {
         return;
     }
-    let h1 = Ns::new("a");
-    let h2 = Ns::new("b");
-    veth(&h1, "u0", "10.200.0.1", &h2, "u0", "10.200.0.2");
+    let (h1, h2) = two_hosts();
     // On a real wire every checksum is complete. A veth lets the kernel VXLAN device hand
     // over inner frames whose TCP checksum is still pending (CHECKSUM_PARTIAL); switching off
     // the underlay's tx checksum offload makes the kernel finish them as a NIC would.
@@ -622,9 +628,7 @@ fn learning_mode_fills_unicast_routes() {
     if !root() {
         return;
     }
-    let h1 = Ns::new("a");
-    let h2 = Ns::new("b");
-    veth(&h1, "u0", "10.200.0.1", &h2, "u0", "10.200.0.2");
+    let (h1, h2) = two_hosts();
     let mut ds = Vec::new();
     for (i, h) in [(1, &h1), (2, &h2)] {
         let o = 3 - i;
