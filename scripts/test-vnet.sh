@@ -9,6 +9,7 @@ need_pkgs=()
 command -v ip >/dev/null || need_pkgs+=(iproute2)
 command -v ping >/dev/null || need_pkgs+=(iputils-ping)
 command -v ethtool >/dev/null || need_pkgs+=(ethtool)
+command -v sysctl >/dev/null || need_pkgs+=(procps)
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
     if [ "$(id -u)" -eq 0 ]; then
         export DEBIAN_FRONTEND=noninteractive
