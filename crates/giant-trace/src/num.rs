@@ -1,0 +1,200 @@
+//! Byte-level number parsing for trace fields.
+//!
+//! The trace writes integers in plain decimal and floats in `%g`-like form (`0.07446`,
+//! `9.537e-06`). Going through `str::parse` would cost a UTF-8 check and a generic
+//! parser per field; these functions read the bytes directly. Floats take Clinger's
+//! fast path (exact when the decimal mantissa fits in 2^53 and the power of ten is at
+//! most 22, which covers every value in the trace) and fall back to the standard library
+//! otherwise, so results are always correctly rounded.
+
+/// Why a field did not parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NumError {
+    /// A byte that cannot appear in a number of this kind.
+    InvalidDigit,
+    /// The value does not fit the target type.
+    Overflow,
+    /// The field is empty where a value is required.
+    Empty,
+}
+
+/// Parses an unsigned decimal integer (no sign, no spaces).
+#[inline]
+pub fn parse_u64(field: &[u8]) -> Result<u64, NumError> {
+    if field.is_empty() {
+        return Err(NumError::Empty);
+    }
+    let mut v: u64 = 0;
+    for &b in field {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return Err(NumError::InvalidDigit);
+        }
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(d)))
+            .ok_or(NumError::Overflow)?;
+    }
+    Ok(v)
+}
+
+/// Powers of ten exactly representable in an `f64`.
+const POW10: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
+
+/// Parses a decimal float such as `0.125`, `-3`, `9.537e-06` or `1E5`.
+#[inline]
+pub fn parse_f64(field: &[u8]) -> Result<f64, NumError> {
+    if field.is_empty() {
+        return Err(NumError::Empty);
+    }
+    let (neg, body) = match field[0] {
+        b'-' => (true, &field[1..]),
+        b'+' => (false, &field[1..]),
+        _ => (false, field),
+    };
+    let mut mant: u64 = 0;
+    let mut digits = 0u32;
+    let mut exp10: i32 = 0;
+    let mut i = 0;
+    let mut seen_digit = false;
+    while i < body.len() {
+        let d = body[i].wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        seen_digit = true;
+        if digits < 19 {
+            mant = mant * 10 + u64::from(d);
+            if mant != 0 {
+                digits += 1;
+            }
+        } else {
+            exp10 += 1;
+        }
+        i += 1;
+    }
+    if i < body.len() && body[i] == b'.' {
+        i += 1;
+        while i < body.len() {
+            let d = body[i].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            seen_digit = true;
+            if digits < 19 {
+                mant = mant * 10 + u64::from(d);
+                if mant != 0 {
+                    digits += 1;
+                }
+                exp10 -= 1;
+            }
+            i += 1;
+        }
+    }
+    if !seen_digit {
+        return Err(NumError::InvalidDigit);
+    }
+    if i < body.len() && (body[i] == b'e' || body[i] == b'E') {
+        i += 1;
+        let mut eneg = false;
+        if i < body.len() && (body[i] == b'-' || body[i] == b'+') {
+            eneg = body[i] == b'-';
+            i += 1;
+        }
+        let start = i;
+        let mut e: i32 = 0;
+        while i < body.len() {
+            let d = body[i].wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            e = e.saturating_mul(10).saturating_add(i32::from(d));
+            i += 1;
+        }
+        if i == start {
+            return Err(NumError::InvalidDigit);
+        }
+        exp10 = exp10.saturating_add(if eneg { -e } else { e });
+    }
+    if i != body.len() {
+        return Err(NumError::InvalidDigit);
+    }
+    let v = if mant < (1u64 << 53) && exp10.unsigned_abs() <= 22 {
+        // Clinger's fast path: both operands are exact, so one rounding.
+        let m = mant as f64;
+        if exp10 >= 0 {
+            m * POW10[exp10 as usize]
+        } else {
+            m / POW10[exp10.unsigned_abs() as usize]
+        }
+    } else {
+        slow_f64(body)?
+    };
+    Ok(if neg { -v } else { v })
+}
+
+#[cold]
+fn slow_f64(body: &[u8]) -> Result<f64, NumError> {
+    std::str::from_utf8(body)
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+        .ok_or(NumError::InvalidDigit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers() {
+        assert_eq!(parse_u64(b"0"), Ok(0));
+        assert_eq!(parse_u64(b"6251812952"), Ok(6_251_812_952));
+        assert_eq!(parse_u64(b"18446744073709551615"), Ok(u64::MAX));
+        assert_eq!(parse_u64(b"18446744073709551616"), Err(NumError::Overflow));
+        assert_eq!(parse_u64(b"12a"), Err(NumError::InvalidDigit));
+        assert_eq!(parse_u64(b"-1"), Err(NumError::InvalidDigit));
+        assert_eq!(parse_u64(b""), Err(NumError::Empty));
+    }
+
+    #[test]
+    fn floats_match_std() {
+        for s in [
+            "0.125",
+            "0.07446",
+            "9.537e-06",
+            "0.0004244",
+            "1",
+            "1.0",
+            "-2.5",
+            "2.445",
+            "1E5",
+            "1e+3",
+            ".5",
+            "5.",
+            "0",
+            "0.000000000000000000000123456789",
+            "123456789012345678901234",
+            "3.0e-310",
+            "1e400",
+        ] {
+            let want: f64 = s.parse().unwrap_or(f64::NAN);
+            let got = parse_f64(s.as_bytes()).unwrap_or(f64::NAN);
+            assert!(
+                want == got || (want.is_nan() && got.is_nan()),
+                "{s}: {want} vs {got}"
+            );
+        }
+    }
+
+    #[test]
+    fn float_rejects_garbage() {
+        for s in [
+            "", "-", ".", "e5", "1e", "1.2.3", "abc", "1,0", "nan", "0x10", "1e-",
+        ] {
+            assert!(parse_f64(s.as_bytes()).is_err(), "{s}");
+        }
+    }
+}
