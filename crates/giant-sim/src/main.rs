@@ -14,7 +14,11 @@ use giant_trace::{OnError, TaskEvent, TaskUsage, TraceError, TraceReader};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Parser)]
-#[command(name = "giant-sim", version, about = "Trace-driven simulator of GiantVM cluster rebalancing")]
+#[command(
+    name = "giant-sim",
+    version,
+    about = "Trace-driven simulator of GiantVM cluster rebalancing"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -218,9 +222,16 @@ fn policies(list: &str) -> Result<Vec<PolicyKind>> {
 
 fn load(t: &TraceArgs) -> Result<Trace> {
     if !t.trace.is_dir() {
-        bail!("trace directory {} not found (pass --trace DIR)", t.trace.display());
+        bail!(
+            "trace directory {} not found (pass --trace DIR)",
+            t.trace.display()
+        );
     }
-    let on_error = if t.skip_bad { OnError::Skip } else { OnError::Fail };
+    let on_error = if t.skip_bad {
+        OnError::Skip
+    } else {
+        OnError::Fail
+    };
     let started = Instant::now();
     let trace = Trace::load(&t.trace, on_error)?;
     eprintln!(
@@ -229,14 +240,20 @@ fn load(t: &TraceArgs) -> Result<Trace> {
         trace.usage.len(),
         trace.files.len(),
         started.elapsed().as_secs_f64(),
-        if trace.skipped > 0 { format!(", skipped {} malformed lines", trace.skipped) } else { String::new() }
+        if trace.skipped > 0 {
+            format!(", skipped {} malformed lines", trace.skipped)
+        } else {
+            String::new()
+        }
     );
     Ok(trace)
 }
 
 fn bar(n: u64, what: &str) -> ProgressBar {
     let pb = ProgressBar::new(n);
-    if let Ok(style) = ProgressStyle::with_template(&format!("{{bar:40}} {{pos}}/{{len}} {what} [{{elapsed_precise}}, eta {{eta}}]")) {
+    if let Ok(style) = ProgressStyle::with_template(&format!(
+        "{{bar:40}} {{pos}}/{{len}} {what} [{{elapsed_precise}}, eta {{eta}}]"
+    )) {
         pb.set_style(style);
     }
     pb
@@ -257,8 +274,16 @@ fn print_table(runs: &[Summary]) {
     for r in runs {
         println!(
             "{:<24} {:>5} {:>5.2} {:>8.4} {:>8.4} {:>8.4} {:>9} {:>9.3} {:>8.3} {:>8.0}",
-            r.policy, r.machines, r.overcommit, r.mean_cpu, r.gini, r.overcommitted, r.migrations,
-            r.migration_gb, r.migration_mbit_s, r.mean_stretched_duration_s
+            r.policy,
+            r.machines,
+            r.overcommit,
+            r.mean_cpu,
+            r.gini,
+            r.overcommitted,
+            r.migrations,
+            r.migration_gb,
+            r.migration_mbit_s,
+            r.mean_stretched_duration_s
         );
     }
     if let Some(r) = runs.first() {
@@ -269,7 +294,10 @@ fn print_table(runs: &[Summary]) {
 fn cmd_run(a: RunArgs) -> Result<()> {
     let trace = load(&a.trace)?;
     let cfg = a.model.config();
-    let runs: Vec<_> = policies(&a.policy)?.into_iter().map(|p| (cfg.clone(), p)).collect();
+    let runs: Vec<_> = policies(&a.policy)?
+        .into_iter()
+        .map(|p| (cfg.clone(), p))
+        .collect();
     let res = sweep_runs(&trace, &runs)?;
     print_table(&res);
     output::write_runs(&a.out, "runs", &res, a.json, true)?;
@@ -278,7 +306,13 @@ fn cmd_run(a: RunArgs) -> Result<()> {
 }
 
 fn parse_values(s: &str) -> Result<Vec<f64>> {
-    s.split(',').map(|v| v.trim().parse::<f64>().with_context(|| format!("bad value {v:?}"))).collect()
+    s.split(',')
+        .map(|v| {
+            v.trim()
+                .parse::<f64>()
+                .with_context(|| format!("bad value {v:?}"))
+        })
+        .collect()
 }
 
 fn with_param(cfg: &Config, param: &str, v: f64) -> Result<Config> {
@@ -327,7 +361,11 @@ fn cmd_figures(a: FigArgs) -> Result<()> {
     }
     let started = Instant::now();
     let res = sweep_runs(&trace, &runs)?;
-    eprintln!("{} runs in {:.1}s", res.len(), started.elapsed().as_secs_f64());
+    eprintln!(
+        "{} runs in {:.1}s",
+        res.len(),
+        started.elapsed().as_secs_f64()
+    );
     let n = all.len();
     let main = &res[..n];
     let size_runs = &res[n..n + sizes.len() * n];
@@ -352,22 +390,44 @@ fn cmd_figures(a: FigArgs) -> Result<()> {
         "GB",
         |i| i.cumulative_bytes / 1e9,
     )?;
-    plot::over_time(&a.img.join("gini-over-time.png"), main, "Gini of per-machine CPU", "Gini", |i| i.gini)?;
-    let key: [(&str, fn(&Summary) -> f64); 3] = [
+    plot::over_time(
+        &a.img.join("gini-over-time.png"),
+        main,
+        "Gini of per-machine CPU",
+        "Gini",
+        |i| i.gini,
+    )?;
+    let key: [plot::Metric<'_>; 3] = [
         ("Gini of per-machine CPU", |r| r.gini),
         ("Machines over capacity (fraction)", |r| r.overcommitted),
         ("Migration traffic (Mbit/s)", |r| r.migration_mbit_s),
     ];
-    plot::sweep(&a.img.join("sweep-machines.png"), size_runs, "machines", |r| f64::from(r.machines), &key)?;
-    let key_oc: [(&str, fn(&Summary) -> f64); 4] = [
+    plot::sweep(
+        &a.img.join("sweep-machines.png"),
+        size_runs,
+        "machines",
+        |r| f64::from(r.machines),
+        &key,
+    )?;
+    let key_oc: [plot::Metric<'_>; 4] = [
         ("Gini of per-machine CPU", |r| r.gini),
         ("Mean CPU utilisation", |r| r.mean_cpu),
         ("Machines over capacity (fraction)", |r| r.overcommitted),
         ("Migration traffic (Mbit/s)", |r| r.migration_mbit_s),
     ];
-    plot::sweep(&a.img.join("sweep-overcommit.png"), oc_runs, "overcommit ratio", |r| r.overcommit, &key_oc)?;
+    plot::sweep(
+        &a.img.join("sweep-overcommit.png"),
+        oc_runs,
+        "overcommit ratio",
+        |r| r.overcommit,
+        &key_oc,
+    )?;
     plot::first_second(&a.img.join("first-second.png"), main)?;
-    eprintln!("figures in {}, data in {}", a.img.display(), a.data.display());
+    eprintln!(
+        "figures in {}, data in {}",
+        a.img.display(),
+        a.data.display()
+    );
     Ok(())
 }
 
@@ -375,17 +435,24 @@ fn open_all<T: giant_trace::Record + 'static>(
     files: &[PathBuf],
     on_error: OnError,
 ) -> impl Iterator<Item = Result<T, TraceError>> + '_ {
-    files.iter().flat_map(move |p| -> Box<dyn Iterator<Item = Result<T, TraceError>>> {
-        match TraceReader::<_, T>::open(p, on_error) {
-            Ok(r) => Box::new(r),
-            Err(e) => Box::new(std::iter::once(Err(e))),
-        }
-    })
+    files.iter().flat_map(
+        move |p| -> Box<dyn Iterator<Item = Result<T, TraceError>>> {
+            match TraceReader::<_, T>::open(p, on_error) {
+                Ok(r) => Box::new(r),
+                Err(e) => Box::new(std::iter::once(Err(e))),
+            }
+        },
+    )
 }
 
 fn cmd_stream(a: StreamArgs) -> Result<()> {
-    let policy = PolicyKind::from_name(&a.policy).with_context(|| format!("unknown policy {}", a.policy))?;
-    let on_error = if a.skip_bad { OnError::Skip } else { OnError::Fail };
+    let policy =
+        PolicyKind::from_name(&a.policy).with_context(|| format!("unknown policy {}", a.policy))?;
+    let on_error = if a.skip_bad {
+        OnError::Skip
+    } else {
+        OnError::Fail
+    };
     let cfg = a.model.config();
     let mut sim = Simulation::new(cfg.clone(), policy, UsageModel::default())?;
     let started = Instant::now();
@@ -398,12 +465,18 @@ fn cmd_stream(a: StreamArgs) -> Result<()> {
     let s = sim.finish(Some(end));
     let secs = started.elapsed().as_secs_f64();
     print_table(std::slice::from_ref(&s));
-    println!("rows {} in {:.3}s: {:.2} M rows/s (one core, gzip + parse + simulate)", s.rows, secs, s.rows as f64 / secs / 1e6);
+    println!(
+        "rows {} in {:.3}s: {:.2} M rows/s (one core, gzip + parse + simulate)",
+        s.rows,
+        secs,
+        s.rows as f64 / secs / 1e6
+    );
     Ok(())
 }
 
 fn cmd_synth(a: SynthArgs) -> Result<()> {
-    let policy = PolicyKind::from_name(&a.policy).with_context(|| format!("unknown policy {}", a.policy))?;
+    let policy =
+        PolicyKind::from_name(&a.policy).with_context(|| format!("unknown policy {}", a.policy))?;
     let cfg = a.model.config();
     let mut sim = Simulation::new(cfg, policy, UsageModel::default())?;
     let mut gen = SynthTrace::new(SynthConfig {
@@ -425,8 +498,16 @@ fn cmd_synth(a: SynthArgs) -> Result<()> {
         }
         let t1 = Instant::now();
         bytes += (ev.len() + us.len()) as u64;
-        let events = TraceReader::<_, TaskEvent>::new(&ev[..], Path::new("synthetic task_events"), OnError::Fail);
-        let usage = TraceReader::<_, TaskUsage>::new(&us[..], Path::new("synthetic task_usage"), OnError::Fail);
+        let events = TraceReader::<_, TaskEvent>::new(
+            &ev[..],
+            Path::new("synthetic task_events"),
+            OnError::Fail,
+        );
+        let usage = TraceReader::<_, TaskUsage>::new(
+            &us[..],
+            Path::new("synthetic task_usage"),
+            OnError::Fail,
+        );
         last = feed(&mut sim, events, usage, None)?.max(last);
         sim_s += t1.elapsed().as_secs_f64();
         gen_s += (t1 - t0).as_secs_f64();

@@ -14,7 +14,11 @@ pub fn gini(values: &mut [f64]) -> f64 {
     if total <= 0.0 {
         return 0.0;
     }
-    let weighted: f64 = values.iter().enumerate().map(|(i, v)| (i as f64 + 1.0) * v).sum();
+    let weighted: f64 = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (i as f64 + 1.0) * v)
+        .sum();
     let n = n as f64;
     (2.0 * weighted) / (n * total) - (n + 1.0) / n
 }
@@ -122,6 +126,7 @@ impl Summary {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -3,8 +3,8 @@
 //! Time is trace time in microseconds and only advances with the rows fed in, so a run
 //! is a pure function of (config, policy, rows): deterministic for a given seed.
 
-use std::collections::{BinaryHeap, VecDeque};
 use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 use giant_trace::synth::{mix64, SplitMix64};
 use giant_trace::{EventType, TaskEvent, TaskUsage, TRACE_START_US};
@@ -116,7 +116,11 @@ impl Simulation {
     pub fn new(cfg: Config, policy: PolicyKind, model: UsageModel) -> Result<Self, SimError> {
         cfg.validate()?;
         let frac = cfg.sample_fraction();
-        let sample_below = if frac >= 1.0 { u64::MAX } else { (frac * u64::MAX as f64) as u64 };
+        let sample_below = if frac >= 1.0 {
+            u64::MAX
+        } else {
+            (frac * u64::MAX as f64) as u64
+        };
         let n = cfg.machines as usize;
         Ok(Self {
             rng: SplitMix64::new(cfg.seed),
@@ -153,7 +157,8 @@ impl Simulation {
 
     #[inline]
     fn sampled(&self, job: u64) -> bool {
-        self.sample_below == u64::MAX || mix64(job ^ self.cfg.seed.rotate_left(17)) < self.sample_below
+        self.sample_below == u64::MAX
+            || mix64(job ^ self.cfg.seed.rotate_left(17)) < self.sample_below
     }
 
     fn start_clock(&mut self, t: u64) {
@@ -279,7 +284,13 @@ impl Simulation {
             if task.real_until != end {
                 continue; // a newer row superseded it, or the slot was reused
             }
-            let m = self.model.model(self.cfg.seed, task.job, task.index, task.cpu_req, task.mem_req);
+            let m = self.model.model(
+                self.cfg.seed,
+                task.job,
+                task.index,
+                task.cpu_req,
+                task.mem_req,
+            );
             let task = &mut self.tasks[id as usize];
             task.real_until = 0;
             task.base_cpu = m.cpu;
@@ -295,7 +306,9 @@ impl Simulation {
         self.arrived_since_tick = true;
         let cpu_req = e.cpu_request.unwrap_or(0.0).max(0.0);
         let mem_req = e.memory_request.unwrap_or(0.0).max(0.0);
-        let m = self.model.model(self.cfg.seed, e.job_id, e.task_index, cpu_req, mem_req);
+        let m = self
+            .model
+            .model(self.cfg.seed, e.job_id, e.task_index, cpu_req, mem_req);
         let task = Task {
             job: e.job_id,
             index: e.task_index,
@@ -453,7 +466,8 @@ impl Simulation {
         while let Some(&id) = self.machines[mi].pending.front() {
             let req = f64::from(self.tasks[id as usize].cpu_req);
             // A task larger than the limit would block forever; run it on an empty machine.
-            let fits = self.machines[mi].req + req <= limit + 1e-12 || self.machines[mi].tasks.is_empty();
+            let fits =
+                self.machines[mi].req + req <= limit + 1e-12 || self.machines[mi].tasks.is_empty();
             if !fits {
                 break;
             }
@@ -463,7 +477,8 @@ impl Simulation {
     }
 
     fn migratable(&self, t: &Task) -> bool {
-        t.priority <= self.cfg.migratable_max_priority && f64::from(t.peak) <= self.cfg.migratable_max_peak_cpu
+        t.priority <= self.cfg.migratable_max_priority
+            && f64::from(t.peak) <= self.cfg.migratable_max_peak_cpu
     }
 
     fn rebalance(&mut self) {
@@ -564,7 +579,11 @@ impl Simulation {
 
     fn sample(&mut self) {
         let cap = self.cfg.cpu_capacity;
-        let mut utils: Vec<f64> = self.machines.iter().map(|m| (m.cpu / cap).max(0.0)).collect();
+        let mut utils: Vec<f64> = self
+            .machines
+            .iter()
+            .map(|m| (m.cpu / cap).max(0.0))
+            .collect();
         let n = utils.len() as f64;
         let mean = utils.iter().sum::<f64>() / n;
         let over = utils.iter().filter(|&&u| u > 1.0).count() as f64 / n;
@@ -617,7 +636,11 @@ impl Simulation {
             }
         };
         let task_s = self.tot.run_s + run_open;
-        let real_frac = if task_s > 0.0 { (self.tot.real_task_s / task_s).min(1.0) } else { 0.0 };
+        let real_frac = if task_s > 0.0 {
+            (self.tot.real_task_s / task_s).min(1.0)
+        } else {
+            0.0
+        };
         let fin = self.tot.finished.max(1) as f64;
         Summary {
             policy: self.policy.name().to_string(),
@@ -641,7 +664,11 @@ impl Simulation {
             mean_stretched_duration_s: self.tot.stretched_s / fin,
             migrations: self.tot.migrations,
             migration_gb: self.tot.bytes / 1e9,
-            migration_mbit_s: if span_s > 0.0 { self.tot.bytes * 8.0 / 1e6 / span_s } else { 0.0 },
+            migration_mbit_s: if span_s > 0.0 {
+                self.tot.bytes * 8.0 / 1e6 / span_s
+            } else {
+                0.0
+            },
             peak_interval_mbit_s: iv
                 .iter()
                 .map(|i| i.bytes * 8.0 / 1e6 / self.cfg.sample_interval_s as f64)
@@ -654,7 +681,10 @@ impl Simulation {
             } else if real_frac <= 0.0 {
                 "modelled".into()
             } else {
-                format!("mixed: {:.1}% of task-time modelled", 100.0 * (1.0 - real_frac))
+                format!(
+                    "mixed: {:.1}% of task-time modelled",
+                    100.0 * (1.0 - real_frac)
+                )
             },
             intervals: std::mem::take(&mut self.intervals),
         }

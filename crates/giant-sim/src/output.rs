@@ -10,10 +10,16 @@ use crate::SimError;
 fn write(path: &Path, text: &str) -> Result<(), SimError> {
     if let Some(dir) = path.parent() {
         if !dir.as_os_str().is_empty() {
-            std::fs::create_dir_all(dir).map_err(|source| SimError::Output { path: dir.to_path_buf(), source })?;
+            std::fs::create_dir_all(dir).map_err(|source| SimError::Output {
+                path: dir.to_path_buf(),
+                source,
+            })?;
         }
     }
-    std::fs::write(path, text).map_err(|source| SimError::Output { path: path.to_path_buf(), source })
+    std::fs::write(path, text).map_err(|source| SimError::Output {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Header of [`summaries_csv`].
@@ -27,7 +33,9 @@ pub fn summaries_csv(runs: &[Summary]) -> String {
     for r in runs {
         let base = runs
             .iter()
-            .find(|b| b.policy == "none" && b.machines == r.machines && b.overcommit == r.overcommit)
+            .find(|b| {
+                b.policy == "none" && b.machines == r.machines && b.overcommit == r.overcommit
+            })
             .map_or(r.gini, |b| b.gini);
         let _ = writeln!(
             s,
@@ -49,8 +57,21 @@ pub fn intervals_csv(runs: &[Summary]) -> String {
             let _ = writeln!(
                 s,
                 "{},{},{},{:.0},{:.6},{:.6},{:.6},{:.6},{},{},{},{:.0},{:.0},{},{},\"{}\"",
-                r.policy, r.machines, r.overcommit, i.time_s, i.mean_cpu, i.gini, i.overcommitted, i.mean_excess,
-                i.running, i.pending, i.migrations, i.bytes, i.cumulative_bytes, i.to_first, i.to_second,
+                r.policy,
+                r.machines,
+                r.overcommit,
+                i.time_s,
+                i.mean_cpu,
+                i.gini,
+                i.overcommitted,
+                i.mean_excess,
+                i.running,
+                i.pending,
+                i.migrations,
+                i.bytes,
+                i.cumulative_bytes,
+                i.to_first,
+                i.to_second,
                 r.usage_source
             );
         }
@@ -59,7 +80,13 @@ pub fn intervals_csv(runs: &[Summary]) -> String {
 }
 
 /// Writes the run summaries (and, if `intervals`, the samples) as CSV or JSON.
-pub fn write_runs(dir: &Path, stem: &str, runs: &[Summary], json: bool, intervals: bool) -> Result<(), SimError> {
+pub fn write_runs(
+    dir: &Path,
+    stem: &str,
+    runs: &[Summary],
+    json: bool,
+    intervals: bool,
+) -> Result<(), SimError> {
     if json {
         let v: Vec<Summary> = runs
             .iter()
@@ -79,7 +106,10 @@ pub fn write_runs(dir: &Path, stem: &str, runs: &[Summary], json: bool, interval
     } else {
         write(&dir.join(format!("{stem}.csv")), &summaries_csv(runs))?;
         if intervals {
-            write(&dir.join(format!("{stem}-intervals.csv")), &intervals_csv(runs))?;
+            write(
+                &dir.join(format!("{stem}-intervals.csv")),
+                &intervals_csv(runs),
+            )?;
         }
         Ok(())
     }

@@ -22,8 +22,14 @@ fn register_font() {
 
 type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
 
+/// A metric to plot: its title and how to read it from a run.
+pub type Metric<'a> = (&'a str, fn(&Summary) -> f64);
+
 fn perr(path: &Path) -> impl Fn(String) -> SimError + '_ {
-    move |msg| SimError::Plot { path: path.to_path_buf(), msg }
+    move |msg| SimError::Plot {
+        path: path.to_path_buf(),
+        msg,
+    }
 }
 
 macro_rules! tryp {
@@ -61,7 +67,14 @@ fn color(i: usize) -> RGBColor {
     C[i % C.len()]
 }
 
-fn bars(area: &Area<'_>, path: &Path, title: &str, labels: &[String], values: &[f64], ylabel: &str) -> Result<(), SimError> {
+fn bars(
+    area: &Area<'_>,
+    path: &Path,
+    title: &str,
+    labels: &[String],
+    values: &[f64],
+    ylabel: &str,
+) -> Result<(), SimError> {
     let max = values.iter().cloned().fold(0.0, f64::max);
     let top = if max > 0.0 { max * 1.15 } else { 1.0 };
     let n = labels.len();
@@ -106,7 +119,10 @@ fn bars(area: &Area<'_>, path: &Path, title: &str, labels: &[String], values: &[
 fn root<'a>(path: &'a Path, w: u32, h: u32) -> Result<Area<'a>, SimError> {
     register_font();
     if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d).map_err(|source| SimError::Output { path: d.to_path_buf(), source })?;
+        std::fs::create_dir_all(d).map_err(|source| SimError::Output {
+            path: d.to_path_buf(),
+            source,
+        })?;
     }
     let area = BitMapBackend::new(path, (w, h)).into_drawing_area();
     tryp!(area.fill(&WHITE), path);
@@ -120,13 +136,21 @@ pub fn policy_comparison(path: &Path, runs: &[Summary], note: &str) -> Result<()
     tryp!(head.titled(note, ("sans-serif", 16)), path);
     let panels = body.split_evenly((2, 2));
     let labels: Vec<String> = runs.iter().map(|r| short(&r.policy).to_string()).collect();
-    let metrics: [(&str, &str, fn(&Summary) -> f64); 4] = [
-        ("Gini of per-machine CPU (lower = more balanced)", "Gini", |r| r.gini),
-        ("Mean CPU utilisation", "usage / capacity", |r| r.mean_cpu),
-        ("Machines over capacity", "fraction", |r| r.overcommitted),
-        ("Migration traffic (whole cluster)", "Mbit/s", |r| r.migration_mbit_s),
+    let metrics: [(Metric<'_>, &str); 4] = [
+        (
+            ("Gini of per-machine CPU (lower = more balanced)", |r| {
+                r.gini
+            }),
+            "Gini",
+        ),
+        (("Mean CPU utilisation", |r| r.mean_cpu), "usage / capacity"),
+        (("Machines over capacity", |r| r.overcommitted), "fraction"),
+        (
+            ("Migration traffic (whole cluster)", |r| r.migration_mbit_s),
+            "Mbit/s",
+        ),
     ];
-    for (p, (t, y, f)) in panels.iter().zip(metrics) {
+    for (p, ((t, f), y)) in panels.iter().zip(metrics) {
         let v: Vec<f64> = runs.iter().map(f).collect();
         bars(p, path, t, &labels, &v, y)?;
     }
@@ -148,7 +172,10 @@ pub fn over_time(
         .flat_map(|r| r.intervals.last())
         .map(|i| i.time_s / 3600.0)
         .fold(0.1, f64::max);
-    let ymax = runs.iter().flat_map(|r| r.intervals.iter().map(f)).fold(0.0, f64::max);
+    let ymax = runs
+        .iter()
+        .flat_map(|r| r.intervals.iter().map(f))
+        .fold(0.0, f64::max);
     let ymax = if ymax > 0.0 { ymax * 1.1 } else { 1.0 };
     let mut chart = tryp!(
         ChartBuilder::on(&area)
@@ -200,7 +227,7 @@ pub fn sweep(
     runs: &[Summary],
     xlabel: &str,
     x: fn(&Summary) -> f64,
-    metrics: &[(&str, fn(&Summary) -> f64)],
+    metrics: &[Metric<'_>],
 ) -> Result<(), SimError> {
     let cols = metrics.len().min(2);
     let rows = metrics.len().div_ceil(2);
@@ -214,7 +241,11 @@ pub fn sweep(
     }
     let xmin = runs.iter().map(x).fold(f64::INFINITY, f64::min);
     let xmax = runs.iter().map(x).fold(f64::NEG_INFINITY, f64::max);
-    let (xmin, xmax) = if xmin < xmax { (xmin, xmax) } else { (xmin - 1.0, xmin + 1.0) };
+    let (xmin, xmax) = if xmin < xmax {
+        (xmin, xmax)
+    } else {
+        (xmin - 1.0, xmin + 1.0)
+    };
     for (panel, (name, f)) in panels.iter().zip(metrics) {
         let ymax = runs.iter().map(f).fold(0.0, f64::max);
         let ymax = if ymax > 0.0 { ymax * 1.1 } else { 1.0 };
@@ -228,17 +259,32 @@ pub fn sweep(
             path
         );
         tryp!(
-            chart.configure_mesh().x_desc(xlabel).label_style(("sans-serif", 13)).draw(),
+            chart
+                .configure_mesh()
+                .x_desc(xlabel)
+                .label_style(("sans-serif", 13))
+                .draw(),
             path
         );
         for (i, p) in policies.iter().enumerate() {
             let c = color(i);
-            let mut pts: Vec<(f64, f64)> = runs.iter().filter(|r| r.policy == *p).map(|r| (x(r), f(r))).collect();
+            let mut pts: Vec<(f64, f64)> = runs
+                .iter()
+                .filter(|r| r.policy == *p)
+                .map(|r| (x(r), f(r)))
+                .collect();
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let s = tryp!(chart.draw_series(LineSeries::new(pts.clone(), c.stroke_width(2))), path);
-            s.label(short(p).to_string())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
-            tryp!(chart.draw_series(pts.into_iter().map(|pt| Circle::new(pt, 3, c.filled()))), path);
+            let s = tryp!(
+                chart.draw_series(LineSeries::new(pts.clone(), c.stroke_width(2))),
+                path
+            );
+            s.label(short(p).to_string()).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+            });
+            tryp!(
+                chart.draw_series(pts.into_iter().map(|pt| Circle::new(pt, 3, c.filled()))),
+                path
+            );
         }
         tryp!(
             chart
@@ -258,14 +304,23 @@ pub fn sweep(
 /// How many moves went to the least-loaded and to the second least-loaded machine.
 pub fn first_second(path: &Path, runs: &[Summary]) -> Result<(), SimError> {
     let area = root(path, 1200, 600)?;
-    let runs: Vec<&Summary> = runs.iter().filter(|r| r.to_first + r.to_second > 0).collect();
+    let runs: Vec<&Summary> = runs
+        .iter()
+        .filter(|r| r.to_first + r.to_second > 0)
+        .collect();
     let n = runs.len().max(1);
-    let ymax = runs.iter().map(|r| r.to_first.max(r.to_second) as f64).fold(0.0, f64::max);
+    let ymax = runs
+        .iter()
+        .map(|r| r.to_first.max(r.to_second) as f64)
+        .fold(0.0, f64::max);
     let ymax = if ymax > 0.0 { ymax * 1.15 } else { 1.0 };
     let labels: Vec<String> = runs.iter().map(|r| short(&r.policy).to_string()).collect();
     let mut chart = tryp!(
         ChartBuilder::on(&area)
-            .caption("Destinations: least-loaded (left) vs second least-loaded (right)", ("sans-serif", 20))
+            .caption(
+                "Destinations: least-loaded (left) vs second least-loaded (right)",
+                ("sans-serif", 20)
+            )
             .margin(10)
             .x_label_area_size(40)
             .y_label_area_size(70)
@@ -295,7 +350,10 @@ pub fn first_second(path: &Path, runs: &[Summary]) -> Result<(), SimError> {
     tryp!(
         chart.draw_series(runs.iter().enumerate().map(|(i, r)| {
             let x = i as f64;
-            Rectangle::new([(x - 0.38, 0.0), (x - 0.02, r.to_first as f64)], first.filled())
+            Rectangle::new(
+                [(x - 0.38, 0.0), (x - 0.02, r.to_first as f64)],
+                first.filled(),
+            )
         })),
         path
     )
@@ -304,7 +362,10 @@ pub fn first_second(path: &Path, runs: &[Summary]) -> Result<(), SimError> {
     tryp!(
         chart.draw_series(runs.iter().enumerate().map(|(i, r)| {
             let x = i as f64;
-            Rectangle::new([(x + 0.02, 0.0), (x + 0.38, r.to_second as f64)], second.filled())
+            Rectangle::new(
+                [(x + 0.02, 0.0), (x + 0.38, r.to_second as f64)],
+                second.filled(),
+            )
         })),
         path
     )

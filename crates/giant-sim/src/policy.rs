@@ -59,7 +59,9 @@ impl CellView<'_> {
 
     /// Other machines of the cell sorted by load, least loaded first.
     fn ranked_targets(&self) -> Vec<usize> {
-        let mut t: Vec<usize> = (0..self.loads.len()).filter(|&i| i != self.source).collect();
+        let mut t: Vec<usize> = (0..self.loads.len())
+            .filter(|&i| i != self.source)
+            .collect();
         t.sort_by(|&a, &b| self.loads[a].total_cmp(&self.loads[b]).then(a.cmp(&b)));
         t
     }
@@ -68,7 +70,11 @@ impl CellView<'_> {
         self.loads[self.source] -= c.cpu_use;
         self.loads[to] += c.cpu_use;
         *self.budget_bytes -= c.bytes;
-        out.push(Move { task: c.task, to, rank });
+        out.push(Move {
+            task: c.task,
+            to,
+            rank,
+        });
     }
 }
 
@@ -222,7 +228,8 @@ fn budget_best_fit(view: &mut CellView<'_>, out: &mut Vec<Move>) {
             .iter()
             .enumerate()
             .filter(|(_, &t)| {
-                view.loads[t] + c.cpu_use <= limit && view.loads[t] + c.cpu_use < view.loads[view.source] - c.cpu_use
+                view.loads[t] + c.cpu_use <= limit
+                    && view.loads[t] + c.cpu_use < view.loads[view.source] - c.cpu_use
             })
             .min_by(|a, b| view.loads[*a.1].total_cmp(&view.loads[*b.1]))
             .map(|(r, &t)| (t, r.min(1) as u8))
@@ -255,6 +262,7 @@ fn budget_best_fit(view: &mut CellView<'_>, out: &mut Vec<Move>) {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
@@ -296,7 +304,12 @@ mod tests {
     #[test]
     fn coarse_moves_everything_to_least_loaded() {
         let mut loads = [1.2, 0.5, 0.2, 0.6];
-        let m = run(PolicyKind::Coarse, &mut loads, vec![cand(1, 0.1, 1e9), cand(2, 0.2, 1e9)], f64::INFINITY);
+        let m = run(
+            PolicyKind::Coarse,
+            &mut loads,
+            vec![cand(1, 0.1, 1e9), cand(2, 0.2, 1e9)],
+            f64::INFINITY,
+        );
         assert_eq!(m.len(), 2);
         assert!(m.iter().all(|m| m.to == 2 && m.rank == 0));
         assert!((loads[0] - 0.9).abs() < 1e-9 && (loads[2] - 0.5).abs() < 1e-9);
@@ -306,7 +319,12 @@ mod tests {
     fn fine_spreads_over_two_and_stops_at_threshold() {
         let mut loads = [1.3, 0.5, 0.2, 0.6];
         let c = (1..=10).map(|i| cand(i, 0.1, 1e9)).collect();
-        let m = run(PolicyKind::Fine(SortKey::Arrival), &mut loads, c, f64::INFINITY);
+        let m = run(
+            PolicyKind::Fine(SortKey::Arrival),
+            &mut loads,
+            c,
+            f64::INFINITY,
+        );
         assert_eq!(m.len(), 5, "{m:?}");
         assert!(m.iter().all(|m| m.to == 1 || m.to == 2));
         assert!(m.iter().any(|m| m.rank == 1));
@@ -318,11 +336,21 @@ mod tests {
     fn fine_sorted_by_cpu_moves_big_first() {
         let mut loads = [1.0, 0.1, 0.1, 0.1];
         let c = vec![cand(1, 0.05, 1e9), cand(2, 0.3, 1e9), cand(3, 0.1, 1e9)];
-        let m = run(PolicyKind::Fine(SortKey::CpuUsage), &mut loads, c.clone(), f64::INFINITY);
+        let m = run(
+            PolicyKind::Fine(SortKey::CpuUsage),
+            &mut loads,
+            c.clone(),
+            f64::INFINITY,
+        );
         assert_eq!(m[0].task, 2);
         assert_eq!(m.len(), 1);
         let mut loads = [1.0, 0.1, 0.1, 0.1];
-        let m = run(PolicyKind::Fine(SortKey::ReverseCpuUsage), &mut loads, c, f64::INFINITY);
+        let m = run(
+            PolicyKind::Fine(SortKey::ReverseCpuUsage),
+            &mut loads,
+            c,
+            f64::INFINITY,
+        );
         assert_eq!(m[0].task, 1);
     }
 
@@ -330,7 +358,12 @@ mod tests {
     fn ours_picks_smallest_single_cover_and_respects_budget() {
         let mut loads = [0.95, 0.3, 0.7, 0.1];
         let c = vec![cand(1, 0.2, 8e9), cand(2, 0.16, 1e9), cand(3, 0.05, 1e8)];
-        let m = run(PolicyKind::BudgetBestFit, &mut loads, c.clone(), f64::INFINITY);
+        let m = run(
+            PolicyKind::BudgetBestFit,
+            &mut loads,
+            c.clone(),
+            f64::INFINITY,
+        );
         assert_eq!(m.len(), 1);
         assert_eq!(m[0].task, 2);
         // The least-loaded machine that stays under 0.8.
@@ -343,6 +376,12 @@ mod tests {
     #[test]
     fn none_does_nothing() {
         let mut loads = [2.0, 0.0];
-        assert!(run(PolicyKind::None, &mut loads, vec![cand(1, 0.5, 1.0)], f64::INFINITY).is_empty());
+        assert!(run(
+            PolicyKind::None,
+            &mut loads,
+            vec![cand(1, 0.5, 1.0)],
+            f64::INFINITY
+        )
+        .is_empty());
     }
 }

@@ -119,7 +119,8 @@ impl UsageModel {
     }
 
     fn with_burst_mean(mut self) -> Self {
-        self.burst_mean = self.burst_ratio.iter().sum::<f32>() / self.burst_ratio.len().max(1) as f32;
+        self.burst_mean =
+            self.burst_ratio.iter().sum::<f32>() / self.burst_ratio.len().max(1) as f32;
         self
     }
 
@@ -137,14 +138,21 @@ impl UsageModel {
         let mem = mem_req * Self::draw(&self.mem_ratio, mix64(k ^ 2));
         let peak = (cpu * Self::draw(&self.peak_ratio, mix64(k ^ 3))).min(1.0);
         let mai = Self::draw(&self.mai, mix64(k ^ 4));
-        Modelled { cpu, mem, peak, mai }
+        Modelled {
+            cpu,
+            mem,
+            peak,
+            mai,
+        }
     }
 }
 
 impl UsageModel {
     /// Multiplier of a task's modelled CPU in usage window `window` (deterministic).
     pub fn burst(&self, seed: u64, job: u64, index: u32, window: u64) -> f32 {
-        let k = mix64(seed ^ mix64(job ^ (u64::from(index) << 40)) ^ mix64(window.wrapping_add(0x5bd1)));
+        let k = mix64(
+            seed ^ mix64(job ^ (u64::from(index) << 40)) ^ mix64(window.wrapping_add(0x5bd1)),
+        );
         // Normalised to mean 1 and blended half-and-half with 1: a 1-s sample is far
         // spikier than the 5-min means we model.
         let mean = self.burst_mean;

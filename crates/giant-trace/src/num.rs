@@ -145,6 +145,7 @@ fn slow_f64(body: &[u8]) -> Result<f64, NumError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

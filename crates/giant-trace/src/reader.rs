@@ -265,6 +265,7 @@ pub struct ReadAll<T> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::{TaskEvent, TaskUsage};

@@ -385,6 +385,7 @@ impl Record for TaskUsage {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -375,7 +375,7 @@ pub fn put_frac(out: &mut Vec<u8>, v: f32) {
         return;
     }
     let mut digits = 5;
-    while frac % 10 == 0 {
+    while frac.is_multiple_of(10) {
         frac /= 10;
         digits -= 1;
     }
@@ -409,6 +409,7 @@ pub fn write_files(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::{OnError, Record, TaskEvent, TaskUsage, TraceReader};
