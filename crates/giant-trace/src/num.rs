@@ -24,18 +24,40 @@ pub fn parse_u64(field: &[u8]) -> Result<u64, NumError> {
     if field.is_empty() {
         return Err(NumError::Empty);
     }
+    match parse_u64_prefix(field)? {
+        (v, n) if n == field.len() => Ok(v),
+        _ => Err(NumError::InvalidDigit),
+    }
+}
+
+/// Parses the decimal digits at the start of `s`; returns the value and how many bytes
+/// it used (0 digits = `(0, 0)`).
+#[inline]
+pub fn parse_u64_prefix(s: &[u8]) -> Result<(u64, usize), NumError> {
     let mut v: u64 = 0;
-    for &b in field {
-        let d = b.wrapping_sub(b'0');
+    let mut i = 0;
+    // 19 digits cannot overflow a u64.
+    let fast = s.len().min(19);
+    while i < fast {
+        let d = s[i].wrapping_sub(b'0');
         if d > 9 {
-            return Err(NumError::InvalidDigit);
+            return Ok((v, i));
+        }
+        v = v * 10 + u64::from(d);
+        i += 1;
+    }
+    while i < s.len() {
+        let d = s[i].wrapping_sub(b'0');
+        if d > 9 {
+            break;
         }
         v = v
             .checked_mul(10)
             .and_then(|v| v.checked_add(u64::from(d)))
             .ok_or(NumError::Overflow)?;
+        i += 1;
     }
-    Ok(v)
+    Ok((v, i))
 }
 
 /// Powers of ten exactly representable in an `f64`.
@@ -50,10 +72,19 @@ pub fn parse_f64(field: &[u8]) -> Result<f64, NumError> {
     if field.is_empty() {
         return Err(NumError::Empty);
     }
-    let (neg, body) = match field[0] {
-        b'-' => (true, &field[1..]),
-        b'+' => (false, &field[1..]),
-        _ => (false, field),
+    match parse_f64_prefix(field)? {
+        (v, n) if n == field.len() => Ok(v),
+        _ => Err(NumError::InvalidDigit),
+    }
+}
+
+/// Parses the float at the start of `s`; returns it and the bytes used.
+#[inline]
+pub fn parse_f64_prefix(field: &[u8]) -> Result<(f64, usize), NumError> {
+    let (neg, body, sign) = match field.first() {
+        Some(b'-') => (true, &field[1..], 1),
+        Some(b'+') => (false, &field[1..], 1),
+        _ => (false, field, 0),
     };
     let mut mant: u64 = 0;
     let mut digits = 0u32;
@@ -119,9 +150,6 @@ pub fn parse_f64(field: &[u8]) -> Result<f64, NumError> {
         }
         exp10 = exp10.saturating_add(if eneg { -e } else { e });
     }
-    if i != body.len() {
-        return Err(NumError::InvalidDigit);
-    }
     let v = if mant < (1u64 << 53) && exp10.unsigned_abs() <= 22 {
         // Clinger's fast path: both operands are exact, so one rounding.
         let m = mant as f64;
@@ -131,9 +159,9 @@ pub fn parse_f64(field: &[u8]) -> Result<f64, NumError> {
             m / POW10[exp10.unsigned_abs() as usize]
         }
     } else {
-        slow_f64(body)?
+        slow_f64(&body[..i])?
     };
-    Ok(if neg { -v } else { v })
+    Ok((if neg { -v } else { v }, sign + i))
 }
 
 #[cold]

@@ -118,7 +118,8 @@ pub struct TraceReader<R, T> {
     _t: PhantomData<T>,
 }
 
-/// Opens a file, decompressing it when its name ends in `.gz`.
+/// Opens a file, decompressing it when its name ends in `.gz` (streaming, flate2 with
+/// the zlib-rs backend: the fastest of those measured in docs/benchmarks-giant.md).
 pub fn open_maybe_gz(path: &Path) -> Result<Box<dyn Read + Send>, TraceError> {
     let file = File::open(path).map_err(|source| TraceError::Io {
         file: path.to_path_buf(),
