@@ -142,7 +142,7 @@ struct SweepArgs {
     trace: TraceArgs,
     #[command(flatten)]
     model: ModelArgs,
-    /// Parameter to sweep: machines or overcommit.
+    /// Parameter to sweep: machines, overcommit, threshold or seed.
     #[arg(long)]
     param: String,
     /// Values (comma separated).
@@ -321,7 +321,8 @@ fn with_param(cfg: &Config, param: &str, v: f64) -> Result<Config> {
         "machines" => c.machines = v as u32,
         "overcommit" => c.overcommit = v,
         "threshold" => c.warning_threshold = v,
-        _ => bail!("unknown sweep parameter {param:?} (machines, overcommit, threshold)"),
+        "seed" => c.seed = v as u64,
+        _ => bail!("unknown sweep parameter {param:?} (machines, overcommit, threshold, seed)"),
     }
     Ok(c)
 }

@@ -39,7 +39,7 @@ pub fn summaries_csv(runs: &[Summary]) -> String {
             .map_or(r.gini, |b| b.gini);
         let _ = writeln!(
             s,
-            "{},{},{},{},{:.0},{:.6},{:.6},{:.6},{:.6},{:.2},{},{:.1},{:.1},{:.1},{},{:.4},{:.4},{:.4},{},{},{:.6},\"{}\"",
+            "{},{},{},{},{:.0},{:.6},{:.6},{:.6},{:.6},{:.2},{},{:.1},{:.1},{:.1},{},{:.4},{:.4},{:.4},{},{},{:.4e},\"{}\"",
             r.policy, r.machines, r.overcommit, r.seed, r.simulated_s, r.mean_cpu, r.gini, r.overcommitted,
             r.mean_excess, r.mean_pending, r.tasks_finished, r.mean_duration_s, r.mean_wait_s,
             r.mean_stretched_duration_s, r.migrations, r.migration_gb, r.migration_mbit_s,

@@ -76,7 +76,9 @@ fn bars(
     ylabel: &str,
 ) -> Result<(), SimError> {
     let max = values.iter().cloned().fold(0.0, f64::max);
+    let min = values.iter().cloned().fold(0.0, f64::min);
     let top = if max > 0.0 { max * 1.15 } else { 1.0 };
+    let bottom = if min < 0.0 { min * 1.15 } else { 0.0 };
     let n = labels.len();
     let mut chart = tryp!(
         ChartBuilder::on(area)
@@ -84,7 +86,7 @@ fn bars(
             .margin(8)
             .x_label_area_size(40)
             .y_label_area_size(60)
-            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), 0f64..top),
+            .build_cartesian_2d(-0.5f64..(n as f64 - 0.5), bottom..top),
         path
     );
     let lab = labels.to_vec();
@@ -131,27 +133,48 @@ fn root<'a>(path: &'a Path, w: u32, h: u32) -> Result<Area<'a>, SimError> {
 
 /// Policy comparison: Gini, mean CPU, overcommitted machines and network, one bar per policy.
 pub fn policy_comparison(path: &Path, runs: &[Summary], note: &str) -> Result<(), SimError> {
-    let area = root(path, 1400, 900)?;
+    let area = root(path, 1800, 900)?;
     let (head, body) = area.split_vertically(30);
     tryp!(head.titled(note, ("sans-serif", 16)), path);
-    let panels = body.split_evenly((2, 2));
+    let panels = body.split_evenly((2, 3));
     let labels: Vec<String> = runs.iter().map(|r| short(&r.policy).to_string()).collect();
-    let metrics: [(Metric<'_>, &str); 4] = [
+    let base = runs
+        .iter()
+        .find(|r| r.policy == "none")
+        .map_or(0.0, |r| r.gini);
+    let values: [(&str, &str, Vec<f64>); 6] = [
         (
-            ("Gini of per-machine CPU (lower = more balanced)", |r| {
-                r.gini
-            }),
+            "Gini of per-machine CPU",
             "Gini",
+            runs.iter().map(|r| r.gini).collect(),
         ),
-        (("Mean CPU utilisation", |r| r.mean_cpu), "usage / capacity"),
-        (("Machines over capacity", |r| r.overcommitted), "fraction"),
         (
-            ("Migration traffic (whole cluster)", |r| r.migration_mbit_s),
+            "Gini reduction vs none (higher = better)",
+            "Gini(none) - Gini",
+            runs.iter().map(|r| base - r.gini).collect(),
+        ),
+        (
+            "Balance per GB migrated",
+            "Gini reduction / GB",
+            runs.iter().map(|r| r.balance_per_gb(base)).collect(),
+        ),
+        (
+            "Mean CPU utilisation",
+            "usage / capacity",
+            runs.iter().map(|r| r.mean_cpu).collect(),
+        ),
+        (
+            "Machines over capacity",
+            "fraction",
+            runs.iter().map(|r| r.overcommitted).collect(),
+        ),
+        (
+            "Migration traffic (whole cluster)",
             "Mbit/s",
+            runs.iter().map(|r| r.migration_mbit_s).collect(),
         ),
     ];
-    for (p, ((t, f), y)) in panels.iter().zip(metrics) {
-        let v: Vec<f64> = runs.iter().map(f).collect();
+    for (p, (t, y, v)) in panels.iter().zip(values) {
         bars(p, path, t, &labels, &v, y)?;
     }
     tryp!(area.present(), path);
@@ -248,14 +271,21 @@ pub fn sweep(
     };
     for (panel, (name, f)) in panels.iter().zip(metrics) {
         let ymax = runs.iter().map(f).fold(0.0, f64::max);
-        let ymax = if ymax > 0.0 { ymax * 1.1 } else { 1.0 };
+        let ymin = runs.iter().map(f).fold(f64::INFINITY, f64::min);
+        let ymax = if ymax > 0.0 { ymax * 1.05 } else { 1.0 };
+        // Zoom in on the data (Gini differences are small); start at 0 when the data do.
+        let ymin = if ymin.is_finite() && ymin > 0.0 && ymin > 0.5 * ymax {
+            ymin * 0.97
+        } else {
+            0.0
+        };
         let mut chart = tryp!(
             ChartBuilder::on(panel)
                 .caption(*name, ("sans-serif", 20))
                 .margin(10)
                 .x_label_area_size(45)
                 .y_label_area_size(70)
-                .build_cartesian_2d(xmin..xmax, 0f64..ymax),
+                .build_cartesian_2d(xmin..xmax, ymin..ymax),
             path
         );
         tryp!(
