@@ -10,6 +10,10 @@ use crate::TraceError;
 
 /// Longest line accepted; longer input is an error rather than unbounded buffering.
 pub const MAX_LINE: usize = 64 * 1024;
+/// First buffer size (small inputs stay cheap) and the size it grows to on the second
+/// refill (large files read in big chunks). Both exceed `MAX_LINE`, so a full buffer
+/// always holds a complete line or proves the line too long.
+const BUF_START: usize = 128 * 1024;
 const BUF: usize = 1 << 20;
 
 /// Splits a byte stream into lines without copying them.
@@ -23,6 +27,7 @@ pub struct LineReader<R> {
     end: usize,
     eof: bool,
     line_no: u64,
+    refills: u32,
 }
 
 impl<R: Read> LineReader<R> {
@@ -30,11 +35,12 @@ impl<R: Read> LineReader<R> {
     pub fn new(inner: R) -> Self {
         Self {
             inner,
-            buf: vec![0; BUF],
+            buf: vec![0; BUF_START],
             start: 0,
             end: 0,
             eof: false,
             line_no: 0,
+            refills: 0,
         }
     }
 
@@ -78,6 +84,10 @@ impl<R: Read> LineReader<R> {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
             self.start = 0;
+            self.refills += 1;
+            if self.refills == 2 && self.buf.len() < BUF {
+                self.buf.resize(BUF, 0);
+            }
             loop {
                 match self.inner.read(&mut self.buf[self.end..]) {
                     Ok(0) => {
