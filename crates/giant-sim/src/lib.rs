@@ -26,6 +26,15 @@ pub use driver::Trace;
 pub use metrics::Summary;
 pub use policy::PolicyKind;
 
+/// CPU time consumed by the calling thread, seconds: throughput per core that other
+/// processes on a shared machine cannot distort the way they distort wall time.
+pub fn thread_cpu_seconds() -> f64 {
+    use nix::time::{clock_gettime, ClockId};
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map(|t| t.tv_sec() as f64 + t.tv_nsec() as f64 * 1e-9)
+        .unwrap_or(0.0)
+}
+
 /// Errors of the simulator.
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {

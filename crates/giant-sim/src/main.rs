@@ -189,6 +189,9 @@ struct StreamArgs {
     /// Skip and count malformed lines.
     #[arg(long)]
     skip_bad: bool,
+    /// Skip rows of jobs outside the job sample after reading only their job ID.
+    #[arg(long)]
+    filter_jobs: bool,
 }
 
 #[derive(Args)]
@@ -350,9 +353,14 @@ fn cmd_figures(a: FigArgs) -> Result<()> {
     let mut runs: Vec<(Config, PolicyKind)> = all.iter().map(|p| (base.clone(), *p)).collect();
     let sizes = [700.0, 750.0, 800.0, 850.0, 900.0];
     let ocs = [0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4];
+    // Same workload (the default cluster's job sample) on fewer or more machines.
+    let fixed = Config {
+        job_sample: Some(base.sample_fraction()),
+        ..base.clone()
+    };
     for s in sizes {
         for p in &all {
-            runs.push((with_param(&base, "machines", s)?, *p));
+            runs.push((with_param(&fixed, "machines", s)?, *p));
         }
     }
     for o in ocs {
@@ -432,14 +440,20 @@ fn cmd_figures(a: FigArgs) -> Result<()> {
     Ok(())
 }
 
-fn open_all<T: giant_trace::Record + 'static>(
-    files: &[PathBuf],
+type FilterMaker<'a> = &'a dyn Fn() -> Option<giant_trace::JobFilter>;
+
+fn open_all<'a, T: giant_trace::Record + 'static>(
+    files: &'a [PathBuf],
     on_error: OnError,
-) -> impl Iterator<Item = Result<T, TraceError>> + '_ {
+    filter: FilterMaker<'a>,
+) -> impl Iterator<Item = Result<T, TraceError>> + 'a {
     files.iter().flat_map(
         move |p| -> Box<dyn Iterator<Item = Result<T, TraceError>>> {
             match TraceReader::<_, T>::open(p, on_error) {
-                Ok(r) => Box::new(r),
+                Ok(r) => match filter() {
+                    Some(f) => Box::new(r.with_job_filter(f)),
+                    None => Box::new(r),
+                },
                 Err(e) => Box::new(std::iter::once(Err(e))),
             }
         },
@@ -456,21 +470,42 @@ fn cmd_stream(a: StreamArgs) -> Result<()> {
     };
     let cfg = a.model.config();
     let mut sim = Simulation::new(cfg.clone(), policy, UsageModel::default())?;
+    // Rows seen by the filter (all rows with a readable job ID) when --filter-jobs is on.
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let make = || -> Option<giant_trace::JobFilter> {
+        if !a.filter_jobs {
+            return None;
+        }
+        let keep = giant_sim::model::job_filter(&cfg);
+        let seen = std::sync::Arc::clone(&seen);
+        Some(Box::new(move |job| {
+            seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            keep(job)
+        }))
+    };
     let started = Instant::now();
+    let cpu0 = giant_sim::thread_cpu_seconds();
+    let mk_ev = || make();
+    let mk_us = || make();
     let end = feed(
         &mut sim,
-        open_all::<TaskEvent>(&a.events, on_error),
-        open_all::<TaskUsage>(&a.usage, on_error),
+        open_all::<TaskEvent>(&a.events, on_error, &mk_ev),
+        open_all::<TaskUsage>(&a.usage, on_error, &mk_us),
         cfg.end_s.map(|s| s * 1_000_000),
     )?;
     let s = sim.finish(Some(end));
     let secs = started.elapsed().as_secs_f64();
+    let cpu = giant_sim::thread_cpu_seconds() - cpu0;
     print_table(std::slice::from_ref(&s));
+    let rows = if a.filter_jobs {
+        seen.load(std::sync::atomic::Ordering::Relaxed)
+    } else {
+        s.rows
+    };
     println!(
-        "rows {} in {:.3}s: {:.2} M rows/s (one core, gzip + parse + simulate)",
-        s.rows,
-        secs,
-        s.rows as f64 / secs / 1e6
+        "rows {rows} in {secs:.3}s wall / {cpu:.3}s CPU: {:.2} M rows per CPU-second (one thread: gzip + parse + simulate{})",
+        rows as f64 / cpu.max(1e-9) / 1e6,
+        if a.filter_jobs { ", rows of unsampled jobs skipped after their job ID" } else { "" }
     );
     Ok(())
 }
@@ -488,16 +523,19 @@ fn cmd_synth(a: SynthArgs) -> Result<()> {
     let pb = bar(gen.windows(), "windows");
     let (mut ev, mut us) = (Vec::new(), Vec::new());
     let (mut gen_s, mut sim_s) = (0.0, 0.0);
+    let (mut gen_cpu, mut sim_cpu) = (0.0, 0.0);
     let mut bytes = 0u64;
     let mut last = 0;
     loop {
         ev.clear();
         us.clear();
         let t0 = Instant::now();
+        let c0 = giant_sim::thread_cpu_seconds();
         if !gen.next_window(&mut ev, &mut us) {
             break;
         }
         let t1 = Instant::now();
+        let c1 = giant_sim::thread_cpu_seconds();
         bytes += (ev.len() + us.len()) as u64;
         let events = TraceReader::<_, TaskEvent>::new(
             &ev[..],
@@ -512,14 +550,25 @@ fn cmd_synth(a: SynthArgs) -> Result<()> {
         last = feed(&mut sim, events, usage, None)?.max(last);
         sim_s += t1.elapsed().as_secs_f64();
         gen_s += (t1 - t0).as_secs_f64();
+        sim_cpu += giant_sim::thread_cpu_seconds() - c1;
+        gen_cpu += c1 - c0;
         pb.inc(1);
     }
     pb.finish_and_clear();
     let s = sim.finish(Some(last));
     print_table(std::slice::from_ref(&s));
     println!(
-        "synthetic {} machines x {} h: {} rows, {:.2} GB of CSV; generate {:.1}s; parse+simulate {:.1}s = {:.2} M rows/s on one core",
-        a.trace_machines, a.hours, s.rows, bytes as f64 / 1e9, gen_s, sim_s, s.rows as f64 / sim_s / 1e6
+        "synthetic {} machines x {} h: {} rows, {:.2} GB of CSV; generate {:.1}s wall / {:.1}s CPU; \
+         parse+simulate {:.1}s wall / {:.1}s CPU = {:.2} M rows per CPU-second (one thread)",
+        a.trace_machines,
+        a.hours,
+        s.rows,
+        bytes as f64 / 1e9,
+        gen_s,
+        gen_cpu,
+        sim_s,
+        sim_cpu,
+        s.rows as f64 / sim_cpu.max(1e-9) / 1e6
     );
     Ok(())
 }

@@ -3,8 +3,7 @@
 //! Time is trace time in microseconds and only advances with the rows fed in, so a run
 //! is a pure function of (config, policy, rows): deterministic for a given seed.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
 
 use giant_trace::synth::{mix64, SplitMix64};
 use giant_trace::{EventType, TaskEvent, TaskUsage, TRACE_START_US};
@@ -61,6 +60,26 @@ struct Machine {
     stretch_at: u64,
 }
 
+/// The job sampling of `cfg` as a row filter for [`giant_trace::TraceReader::with_job_filter`].
+pub fn job_filter(cfg: &Config) -> giant_trace::JobFilter {
+    let (below, seed) = (sample_threshold(cfg), cfg.seed);
+    Box::new(move |job| sampled(below, seed, job))
+}
+
+fn sample_threshold(cfg: &Config) -> u64 {
+    let frac = cfg.sample_fraction();
+    if frac >= 1.0 {
+        u64::MAX
+    } else {
+        (frac * u64::MAX as f64) as u64
+    }
+}
+
+#[inline]
+fn sampled(below: u64, seed: u64, job: u64) -> bool {
+    below == u64::MAX || mix64(job ^ seed.rotate_left(17)) < below
+}
+
 /// One simulation run of one policy.
 pub struct Simulation {
     cfg: Config,
@@ -72,7 +91,6 @@ pub struct Simulation {
     free: Vec<u32>,
     index: FxHashMap<(u64, u32), u32>,
     machines: Vec<Machine>,
-    real_expiry: BinaryHeap<Reverse<(u64, u32)>>,
     now: u64,
     started: bool,
     next_tick: u64,
@@ -131,7 +149,6 @@ impl Simulation {
             tasks: Vec::new(),
             free: Vec::new(),
             index: FxHashMap::default(),
-            real_expiry: BinaryHeap::new(),
             now: 0,
             started: false,
             next_tick: 0,
@@ -186,7 +203,6 @@ impl Simulation {
                 break;
             }
             self.now = next;
-            self.expire_real(next);
             if self.next_tick == next {
                 self.rebalance();
                 let gap = if self.arrived_since_tick {
@@ -260,7 +276,6 @@ impl Simulation {
         let mem = u.canonical_memory.unwrap_or(t.mem).max(0.0);
         let peak = u.max_cpu_rate.unwrap_or(cpu).max(cpu);
         let mai = u.mai.unwrap_or(t.mai);
-        let was_expired = t.real_until == 0;
         t.real_until = end;
         t.mem = mem;
         t.peak = peak;
@@ -269,36 +284,6 @@ impl Simulation {
             self.tot.real_task_s += (end - u.start_time) as f64 / US as f64;
         }
         self.set_cpu(id, cpu);
-        if was_expired || end > self.now {
-            self.real_expiry.push(Reverse((end, id)));
-        }
-    }
-
-    fn expire_real(&mut self, t: u64) {
-        while let Some(&Reverse((end, id))) = self.real_expiry.peek() {
-            if end > t {
-                break;
-            }
-            self.real_expiry.pop();
-            let task = &self.tasks[id as usize];
-            if task.real_until != end {
-                continue; // a newer row superseded it, or the slot was reused
-            }
-            let m = self.model.model(
-                self.cfg.seed,
-                task.job,
-                task.index,
-                task.cpu_req,
-                task.mem_req,
-            );
-            let task = &mut self.tasks[id as usize];
-            task.real_until = 0;
-            task.base_cpu = m.cpu;
-            task.mem = m.mem;
-            task.peak = m.peak;
-            task.mai = m.mai;
-            self.set_cpu(id, m.cpu);
-        }
     }
 
     fn submit(&mut self, e: &TaskEvent) {
@@ -558,15 +543,28 @@ impl Simulation {
         self.scratch_moves = moves;
     }
 
-    /// Applies this window's burst factor to every running task without real usage.
+    /// Every sample period: running tasks whose real usage row has run out go back to the
+    /// model (so expiry is detected within one period, with no per-row bookkeeping), and
+    /// every modelled task gets this window's burst factor.
     fn vary_modelled(&mut self) {
         let window = self.now / (300 * US);
         let cap = self.cfg.cpu_capacity as f32;
+        let now = self.now;
         for mi in 0..self.machines.len() {
             self.integrate(mi);
             let mut sum = 0.0f64;
             for &id in &self.machines[mi].tasks {
                 let t = &mut self.tasks[id as usize];
+                if t.real_until != 0 && t.real_until <= now {
+                    let m = self
+                        .model
+                        .model(self.cfg.seed, t.job, t.index, t.cpu_req, t.mem_req);
+                    t.real_until = 0;
+                    t.base_cpu = m.cpu;
+                    t.mem = m.mem;
+                    t.peak = m.peak;
+                    t.mai = m.mai;
+                }
                 if t.real_until == 0 {
                     let b = self.model.burst(self.cfg.seed, t.job, t.index, window);
                     t.cpu = (t.base_cpu * b).min(cap);

@@ -34,7 +34,10 @@ pub fn summaries_csv(runs: &[Summary]) -> String {
         let base = runs
             .iter()
             .find(|b| {
-                b.policy == "none" && b.machines == r.machines && b.overcommit == r.overcommit
+                b.policy == "none"
+                    && b.machines == r.machines
+                    && b.overcommit == r.overcommit
+                    && b.seed == r.seed
             })
             .map_or(r.gini, |b| b.gini);
         let _ = writeln!(

@@ -22,7 +22,9 @@ pub mod synth;
 
 use std::path::{Path, PathBuf};
 
-pub use reader::{open_maybe_gz, read_all, LineReader, OnError, ReadAll, TraceReader, MAX_LINE};
+pub use reader::{
+    open_maybe_gz, read_all, JobFilter, LineReader, OnError, ReadAll, TraceReader, MAX_LINE,
+};
 pub use record::{
     EventType, FieldError, FieldErrorKind, Record, TaskEvent, TaskUsage, TIME_AFTER_TRACE,
     TRACE_START_US,

@@ -124,8 +124,24 @@ pub struct TraceReader<R, T> {
     skipped: u64,
     first_skip: Option<TraceError>,
     rows: u64,
+    filtered: u64,
     failed: bool,
+    job_filter: Option<JobFilter>,
     _t: PhantomData<T>,
+}
+
+/// Keeps the rows of the jobs for which it returns true (see [`TraceReader::with_job_filter`]).
+pub type JobFilter = Box<dyn Fn(u64) -> bool + Send>;
+
+/// The job ID (third column in both tables), read without parsing the rest of the line;
+/// `None` when it is not there or not a number (the full parser then reports the line).
+#[inline]
+fn job_id_of(line: &[u8]) -> Option<u64> {
+    let a = memchr::memchr(b',', line)?;
+    let b = a + 1 + memchr::memchr(b',', &line[a + 1..])?;
+    let rest = &line[b + 1..];
+    let (v, n) = crate::num::parse_u64_prefix(rest).ok()?;
+    (n > 0 && rest.get(n) == Some(&b',')).then_some(v)
 }
 
 /// Opens a file, decompressing it when its name ends in `.gz` (streaming, flate2 with
@@ -161,9 +177,24 @@ impl<R: Read, T: Record> TraceReader<R, T> {
             skipped: 0,
             first_skip: None,
             rows: 0,
+            filtered: 0,
             failed: false,
+            job_filter: None,
             _t: PhantomData,
         }
+    }
+
+    /// Skips rows of jobs the filter rejects after reading only their job ID (a consumer
+    /// that samples jobs, like the simulator, then parses only the rows it uses). Such
+    /// rows are checked for a numeric job ID only; every other row is fully validated.
+    pub fn with_job_filter(mut self, filter: JobFilter) -> Self {
+        self.job_filter = Some(filter);
+        self
+    }
+
+    /// Rows skipped by the job filter.
+    pub fn filtered(&self) -> u64 {
+        self.filtered
     }
 
     /// Malformed lines skipped so far (only in [`OnError::Skip`] mode).
@@ -207,6 +238,14 @@ impl<R: Read, T: Record> TraceReader<R, T> {
             };
             if line.is_empty() {
                 continue;
+            }
+            if let Some(keep) = &self.job_filter {
+                if let Some(job) = job_id_of(line) {
+                    if !keep(job) {
+                        self.filtered += 1;
+                        continue;
+                    }
+                }
             }
             match T::parse_line(line) {
                 Ok(r) => {
@@ -326,6 +365,21 @@ mod tests {
             "x/task_events-7.csv.gz:3: task_events column 11: not a valid number"
         );
         assert!(r.next_row().unwrap().is_none());
+    }
+
+    #[test]
+    fn job_filter_skips_other_jobs_but_still_reports_bad_lines() {
+        let other = "5611824441,,7,1761,1306108,4,u=,0,2,0.02499,0.07959,0.0003862,1\n";
+        let data = format!("{GOOD}{other}{other}x,,,\n{GOOD}");
+        let mut r = TraceReader::<_, TaskEvent>::new(data.as_bytes(), "f", OnError::Fail)
+            .with_job_filter(Box::new(|job| job != 7));
+        assert!(r.next_row().unwrap().is_some());
+        let e = r.next_row().unwrap_err();
+        assert!(e.to_string().starts_with("f:4: "), "{e}");
+        assert_eq!(r.filtered(), 2);
+        assert_eq!(job_id_of(b"1,2,33,4"), Some(33));
+        assert_eq!(job_id_of(b"1,2,33"), None);
+        assert_eq!(job_id_of(b"1,2,x,4"), None);
     }
 
     #[test]
