@@ -142,7 +142,7 @@ struct SweepArgs {
     trace: TraceArgs,
     #[command(flatten)]
     model: ModelArgs,
-    /// Parameter to sweep: machines, overcommit, threshold or seed.
+    /// Parameter to sweep: machines, overcommit, threshold, seed or budget (Mbit/s).
     #[arg(long)]
     param: String,
     /// Values (comma separated).
@@ -325,7 +325,10 @@ fn with_param(cfg: &Config, param: &str, v: f64) -> Result<Config> {
         "overcommit" => c.overcommit = v,
         "threshold" => c.warning_threshold = v,
         "seed" => c.seed = v as u64,
-        _ => bail!("unknown sweep parameter {param:?} (machines, overcommit, threshold, seed)"),
+        "budget" => c.network_budget_mbit_s = v,
+        _ => bail!(
+            "unknown sweep parameter {param:?} (machines, overcommit, threshold, seed, budget)"
+        ),
     }
     Ok(c)
 }

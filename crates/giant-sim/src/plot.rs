@@ -199,14 +199,24 @@ pub fn over_time(
         .iter()
         .flat_map(|r| r.intervals.iter().map(f))
         .fold(0.0, f64::max);
-    let ymax = if ymax > 0.0 { ymax * 1.1 } else { 1.0 };
+    let ymin = runs
+        .iter()
+        .flat_map(|r| r.intervals.iter().map(f))
+        .fold(f64::INFINITY, f64::min);
+    let ymax = if ymax > 0.0 { ymax * 1.05 } else { 1.0 };
+    // Zoom in when the data sit far from 0 (Gini); otherwise start at 0.
+    let ymin = if ymin.is_finite() && ymin > 0.5 * ymax {
+        ymin * 0.97
+    } else {
+        0.0
+    };
     let mut chart = tryp!(
         ChartBuilder::on(&area)
             .caption(title, ("sans-serif", 22))
             .margin(10)
             .x_label_area_size(45)
             .y_label_area_size(70)
-            .build_cartesian_2d(0f64..xmax, 0f64..ymax),
+            .build_cartesian_2d(0f64..xmax, ymin..ymax),
         path
     );
     tryp!(
