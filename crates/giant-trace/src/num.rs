@@ -81,64 +81,54 @@ pub fn parse_f64(field: &[u8]) -> Result<f64, NumError> {
 /// Parses the float at the start of `s`; returns it and the bytes used.
 #[inline]
 pub fn parse_f64_prefix(field: &[u8]) -> Result<(f64, usize), NumError> {
-    let (neg, body, sign) = match field.first() {
-        Some(b'-') => (true, &field[1..], 1),
-        Some(b'+') => (false, &field[1..], 1),
-        _ => (false, field, 0),
+    let (neg, sign) = match field.first() {
+        Some(b'-') => (true, 1),
+        Some(b'+') => (false, 1),
+        _ => (false, 0),
     };
-    let mut mant: u64 = 0;
-    let mut digits = 0u32;
-    let mut exp10: i32 = 0;
+    let body = &field[sign..];
     let mut i = 0;
-    let mut seen_digit = false;
-    while i < body.len() {
-        let d = body[i].wrapping_sub(b'0');
+    // Up to 19 digits cannot overflow; longer mantissas take the slow path below, so the
+    // wrapping here never changes a result that is used.
+    let mut mant: u64 = 0;
+    while let Some(&c) = body.get(i) {
+        let d = c.wrapping_sub(b'0');
         if d > 9 {
             break;
         }
-        seen_digit = true;
-        if digits < 19 {
-            mant = mant * 10 + u64::from(d);
-            if mant != 0 {
-                digits += 1;
-            }
-        } else {
-            exp10 += 1;
-        }
+        mant = mant.wrapping_mul(10).wrapping_add(u64::from(d));
         i += 1;
     }
-    if i < body.len() && body[i] == b'.' {
+    let int_digits = i;
+    let mut frac_digits = 0;
+    if body.get(i) == Some(&b'.') {
         i += 1;
-        while i < body.len() {
-            let d = body[i].wrapping_sub(b'0');
+        let start = i;
+        while let Some(&c) = body.get(i) {
+            let d = c.wrapping_sub(b'0');
             if d > 9 {
                 break;
             }
-            seen_digit = true;
-            if digits < 19 {
-                mant = mant * 10 + u64::from(d);
-                if mant != 0 {
-                    digits += 1;
-                }
-                exp10 -= 1;
-            }
+            mant = mant.wrapping_mul(10).wrapping_add(u64::from(d));
             i += 1;
         }
+        frac_digits = i - start;
     }
-    if !seen_digit {
+    if int_digits + frac_digits == 0 {
         return Err(NumError::InvalidDigit);
     }
-    if i < body.len() && (body[i] == b'e' || body[i] == b'E') {
+    let mut exp10: i32 = -(frac_digits.min(100_000) as i32);
+    if matches!(body.get(i), Some(b'e' | b'E')) {
         i += 1;
         let mut eneg = false;
-        if i < body.len() && (body[i] == b'-' || body[i] == b'+') {
-            eneg = body[i] == b'-';
+        if let Some(&c @ (b'-' | b'+')) = body.get(i) {
+            eneg = c == b'-';
             i += 1;
         }
         let start = i;
         let mut e: i32 = 0;
-        while i < body.len() {
-            let d = body[i].wrapping_sub(b'0');
+        while let Some(&c) = body.get(i) {
+            let d = c.wrapping_sub(b'0');
             if d > 9 {
                 break;
             }
@@ -150,7 +140,7 @@ pub fn parse_f64_prefix(field: &[u8]) -> Result<(f64, usize), NumError> {
         }
         exp10 = exp10.saturating_add(if eneg { -e } else { e });
     }
-    let v = if mant < (1u64 << 53) && exp10.unsigned_abs() <= 22 {
+    let v = if int_digits + frac_digits <= 19 && mant < (1u64 << 53) && exp10.unsigned_abs() <= 22 {
         // Clinger's fast path: both operands are exact, so one rounding.
         let m = mant as f64;
         if exp10 >= 0 {
