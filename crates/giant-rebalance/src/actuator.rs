@@ -124,6 +124,9 @@ impl Actuator for TreeActuator {
 
     fn set_thread_affinity(&mut self, pid: u32, tid: u32, cpus: &CpuSet) -> io::Result<()> {
         let path = thread_status_path(&self.root, pid, tid);
+        if let Some(&e) = self.refuse.get(&path) {
+            return Err(io::Error::from_raw_os_error(e));
+        }
         let text = std::fs::read_to_string(&path)?;
         let status = parse_status(&text).ok_or_else(|| {
             io::Error::new(io::ErrorKind::InvalidData, "no Cpus_allowed_list line")

@@ -315,6 +315,38 @@ fn vanished_thread_and_missing_files_are_counted_not_fatal() {
 }
 
 #[test]
+fn denied_thread_is_counted_and_exited_threads_are_skipped_on_restore() {
+    let f = Fixture::new(2);
+    f.write(
+        ".refuse",
+        "proc/irq/5/smp_affinity_list EIO\nproc/irq/9/smp_affinity_list EPERM\nproc/100/task/101/status EPERM\n",
+    );
+    let mut r = f.rebalancer(Policy::Coarse, false);
+    r.step().unwrap();
+    f.set_steal(&[100, 0]);
+    let s = r.step().unwrap();
+    assert_eq!(
+        (s.counts.threads_set, s.counts.threads_denied),
+        (2, 1),
+        "{:?}",
+        s.counts
+    );
+    assert!(r.actuator().ops.contains(&Op::SetThread {
+        pid: 100,
+        tid: 101,
+        cpus: "2-3".into(),
+        errno: EPERM
+    }));
+    // Thread 100 exits before the agent is stopped: restore skips it and does the rest.
+    fs::remove_dir_all(f.path("proc/100/task/100")).unwrap();
+    let c = r.restore();
+    assert_eq!(c.missing, 1, "{c:?}");
+    assert_eq!(cpus_of(&f.read("proc/1/task/1/status")), "0-3");
+    assert_eq!(f.read("proc/irq/0/smp_affinity_list"), "0-3");
+    assert_eq!(c.other_errors, 0);
+}
+
+#[test]
 fn malformed_stat_is_an_error_not_a_panic() {
     let f = Fixture::new(2);
     let mut r = f.rebalancer(Policy::Coarse, false);
