@@ -12,7 +12,7 @@ use giant_sim::driver::feed;
 use giant_sim::model::Simulation;
 use giant_sim::usage::UsageModel;
 use giant_sim::{Config, PolicyKind};
-use giant_trace::{OnError, TaskEvent, TaskUsage, TraceReader};
+use giant_trace::{Chain, OnError, TaskEvent, TaskUsage, TraceReader};
 
 const REPS: usize = 7;
 
@@ -173,13 +173,21 @@ fn main() {
             UsageModel::default(),
         )
         .unwrap();
-        let e = ev
-            .iter()
-            .flat_map(|d| TraceReader::<_, TaskEvent>::new(&d[..], "ev", OnError::Fail));
-        let u = us
-            .iter()
-            .flat_map(|d| TraceReader::<_, TaskUsage>::new(&d[..], "us", OnError::Fail));
-        let end = feed(&mut s, e, u, None).unwrap();
+        let mut e = Chain::new(ev.len(), |i| {
+            Ok(TraceReader::<_, TaskEvent>::new(
+                &ev[i][..],
+                "ev",
+                OnError::Fail,
+            ))
+        });
+        let mut u = Chain::new(us.len(), |i| {
+            Ok(TraceReader::<_, TaskUsage>::new(
+                &us[i][..],
+                "us",
+                OnError::Fail,
+            ))
+        });
+        let end = feed(&mut s, &mut e, &mut u, None).unwrap();
         s.finish(Some(end)).rows
     };
     let t_ps = report(
@@ -205,21 +213,21 @@ fn main() {
                 UsageModel::default(),
             )
             .unwrap();
-            let e = ev_gz.iter().flat_map(|d| {
-                TraceReader::<_, TaskEvent>::new(
-                    flate2::read::MultiGzDecoder::new(&d[..]),
+            let mut e = Chain::new(ev_gz.len(), |i| {
+                Ok(TraceReader::<_, TaskEvent>::new(
+                    flate2::read::MultiGzDecoder::new(&ev_gz[i][..]),
                     "ev",
                     OnError::Fail,
-                )
+                ))
             });
-            let u = us_gz.iter().flat_map(|d| {
-                TraceReader::<_, TaskUsage>::new(
-                    flate2::read::MultiGzDecoder::new(&d[..]),
+            let mut u = Chain::new(us_gz.len(), |i| {
+                Ok(TraceReader::<_, TaskUsage>::new(
+                    flate2::read::MultiGzDecoder::new(&us_gz[i][..]),
                     "us",
                     OnError::Fail,
-                )
+                ))
             });
-            let end = feed(&mut s, e, u, None).unwrap();
+            let end = feed(&mut s, &mut e, &mut u, None).unwrap();
             s.finish(Some(end)).rows
         }),
         raw_bytes,
@@ -234,23 +242,23 @@ fn main() {
                 UsageModel::default(),
             )
             .unwrap();
-            let e = ev_gz.iter().flat_map(|d| {
-                TraceReader::<_, TaskEvent>::new(
-                    flate2::read::MultiGzDecoder::new(&d[..]),
+            let mut e = Chain::new(ev_gz.len(), |i| {
+                Ok(TraceReader::<_, TaskEvent>::new(
+                    flate2::read::MultiGzDecoder::new(&ev_gz[i][..]),
                     "ev",
                     OnError::Fail,
                 )
-                .with_job_filter(giant_sim::model::job_filter(&cfg))
+                .with_job_filter(giant_sim::model::job_filter(&cfg)))
             });
-            let u = us_gz.iter().flat_map(|d| {
-                TraceReader::<_, TaskUsage>::new(
-                    flate2::read::MultiGzDecoder::new(&d[..]),
+            let mut u = Chain::new(us_gz.len(), |i| {
+                Ok(TraceReader::<_, TaskUsage>::new(
+                    flate2::read::MultiGzDecoder::new(&us_gz[i][..]),
                     "us",
                     OnError::Fail,
                 )
-                .with_job_filter(giant_sim::model::job_filter(&cfg))
+                .with_job_filter(giant_sim::model::job_filter(&cfg)))
             });
-            let end = feed(&mut s, e, u, None).unwrap();
+            let end = feed(&mut s, &mut e, &mut u, None).unwrap();
             s.finish(Some(end)).rows
         }),
         raw_bytes,

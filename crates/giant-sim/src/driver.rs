@@ -2,7 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use giant_trace::{read_all, table_files, OnError, Record, TaskEvent, TaskUsage};
+use giant_trace::{
+    read_all, table_files, IterSource, OnError, Record, RowSource, TaskEvent, TaskUsage,
+};
 use rayon::prelude::*;
 
 use crate::metrics::Summary;
@@ -64,8 +66,8 @@ impl Trace {
         let oku = |r: &TaskUsage| -> Result<TaskUsage, std::convert::Infallible> { Ok(*r) };
         let end = match feed(
             &mut sim,
-            self.events.iter().map(ok),
-            self.usage.iter().map(oku),
+            &mut IterSource(self.events.iter().map(ok)),
+            &mut IterSource(self.usage.iter().map(oku)),
             cfg.end_s.map(|s| s * 1_000_000),
         ) {
             Ok(end) => end,
@@ -96,18 +98,18 @@ impl Trace {
 /// Returns the time of the last row fed (or `end_us`).
 pub fn feed<E, U, X>(
     sim: &mut Simulation,
-    mut events: E,
-    mut usage: U,
+    events: &mut E,
+    usage: &mut U,
     end_us: Option<u64>,
 ) -> Result<u64, X>
 where
-    E: Iterator<Item = Result<TaskEvent, X>>,
-    U: Iterator<Item = Result<TaskUsage, X>>,
+    E: RowSource<Row = TaskEvent, Error = X>,
+    U: RowSource<Row = TaskUsage, Error = X>,
 {
     let limit = end_us.unwrap_or(u64::MAX);
     let mut last = 0;
-    let mut he = events.next().transpose()?;
-    let mut hu = usage.next().transpose()?;
+    let mut he = events.next_row()?;
+    let mut hu = usage.next_row()?;
     loop {
         let take_event = match (&he, &hu) {
             (None, None) => break,
@@ -122,7 +124,7 @@ where
             }
             last = e.time;
             sim.event(&e);
-            he = events.next().transpose()?;
+            he = events.next_row()?;
         } else {
             let Some(u) = hu.take() else { break };
             if u.start_time > limit {
@@ -130,7 +132,7 @@ where
             }
             last = u.start_time;
             sim.usage(&u);
-            hu = usage.next().transpose()?;
+            hu = usage.next_row()?;
         }
     }
     Ok(end_us.unwrap_or(last))

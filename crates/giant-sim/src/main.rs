@@ -10,7 +10,7 @@ use giant_sim::model::Simulation;
 use giant_sim::usage::UsageModel;
 use giant_sim::{output, plot, Config, PolicyKind, Summary, Trace};
 use giant_trace::synth::{SynthConfig, SynthTrace};
-use giant_trace::{OnError, TaskEvent, TaskUsage, TraceError, TraceReader};
+use giant_trace::{Chain, OnError, RowSource, TaskEvent, TaskUsage, TraceError, TraceReader};
 use indicatif::{ProgressBar, ProgressStyle};
 
 #[derive(Parser)]
@@ -445,22 +445,19 @@ fn cmd_figures(a: FigArgs) -> Result<()> {
 
 type FilterMaker<'a> = &'a dyn Fn() -> Option<giant_trace::JobFilter>;
 
+/// The parts of one table, opened one after the other.
 fn open_all<'a, T: giant_trace::Record + 'static>(
     files: &'a [PathBuf],
     on_error: OnError,
     filter: FilterMaker<'a>,
-) -> impl Iterator<Item = Result<T, TraceError>> + 'a {
-    files.iter().flat_map(
-        move |p| -> Box<dyn Iterator<Item = Result<T, TraceError>>> {
-            match TraceReader::<_, T>::open(p, on_error) {
-                Ok(r) => match filter() {
-                    Some(f) => Box::new(r.with_job_filter(f)),
-                    None => Box::new(r),
-                },
-                Err(e) => Box::new(std::iter::once(Err(e))),
-            }
-        },
-    )
+) -> impl RowSource<Row = T, Error = TraceError> + 'a {
+    Chain::new(files.len(), move |i| {
+        let r = TraceReader::<_, T>::open(&files[i], on_error)?;
+        Ok(match filter() {
+            Some(f) => r.with_job_filter(f),
+            None => r,
+        })
+    })
 }
 
 fn cmd_stream(a: StreamArgs) -> Result<()> {
@@ -492,8 +489,8 @@ fn cmd_stream(a: StreamArgs) -> Result<()> {
     let mk_us = || make();
     let end = feed(
         &mut sim,
-        open_all::<TaskEvent>(&a.events, on_error, &mk_ev),
-        open_all::<TaskUsage>(&a.usage, on_error, &mk_us),
+        &mut open_all::<TaskEvent>(&a.events, on_error, &mk_ev),
+        &mut open_all::<TaskUsage>(&a.usage, on_error, &mk_us),
         cfg.end_s.map(|s| s * 1_000_000),
     )?;
     let s = sim.finish(Some(end));
@@ -540,17 +537,17 @@ fn cmd_synth(a: SynthArgs) -> Result<()> {
         let t1 = Instant::now();
         let c1 = giant_sim::thread_cpu_seconds();
         bytes += (ev.len() + us.len()) as u64;
-        let events = TraceReader::<_, TaskEvent>::new(
+        let mut events = TraceReader::<_, TaskEvent>::new(
             &ev[..],
             Path::new("synthetic task_events"),
             OnError::Fail,
         );
-        let usage = TraceReader::<_, TaskUsage>::new(
+        let mut usage = TraceReader::<_, TaskUsage>::new(
             &us[..],
             Path::new("synthetic task_usage"),
             OnError::Fail,
         );
-        last = feed(&mut sim, events, usage, None)?.max(last);
+        last = feed(&mut sim, &mut events, &mut usage, None)?.max(last);
         sim_s += t1.elapsed().as_secs_f64();
         gen_s += (t1 - t0).as_secs_f64();
         sim_cpu += giant_sim::thread_cpu_seconds() - c1;

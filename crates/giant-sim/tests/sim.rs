@@ -11,7 +11,7 @@ use giant_sim::policy::SortKey;
 use giant_sim::usage::UsageModel;
 use giant_sim::{Config, PolicyKind, SimError, Trace};
 use giant_trace::synth::{write_files, SynthConfig};
-use giant_trace::{OnError, TaskEvent, TaskUsage, TraceReader};
+use giant_trace::{IterSource, OnError, TaskEvent, TaskUsage, TraceReader};
 
 fn real_dir() -> Option<PathBuf> {
     let d = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -36,7 +36,13 @@ fn run_rows(cfg: Config, policy: PolicyKind, events: &str, usage: &str) -> giant
     let us: Vec<TaskUsage> = rows(usage);
     let ok = |e: &TaskEvent| Ok::<_, ()>(*e);
     let oku = |u: &TaskUsage| Ok::<_, ()>(*u);
-    let end = feed(&mut sim, ev.iter().map(ok), us.iter().map(oku), None).unwrap();
+    let end = feed(
+        &mut sim,
+        &mut IterSource(ev.iter().map(ok)),
+        &mut IterSource(us.iter().map(oku)),
+        None,
+    )
+    .unwrap();
     sim.finish(Some(end))
 }
 

@@ -18,6 +18,7 @@
 pub mod num;
 mod reader;
 mod record;
+mod source;
 pub mod synth;
 
 use std::path::{Path, PathBuf};
@@ -29,6 +30,7 @@ pub use record::{
     EventType, FieldError, FieldErrorKind, Record, TaskEvent, TaskUsage, TIME_AFTER_TRACE,
     TRACE_START_US,
 };
+pub use source::{Chain, IterSource, RowSource};
 
 /// Errors of this crate; every variant names the file.
 #[derive(Debug, thiserror::Error)]
