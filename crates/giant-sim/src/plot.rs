@@ -118,6 +118,29 @@ fn bars(
     Ok(())
 }
 
+/// The usage label every figure carries (modelled usage must never pass for measured).
+fn usage_note(runs: &[Summary]) -> String {
+    match runs.first() {
+        Some(r) => format!("CPU usage: {} (see docs/giant.md)", r.usage_source),
+        None => String::new(),
+    }
+}
+
+/// Splits off a strip at the bottom of `area` and writes the usage note there.
+fn noted<'a>(area: &Area<'a>, path: &Path, runs: &[Summary]) -> Result<Area<'a>, SimError> {
+    let h = area.dim_in_pixel().1;
+    let (body, foot) = area.split_vertically(h.saturating_sub(24));
+    tryp!(
+        foot.draw_text(
+            &usage_note(runs),
+            &("sans-serif", 14).into_font().color(&RGBColor(90, 90, 90)),
+            (10, 4)
+        ),
+        path
+    );
+    Ok(body)
+}
+
 fn root<'a>(path: &'a Path, w: u32, h: u32) -> Result<Area<'a>, SimError> {
     register_font();
     if let Some(d) = path.parent() {
@@ -189,7 +212,8 @@ pub fn over_time(
     ylabel: &str,
     f: fn(&crate::metrics::Interval) -> f64,
 ) -> Result<(), SimError> {
-    let area = root(path, 1200, 700)?;
+    let whole = root(path, 1200, 700)?;
+    let area = noted(&whole, path, runs)?;
     let xmax = runs
         .iter()
         .flat_map(|r| r.intervals.last())
@@ -250,7 +274,7 @@ pub fn over_time(
             .draw(),
         path
     );
-    tryp!(area.present(), path);
+    tryp!(whole.present(), path);
     Ok(())
 }
 
@@ -264,7 +288,8 @@ pub fn sweep(
 ) -> Result<(), SimError> {
     let cols = metrics.len().min(2);
     let rows = metrics.len().div_ceil(2);
-    let area = root(path, 700 * cols as u32, 500 * rows as u32)?;
+    let whole = root(path, 700 * cols as u32, 500 * rows as u32 + 24)?;
+    let area = noted(&whole, path, runs)?;
     let panels = area.split_evenly((rows, cols));
     let mut policies: Vec<&str> = Vec::new();
     for r in runs {
@@ -337,13 +362,14 @@ pub fn sweep(
             path
         );
     }
-    tryp!(area.present(), path);
+    tryp!(whole.present(), path);
     Ok(())
 }
 
 /// How many moves went to the least-loaded and to the second least-loaded machine.
 pub fn first_second(path: &Path, runs: &[Summary]) -> Result<(), SimError> {
-    let area = root(path, 1200, 600)?;
+    let whole = root(path, 1200, 600)?;
+    let area = noted(&whole, path, runs)?;
     let runs: Vec<&Summary> = runs
         .iter()
         .filter(|r| r.to_first + r.to_second > 0)
@@ -421,6 +447,6 @@ pub fn first_second(path: &Path, runs: &[Summary]) -> Result<(), SimError> {
             .draw(),
         path
     );
-    tryp!(area.present(), path);
+    tryp!(whole.present(), path);
     Ok(())
 }
