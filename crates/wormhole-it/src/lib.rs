@@ -315,7 +315,7 @@ pub fn compile(name: &str, dir: &Path) -> Result<PathBuf, HarnessError> {
         ])
         .arg(&bin)
         .arg(src_dir.join(format!("{name}.c")))
-        .arg("-lOpenCL")
+        .args(["-lOpenCL", "-lpthread"])
         .output()
         .map_err(io("running cc"))?;
     if !out.status.success() {
