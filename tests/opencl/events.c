@@ -184,6 +184,26 @@ static void user_events(env_t *t, cl_kernel inc) {
     clFinish(t->q);
     CHECK(clEnqueueReadBuffer(t->q, b, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
     printf("failed dependency did not run: %d\n", out[0] == 11);
+    /* A non-blocking read gated on an open user event: natively it waits
+     * for the event; Wormhole performs transfers blocking on the server, so
+     * it refuses (CL_INVALID_OPERATION) rather than hang the connection. */
+    char name[256];
+    CHECK(clGetPlatformInfo(t->platform, CL_PLATFORM_NAME, sizeof name, name, NULL));
+    int remoted = strncmp(name, "Wormhole", 8) == 0;
+    cl_event open_gate = clCreateUserEvent(t->ctx, &e);
+    CHECK_ERR(e, "open gate");
+    int gated[4] = {0};
+    cl_event grd = NULL;
+    cl_int ge = clEnqueueReadBuffer(t->q, b, CL_FALSE, 0, sizeof gated, gated, 1, &open_gate, &grd);
+    printf("~gated non-blocking read: %d\n", ge);
+    ASSERT(ge == (remoted ? CL_INVALID_OPERATION : CL_SUCCESS));
+    CHECK(clSetUserEventStatus(open_gate, CL_COMPLETE));
+    if (ge == CL_SUCCESS) {
+        CHECK(clWaitForEvents(1, &grd));
+        ASSERT(gated[0] == 11);
+        CHECK(clReleaseEvent(grd));
+    }
+    CHECK(clReleaseEvent(open_gate));
     CHECK(clReleaseEvent(bad));
     CHECK(clReleaseEvent(k2));
     CHECK(clReleaseEvent(k));
