@@ -130,6 +130,37 @@ static void wait_count(int n, int max_ms) {
     for (int i = 0; i < max_ms / 5 && cb_count < n; i++) sleep_ms(5);
 }
 
+static volatile int by_type[3];
+static void CL_CALLBACK on_type(cl_event ev, cl_int status, void *ud) {
+    (void)ev;
+    int i = (int)(intptr_t)ud;
+    cl_int want = i == 0 ? CL_SUBMITTED : i == 1 ? CL_RUNNING : CL_COMPLETE;
+    __sync_fetch_and_add(&by_type[i], status == want ? 1 : 100);
+}
+
+/* Callbacks for each execution status, on a command and on a user event. */
+static void callback_types(env_t *t, cl_kernel inc) {
+    cl_int e;
+    cl_mem b = buffer(t, CL_MEM_READ_WRITE, 4 * sizeof(int), NULL);
+    CHECK(clSetKernelArg(inc, 0, sizeof b, &b));
+    cl_event u = clCreateUserEvent(t->ctx, &e), k;
+    CHECK_ERR(e, "user event");
+    size_t g = 4;
+    CHECK(clEnqueueNDRangeKernel(t->q, inc, 1, NULL, &g, NULL, 1, &u, &k));
+    CHECK(clSetEventCallback(k, CL_SUBMITTED, on_type, (void *)0));
+    CHECK(clSetEventCallback(k, CL_RUNNING, on_type, (void *)1));
+    CHECK(clSetEventCallback(k, CL_COMPLETE, on_type, (void *)2));
+    CHECK(clSetEventCallback(u, CL_COMPLETE, on_type, (void *)2));
+    CHECK(clFlush(t->q));
+    CHECK(clSetUserEventStatus(u, CL_COMPLETE));
+    CHECK(clFinish(t->q));
+    for (int i = 0; i < 1000 && (by_type[0] < 1 || by_type[1] < 1 || by_type[2] < 2); i++) sleep_ms(5);
+    printf("callbacks by type: submitted %d running %d complete %d\n", by_type[0], by_type[1], by_type[2]);
+    CHECK(clReleaseEvent(k));
+    CHECK(clReleaseEvent(u));
+    CHECK(clReleaseMemObject(b));
+}
+
 static void user_events(env_t *t, cl_kernel inc) {
     cl_int e;
     cl_event gate = clCreateUserEvent(t->ctx, &e);
@@ -254,6 +285,7 @@ int main(void) {
     basics(&t, inc, twice);
     profiling(&t, inc);
     user_events(&t, inc);
+    callback_types(&t, inc);
     destructors(&t);
     CHECK(clReleaseKernel(inc));
     CHECK(clReleaseKernel(twice));
