@@ -381,6 +381,9 @@ pub fn d_clEnqueueMapBuffer(
     let (n, wl, mut ev) = wait_list_and_event(t, d)?;
     let id = map_id(t, d)?;
     d.finish().map_err(bad)?;
+    // The client does not say whether the map blocks; gated on an open
+    // user event it would block the tenant for good either way.
+    super::server_blocking(0, &wl)?;
     let mut err = 0;
     // SAFETY: handles from the table; the wait list holds `n` events.
     let ptr = unsafe {
@@ -423,6 +426,9 @@ pub fn d_clEnqueueMapImage(
     let (n, wl, mut ev) = wait_list_and_event(t, d)?;
     let id = map_id(t, d)?;
     d.finish().map_err(bad)?;
+    // The client does not say whether the map blocks; gated on an open
+    // user event it would block the tenant for good either way.
+    super::server_blocking(0, &wl)?;
     let (o3, r3) = (
         triple(origin).ok_or(CL_INVALID_VALUE)?,
         triple(region).ok_or(CL_INVALID_VALUE)?,
