@@ -39,41 +39,50 @@ pub fn serve(chan: &mut dyn Channel, t: &mut Tenant) -> Result<(), ServeError> {
             Err(TransportError::PeerGone) => return Ok(()),
             Err(e) => return Err(e.into()),
         }
-        let mut d = Decoder::new(&req);
-        let (func, flags) = match RequestHeader::decode(&mut d) {
-            Ok(h) => (h.func, h.flags),
-            Err(_) => (u32::MAX, 0),
-        };
-        enc = Encoder::with_buffer(enc.into_vec());
-        ReplyHeader {
-            status: 0,
-            deferred_status: 0,
+        if handle_frame(t, &req, &mut enc, &mut deferred) {
+            chan.send(enc.as_slice())?;
+            chan.flush()?;
         }
-        .encode(&mut enc);
-        let status = if func == u32::MAX {
-            Err(CL_INVALID_VALUE)
-        } else {
-            opencl::dispatch(t, func, &mut d, &mut enc)
-        };
-        let status = status.unwrap_or_else(|s| {
-            enc.truncate(REPLY_HEADER_LEN);
-            enc.u8(0);
-            s
-        });
-        // A deferred call has no reply; its failure is reported with the
-        // next reply. The client decides what is deferred, but only calls
-        // the description marks async may be.
-        if flags & FLAG_ASYNC != 0 && is_async(func) {
-            if status != 0 && deferred == 0 {
-                deferred = status;
-            }
-            continue;
-        }
-        enc.patch_i32(0, status);
-        enc.patch_i32(4, std::mem::take(&mut deferred));
-        chan.send(enc.as_slice())?;
-        chan.flush()?;
     }
+}
+
+/// Decodes one request frame, runs it and leaves the reply in `enc`.
+/// Returns false for a deferred call, which has no reply: its failure is
+/// kept in `deferred` and reported with the next reply. No I/O here, so
+/// the fuzzer drives exactly the code a tenant runs.
+pub fn handle_frame(t: &mut Tenant, req: &[u8], enc: &mut Encoder, deferred: &mut i32) -> bool {
+    let mut d = Decoder::new(req);
+    let (func, flags) = match RequestHeader::decode(&mut d) {
+        Ok(h) => (h.func, h.flags),
+        Err(_) => (u32::MAX, 0),
+    };
+    *enc = Encoder::with_buffer(std::mem::take(enc).into_vec());
+    ReplyHeader {
+        status: 0,
+        deferred_status: 0,
+    }
+    .encode(enc);
+    let status = if func == u32::MAX {
+        Err(CL_INVALID_VALUE)
+    } else {
+        opencl::dispatch(t, func, &mut d, enc)
+    };
+    let status = status.unwrap_or_else(|s| {
+        enc.truncate(REPLY_HEADER_LEN);
+        enc.u8(0);
+        s
+    });
+    // The client decides what is deferred, but only calls the description
+    // marks async may be.
+    if flags & FLAG_ASYNC != 0 && is_async(func) {
+        if status != 0 && *deferred == 0 {
+            *deferred = status;
+        }
+        return false;
+    }
+    enc.patch_i32(0, status);
+    enc.patch_i32(4, std::mem::take(deferred));
+    true
 }
 
 /// The platforms to export, found with our own ICD (if installed) hidden.

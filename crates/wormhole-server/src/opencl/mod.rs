@@ -35,6 +35,24 @@ pub fn retain_real(kind: Kind, raw: *mut c_void) {
     }
 }
 
+/// Drops one reference on an object (the inverse of [`retain_real`]).
+pub fn release_real(kind: Kind, raw: *mut c_void) {
+    // SAFETY: the caller holds a reference on `raw`, a live handle of `kind`.
+    unsafe {
+        match kind {
+            Kind::Context => ffi::clReleaseContext(raw),
+            Kind::Queue => ffi::clReleaseCommandQueue(raw),
+            Kind::Mem => ffi::clReleaseMemObject(raw),
+            Kind::Program => ffi::clReleaseProgram(raw),
+            Kind::Kernel => ffi::clReleaseKernel(raw),
+            Kind::Event => ffi::clReleaseEvent(raw),
+            Kind::Sampler => ffi::clReleaseSampler(raw),
+            Kind::Device => ffi::clReleaseDevice(raw),
+            Kind::Platform => CL_SUCCESS,
+        };
+    }
+}
+
 const CL_PLATFORM_NAME: u32 = 0x0902;
 
 /// The platforms to export: all, or those whose name contains one of

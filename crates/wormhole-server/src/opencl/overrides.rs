@@ -583,6 +583,28 @@ pub unsafe fn clEnqueueWriteImage(
     }
 }
 
+/// Unmaps whatever the client left mapped, through `queue` (the harness's
+/// teardown; a tenant process just exits). Mappings of objects in another
+/// context fail to unmap here and are forgotten.
+pub fn unmap_all(t: &mut Tenant, queue: *mut c_void) {
+    for (_, m) in t.mappings.drain() {
+        // SAFETY: `m.ptr` is the pointer the library returned when mapping
+        // `m.mem`.
+        unsafe {
+            ffi::clEnqueueUnmapMemObject(
+                queue,
+                m.mem as *mut c_void,
+                m.ptr as *mut c_void,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            );
+        }
+    }
+    // SAFETY: a valid queue.
+    unsafe { ffi::clFinish(queue) };
+}
+
 fn map_id(t: &Tenant, d: &mut Decoder<'_>) -> Result<u64, i32> {
     let id = d.u64().map_err(bad)?;
     if id == 0 || t.mappings.contains_key(&id) {

@@ -212,6 +212,35 @@ impl Tenant {
         }
     }
 
+    /// Drops every reference this tenant holds: the client's (`refs`) and
+    /// the one taken for a server-assigned alias. A tenant process simply
+    /// exits instead; the in-process harness needs runs to be independent.
+    pub fn release_all(&mut self) {
+        self.mappings.clear();
+        self.reverse.clear();
+        // Dependents first, so that no object outlives what it was made from
+        // inside this loop (the library counts references either way).
+        let order = |k: Kind| match k {
+            Kind::Event => 0,
+            Kind::Kernel => 1,
+            Kind::Sampler => 2,
+            Kind::Program => 3,
+            Kind::Mem => 4,
+            Kind::Queue => 5,
+            Kind::Context => 6,
+            Kind::Device => 7,
+            Kind::Platform => 8,
+        };
+        let mut entries: Vec<Entry> = self.table.drain().map(|(_, e)| e).collect();
+        entries.sort_by_key(|e| (order(e.kind), e.raw));
+        for e in entries {
+            let server_ref = e.pinned && !matches!(e.kind, Kind::Platform | Kind::Device);
+            for _ in 0..e.refs + u32::from(server_ref) {
+                super::release_real(e.kind, e.raw as *mut c_void);
+            }
+        }
+    }
+
     /// A buffer for a call to write into, bounded by the tenant's limits.
     pub fn out_buf(&mut self, present: bool, size: u64) -> Result<Option<Vec<u8>>, i32> {
         if !present {
