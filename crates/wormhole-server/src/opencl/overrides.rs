@@ -17,7 +17,10 @@ use super::tenant::{alloc_zeroed, bad, check_count, opt_vec_ptr, Tenant};
 const CL_TRUE: u32 = 1;
 const ZERO_ORIGIN: [usize; 3] = [0, 0, 0];
 
-/// A buffer or image region mapped for a client.
+/// A buffer or image region mapped for a client. The mapping holds a
+/// reference on the memory object, so that the client releasing it cannot
+/// free the mapped memory, nor let a new object reuse its address, while
+/// the mapping is still ours to write into on unmap.
 pub struct Mapping {
     mem: usize,
     ptr: usize,
@@ -589,7 +592,7 @@ pub unsafe fn clEnqueueWriteImage(
 pub fn unmap_all(t: &mut Tenant, queue: *mut c_void) {
     for (_, m) in t.mappings.drain() {
         // SAFETY: `m.ptr` is the pointer the library returned when mapping
-        // `m.mem`.
+        // `m.mem`, which the mapping holds a reference on.
         unsafe {
             ffi::clEnqueueUnmapMemObject(
                 queue,
@@ -600,6 +603,7 @@ pub fn unmap_all(t: &mut Tenant, queue: *mut c_void) {
                 std::ptr::null_mut(),
             );
         }
+        super::release_real(Kind::Mem, m.mem as *mut c_void);
     }
     // SAFETY: a valid queue.
     unsafe { ffi::clFinish(queue) };
@@ -651,6 +655,7 @@ pub fn d_clEnqueueMapBuffer(
     t.commit_new(&mut ev, Kind::Event, err);
     e.u8(1);
     if err == CL_SUCCESS && !ptr.is_null() {
+        super::retain_real(Kind::Mem, buf);
         t.mappings.insert(
             id,
             Mapping {
@@ -735,6 +740,7 @@ pub fn d_clEnqueueMapImage(
     };
     let len = image_transfer_extent(r3.map(|x| x as u64), elem as u64, row as u64, slice as u64)
         .ok_or(CL_INVALID_VALUE)?;
+    super::retain_real(Kind::Mem, img);
     t.mappings.insert(
         id,
         Mapping {
@@ -786,6 +792,7 @@ pub fn d_clEnqueueUnmapMemObject(
     t.commit_new(&mut ev, Kind::Event, s);
     if s == CL_SUCCESS {
         t.mappings.remove(&id);
+        super::release_real(Kind::Mem, mem);
     }
     e.u8(1);
     Ok(if mem.is_null() {
