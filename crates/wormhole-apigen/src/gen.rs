@@ -315,6 +315,12 @@ fn server_func(o: &mut String, f: &Func) {
                         "    let (v_{n}, id_{n}) = t.handle_with_id(d, {})?;",
                         kind(k)
                     );
+                    // A release must match a reference the client holds,
+                    // or it would drop one the server or a parent object
+                    // holds and leave a dangling handle in the table.
+                    if f.attrs.release.is_some() {
+                        let _ = writeln!(o, "    t.check_release(id_{n}, {})?;", kind(k));
+                    }
                 } else {
                     let _ = writeln!(o, "    let v_{n} = t.handle(d, {})?;", kind(k));
                 }

@@ -17,6 +17,8 @@ use wormhole_wire::{Decoder, Encoder, WireError};
 /// learns of from a query); below it, by the client (objects it creates).
 pub const SERVER_ID_BASE: u64 = 1 << 62;
 
+const CL_DEVICE_PARENT_DEVICE: u32 = 0x1042;
+
 /// A malformed request: reported as `CL_INVALID_VALUE`.
 pub fn bad(_: WireError) -> i32 {
     CL_INVALID_VALUE
@@ -195,6 +197,36 @@ impl Tenant {
         }
     }
 
+    /// Refuses a release the client holds no reference for. Ids the server
+    /// assigned for objects seen in query results carry no client reference
+    /// (the application does not own those), so releasing them more times
+    /// than they were retained would free an object its parent still uses.
+    /// Root devices are the exception: releasing one is a no-op.
+    pub fn check_release(&self, id: u64, kind: Kind) -> Result<(), i32> {
+        match self.table.get(&id) {
+            Some(e) if e.kind == kind && e.refs > 0 => Ok(()),
+            Some(e) if e.kind == kind && kind == Kind::Device => {
+                let mut parent: usize = 0;
+                // SAFETY: a device from our table; `parent` is a cl_device_id.
+                let s = unsafe {
+                    super::ffi::clGetDeviceInfo(
+                        e.raw as *mut c_void,
+                        CL_DEVICE_PARENT_DEVICE,
+                        std::mem::size_of::<usize>(),
+                        &mut parent as *mut usize as *mut c_void,
+                        std::ptr::null_mut(),
+                    )
+                };
+                if s == CL_SUCCESS && parent == 0 {
+                    Ok(())
+                } else {
+                    Err(kind.invalid())
+                }
+            }
+            _ => Err(kind.invalid()),
+        }
+    }
+
     /// Drops the entry when the client's last reference goes: the id is
     /// then invalid for this tenant, as the handle is for the application.
     pub fn released(&mut self, id: u64, _kind: Kind) {
@@ -276,7 +308,13 @@ impl Tenant {
                 let ids: Vec<u64> = v
                     .iter()
                     .take_while(|p| !p.is_null())
-                    .map(|&p| self.id_for(kind, p))
+                    .map(|&p| {
+                        // Handles returned in an array are new references
+                        // the application owns (kernels, sub-devices).
+                        let id = self.id_for(kind, p);
+                        self.retained(id, kind);
+                        id
+                    })
                     .collect();
                 e.bool(true);
                 e.u64s(&ids);
