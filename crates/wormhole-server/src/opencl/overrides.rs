@@ -609,6 +609,145 @@ pub fn unmap_all(t: &mut Tenant, queue: *mut c_void) {
     unsafe { ffi::clFinish(queue) };
 }
 
+const CL_KERNEL_ARG_ADDRESS_QUALIFIER: u32 = 0x1196;
+const CL_KERNEL_ARG_TYPE_NAME: u32 = 0x1198;
+const CL_KERNEL_ARG_ADDRESS_GLOBAL: u32 = 0x119B;
+const CL_KERNEL_ARG_ADDRESS_LOCAL: u32 = 0x119C;
+const CL_KERNEL_ARG_ADDRESS_CONSTANT: u32 = 0x119D;
+const CL_KERNEL_ARG_INFO_NOT_AVAILABLE: i32 = -19;
+const CL_INVALID_ARG_VALUE: i32 = -50;
+const CL_INVALID_ARG_SIZE: i32 = -51;
+const CL_INVALID_SAMPLER: i32 = -41;
+const CL_MEM_TYPE: u32 = 0x1100;
+const CL_MEM_OBJECT_BUFFER: u32 = 0x10F0;
+const HANDLE_SIZE: usize = std::mem::size_of::<usize>();
+
+/// What a kernel argument is declared as, from the kernel's argument info.
+enum ArgDecl {
+    /// `__global`/`__constant`: a memory object; `image` for image types.
+    Mem {
+        image: bool,
+    },
+    Local,
+    Sampler,
+    Plain,
+}
+
+fn arg_decl(kernel: *mut c_void, index: u32) -> Result<Option<ArgDecl>, i32> {
+    let mut q: u32 = 0;
+    // SAFETY: a kernel from the table; `q` is a cl_uint.
+    let s = unsafe {
+        ffi::clGetKernelArgInfo(
+            kernel,
+            index,
+            CL_KERNEL_ARG_ADDRESS_QUALIFIER,
+            4,
+            &mut q as *mut u32 as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    if s == CL_KERNEL_ARG_INFO_NOT_AVAILABLE {
+        return Ok(None);
+    }
+    if s != CL_SUCCESS {
+        return Err(s);
+    }
+    let mut name = [0u8; 64];
+    // SAFETY: a buffer of the size passed; a name that does not fit is an
+    // error and leaves the buffer as it was (zeroed).
+    unsafe {
+        ffi::clGetKernelArgInfo(
+            kernel,
+            index,
+            CL_KERNEL_ARG_TYPE_NAME,
+            name.len(),
+            name.as_mut_ptr().cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    let name = name.split(|&b| b == 0).next().unwrap_or(&[]);
+    Ok(Some(match q {
+        CL_KERNEL_ARG_ADDRESS_GLOBAL | CL_KERNEL_ARG_ADDRESS_CONSTANT => ArgDecl::Mem {
+            image: name.starts_with(b"image"),
+        },
+        CL_KERNEL_ARG_ADDRESS_LOCAL => ArgDecl::Local,
+        _ if name == b"sampler_t" => ArgDecl::Sampler,
+        _ => ArgDecl::Plain,
+    }))
+}
+
+/// The library takes a memory object or sampler argument's bytes as a
+/// handle and dereferences it, so those bytes must be NULL or an object of
+/// the right kind (and, for memory, the right type) that this tenant holds:
+/// a client could otherwise make the library follow any address, or use a
+/// sampler as a buffer. Vendors without argument info get the call as is.
+///
+/// # Safety
+/// `value` is NULL or holds `size` bytes.
+pub unsafe fn clSetKernelArg(
+    t: &mut Tenant,
+    kernel: *mut c_void,
+    index: u32,
+    size: usize,
+    value: *const c_void,
+) -> i32 {
+    let decl = match arg_decl(kernel, index) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    let handle = || -> Option<*mut c_void> {
+        if value.is_null() || size != HANDLE_SIZE {
+            return None;
+        }
+        // SAFETY: `value` holds `size` = pointer-sized bytes (caller's
+        // contract); they may be unaligned.
+        Some(unsafe { std::ptr::read_unaligned(value as *const *mut c_void) })
+    };
+    match decl {
+        Some(ArgDecl::Mem { image }) => {
+            if size != HANDLE_SIZE {
+                return CL_INVALID_ARG_SIZE;
+            }
+            match handle() {
+                None => {}
+                Some(h) if h.is_null() => {}
+                Some(h) if !t.holds(Kind::Mem, h) => return CL_INVALID_MEM_OBJECT,
+                Some(h) => {
+                    let mut ty: u32 = 0;
+                    // SAFETY: a memory object this tenant holds; `ty` is a
+                    // cl_mem_object_type.
+                    let s = unsafe {
+                        ffi::clGetMemObjectInfo(
+                            h,
+                            CL_MEM_TYPE,
+                            4,
+                            &mut ty as *mut u32 as *mut c_void,
+                            std::ptr::null_mut(),
+                        )
+                    };
+                    if s != CL_SUCCESS || (ty == CL_MEM_OBJECT_BUFFER) == image {
+                        return CL_INVALID_ARG_VALUE;
+                    }
+                }
+            }
+        }
+        Some(ArgDecl::Local) if !value.is_null() => return CL_INVALID_ARG_VALUE,
+        Some(ArgDecl::Sampler) => {
+            if size != HANDLE_SIZE {
+                return CL_INVALID_ARG_SIZE;
+            }
+            match handle() {
+                Some(h) if t.holds(Kind::Sampler, h) => {}
+                _ => return CL_INVALID_SAMPLER,
+            }
+        }
+        _ => {}
+    }
+    // SAFETY: `value` is NULL or holds `size` bytes, checked above to be a
+    // held object wherever the library will dereference it.
+    unsafe { ffi::clSetKernelArg(kernel, index, size, value) }
+}
+
 fn map_id(t: &Tenant, d: &mut Decoder<'_>) -> Result<u64, i32> {
     let id = d.u64().map_err(bad)?;
     if id == 0 || t.mappings.contains_key(&id) {

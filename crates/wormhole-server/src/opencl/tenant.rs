@@ -104,6 +104,12 @@ impl Tenant {
         }
     }
 
+    /// Whether `raw` is an object of `kind` that this tenant holds an id
+    /// for: a value the library will take as a handle must be one.
+    pub fn holds(&self, kind: Kind, raw: *mut c_void) -> bool {
+        self.reverse.contains_key(&(kind, raw as usize))
+    }
+
     pub fn handle(&mut self, d: &mut Decoder<'_>, kind: Kind) -> Result<*mut c_void, i32> {
         let id = d.u64().map_err(bad)?;
         self.lookup(id, kind)
