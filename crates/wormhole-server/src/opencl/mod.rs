@@ -53,6 +53,29 @@ pub fn release_real(kind: Kind, raw: *mut c_void) {
     }
 }
 
+/// The library's reference count of an object (0 when it cannot say).
+pub fn refcount(kind: Kind, raw: *mut c_void) -> u32 {
+    let mut n = 0u32;
+    let size = std::mem::size_of::<u32>();
+    let out = &mut n as *mut u32 as *mut c_void;
+    let null = std::ptr::null_mut();
+    // SAFETY: `raw` is a live handle of `kind`; `n` is a cl_uint.
+    unsafe {
+        match kind {
+            Kind::Context => ffi::clGetContextInfo(raw, 0x1080, size, out, null),
+            Kind::Queue => ffi::clGetCommandQueueInfo(raw, 0x1092, size, out, null),
+            Kind::Mem => ffi::clGetMemObjectInfo(raw, 0x1105, size, out, null),
+            Kind::Program => ffi::clGetProgramInfo(raw, 0x1160, size, out, null),
+            Kind::Kernel => ffi::clGetKernelInfo(raw, 0x1192, size, out, null),
+            Kind::Event => ffi::clGetEventInfo(raw, 0x11D2, size, out, null),
+            Kind::Sampler => ffi::clGetSamplerInfo(raw, 0x1150, size, out, null),
+            Kind::Device => ffi::clGetDeviceInfo(raw, 0x1047, size, out, null),
+            Kind::Platform => CL_SUCCESS,
+        };
+    }
+    n
+}
+
 const CL_PLATFORM_NAME: u32 = 0x0902;
 
 /// The platforms to export: all, or those whose name contains one of
