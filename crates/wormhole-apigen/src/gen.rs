@@ -88,7 +88,7 @@ fn client_put(o: &mut String, f: &Func) {
                 Scalar::U64 | Scalar::Bitfield => format!("c.enc.u64({n});"),
                 Scalar::Usize => format!("c.enc.usize({n});"),
             },
-            Ty::Handle { kind: k } => format!("c.handle({n}, {})?;", kind(k)),
+            Ty::Handle { kind: k, .. } => format!("c.handle({n}, {})?;", kind(k)),
             Ty::HandleArray { kind: k, count } => {
                 format!("c.handles({n}, {count} as usize, {})?;", kind(k))
             }
@@ -308,7 +308,7 @@ fn server_func(o: &mut String, f: &Func) {
                 let _ = writeln!(o, "    let v_{n} = d.{m}().map_err(bad)?;");
                 format!("v_{n}")
             }
-            Ty::Handle { kind: k } => {
+            Ty::Handle { kind: k, optional } => {
                 if i == 0 && refcounting {
                     let _ = writeln!(
                         o,
@@ -321,6 +321,8 @@ fn server_func(o: &mut String, f: &Func) {
                     if f.attrs.release.is_some() {
                         let _ = writeln!(o, "    t.check_release(id_{n}, {})?;", kind(k));
                     }
+                } else if *optional {
+                    let _ = writeln!(o, "    let v_{n} = t.opt_handle(d, {})?;", kind(k));
                 } else {
                     let _ = writeln!(o, "    let v_{n} = t.handle(d, {})?;", kind(k));
                 }

@@ -110,7 +110,18 @@ impl Tenant {
         self.reverse.contains_key(&(kind, raw as usize))
     }
 
+    /// A required handle: NULL (id 0) is refused here, as the API would,
+    /// rather than handed to a library that may not check.
     pub fn handle(&mut self, d: &mut Decoder<'_>, kind: Kind) -> Result<*mut c_void, i32> {
+        let id = d.u64().map_err(bad)?;
+        if id == 0 {
+            return Err(kind.invalid());
+        }
+        self.lookup(id, kind)
+    }
+
+    /// A handle the API lets be NULL (declared `KIND?`).
+    pub fn opt_handle(&mut self, d: &mut Decoder<'_>, kind: Kind) -> Result<*mut c_void, i32> {
         let id = d.u64().map_err(bad)?;
         self.lookup(id, kind)
     }
@@ -121,6 +132,9 @@ impl Tenant {
         kind: Kind,
     ) -> Result<(*mut c_void, u64), i32> {
         let id = d.u64().map_err(bad)?;
+        if id == 0 {
+            return Err(kind.invalid());
+        }
         Ok((self.lookup(id, kind)?, id))
     }
 
@@ -133,9 +147,13 @@ impl Tenant {
         if !d.bool().map_err(bad)? {
             return Ok(None);
         }
+        // No NULL inside a list of handles (a wait list, a device list).
         let ids = d.u64s().map_err(bad)?;
         ids.into_iter()
-            .map(|id| self.lookup(id, kind))
+            .map(|id| match id {
+                0 => Err(kind.invalid()),
+                _ => self.lookup(id, kind),
+            })
             .collect::<Result<Vec<_>, _>>()
             .map(Some)
     }
