@@ -45,6 +45,9 @@ pub mod ids {
 pub const BUFFER_SIZE: usize = 4096;
 /// Width and height of the seeded RGBA8 image.
 pub const IMAGE_SIDE: usize = 16;
+/// The tenant's allocation limit in the harness (a server's default is
+/// 4 GiB per request, which is as valid, but exhausts a fuzzer's memory).
+pub const FUZZ_MAX_ALLOC: u64 = 64 << 20;
 /// Largest kernel launch the harness lets through.
 pub const MAX_FUZZ_WORK_ITEMS: u64 = 1 << 12;
 
@@ -182,7 +185,11 @@ impl Harness {
     /// A fresh tenant whose table holds one reference of its own to each
     /// seeded object, as if the client had created them.
     fn tenant(&self) -> Tenant {
-        let mut t = Tenant::new(self.platforms.clone(), Limits::default(), None);
+        let limits = Limits {
+            max_alloc: FUZZ_MAX_ALLOC,
+            ..Limits::default()
+        };
+        let mut t = Tenant::new(self.platforms.clone(), limits, None);
         let dev = t.id_for(Kind::Device, self.device);
         debug_assert_eq!(dev, ids::DEVICE);
         for &(id, kind, raw) in &self.seeds {
