@@ -332,7 +332,12 @@ fn server_func(o: &mut String, f: &Func) {
                 let _ = writeln!(o, "    let v_{n} = t.handles(d, {})?;", kind(k));
                 let _ = writeln!(
                     post,
-                    "    check_count(v_{n}.as_deref(), v_{count} as u64)?;"
+                    "    check_count(v_{n}.as_deref(), v_{count} as u64, {})?;",
+                    if n == "event_wait_list" {
+                        "CL_INVALID_EVENT_WAIT_LIST"
+                    } else {
+                        "CL_INVALID_VALUE"
+                    }
                 );
                 format!("opt_vec_ptr(&v_{n})")
             }

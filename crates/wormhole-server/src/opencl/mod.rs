@@ -8,7 +8,12 @@ pub mod tenant;
 
 use std::ffi::c_void;
 
-use wormhole_opencl_api::{func, CallbackKind, Kind, CL_INVALID_OPERATION, CL_SUCCESS};
+use wormhole_opencl_api::{
+    func, CallbackKind, Kind, CL_INVALID_OPERATION, CL_INVALID_VALUE, CL_SUCCESS,
+};
+
+/// `num_events_in_wait_list` > 0 with no list.
+const CL_INVALID_EVENT_WAIT_LIST: i32 = -57;
 use wormhole_wire::{Decoder, Encoder};
 
 use tenant::{

@@ -616,6 +616,7 @@ const CL_KERNEL_ARG_ADDRESS_LOCAL: u32 = 0x119C;
 const CL_KERNEL_ARG_ADDRESS_CONSTANT: u32 = 0x119D;
 const CL_KERNEL_ARG_INFO_NOT_AVAILABLE: i32 = -19;
 const CL_INVALID_ARG_VALUE: i32 = -50;
+const CL_INVALID_EVENT_WAIT_LIST: i32 = -57;
 const CL_INVALID_ARG_SIZE: i32 = -51;
 const CL_INVALID_SAMPLER: i32 = -41;
 const CL_MEM_TYPE: u32 = 0x1100;
@@ -771,7 +772,7 @@ pub fn d_clEnqueueMapBuffer(
     let size = d.usize().map_err(bad)?;
     let n = d.u32().map_err(bad)?;
     let wl = t.handles(d, Kind::Event)?;
-    check_count(wl.as_deref(), n as u64)?;
+    check_count(wl.as_deref(), n as u64, CL_INVALID_EVENT_WAIT_LIST)?;
     let mut ev = t.out_new(d)?;
     let id = map_id(t, d)?;
     d.finish().map_err(bad)?;
@@ -831,7 +832,7 @@ pub fn d_clEnqueueMapImage(
     let region = d.bytes().map_err(bad)?;
     let n = d.u32().map_err(bad)?;
     let wl = t.handles(d, Kind::Event)?;
-    check_count(wl.as_deref(), n as u64)?;
+    check_count(wl.as_deref(), n as u64, CL_INVALID_EVENT_WAIT_LIST)?;
     let mut ev = t.out_new(d)?;
     let id = map_id(t, d)?;
     d.finish().map_err(bad)?;
@@ -911,7 +912,7 @@ pub fn d_clEnqueueUnmapMemObject(
     let data = d.opt_bytes().map_err(bad)?;
     let n = d.u32().map_err(bad)?;
     let wl = t.handles(d, Kind::Event)?;
-    check_count(wl.as_deref(), n as u64)?;
+    check_count(wl.as_deref(), n as u64, CL_INVALID_EVENT_WAIT_LIST)?;
     let mut ev = t.out_new(d)?;
     d.finish().map_err(bad)?;
     let m = match t.mappings.get(&id) {

@@ -436,10 +436,13 @@ impl NewSlot {
     }
 }
 
-/// Checks that an array holds at least the count the call will read.
-pub fn check_count<T>(v: Option<&[T]>, count: u64) -> Result<(), i32> {
+/// Checks that an array holds at least the count the call will read. An
+/// absent (NULL) array with a count is refused with `absent` (the API's
+/// code for that call) rather than handed to a library that may read it.
+pub fn check_count<T>(v: Option<&[T]>, count: u64, absent: i32) -> Result<(), i32> {
     match v {
         Some(v) if (v.len() as u64) < count => Err(CL_INVALID_VALUE),
+        None if count > 0 => Err(absent),
         _ => Ok(()),
     }
 }
