@@ -216,7 +216,8 @@ impl Harness {
                 i32::from_le_bytes([b[0], b[1], b[2], b[3]])
             }));
         }
-        opencl::overrides::unmap_all(&mut t, self.queue);
+        // SAFETY: the harness's queue lives as long as the harness.
+        unsafe { opencl::overrides::unmap_all(&mut t, self.queue) };
         t.release_all();
         // Commands still running hold references (on the queue, say) until
         // they complete.
@@ -234,7 +235,8 @@ impl Harness {
         self.seeds
             .iter()
             .filter(|s| s.1 != Kind::Queue)
-            .map(|&(_, kind, raw)| opencl::refcount(kind, raw))
+            // SAFETY: the harness holds a reference on every seed.
+            .map(|&(_, kind, raw)| unsafe { opencl::refcount(kind, raw) })
             .collect()
     }
 }
@@ -280,7 +282,8 @@ fn launch_too_big(d: &mut Decoder<'_>) -> bool {
 impl Drop for Harness {
     fn drop(&mut self) {
         for &(_, kind, raw) in self.seeds.iter().rev() {
-            opencl::release_real(kind, raw);
+            // SAFETY: the reference the harness took when it made the seed.
+            unsafe { opencl::release_real(kind, raw) };
         }
     }
 }

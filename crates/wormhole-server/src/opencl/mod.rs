@@ -41,8 +41,11 @@ pub fn retain_real(kind: Kind, raw: *mut c_void) {
 }
 
 /// Drops one reference on an object (the inverse of [`retain_real`]).
-pub fn release_real(kind: Kind, raw: *mut c_void) {
-    // SAFETY: the caller holds a reference on `raw`, a live handle of `kind`.
+///
+/// # Safety
+/// `raw` is a live handle of `kind` on which the caller holds a reference.
+pub unsafe fn release_real(kind: Kind, raw: *mut c_void) {
+    // SAFETY: the caller's contract.
     unsafe {
         match kind {
             Kind::Context => ffi::clReleaseContext(raw),
@@ -59,12 +62,15 @@ pub fn release_real(kind: Kind, raw: *mut c_void) {
 }
 
 /// The library's reference count of an object (0 when it cannot say).
-pub fn refcount(kind: Kind, raw: *mut c_void) -> u32 {
+///
+/// # Safety
+/// `raw` is a live handle of `kind`.
+pub unsafe fn refcount(kind: Kind, raw: *mut c_void) -> u32 {
     let mut n = 0u32;
     let size = std::mem::size_of::<u32>();
     let out = &mut n as *mut u32 as *mut c_void;
     let null = std::ptr::null_mut();
-    // SAFETY: `raw` is a live handle of `kind`; `n` is a cl_uint.
+    // SAFETY: the caller's contract; `n` is a cl_uint.
     unsafe {
         match kind {
             Kind::Context => ffi::clGetContextInfo(raw, 0x1080, size, out, null),

@@ -589,7 +589,10 @@ pub unsafe fn clEnqueueWriteImage(
 /// Unmaps whatever the client left mapped, through `queue` (the harness's
 /// teardown; a tenant process just exits). Mappings of objects in another
 /// context fail to unmap here and are forgotten.
-pub fn unmap_all(t: &mut Tenant, queue: *mut c_void) {
+///
+/// # Safety
+/// `queue` is a live command queue.
+pub unsafe fn unmap_all(t: &mut Tenant, queue: *mut c_void) {
     for (_, m) in t.mappings.drain() {
         // SAFETY: `m.ptr` is the pointer the library returned when mapping
         // `m.mem`, which the mapping holds a reference on.
@@ -603,9 +606,10 @@ pub fn unmap_all(t: &mut Tenant, queue: *mut c_void) {
                 std::ptr::null_mut(),
             );
         }
-        super::release_real(Kind::Mem, m.mem as *mut c_void);
+        // SAFETY: the mapping's own reference, taken when it was made.
+        unsafe { super::release_real(Kind::Mem, m.mem as *mut c_void) };
     }
-    // SAFETY: a valid queue.
+    // SAFETY: the caller's contract.
     unsafe { ffi::clFinish(queue) };
 }
 
@@ -932,7 +936,8 @@ pub fn d_clEnqueueUnmapMemObject(
     t.commit_new(&mut ev, Kind::Event, s);
     if s == CL_SUCCESS {
         t.mappings.remove(&id);
-        super::release_real(Kind::Mem, mem);
+        // SAFETY: the reference the mapping took when it was made.
+        unsafe { super::release_real(Kind::Mem, mem) };
     }
     e.u8(1);
     Ok(if mem.is_null() {

@@ -292,7 +292,9 @@ impl Tenant {
         for e in entries {
             let server_ref = e.pinned && !matches!(e.kind, Kind::Platform | Kind::Device);
             for _ in 0..e.refs + u32::from(server_ref) {
-                super::release_real(e.kind, e.raw as *mut c_void);
+                // SAFETY: the entry's raw handle is live while the tenant
+                // holds references on it, and these are exactly those.
+                unsafe { super::release_real(e.kind, e.raw as *mut c_void) };
             }
         }
     }
