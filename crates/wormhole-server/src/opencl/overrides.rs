@@ -5,7 +5,7 @@
 use std::ffi::c_void;
 
 use wormhole_opencl_api::{
-    image_transfer_extent, triple, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_MEM_OBJECT,
+    image_transfer_extent, rect_extent, triple, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_MEM_OBJECT,
     CL_INVALID_VALUE, CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR,
     CL_SUCCESS,
 };
@@ -449,6 +449,68 @@ pub unsafe fn clEnqueueWriteBuffer(
     unsafe { ffi::clEnqueueWriteBuffer(q, buf, CL_TRUE, offset, size, ptr, n, wl, ev) }
 }
 
+const CL_MEM_SIZE: u32 = 0x1102;
+
+/// Reads three size_t values (an origin or a region) from a request.
+///
+/// # Safety
+/// `p` is NULL or points to 24 bytes (the decoder checked the length).
+unsafe fn triple_at(p: *const c_void) -> Option<[u64; 3]> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's contract; the bytes may be unaligned.
+    let b = unsafe { std::slice::from_raw_parts(p as *const u8, 24) };
+    triple(b)
+}
+
+/// The library does not bound a rectangle's far corner by the buffer's
+/// size (found by fuzzing: a rectangular read past the end of a buffer
+/// copied from beyond its allocation), so it is checked here: the last
+/// byte the rectangle touches, `origin` and `region` under the buffer's
+/// pitches, must lie inside the buffer. A NULL origin or region is refused
+/// as the API says.
+///
+/// # Safety
+/// `buf` is a memory object from the table; `origin` and `region` are NULL
+/// or 24 bytes each.
+unsafe fn buffer_rect_ok(
+    buf: *mut c_void,
+    origin: *const c_void,
+    region: *const c_void,
+    row: usize,
+    slice: usize,
+) -> Result<(), i32> {
+    // SAFETY: the caller's contract.
+    let (o, r) = unsafe { (triple_at(origin), triple_at(region)) };
+    let (o, r) = (o.ok_or(CL_INVALID_VALUE)?, r.ok_or(CL_INVALID_VALUE)?);
+    let ext = rect_extent(r, 1, row as u64, slice as u64).ok_or(CL_INVALID_VALUE)?;
+    let end = o[2]
+        .checked_mul(ext.slice)
+        .and_then(|z| o[1].checked_mul(ext.row)?.checked_add(z))
+        .and_then(|yz| yz.checked_add(o[0]))
+        .and_then(|start| start.checked_add(ext.extent))
+        .ok_or(CL_INVALID_VALUE)?;
+    let mut size: usize = 0;
+    // SAFETY: a memory object from the table; `size` is a size_t.
+    let s = unsafe {
+        ffi::clGetMemObjectInfo(
+            buf,
+            CL_MEM_SIZE,
+            std::mem::size_of::<usize>(),
+            &mut size as *mut usize as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    if s != CL_SUCCESS {
+        return Err(s);
+    }
+    if end > size as u64 {
+        return Err(CL_INVALID_VALUE);
+    }
+    Ok(())
+}
+
 /// The host window starts at the client's host origin, so the library sees
 /// a zero origin into it.
 ///
@@ -472,6 +534,10 @@ pub unsafe fn clEnqueueReadBufferRect(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
+    // SAFETY: the caller's contract.
+    if let Err(e) = unsafe { buffer_rect_ok(buf, buffer_origin, region, brp, bsp) } {
+        return e;
+    }
     let origin = ZERO_ORIGIN.as_ptr() as *const c_void;
     // SAFETY: as documented above.
     unsafe {
@@ -514,6 +580,10 @@ pub unsafe fn clEnqueueWriteBufferRect(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
+    // SAFETY: the caller's contract.
+    if let Err(e) = unsafe { buffer_rect_ok(buf, buffer_origin, region, brp, bsp) } {
+        return e;
+    }
     let origin = ZERO_ORIGIN.as_ptr() as *const c_void;
     // SAFETY: as documented above.
     unsafe {
@@ -532,6 +602,43 @@ pub unsafe fn clEnqueueWriteBufferRect(
             n,
             wl,
             ev,
+        )
+    }
+}
+
+/// Both rectangles are bounded by their buffers (see [`buffer_rect_ok`]).
+///
+/// # Safety
+/// As for `clEnqueueCopyBufferRect`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueCopyBufferRect(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    src: *mut c_void,
+    dst: *mut c_void,
+    src_origin: *const c_void,
+    dst_origin: *const c_void,
+    region: *const c_void,
+    srp: usize,
+    ssp: usize,
+    drp: usize,
+    dsp: usize,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    let ok = unsafe {
+        buffer_rect_ok(src, src_origin, region, srp, ssp)
+            .and_then(|()| buffer_rect_ok(dst, dst_origin, region, drp, dsp))
+    };
+    if let Err(e) = ok {
+        return e;
+    }
+    // SAFETY: as checked above; handles from the table.
+    unsafe {
+        ffi::clEnqueueCopyBufferRect(
+            q, src, dst, src_origin, dst_origin, region, srp, ssp, drp, dsp, n, wl, ev,
         )
     }
 }
