@@ -11,7 +11,7 @@ use wormhole_opencl_api::{
     func, CL_INVALID_COMMAND_QUEUE, CL_INVALID_CONTEXT, CL_INVALID_EVENT, CL_INVALID_MEM_OBJECT,
     CL_INVALID_OPERATION, CL_INVALID_PLATFORM, CL_INVALID_VALUE, CL_OUT_OF_HOST_MEMORY, CL_SUCCESS,
 };
-use wormhole_server::harness::Frame;
+use wormhole_server::harness::{triple, Frame};
 use wormhole_server::opencl::tenant::SERVER_ID_BASE;
 
 /// Checks that the neighbour still gets exactly its own data back.
@@ -179,6 +179,24 @@ fn forged_handles_and_sizes_get_invalid_codes_while_a_neighbour_is_served() {
                 .u64(64)
                 .u8(0)
                 .u64(SERVER_ID_BASE)
+                .done(),
+            CL_INVALID_VALUE,
+        ),
+        (
+            "rectangle read past the end of the buffer",
+            Frame::new(func::clEnqueueReadBufferRect)
+                .h(q)
+                .h(buf)
+                .u32(1)
+                .opt(Some(&triple(0, 4000, 0)))
+                .opt(Some(&triple(0, 0, 0)))
+                .opt(Some(&triple(64, 2, 1)))
+                .u64(64)
+                .u64(0)
+                .u64(64)
+                .u64(0)
+                .b(true)
+                .no_events()
                 .done(),
             CL_INVALID_VALUE,
         ),
