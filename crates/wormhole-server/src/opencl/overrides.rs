@@ -643,6 +643,225 @@ pub unsafe fn clEnqueueCopyBufferRect(
     }
 }
 
+/// Queries one size_t property of an image.
+fn image_size(img: *mut c_void, param: u32) -> Result<u64, i32> {
+    let mut v: usize = 0;
+    // SAFETY: a memory object from the table; `v` is a size_t.
+    let s = unsafe {
+        ffi::clGetImageInfo(
+            img,
+            param,
+            std::mem::size_of::<usize>(),
+            &mut v as *mut usize as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    if s == CL_SUCCESS {
+        Ok(v as u64)
+    } else {
+        Err(CL_INVALID_MEM_OBJECT)
+    }
+}
+
+fn mem_type(mem: *mut c_void) -> Result<u32, i32> {
+    let mut ty: u32 = 0;
+    // SAFETY: a memory object from the table; `ty` is a cl_mem_object_type.
+    let s = unsafe {
+        ffi::clGetMemObjectInfo(
+            mem,
+            CL_MEM_TYPE,
+            4,
+            &mut ty as *mut u32 as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    if s == CL_SUCCESS {
+        Ok(ty)
+    } else {
+        Err(CL_INVALID_MEM_OBJECT)
+    }
+}
+
+/// The library does not bound every image transfer by the image (found by
+/// fuzzing: an image-to-buffer copy read past the image's allocation), so
+/// each image box is checked here: `origin + region` within the image's
+/// extent on every axis (array layers count as an axis), no empty region.
+/// Returns the bytes per element.
+///
+/// # Safety
+/// `img` is a memory object from the table; `origin` and `region` are NULL
+/// or 24 bytes each.
+unsafe fn image_box_ok(
+    img: *mut c_void,
+    origin: *const c_void,
+    region: *const c_void,
+) -> Result<u64, i32> {
+    // SAFETY: the caller's contract.
+    let (o, r) = unsafe { (triple_at(origin), triple_at(region)) };
+    let (o, r) = (o.ok_or(CL_INVALID_VALUE)?, r.ok_or(CL_INVALID_VALUE)?);
+    let w = image_size(img, CL_IMAGE_WIDTH)?;
+    let h = image_size(img, CL_IMAGE_HEIGHT)?.max(1);
+    let d = image_size(img, CL_IMAGE_DEPTH)?.max(1);
+    let layers = image_size(img, CL_IMAGE_ARRAY_SIZE)?.max(1);
+    let dims = match mem_type(img)? {
+        CL_MEM_OBJECT_BUFFER => return Err(CL_INVALID_MEM_OBJECT),
+        CL_MEM_OBJECT_IMAGE1D_ARRAY => [w, layers, 1],
+        CL_MEM_OBJECT_IMAGE2D_ARRAY => [w, h, layers],
+        _ => [w, h, d],
+    };
+    for i in 0..3 {
+        let end = o[i].checked_add(r[i]).ok_or(CL_INVALID_VALUE)?;
+        if r[i] == 0 || end > dims[i] {
+            return Err(CL_INVALID_VALUE);
+        }
+    }
+    image_size(img, CL_IMAGE_ELEMENT_SIZE)
+}
+
+/// A span of a buffer: `offset + bytes` within its size, and a buffer.
+fn buffer_span_ok(buf: *mut c_void, offset: u64, bytes: u64) -> Result<(), i32> {
+    if mem_type(buf)? != CL_MEM_OBJECT_BUFFER {
+        return Err(CL_INVALID_MEM_OBJECT);
+    }
+    let mut size: usize = 0;
+    // SAFETY: a memory object from the table; `size` is a size_t.
+    let s = unsafe {
+        ffi::clGetMemObjectInfo(
+            buf,
+            CL_MEM_SIZE,
+            std::mem::size_of::<usize>(),
+            &mut size as *mut usize as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    if s != CL_SUCCESS {
+        return Err(s);
+    }
+    match offset.checked_add(bytes) {
+        Some(end) if end <= size as u64 => Ok(()),
+        _ => Err(CL_INVALID_VALUE),
+    }
+}
+
+/// Bytes in an image box of `region` elements of `elem` bytes.
+///
+/// # Safety
+/// `region` is 24 bytes (checked non-NULL by [`image_box_ok`] first).
+unsafe fn box_bytes(region: *const c_void, elem: u64) -> Result<u64, i32> {
+    // SAFETY: the caller's contract.
+    let r = unsafe { triple_at(region) }.ok_or(CL_INVALID_VALUE)?;
+    r.iter()
+        .try_fold(elem, |acc, &x| acc.checked_mul(x))
+        .ok_or(CL_INVALID_VALUE)
+}
+
+/// # Safety
+/// As for `clEnqueueFillImage`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueFillImage(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    img: *mut c_void,
+    color: *const c_void,
+    origin: *const c_void,
+    region: *const c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    if let Err(e) = unsafe { image_box_ok(img, origin, region) } {
+        return e;
+    }
+    if color.is_null() {
+        return CL_INVALID_VALUE;
+    }
+    // SAFETY: checked above; the colour is 16 bytes (the decoder checked).
+    unsafe { ffi::clEnqueueFillImage(q, img, color, origin, region, n, wl, ev) }
+}
+
+/// # Safety
+/// As for `clEnqueueCopyImage`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueCopyImage(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    src: *mut c_void,
+    dst: *mut c_void,
+    src_origin: *const c_void,
+    dst_origin: *const c_void,
+    region: *const c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    let ok = unsafe {
+        image_box_ok(src, src_origin, region).and_then(|_| image_box_ok(dst, dst_origin, region))
+    };
+    if let Err(e) = ok {
+        return e;
+    }
+    // SAFETY: checked above.
+    unsafe { ffi::clEnqueueCopyImage(q, src, dst, src_origin, dst_origin, region, n, wl, ev) }
+}
+
+/// # Safety
+/// As for `clEnqueueCopyImageToBuffer`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueCopyImageToBuffer(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    img: *mut c_void,
+    buf: *mut c_void,
+    origin: *const c_void,
+    region: *const c_void,
+    offset: usize,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    let ok = unsafe {
+        image_box_ok(img, origin, region)
+            .and_then(|elem| box_bytes(region, elem))
+            .and_then(|bytes| buffer_span_ok(buf, offset as u64, bytes))
+    };
+    if let Err(e) = ok {
+        return e;
+    }
+    // SAFETY: checked above.
+    unsafe { ffi::clEnqueueCopyImageToBuffer(q, img, buf, origin, region, offset, n, wl, ev) }
+}
+
+/// # Safety
+/// As for `clEnqueueCopyBufferToImage`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueCopyBufferToImage(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    buf: *mut c_void,
+    img: *mut c_void,
+    offset: usize,
+    origin: *const c_void,
+    region: *const c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    let ok = unsafe {
+        image_box_ok(img, origin, region)
+            .and_then(|elem| box_bytes(region, elem))
+            .and_then(|bytes| buffer_span_ok(buf, offset as u64, bytes))
+    };
+    if let Err(e) = ok {
+        return e;
+    }
+    // SAFETY: checked above.
+    unsafe { ffi::clEnqueueCopyBufferToImage(q, buf, img, offset, origin, region, n, wl, ev) }
+}
+
 /// # Safety
 /// As for `clEnqueueReadImage`; `ptr` holds the transfer's extent.
 #[allow(clippy::too_many_arguments)]
@@ -660,6 +879,10 @@ pub unsafe fn clEnqueueReadImage(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
+    // SAFETY: the caller's contract.
+    if let Err(e) = unsafe { image_box_ok(image, origin, region) } {
+        return e;
+    }
     // SAFETY: as documented above.
     unsafe {
         ffi::clEnqueueReadImage(
@@ -685,6 +908,10 @@ pub unsafe fn clEnqueueWriteImage(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
+    // SAFETY: the caller's contract.
+    if let Err(e) = unsafe { image_box_ok(image, origin, region) } {
+        return e;
+    }
     // SAFETY: as documented above.
     unsafe {
         ffi::clEnqueueWriteImage(
@@ -732,6 +959,12 @@ const CL_INVALID_ARG_SIZE: i32 = -51;
 const CL_INVALID_SAMPLER: i32 = -41;
 const CL_MEM_TYPE: u32 = 0x1100;
 const CL_MEM_OBJECT_BUFFER: u32 = 0x10F0;
+const CL_MEM_OBJECT_IMAGE2D_ARRAY: u32 = 0x10F3;
+const CL_MEM_OBJECT_IMAGE1D_ARRAY: u32 = 0x10F5;
+const CL_IMAGE_WIDTH: u32 = 0x1114;
+const CL_IMAGE_HEIGHT: u32 = 0x1115;
+const CL_IMAGE_DEPTH: u32 = 0x1116;
+const CL_IMAGE_ARRAY_SIZE: u32 = 0x1117;
 const HANDLE_SIZE: usize = std::mem::size_of::<usize>();
 
 /// What a kernel argument is declared as, from the kernel's argument info.
@@ -952,6 +1185,8 @@ pub fn d_clEnqueueMapImage(
         triple(region).ok_or(CL_INVALID_VALUE)?,
     );
     let (o3, r3) = (o3.map(|x| x as usize), r3.map(|x| x as usize));
+    // SAFETY: both are 3 size_t.
+    unsafe { image_box_ok(img, o3.as_ptr().cast(), r3.as_ptr().cast()) }?;
     let (mut row, mut slice, mut err) = (0usize, 0usize, 0i32);
     // SAFETY: handles from the table; origin and region are 3 size_t each.
     let ptr = unsafe {
