@@ -5,9 +5,8 @@
 use std::ffi::c_void;
 
 use wormhole_opencl_api::{
-    image_transfer_extent, rect_extent, triple, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_MEM_OBJECT,
-    CL_INVALID_VALUE, CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR,
-    CL_SUCCESS,
+    rect_extent, triple, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_MEM_OBJECT, CL_INVALID_VALUE,
+    CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR, CL_SUCCESS,
 };
 use wormhole_wire::{Decoder, Encoder};
 
@@ -959,7 +958,10 @@ const CL_INVALID_ARG_SIZE: i32 = -51;
 const CL_INVALID_SAMPLER: i32 = -41;
 const CL_MEM_TYPE: u32 = 0x1100;
 const CL_MEM_OBJECT_BUFFER: u32 = 0x10F0;
+const CL_MEM_OBJECT_IMAGE2D: u32 = 0x10F1;
 const CL_MEM_OBJECT_IMAGE2D_ARRAY: u32 = 0x10F3;
+const CL_MEM_OBJECT_IMAGE1D: u32 = 0x10F4;
+const CL_MEM_OBJECT_IMAGE1D_BUFFER: u32 = 0x10F6;
 const CL_MEM_OBJECT_IMAGE1D_ARRAY: u32 = 0x10F5;
 const CL_IMAGE_WIDTH: u32 = 0x1114;
 const CL_IMAGE_HEIGHT: u32 = 0x1115;
@@ -1162,6 +1164,26 @@ pub fn d_clEnqueueMapBuffer(
     Ok(err)
 }
 
+/// Bytes a mapped image region spans from its pointer, by image type:
+/// rows step by the row pitch, slices and array layers by the slice pitch
+/// (a 1D array's layers are its second axis). The general transfer extent
+/// over-counts (it steps rows by the larger pitch), and reading that much
+/// from a mapping read past it (found by fuzzing).
+fn mapped_len(img: *mut c_void, r: [u64; 3], elem: u64, row: u64, slice: u64) -> Result<u64, i32> {
+    let bad = CL_INVALID_VALUE;
+    let row_bytes = r[0].checked_mul(elem).ok_or(bad)?;
+    let step = |n: u64, pitch: u64| n.checked_sub(1).and_then(|k| k.checked_mul(pitch));
+    let len = match mem_type(img)? {
+        CL_MEM_OBJECT_IMAGE1D | CL_MEM_OBJECT_IMAGE1D_BUFFER => Some(row_bytes),
+        CL_MEM_OBJECT_IMAGE1D_ARRAY => step(r[1], slice).and_then(|a| a.checked_add(row_bytes)),
+        CL_MEM_OBJECT_IMAGE2D => step(r[1], row).and_then(|a| a.checked_add(row_bytes)),
+        _ => step(r[2], slice)
+            .and_then(|a| a.checked_add(step(r[1], row)?))
+            .and_then(|a| a.checked_add(row_bytes)),
+    };
+    len.ok_or(bad)
+}
+
 /// Request: queue, image, flags, origin, region, wait list, event, map id.
 /// Reply adds the row and slice pitches.
 pub fn d_clEnqueueMapImage(
@@ -1224,8 +1246,13 @@ pub fn d_clEnqueueMapImage(
             std::ptr::null_mut(),
         )
     };
-    let len = image_transfer_extent(r3.map(|x| x as u64), elem as u64, row as u64, slice as u64)
-        .ok_or(CL_INVALID_VALUE)?;
+    let len = mapped_len(
+        img,
+        r3.map(|x| x as u64),
+        elem as u64,
+        row as u64,
+        slice as u64,
+    )?;
     super::retain_real(Kind::Mem, img);
     t.mappings.insert(
         id,
@@ -1266,11 +1293,12 @@ pub fn d_clEnqueueUnmapMemObject(
         _ => return Err(CL_INVALID_VALUE),
     };
     if let Some(b) = data {
-        if b.len() as u64 > m.len {
-            return Err(CL_INVALID_VALUE);
-        }
-        // SAFETY: the mapping spans `m.len` bytes and `b` is no longer.
-        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), m.ptr as *mut u8, b.len()) };
+        // The client's copy of an image mapping may be longer than the
+        // mapping (it sizes it by the general transfer extent); only the
+        // mapping's own bytes are written back.
+        let n = b.len().min(usize::try_from(m.len).unwrap_or(usize::MAX));
+        // SAFETY: the mapping spans `m.len` bytes and `n` is no more.
+        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), m.ptr as *mut u8, n) };
     }
     let ptr = m.ptr as *mut c_void;
     // SAFETY: `ptr` is the pointer the library returned for this mapping.
