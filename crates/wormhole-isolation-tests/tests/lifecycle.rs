@@ -283,3 +283,15 @@ fn clinfo_with_no_server() {
         "{stderr:?}"
     );
 }
+
+/// The server sends, and writes back, exactly the bytes an image mapping
+/// spans (it used to read past the mapping): a real application maps part
+/// of an image, writes through the mapping, and reads the image back.
+#[test]
+fn an_image_mapping_round_trips_exactly_its_region() {
+    let server = Server::start().expect("server");
+    let mut probe = Probe::start(&server, &["map-image"]);
+    probe.expect_line("map-image ok");
+    let status = probe.wait(Duration::from_secs(10)).expect("probe exits");
+    assert!(status.success());
+}

@@ -8,6 +8,7 @@
 //! wormhole-probe alloc MIB      allocate MIB of buffers, then read them in a loop
 //! wormhole-probe block          wait forever on a user event (until the server dies)
 //! wormhole-probe idle SECS      set up a context and queue, then sleep
+//! wormhole-probe map-image      map part of an image, write through it, read back
 //! ```
 
 use std::ffi::c_void;
@@ -61,6 +62,39 @@ extern "C" {
         ev: *mut Handle,
     ) -> i32;
     fn clCreateUserEvent(ctx: Handle, err: *mut i32) -> Handle;
+    fn clCreateImage2D(
+        ctx: Handle,
+        flags: u64,
+        format: *const u32,
+        w: usize,
+        h: usize,
+        row: usize,
+        host: *mut c_void,
+        err: *mut i32,
+    ) -> Handle;
+    fn clEnqueueMapImage(
+        q: Handle,
+        img: Handle,
+        blocking: u32,
+        flags: u64,
+        origin: *const usize,
+        region: *const usize,
+        row: *mut usize,
+        slice: *mut usize,
+        n: u32,
+        wl: *const Handle,
+        ev: *mut Handle,
+        err: *mut i32,
+    ) -> *mut c_void;
+    fn clEnqueueUnmapMemObject(
+        q: Handle,
+        mem: Handle,
+        ptr: *mut c_void,
+        n: u32,
+        wl: *const Handle,
+        ev: *mut Handle,
+    ) -> i32;
+    fn clFinish(q: Handle) -> i32;
     fn clWaitForEvents(n: u32, events: *const Handle) -> i32;
 }
 
@@ -221,6 +255,103 @@ fn block() -> Result<(), String> {
     Ok(())
 }
 
+/// Maps `region` at `origin` of an image; returns the pointer and row pitch.
+fn map(
+    q: Handle,
+    img: Handle,
+    flags: u64,
+    o: [usize; 3],
+    r: [usize; 3],
+) -> Result<(*mut u8, usize), String> {
+    let (mut row, mut slice, mut err) = (0usize, 0usize, 0i32);
+    // SAFETY: valid objects; origin and region are 3 size_t each.
+    let p = unsafe {
+        clEnqueueMapImage(
+            q,
+            img,
+            1,
+            flags,
+            o.as_ptr(),
+            r.as_ptr(),
+            &mut row,
+            &mut slice,
+            0,
+            std::ptr::null(),
+            std::ptr::null_mut(),
+            &mut err,
+        )
+    };
+    ok("clEnqueueMapImage", err)?;
+    Ok((p.cast(), row))
+}
+
+fn unmap(q: Handle, img: Handle, p: *mut u8) -> Result<(), String> {
+    // SAFETY: the pointer a map returned.
+    ok("clEnqueueUnmapMemObject", unsafe {
+        clEnqueueUnmapMemObject(q, img, p.cast(), 0, std::ptr::null(), std::ptr::null_mut())
+    })?;
+    // SAFETY: a valid queue.
+    ok("clFinish", unsafe { clFinish(q) })
+}
+
+/// Maps a region of a 2D image, checks and changes it through the mapping,
+/// then maps the whole image: a mapping must carry exactly its region.
+fn map_image() -> Result<(), String> {
+    let (ctx, q) = setup()?;
+    const W: usize = 16;
+    let format: [u32; 2] = [0x10B5, 0x10D2]; // RGBA, UNORM_INT8
+    let mut data: Vec<u8> = (0..W * W * 4).map(|i| (i % 251) as u8).collect();
+    let mut err = 0;
+    // SAFETY: a valid context and format; `data` covers the image
+    // (CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR).
+    let img = unsafe {
+        clCreateImage2D(
+            ctx,
+            1 | 0x20,
+            format.as_ptr(),
+            W,
+            W,
+            0,
+            data.as_mut_ptr().cast(),
+            &mut err,
+        )
+    };
+    ok("clCreateImage2D", err)?;
+    let (o, r) = ([2usize, 3, 0], [4usize, 5, 1]);
+    let (p, row) = map(q, img, 3, o, r)?;
+    let mut want = data.clone();
+    for y in 0..r[1] {
+        for x in 0..r[0] * 4 {
+            let at = (o[1] + y) * W * 4 + o[0] * 4 + x;
+            // SAFETY: inside the mapped region, rows `row` bytes apart; the
+            // mapping is readable and writable.
+            unsafe {
+                let b = p.add(y * row + x);
+                if *b != data[at] {
+                    return Err(format!("mapped byte ({x},{y}) differs"));
+                }
+                *b = 0xEE;
+            }
+            want[at] = 0xEE;
+        }
+    }
+    unmap(q, img, p)?;
+    let (p, row) = map(q, img, 1, [0, 0, 0], [W, W, 1])?;
+    for y in 0..W {
+        for x in 0..W * 4 {
+            // SAFETY: inside the mapped image, rows `row` bytes apart.
+            if unsafe { *p.add(y * row + x) } != want[y * W * 4 + x] {
+                return Err(format!(
+                    "byte ({x},{y}) after unmap is not what was written"
+                ));
+            }
+        }
+    }
+    unmap(q, img, p)?;
+    say("map-image ok");
+    Ok(())
+}
+
 fn idle(secs: u64) -> Result<(), String> {
     let _objects = setup()?;
     say("ready");
@@ -251,6 +382,7 @@ fn run(args: &[String]) -> Result<(), String> {
         Some("alloc") => alloc(num(1)? as usize),
         Some("block") => block(),
         Some("idle") => idle(num(1)?),
+        Some("map-image") => map_image(),
         _ => Err("usage: wormhole-probe platforms | alloc MIB | block | idle SECS".into()),
     }
 }
