@@ -27,7 +27,11 @@ fuzz_target!(|data: &[u8]| {
         // records every input, one hex line each, for replaying in order.
         if let Some(path) = std::env::var_os("WORMHOLE_FUZZ_TRACE") {
             use std::io::Write;
-            if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+            if let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+            {
                 let hex: String = data.iter().map(|b| format!("{b:02x}")).collect();
                 let _ = writeln!(f, "{hex}");
             }
@@ -49,7 +53,10 @@ fuzz_target!(|data: &[u8]| {
             if now == before {
                 break;
             }
-            assert!(Instant::now() < deadline, "a seed leaked a reference: {before:?} -> {now:?}");
+            assert!(
+                Instant::now() < deadline,
+                "a seed leaked a reference: {before:?} -> {now:?}"
+            );
             std::thread::sleep(Duration::from_millis(1));
         }
     });
