@@ -295,3 +295,31 @@ fn an_image_mapping_round_trips_exactly_its_region() {
     let status = probe.wait(Duration::from_secs(10)).expect("probe exits");
     assert!(status.success());
 }
+
+/// The main process only accepts: when it dies, connected tenants keep
+/// serving their clients, and a new application sees no platform, promptly.
+#[test]
+fn the_main_process_dying_leaves_tenants_serving() {
+    let mut server = Server::start().expect("server");
+    let mut s = Session::open(&server.socket).expect("tenant");
+    assert!(s.round_trip(1).expect("before"));
+    let tenants = server.tenants();
+    let _ = server.child.kill();
+    let _ = server.child.wait();
+    for round in 2..10 {
+        assert!(s.round_trip(round).expect("after the main process died"));
+    }
+    let mut cmd = Command::new(PROBE);
+    cmd.arg("platforms");
+    server.client_env(&mut cmd);
+    cmd.env("WORMHOLE_LOG", "1");
+    let t = Instant::now();
+    let out = cmd.output().expect("probe");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("platforms 0 "), "{stdout}");
+    assert!(t.elapsed() < Duration::from_secs(5));
+    // The tenants are no longer the server's children: end them here.
+    for p in tenants {
+        kill9(p);
+    }
+}
