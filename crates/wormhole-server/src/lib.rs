@@ -6,9 +6,11 @@
 //!   region and then runs the client's calls as they arrive, sleeping on a
 //!   futex in between;
 //! * [`opencl`]: the OpenCL backend, whose decoders are generated from the
-//!   API description, and each tenant's handle table.
+//!   API description, and each tenant's handle table;
+//! * [`harness`]: the tenant's request path without I/O, for the fuzzer.
 
 pub mod config;
+pub mod harness;
 pub mod listen;
 pub mod opencl;
 pub mod serve;

@@ -13,7 +13,12 @@ pub mod tenant;
 
 use std::ffi::c_void;
 
-use wormhole_opencl_api::{func, CallbackKind, Kind, CL_INVALID_OPERATION, CL_SUCCESS};
+use wormhole_opencl_api::{
+    func, CallbackKind, Kind, CL_INVALID_OPERATION, CL_INVALID_VALUE, CL_SUCCESS,
+};
+
+/// `num_events_in_wait_list` > 0 with no list.
+const CL_INVALID_EVENT_WAIT_LIST: i32 = -57;
 use wormhole_wire::{Decoder, Encoder};
 
 use tenant::{
@@ -113,6 +118,53 @@ pub fn retain_real(kind: Kind, raw: *mut c_void) {
             Kind::Platform | Kind::Device => CL_SUCCESS,
         };
     }
+}
+
+/// Drops one reference on an object (the inverse of [`retain_real`]).
+///
+/// # Safety
+/// `raw` is a live handle of `kind` on which the caller holds a reference.
+pub unsafe fn release_real(kind: Kind, raw: *mut c_void) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        match kind {
+            Kind::Context => ffi::clReleaseContext(raw),
+            Kind::Queue => ffi::clReleaseCommandQueue(raw),
+            Kind::Mem => ffi::clReleaseMemObject(raw),
+            Kind::Program => ffi::clReleaseProgram(raw),
+            Kind::Kernel => ffi::clReleaseKernel(raw),
+            Kind::Event => ffi::clReleaseEvent(raw),
+            Kind::Sampler => ffi::clReleaseSampler(raw),
+            Kind::Device => ffi::clReleaseDevice(raw),
+            Kind::Platform => CL_SUCCESS,
+        };
+    }
+}
+
+/// The library's reference count of an object (0 when it cannot say).
+///
+/// # Safety
+/// `raw` is a live handle of `kind`.
+pub unsafe fn refcount(kind: Kind, raw: *mut c_void) -> u32 {
+    let mut n = 0u32;
+    let size = std::mem::size_of::<u32>();
+    let out = &mut n as *mut u32 as *mut c_void;
+    let null = std::ptr::null_mut();
+    // SAFETY: the caller's contract; `n` is a cl_uint.
+    unsafe {
+        match kind {
+            Kind::Context => ffi::clGetContextInfo(raw, 0x1080, size, out, null),
+            Kind::Queue => ffi::clGetCommandQueueInfo(raw, 0x1092, size, out, null),
+            Kind::Mem => ffi::clGetMemObjectInfo(raw, 0x1105, size, out, null),
+            Kind::Program => ffi::clGetProgramInfo(raw, 0x1160, size, out, null),
+            Kind::Kernel => ffi::clGetKernelInfo(raw, 0x1192, size, out, null),
+            Kind::Event => ffi::clGetEventInfo(raw, 0x11D2, size, out, null),
+            Kind::Sampler => ffi::clGetSamplerInfo(raw, 0x1150, size, out, null),
+            Kind::Device => ffi::clGetDeviceInfo(raw, 0x1047, size, out, null),
+            Kind::Platform => CL_SUCCESS,
+        };
+    }
+    n
 }
 
 const CL_PLATFORM_NAME: u32 = 0x0902;
