@@ -201,6 +201,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn image_extent_follows_the_image_type() {
+        // A 128x128 RGBA float 2D image array, one layer: exactly its bytes.
+        assert_eq!(
+            image_transfer_extent([128, 128, 1], 16, 0, 0, false),
+            Some(128 * 128 * 16)
+        );
+        // Three rows of a 1D array, slice pitch defaulting to the row pitch.
+        assert_eq!(
+            image_transfer_extent([4, 3, 1], 4, 0, 0, true),
+            Some(3 * 16)
+        );
+        assert_eq!(
+            image_transfer_extent([4, 3, 1], 4, 0, 32, true),
+            Some(2 * 32 + 16)
+        );
+        assert_eq!(image_transfer_extent([4, 3, 2], 4, 0, 0, true), None);
+    }
+
+    #[test]
     fn description_parses_and_ids_are_stable() {
         assert_eq!(
             FUNC_NAMES[func::clGetPlatformIDs as usize],
@@ -288,22 +307,31 @@ pub fn image_host_size(
     }
 }
 
-/// Bytes of host memory an image transfer of `region` touches, an upper
-/// bound that also covers 1D image arrays (whose second coordinate steps by
-/// the slice pitch).
+/// Bytes of host memory an image transfer of `region` touches. In a 1D
+/// image array the second coordinate counts images and steps by the slice
+/// pitch (which defaults to the row pitch); in every other image it steps
+/// by the row pitch, as for buffer rectangles.
 pub fn image_transfer_extent(
     region: [u64; 3],
     elem: u64,
     row_pitch: u64,
     slice_pitch: u64,
+    one_d_array: bool,
 ) -> Option<u64> {
-    let r = rect_extent(region, elem, row_pitch, slice_pitch)?;
-    let step1 = r.row.max(r.slice);
-    (region[2] - 1)
-        .checked_mul(r.slice)?
-        .checked_add((region[1] - 1).checked_mul(step1)?)?
-        .checked_add(region[0].checked_mul(elem)?)
+    let region = if one_d_array {
+        if region[2] != 1 {
+            return None;
+        }
+        [region[0], 1, region[1]]
+    } else {
+        region
+    };
+    Some(rect_extent(region, elem, row_pitch, slice_pitch)?.extent)
 }
+
+/// `CL_MEM_OBJECT_IMAGE1D_ARRAY`, the one image type whose transfers
+/// [`image_transfer_extent`] lays out differently.
+pub const CL_MEM_OBJECT_IMAGE1D_ARRAY: u32 = 0x10F5;
 
 /// Layout of `cl_image_desc` on a 64-bit host, as it travels on the wire
 /// (with `mem_object` as an id).

@@ -607,9 +607,10 @@ pub mod image_out {
 }
 
 thread_local! {
-    /// Element size of the image being written, set by the
-    /// clEnqueueWriteImage override before it marshals the call.
-    pub static IMAGE_ELEM: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Element size of the image being written and whether it is a 1D
+    /// image array, set by the clEnqueueWriteImage override before it
+    /// marshals the call.
+    pub static IMAGE_ELEM: std::cell::Cell<(u64, bool)> = const { std::cell::Cell::new((0, false)) };
 }
 
 pub mod image_in {
@@ -624,7 +625,7 @@ pub mod image_in {
         row: usize,
         slice: usize,
     ) -> Result<(), i32> {
-        let elem = IMAGE_ELEM.with(|e| e.get());
+        let (elem, one_d_array) = IMAGE_ELEM.with(|e| e.get());
         if p.is_null() || region.is_null() {
             c.enc.opt_bytes(None);
             return Ok(());
@@ -632,7 +633,13 @@ pub mod image_in {
         let r = region as *const u64;
         // SAFETY: caller's contract: 3 size_t.
         let r3 = unsafe { [*r, *r.add(1), *r.add(2)] };
-        match wormhole_opencl_api::image_transfer_extent(r3, elem, row as u64, slice as u64) {
+        match wormhole_opencl_api::image_transfer_extent(
+            r3,
+            elem,
+            row as u64,
+            slice as u64,
+            one_d_array,
+        ) {
             Some(n) => {
                 // SAFETY: caller's contract.
                 c.enc.opt_bytes(Some(unsafe {

@@ -10,8 +10,8 @@ use std::sync::{Mutex, OnceLock};
 
 use wormhole_opencl_api::{
     func, image_transfer_extent, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_VALUE, CL_MAP_WRITE,
-    CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_USE_HOST_PTR, CL_OUT_OF_HOST_MEMORY,
-    CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS,
+    CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_OBJECT_IMAGE1D_ARRAY, CL_MEM_TYPE, CL_MEM_USE_HOST_PTR,
+    CL_OUT_OF_HOST_MEMORY, CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS,
 };
 
 use crate::gen;
@@ -202,7 +202,9 @@ pub unsafe extern "C" fn clCreateBuffer(
     m
 }
 
-fn image_elem(image: *mut c_void) -> Result<u64, i32> {
+/// Element size of an image, and whether it is a 1D image array (whose
+/// transfers are laid out differently, see `image_transfer_extent`).
+fn image_layout(image: *mut c_void) -> Result<(u64, bool), i32> {
     let mut elem = 0usize;
     // SAFETY: a size_t out.
     let s = unsafe {
@@ -214,11 +216,24 @@ fn image_elem(image: *mut c_void) -> Result<u64, i32> {
             std::ptr::null_mut(),
         )
     };
-    if s == CL_SUCCESS {
-        Ok(elem as u64)
-    } else {
-        Err(s)
+    if s != CL_SUCCESS {
+        return Err(s);
     }
+    let mut ty = 0u32;
+    // SAFETY: a cl_mem_object_type (cl_uint) out.
+    let s = unsafe {
+        gen::clGetMemObjectInfo(
+            image,
+            CL_MEM_TYPE,
+            4,
+            (&mut ty as *mut u32).cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    if s != CL_SUCCESS {
+        return Err(s);
+    }
+    Ok((elem as u64, ty == CL_MEM_OBJECT_IMAGE1D_ARRAY))
 }
 
 /// # Safety
@@ -237,7 +252,7 @@ pub unsafe extern "C" fn clEnqueueWriteImage(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
-    let elem = match image_elem(image) {
+    let elem = match image_layout(image) {
         Ok(e) => e,
         Err(e) => return e,
     };
@@ -382,7 +397,7 @@ pub unsafe extern "C" fn clEnqueueMapImage(
         if origin.is_null() || region.is_null() || row_pitch.is_null() {
             return Err(CL_INVALID_VALUE);
         }
-        let elem = image_elem(image)?;
+        let (elem, one_d_array) = image_layout(image)?;
         let mut c = Call::begin(func::clEnqueueMapImage)?;
         c.handle(q, Kind::Queue)?;
         c.handle(image, Kind::Mem)?;
@@ -421,7 +436,7 @@ pub unsafe extern "C" fn clEnqueueMapImage(
             return Err(status);
         }
         let r3 = wormhole_opencl_api::triple(rg).ok_or(CL_INVALID_VALUE)?;
-        let len = image_transfer_extent(r3, elem, row as u64, slice as u64)
+        let len = image_transfer_extent(r3, elem, row as u64, slice as u64, one_d_array)
             .ok_or(CL_INVALID_VALUE)? as usize;
         // SAFETY: checked non-NULL above; slice_pitch may be NULL.
         unsafe {

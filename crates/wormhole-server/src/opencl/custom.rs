@@ -10,7 +10,7 @@ use wormhole_opencl_api::{
     func, image_element_size, image_host_size, image_transfer_extent, rect_extent, triple, Kind,
     CL_CONTEXT_PLATFORM, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_ARG_SIZE, CL_INVALID_HOST_PTR,
     CL_INVALID_IMAGE_FORMAT_DESCRIPTOR, CL_INVALID_VALUE, CL_MEM_COPY_HOST_PTR,
-    CL_MEM_USE_HOST_PTR, CL_SUCCESS, IMAGE_DESC_LEN,
+    CL_MEM_OBJECT_IMAGE1D_ARRAY, CL_MEM_TYPE, CL_MEM_USE_HOST_PTR, CL_SUCCESS, IMAGE_DESC_LEN,
 };
 use wormhole_wire::{Decoder, Encoder};
 
@@ -640,12 +640,9 @@ pub mod rect_in {
     }
 }
 
-fn image_extent(
-    image: *mut c_void,
-    region: &Option<&[u8]>,
-    row: usize,
-    slice: usize,
-) -> Option<u64> {
+/// Element size of an image and whether it is a 1D image array (whose
+/// transfers are laid out differently, see `image_transfer_extent`).
+pub(crate) fn image_layout(image: *mut c_void) -> Option<(u64, bool)> {
     let mut elem: usize = 0;
     // SAFETY: `image` came from the tenant's table (or is NULL, which the
     // library rejects); `elem` is a valid size_t to write.
@@ -661,7 +658,37 @@ fn image_extent(
     if s != CL_SUCCESS {
         return None;
     }
-    image_transfer_extent(triple((*region)?)?, elem as u64, row as u64, slice as u64)
+    let mut ty: u32 = 0;
+    // SAFETY: as above; `ty` is a valid cl_mem_object_type (cl_uint).
+    let s = unsafe {
+        super::ffi::clGetMemObjectInfo(
+            image,
+            CL_MEM_TYPE,
+            std::mem::size_of::<u32>(),
+            &mut ty as *mut u32 as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    if s != CL_SUCCESS {
+        return None;
+    }
+    Some((elem as u64, ty == CL_MEM_OBJECT_IMAGE1D_ARRAY))
+}
+
+fn image_extent(
+    image: *mut c_void,
+    region: &Option<&[u8]>,
+    row: usize,
+    slice: usize,
+) -> Option<u64> {
+    let (elem, one_d_array) = image_layout(image)?;
+    image_transfer_extent(
+        triple((*region)?)?,
+        elem,
+        row as u64,
+        slice as u64,
+        one_d_array,
+    )
 }
 
 pub mod image_out {

@@ -5,9 +5,8 @@
 use std::ffi::c_void;
 
 use wormhole_opencl_api::{
-    image_transfer_extent, triple, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_MEM_OBJECT,
-    CL_INVALID_VALUE, CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR,
-    CL_SUCCESS,
+    image_transfer_extent, triple, Kind, CL_INVALID_MEM_OBJECT, CL_INVALID_VALUE,
+    CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR, CL_SUCCESS,
 };
 use wormhole_wire::{Decoder, Encoder};
 
@@ -700,19 +699,15 @@ pub fn d_clEnqueueMapImage(
         e.opt_bytes(None);
         return Ok(err);
     }
-    let mut elem = 0usize;
-    // SAFETY: a valid image from the table; elem is a size_t.
-    unsafe {
-        ffi::clGetImageInfo(
-            img,
-            CL_IMAGE_ELEMENT_SIZE,
-            8,
-            &mut elem as *mut usize as *mut c_void,
-            std::ptr::null_mut(),
-        )
-    };
-    let len = image_transfer_extent(r3.map(|x| x as u64), elem as u64, row as u64, slice as u64)
-        .ok_or(CL_INVALID_VALUE)?;
+    let (elem, one_d_array) = super::custom::image_layout(img).ok_or(CL_INVALID_VALUE)?;
+    let len = image_transfer_extent(
+        r3.map(|x| x as u64),
+        elem,
+        row as u64,
+        slice as u64,
+        one_d_array,
+    )
+    .ok_or(CL_INVALID_VALUE)?;
     t.mappings.insert(
         id,
         Mapping {
