@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use crate::{kind_variant, Api, Func, InfoHandle, Ret, Scalar, Size, Slot, StubRet, Ty};
 
-const ALLOW: &str = "#[allow(non_snake_case, unused_variables, unused_mut, unused_unsafe, clippy::too_many_arguments, clippy::needless_late_init, clippy::let_and_return, clippy::unnecessary_cast, clippy::redundant_closure_call)]";
+const ALLOW: &str = "#[allow(non_snake_case, unused_variables, unused_mut, unused_unsafe, clippy::too_many_arguments, clippy::needless_late_init, clippy::let_and_return, clippy::unnecessary_cast, clippy::redundant_closure_call, clippy::let_unit_value)]";
 
 fn c_params(f: &Func) -> String {
     f.args
@@ -82,12 +82,19 @@ fn client_put(o: &mut String, f: &Func) {
     for a in &f.args {
         let n = &a.name;
         let line = match &a.ty {
-            Ty::Scalar(s) => match s {
-                Scalar::U32 | Scalar::Bool => format!("c.enc.u32({n});"),
-                Scalar::I32 => format!("c.enc.i32({n});"),
-                Scalar::U64 | Scalar::Bitfield => format!("c.enc.u64({n});"),
-                Scalar::Usize => format!("c.enc.usize({n});"),
-            },
+            Ty::Scalar(s) => {
+                let enc = match s {
+                    Scalar::U32 | Scalar::Bool => format!("c.enc.u32({n});"),
+                    Scalar::I32 => format!("c.enc.i32({n});"),
+                    Scalar::U64 | Scalar::Bitfield => format!("c.enc.u64({n});"),
+                    Scalar::Usize => format!("c.enc.usize({n});"),
+                };
+                if f.attrs.is_async {
+                    format!("{enc} c.shape({n} as u64);")
+                } else {
+                    enc
+                }
+            }
             Ty::Handle { kind: k } => format!("c.handle({n}, {})?;", kind(k)),
             Ty::HandleArray { kind: k, count } => {
                 format!("c.handles({n}, {count} as usize, {})?;", kind(k))
@@ -188,12 +195,31 @@ fn client_func(o: &mut String, f: &Func) {
         .map(|a| a.name.as_str())
         .collect();
     if f.attrs.is_async {
-        o.push_str("        c.finish_async()?;\n        let status = CL_SUCCESS;\n");
+        let _ = writeln!(o, "        let status = c.finish_async({})?;", f.attrs.wake);
+        for a in &f.args {
+            if let Ty::OutNew { kind: k } = &a.ty {
+                let n = &a.name;
+                let _ = writeln!(
+                    o,
+                    "        if status == CL_SUCCESS {{ adopt_new(n_{n}, {n}, {}); }}",
+                    kind(k)
+                );
+            }
+        }
     } else {
-        o.push_str("        let mut r = c.finish()?;\n        let status = r.status();\n");
-        o.push_str("        if r.has_outputs() {\n");
-        client_take(o, f);
-        o.push_str("        }\n");
+        o.push_str("        let mut r = c.finish()?;\n");
+        if f.attrs.syncpoint {
+            o.push_str("        let status = r.status_with_deferred();\n");
+        } else {
+            o.push_str("        let status = r.status();\n");
+        }
+        let mut take = String::new();
+        client_take(&mut take, f);
+        if !take.is_empty() {
+            o.push_str("        if r.has_outputs() {\n");
+            o.push_str(&take);
+            o.push_str("        }\n");
+        }
     }
     let first = f
         .args
@@ -252,7 +278,7 @@ fn client_func(o: &mut String, f: &Func) {
 
 /// The client: one `extern "C"` stub per function and the dispatch table.
 ///
-/// The including module must bring into scope `Call`, `Kind`,
+/// The including module must bring into scope `Call`, `adopt_new`, `Kind`,
 /// `CallbackKind`, `retained`, `released`, `set_errcode`, the `func` ids,
 /// the `custom` and `overrides` modules, `CL_SUCCESS` and
 /// `CL_INVALID_OPERATION`, and `c_void`/`c_char`.

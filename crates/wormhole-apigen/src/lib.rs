@@ -70,6 +70,11 @@ pub struct Func {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Attrs {
     pub is_async: bool,
+    /// With `is_async`: wake the server now (clFlush) rather than leave the
+    /// call in the ring until the next synchronisation point.
+    pub wake: bool,
+    /// Reports the failure of an earlier deferred call if its own succeeds.
+    pub syncpoint: bool,
     pub retain: Option<String>,
     pub release: Option<String>,
     pub client_override: bool,

@@ -268,6 +268,11 @@ impl<'a> P<'a> {
         while !self.eat(";") {
             match self.ident()?.as_str() {
                 "async" => attrs.is_async = true,
+                "flush" => {
+                    attrs.is_async = true;
+                    attrs.wake = true;
+                }
+                "syncpoint" => attrs.syncpoint = true,
                 "retain" => attrs.retain = Some(self.kind()?),
                 "release" => attrs.release = Some(self.kind()?),
                 "client" => {
@@ -322,6 +327,24 @@ fn check(api: &Api) -> Result<(), String> {
             if matches!(a.ty, Ty::OutInfo { .. }) && !has("param_name") {
                 return Err(format!(
                     "{}: info output needs a `param_name` argument",
+                    f.name
+                ));
+            }
+        }
+        if f.attrs.is_async {
+            let has_outputs = f.args.iter().any(|a| {
+                matches!(
+                    a.ty,
+                    Ty::OutBytes { .. }
+                        | Ty::OutInfo { .. }
+                        | Ty::OutScalar(_)
+                        | Ty::OutHandles { .. }
+                        | Ty::Callback { .. }
+                )
+            });
+            if has_outputs || f.ret != Ret::Status || f.attrs.syncpoint {
+                return Err(format!(
+                    "{}: an async call can return only a status and new handles the client names",
                     f.name
                 ));
             }
@@ -394,7 +417,8 @@ mod tests {
             "# c\nfn f(a: u32, h: device?, hs: [event; a]?, i: in bytes[a * 8]?, o: out bytes[a]?,\n\
              inf: out info[a]? {0x10: platform, 0x11: device[], 0x12: custom}, param_name: u32,\n\
              s: out usize?, e: out new event?, oh: out [device; a]?, err: errcode, st: str?,\n\
-             cb: callback event(ud), ud: userdata, c: custom foo(*const c_void; a, h)) -> new context async;\n\
+             cb: callback event(ud), ud: userdata, c: custom foo(*const c_void; a, h)) -> new context;\n\
+             fn g(q: queue, e: out new event?) -> status flush;\n\
              dispatch { f x!int y!ptr z!local }",
         )
         .expect("parse");
@@ -411,7 +435,9 @@ mod tests {
         );
         assert!(matches!(&f.args[5].ty, Ty::OutInfo { handles, .. } if handles.len() == 3));
         assert_eq!(f.ret, Ret::New("context".into()));
-        assert!(f.attrs.is_async);
+        assert!(!f.attrs.is_async);
+        let g = &api.funcs[1];
+        assert!(g.attrs.is_async && g.attrs.wake);
         assert_eq!(api.dispatch.len(), 4);
     }
 
@@ -429,5 +455,9 @@ mod tests {
             "new without errcode"
         );
         assert!(parse("dispatch { nothere }").is_err());
+        assert!(
+            parse("fn f(n: u32, o: out bytes[n]?) -> status async;").is_err(),
+            "async with an output"
+        );
     }
 }

@@ -28,7 +28,7 @@ pub mod gen {
 
     use crate::custom;
     use crate::overrides;
-    use crate::rt::{released, retained, set_errcode, Call};
+    use crate::rt::{adopt_new, released, retained, set_errcode, Call};
     use crate::{unsupported_int, unsupported_ptr, unsupported_void};
 
     include!(concat!(env!("OUT_DIR"), "/client_gen.rs"));

@@ -36,7 +36,7 @@ pub const IN_SERVER_ENV: &str = "WORMHOLE_IN_SERVER";
 fn spawn_tenant(fd: RawFd, config_args: &[String]) -> std::io::Result<()> {
     let exe = std::env::current_exe()?;
     let mut cmd = Command::new(exe);
-    cmd.arg("tenant").args(config_args).env(IN_SERVER_ENV, "1");
+    cmd.args(config_args).arg("tenant").env(IN_SERVER_ENV, "1");
     // SAFETY: dup2 and signal are async-signal-safe; they run in the child
     // between fork and exec and touch only the descriptor table and the
     // signal dispositions. The new descriptor has no close-on-exec flag,

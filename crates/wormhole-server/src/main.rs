@@ -23,6 +23,9 @@ struct Cli {
     /// How a tenant waits for requests.
     #[arg(long, value_enum)]
     handoff: Option<HandoffMode>,
+    /// Do not print the listening banner.
+    #[arg(long, short)]
+    quiet: bool,
     /// Export only platforms whose name contains this (repeatable).
     #[arg(long = "platform")]
     platforms: Vec<String>,
@@ -67,13 +70,12 @@ fn tenant_args(cli: &Cli) -> Vec<String> {
         a.push(format!("--config={}", p.display()));
     }
     if let Some(h) = cli.handoff {
-        a.push(format!(
-            "--handoff={}",
-            match h {
-                HandoffMode::Futex => "futex",
-                HandoffMode::Spin => "spin",
-            }
-        ));
+        let name = match h {
+            HandoffMode::Futex => "futex",
+            HandoffMode::Spin => "spin",
+            HandoffMode::SameCore => "same-core",
+        };
+        a.push(format!("--handoff={name}"));
     }
     for p in &cli.platforms {
         a.push(format!("--platform={p}"));
@@ -107,14 +109,16 @@ fn main() -> anyhow::Result<()> {
                 }
                 None => None,
             };
-            eprintln!(
-                "wormhole-server: listening on {}{}",
-                c.socket.display(),
-                c.tcp
-                    .as_ref()
-                    .map(|t| format!(" and tcp {t}"))
-                    .unwrap_or_default()
-            );
+            if !cli.quiet {
+                eprintln!(
+                    "wormhole-server: listening on {}{}",
+                    c.socket.display(),
+                    c.tcp
+                        .as_ref()
+                        .map(|t| format!(" and tcp {t}"))
+                        .unwrap_or_default()
+                );
+            }
             listen::run(unix, tcp, tenant_args(&cli))?;
             Ok(())
         }

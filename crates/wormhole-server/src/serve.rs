@@ -26,6 +26,8 @@ pub enum ServeError {
     Transport(#[from] TransportError),
     #[error("I/O: {0}")]
     Io(#[from] std::io::Error),
+    #[error("the client broke the protocol; tenant cut off")]
+    Protocol,
 }
 
 /// Serves requests until the client goes away.
@@ -60,12 +62,19 @@ pub fn serve(chan: &mut dyn Channel, t: &mut Tenant) -> Result<(), ServeError> {
             enc.u8(0);
             s
         });
+        let status = crate::opencl::overrides::finish_bulk_in(t, chan, status)?;
+        if t.broken {
+            return Err(ServeError::Protocol);
+        }
         // A deferred call has no reply; its failure is reported with the
         // next reply. The client decides what is deferred, but only calls
         // the description marks async may be.
         if flags & FLAG_ASYNC != 0 && is_async(func) {
-            if status != 0 && deferred == 0 {
-                deferred = status;
+            if status != 0 {
+                log::debug!("deferred call {func} failed: {status}");
+                if deferred == 0 {
+                    deferred = status;
+                }
             }
             continue;
         }
@@ -73,6 +82,7 @@ pub fn serve(chan: &mut dyn Channel, t: &mut Tenant) -> Result<(), ServeError> {
         enc.patch_i32(4, std::mem::take(&mut deferred));
         chan.send(enc.as_slice())?;
         chan.flush()?;
+        crate::opencl::overrides::finish_bulk_out(t, chan)?;
     }
 }
 
@@ -100,7 +110,14 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
             handoff: config.handoff(),
             layout: Some(region.layout()),
         };
-        send_hello(&sock, &hello, Some(region.fd().as_raw_fd()))?;
+        match send_hello(&sock, &hello, Some(region.fd().as_raw_fd())) {
+            Ok(()) => {}
+            // The client left before we greeted it (a probe, say): done.
+            Err(TransportError::Sys(nix::errno::Errno::EPIPE | nix::errno::Errno::ECONNRESET)) => {
+                return Ok(())
+            }
+            Err(e) => return Err(e.into()),
+        }
         // The watcher: a read that returns means the client closed its end
         // (or died). Exiting frees every object this tenant holds.
         let mut watch = sock.try_clone()?;

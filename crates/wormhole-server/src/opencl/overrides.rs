@@ -5,13 +5,15 @@
 use std::ffi::c_void;
 
 use wormhole_opencl_api::{
-    image_transfer_extent, triple, Kind, CL_INVALID_MEM_OBJECT, CL_INVALID_VALUE,
+    image_window, triple, Kind, CL_INVALID_MEM_OBJECT, CL_INVALID_VALUE,
     CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR, CL_SUCCESS,
 };
 use wormhole_wire::{Decoder, Encoder};
 
 use super::ffi;
-use super::tenant::{alloc_zeroed, bad, check_count, opt_vec_ptr, Tenant};
+use wormhole_transport::{Channel, TransportError};
+
+use super::tenant::{alloc_zeroed, bad, check_count, opt_vec_ptr, NewSlot, Tenant};
 
 const CL_TRUE: u32 = 1;
 const ZERO_ORIGIN: [usize; 3] = [0, 0, 0];
@@ -258,6 +260,50 @@ pub unsafe fn clCreateImage(
 ) -> *mut c_void {
     // SAFETY: host_ptr is NULL or covers the image (checked by the decoder).
     unsafe { ffi::clCreateImage(context, host_flags(flags), format, desc, host_ptr, err) }
+}
+
+/// # Safety
+/// As for `clCreateBufferWithProperties`.
+pub unsafe fn clCreateBufferWithProperties(
+    _t: &mut Tenant,
+    context: *mut c_void,
+    props: *const u64,
+    flags: u64,
+    size: usize,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: as for clCreateBuffer.
+    unsafe {
+        ffi::clCreateBufferWithProperties(context, props, host_flags(flags), size, host_ptr, err)
+    }
+}
+
+/// # Safety
+/// As for `clCreateImageWithProperties`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clCreateImageWithProperties(
+    _t: &mut Tenant,
+    context: *mut c_void,
+    props: *const u64,
+    flags: u64,
+    format: *const c_void,
+    desc: *const c_void,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: as for clCreateImage.
+    unsafe {
+        ffi::clCreateImageWithProperties(
+            context,
+            props,
+            host_flags(flags),
+            format,
+            desc,
+            host_ptr,
+            err,
+        )
+    }
 }
 
 /// # Safety
@@ -699,15 +745,10 @@ pub fn d_clEnqueueMapImage(
         e.opt_bytes(None);
         return Ok(err);
     }
-    let (elem, one_d_array) = super::custom::image_layout(img).ok_or(CL_INVALID_VALUE)?;
-    let len = image_transfer_extent(
-        r3.map(|x| x as u64),
-        elem,
-        row as u64,
-        slice as u64,
-        one_d_array,
-    )
-    .ok_or(CL_INVALID_VALUE)?;
+    let (ty, elem) = super::custom::image_shape(img).ok_or(CL_INVALID_VALUE)?;
+    let len = image_window(ty, r3.map(|x| x as u64), elem, row as u64, slice as u64)
+        .ok_or(CL_INVALID_VALUE)?
+        .extent;
     t.mappings.insert(
         id,
         Mapping {
@@ -766,4 +807,215 @@ pub fn d_clEnqueueUnmapMemObject(
     } else {
         s
     })
+}
+
+/// A bulk transfer the serve loop completes around the reply.
+pub enum Bulk {
+    /// Discard this many incoming bytes (the request failed validation).
+    Drain(u64),
+    /// Receive into a mapped buffer region, then unmap.
+    In {
+        ptr: usize,
+        len: usize,
+        queue: usize,
+        mem: usize,
+        event: NewSlot,
+    },
+    /// Send a mapped buffer region after the reply, then unmap.
+    Out {
+        ptr: usize,
+        len: usize,
+        queue: usize,
+        mem: usize,
+        event: NewSlot,
+    },
+}
+
+struct BulkArgs {
+    size: usize,
+    queue: *mut c_void,
+    mem: *mut c_void,
+    offset: usize,
+    wait: Option<Vec<*mut c_void>>,
+    n: u32,
+    event: NewSlot,
+}
+
+/// Decodes a bulk request. The size comes first so that, once it is known,
+/// the incoming bytes can always be drained, whatever else is wrong.
+fn bulk_args(t: &mut Tenant, d: &mut Decoder<'_>, incoming: bool) -> Result<BulkArgs, i32> {
+    let size = match d.usize() {
+        Ok(s) => s,
+        Err(_) => {
+            // Without the size the stream cannot be followed any further.
+            t.broken = true;
+            return Err(CL_INVALID_VALUE);
+        }
+    };
+    if incoming {
+        t.bulk = Some(Bulk::Drain(size as u64));
+    }
+    let queue = t.handle(d, Kind::Queue)?;
+    let mem = t.handle(d, Kind::Mem)?;
+    let offset = d.usize().map_err(bad)?;
+    let n = d.u32().map_err(bad)?;
+    let wait = t.handles(d, Kind::Event)?;
+    check_count(wait.as_deref(), n as u64)?;
+    let event = t.out_new(d)?;
+    d.finish().map_err(bad)?;
+    Ok(BulkArgs {
+        size,
+        queue,
+        mem,
+        offset,
+        wait,
+        n,
+        event,
+    })
+}
+
+fn map_for(a: &BulkArgs, flags: u64) -> Result<*mut c_void, i32> {
+    let mut err = 0;
+    // SAFETY: handles from the table; the wait list holds `n` events. A
+    // blocking map returns memory valid until the unmap.
+    let p = unsafe {
+        ffi::clEnqueueMapBuffer(
+            a.queue,
+            a.mem,
+            CL_TRUE,
+            flags,
+            a.offset,
+            a.size,
+            a.n,
+            opt_vec_ptr(&a.wait),
+            std::ptr::null_mut(),
+            &mut err,
+        )
+    };
+    if err != CL_SUCCESS {
+        return Err(err);
+    }
+    if p.is_null() {
+        return Err(wormhole_opencl_api::CL_OUT_OF_RESOURCES);
+    }
+    Ok(p)
+}
+
+/// Request: size, queue, buffer, offset, wait list, event; `size` bytes follow.
+pub fn d_whEnqueueWriteBufferBulk(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    let a = bulk_args(t, d, true)?;
+    let ptr = map_for(&a, CL_MAP_WRITE_INVALIDATE_REGION)?;
+    t.bulk = Some(Bulk::In {
+        ptr: ptr as usize,
+        len: a.size,
+        queue: a.queue as usize,
+        mem: a.mem as usize,
+        event: a.event,
+    });
+    e.u8(1);
+    Ok(CL_SUCCESS)
+}
+
+/// Request: size, queue, buffer, offset, wait list, event. Reply: whether
+/// `size` bytes follow it.
+pub fn d_whEnqueueReadBufferBulk(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    let a = bulk_args(t, d, false)?;
+    e.u8(1);
+    match map_for(&a, wormhole_opencl_api::CL_MAP_READ) {
+        Ok(ptr) => {
+            e.bool(true);
+            t.bulk = Some(Bulk::Out {
+                ptr: ptr as usize,
+                len: a.size,
+                queue: a.queue as usize,
+                mem: a.mem as usize,
+                event: a.event,
+            });
+            Ok(CL_SUCCESS)
+        }
+        Err(s) => {
+            e.bool(false);
+            Ok(s)
+        }
+    }
+}
+
+fn unmap(t: &mut Tenant, queue: usize, mem: usize, ptr: usize, mut event: NewSlot) -> i32 {
+    // SAFETY: `ptr` is the live mapping of `mem` made by `map_for`.
+    let s = unsafe {
+        ffi::clEnqueueUnmapMemObject(
+            queue as *mut c_void,
+            mem as *mut c_void,
+            ptr as *mut c_void,
+            0,
+            std::ptr::null(),
+            event.ptr(),
+        )
+    };
+    t.commit_new(&mut event, Kind::Event, s);
+    s
+}
+
+/// Completes an incoming bulk transfer (before the reply); returns the
+/// call's final status.
+pub fn finish_bulk_in(
+    t: &mut Tenant,
+    chan: &mut dyn Channel,
+    status: i32,
+) -> Result<i32, TransportError> {
+    match t.bulk.take() {
+        Some(Bulk::Drain(mut n)) => {
+            let mut scratch = vec![0u8; 1 << 20];
+            while n > 0 {
+                let k = n.min(scratch.len() as u64) as usize;
+                chan.recv_raw(&mut scratch[..k])?;
+                n -= k as u64;
+            }
+            Ok(status)
+        }
+        Some(Bulk::In {
+            ptr,
+            len,
+            queue,
+            mem,
+            event,
+        }) => {
+            // SAFETY: the mapping spans `len` bytes and stays mapped until
+            // the unmap below.
+            let dst = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
+            chan.recv_raw(dst)?;
+            Ok(unmap(t, queue, mem, ptr, event))
+        }
+        other => {
+            t.bulk = other;
+            Ok(status)
+        }
+    }
+}
+
+/// Completes an outgoing bulk transfer (after the reply frame).
+pub fn finish_bulk_out(t: &mut Tenant, chan: &mut dyn Channel) -> Result<(), TransportError> {
+    if let Some(Bulk::Out {
+        ptr,
+        len,
+        queue,
+        mem,
+        event,
+    }) = t.bulk.take()
+    {
+        // SAFETY: as in `finish_bulk_in`.
+        let src = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+        chan.send_raw(src)?;
+        chan.flush()?;
+        unmap(t, queue, mem, ptr, event);
+    }
+    Ok(())
 }

@@ -1,0 +1,143 @@
+//! `wormhole-run -- COMMAND...`: run an unmodified OpenCL program with
+//! Wormhole's platforms as its only platforms.
+//!
+//! It writes an ICD file for `libwormhole_opencl.so` into a private
+//! directory and points the loaders at it (`OCL_ICD_VENDORS` for ocl-icd,
+//! `OCL_ICD_FILENAMES` for the Khronos loader), points the client at the
+//! server, and optionally starts a server for the command's lifetime.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use clap::Parser;
+
+#[derive(Parser, Debug)]
+#[command(
+    version,
+    about = "Run a command with Wormhole's OpenCL client",
+    trailing_var_arg = true
+)]
+struct Cli {
+    /// Server to use: a socket path, unix:PATH or tcp:HOST:PORT
+    /// (default: $WORMHOLE_SERVER, else the default socket).
+    #[arg(long)]
+    server: Option<String>,
+    /// Start a local server for the command's lifetime if none answers.
+    #[arg(long)]
+    start_server: bool,
+    /// Extra arguments for a server started with --start-server.
+    #[arg(long = "server-arg", allow_hyphen_values = true)]
+    server_args: Vec<String>,
+    /// The client library (default: next to this program).
+    #[arg(long)]
+    icd: Option<PathBuf>,
+    /// Keep other OpenCL platforms visible beside Wormhole's.
+    #[arg(long)]
+    keep_native: bool,
+    /// The command to run.
+    #[arg(required = true)]
+    command: Vec<String>,
+}
+
+fn sibling(name: &str) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().context("locating wormhole-run")?;
+    let dir = exe.parent().context("wormhole-run has no directory")?;
+    Ok(dir.join(name))
+}
+
+fn default_socket() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR") {
+        Some(d) if !d.is_empty() => PathBuf::from(d).join("wormhole.sock"),
+        // SAFETY: getuid has no preconditions and cannot fail.
+        _ => PathBuf::from(format!("/tmp/wormhole-{}.sock", unsafe { libc::getuid() })),
+    }
+}
+
+/// Kills the server we started, whatever happens to the command.
+struct ServerGuard(std::process::Child, PathBuf);
+
+impl Drop for ServerGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        let _ = std::fs::remove_file(&self.1);
+    }
+}
+
+fn start_server(socket: &Path, args: &[String]) -> anyhow::Result<ServerGuard> {
+    let bin = sibling("wormhole-server")?;
+    let child = Command::new(&bin)
+        .arg("--quiet")
+        .arg("--socket")
+        .arg(socket)
+        .args(args)
+        .stdout(Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {}", bin.display()))?;
+    let guard = ServerGuard(child, socket.to_path_buf());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::os::unix::net::UnixStream::connect(socket).is_err() {
+        if Instant::now() > deadline {
+            bail!("the server did not start listening on {}", socket.display());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(guard)
+}
+
+fn main() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    let icd = match cli.icd {
+        Some(p) => p,
+        None => sibling("libwormhole_opencl.so")?,
+    };
+    if !icd.exists() {
+        bail!(
+            "client library {} not found (build it or pass --icd)",
+            icd.display()
+        );
+    }
+    let icd = icd.canonicalize()?;
+    let server = cli
+        .server
+        .or_else(|| std::env::var("WORMHOLE_SERVER").ok())
+        .filter(|s| !s.is_empty());
+    let mut _guard = None;
+    let server = match server {
+        Some(s) => s,
+        None => {
+            let sock = default_socket();
+            if cli.start_server && std::os::unix::net::UnixStream::connect(&sock).is_err() {
+                let private =
+                    std::env::temp_dir().join(format!("wormhole-run-{}.sock", std::process::id()));
+                _guard = Some(start_server(&private, &cli.server_args)?);
+                private.display().to_string()
+            } else {
+                sock.display().to_string()
+            }
+        }
+    };
+    let vendors = std::env::temp_dir().join(format!("wormhole-run-{}", std::process::id()));
+    std::fs::create_dir_all(&vendors)?;
+    std::fs::write(vendors.join("wormhole.icd"), format!("{}\n", icd.display()))?;
+    let mut vendor_dirs = vendors.display().to_string();
+    let mut filenames = icd.display().to_string();
+    if cli.keep_native {
+        vendor_dirs = format!("{vendor_dirs}:/etc/OpenCL/vendors");
+        if let Ok(old) = std::env::var("OCL_ICD_FILENAMES") {
+            filenames = format!("{filenames}:{old}");
+        }
+    }
+    let status = Command::new(&cli.command[0])
+        .args(&cli.command[1..])
+        .env("OCL_ICD_VENDORS", &vendor_dirs)
+        .env("OCL_ICD_FILENAMES", &filenames)
+        .env("WORMHOLE_SERVER", &server)
+        .status()
+        .with_context(|| format!("running {}", cli.command[0]));
+    let _ = std::fs::remove_dir_all(&vendors);
+    let status = status?;
+    Ok(ExitCode::from(status.code().unwrap_or(128) as u8))
+}
