@@ -455,7 +455,7 @@ fn server_func(o: &mut String, f: &Func) {
                 format!("v_{n}.arg()")
             }
         };
-        exprs.push(expr);
+        exprs.push(a.server.clone().unwrap_or(expr));
     }
     if let Ret::New(_) = f.ret {
         o.push_str("    let new_id = t.new_id(d)?;\n");

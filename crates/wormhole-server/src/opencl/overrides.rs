@@ -6,7 +6,7 @@ use std::ffi::c_void;
 
 use wormhole_opencl_api::{
     image_window, triple, Kind, CL_INVALID_MEM_OBJECT, CL_INVALID_VALUE,
-    CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR, CL_SUCCESS,
+    CL_MAP_WRITE_INVALIDATE_REGION, CL_SUCCESS,
 };
 use wormhole_wire::{Decoder, Encoder};
 
@@ -16,24 +16,12 @@ use wormhole_transport::{Channel, TransportError};
 use super::tenant::{alloc_zeroed, bad, check_count, opt_vec_ptr, NewSlot, Tenant};
 
 const CL_TRUE: u32 = 1;
-const ZERO_ORIGIN: [usize; 3] = [0, 0, 0];
 
 /// A buffer or image region mapped for a client.
 pub struct Mapping {
     mem: usize,
     ptr: usize,
     len: u64,
-}
-
-/// The client cannot share its memory with us, so a buffer that would use
-/// the host pointer copies it instead; the client keeps the pointer's
-/// semantics where it can (see the client's map override).
-fn host_flags(flags: u64) -> u64 {
-    if flags & CL_MEM_USE_HOST_PTR != 0 {
-        (flags & !CL_MEM_USE_HOST_PTR) | CL_MEM_COPY_HOST_PTR
-    } else {
-        flags
-    }
 }
 
 /// # Safety
@@ -233,130 +221,6 @@ pub unsafe fn clGetDeviceInfo(
     s
 }
 
-/// # Safety
-/// As for `clCreateBuffer`.
-pub unsafe fn clCreateBuffer(
-    _t: &mut Tenant,
-    context: *mut c_void,
-    flags: u64,
-    size: usize,
-    host_ptr: *mut c_void,
-    err: *mut i32,
-) -> *mut c_void {
-    // SAFETY: host_ptr is NULL or holds `size` bytes (checked by the decoder).
-    unsafe { ffi::clCreateBuffer(context, host_flags(flags), size, host_ptr, err) }
-}
-
-/// # Safety
-/// As for `clCreateImage`.
-pub unsafe fn clCreateImage(
-    _t: &mut Tenant,
-    context: *mut c_void,
-    flags: u64,
-    format: *const c_void,
-    desc: *const c_void,
-    host_ptr: *mut c_void,
-    err: *mut i32,
-) -> *mut c_void {
-    // SAFETY: host_ptr is NULL or covers the image (checked by the decoder).
-    unsafe { ffi::clCreateImage(context, host_flags(flags), format, desc, host_ptr, err) }
-}
-
-/// # Safety
-/// As for `clCreateBufferWithProperties`.
-pub unsafe fn clCreateBufferWithProperties(
-    _t: &mut Tenant,
-    context: *mut c_void,
-    props: *const u64,
-    flags: u64,
-    size: usize,
-    host_ptr: *mut c_void,
-    err: *mut i32,
-) -> *mut c_void {
-    // SAFETY: as for clCreateBuffer.
-    unsafe {
-        ffi::clCreateBufferWithProperties(context, props, host_flags(flags), size, host_ptr, err)
-    }
-}
-
-/// # Safety
-/// As for `clCreateImageWithProperties`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clCreateImageWithProperties(
-    _t: &mut Tenant,
-    context: *mut c_void,
-    props: *const u64,
-    flags: u64,
-    format: *const c_void,
-    desc: *const c_void,
-    host_ptr: *mut c_void,
-    err: *mut i32,
-) -> *mut c_void {
-    // SAFETY: as for clCreateImage.
-    unsafe {
-        ffi::clCreateImageWithProperties(
-            context,
-            props,
-            host_flags(flags),
-            format,
-            desc,
-            host_ptr,
-            err,
-        )
-    }
-}
-
-/// # Safety
-/// As for `clCreateImage2D`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clCreateImage2D(
-    _t: &mut Tenant,
-    context: *mut c_void,
-    flags: u64,
-    format: *const c_void,
-    w: usize,
-    h: usize,
-    row: usize,
-    host_ptr: *mut c_void,
-    err: *mut i32,
-) -> *mut c_void {
-    // SAFETY: as for clCreateImage.
-    unsafe { ffi::clCreateImage2D(context, host_flags(flags), format, w, h, row, host_ptr, err) }
-}
-
-/// # Safety
-/// As for `clCreateImage3D`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clCreateImage3D(
-    _t: &mut Tenant,
-    context: *mut c_void,
-    flags: u64,
-    format: *const c_void,
-    w: usize,
-    h: usize,
-    d: usize,
-    row: usize,
-    slice: usize,
-    host_ptr: *mut c_void,
-    err: *mut i32,
-) -> *mut c_void {
-    // SAFETY: as for clCreateImage.
-    unsafe {
-        ffi::clCreateImage3D(
-            context,
-            host_flags(flags),
-            format,
-            w,
-            h,
-            d,
-            row,
-            slice,
-            host_ptr,
-            err,
-        )
-    }
-}
-
 const CL_PROGRAM_NUM_DEVICES: u32 = 0x1162;
 const CL_PROGRAM_BINARY_SIZES: u32 = 0x1165;
 const CL_PROGRAM_BINARIES: u32 = 0x1166;
@@ -449,182 +313,47 @@ pub unsafe fn whGetProgramBinary(
     }
 }
 
-// Transfers into or out of a request or reply buffer must complete before
-// the buffer is reused, so they are always made blocking here; the events
-// they return are then already complete.
+/// The tail every enqueue shares: the wait list's length and events, and
+/// the slot for the command's event.
+fn wait_list_and_event(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+) -> Result<(u32, Option<Vec<*mut c_void>>, NewSlot), i32> {
+    let n = d.u32().map_err(bad)?;
+    let wl = t.handles(d, Kind::Event)?;
+    check_count(wl.as_deref(), n as u64)?;
+    Ok((n, wl, t.out_new(d)?))
+}
 
-/// # Safety
-/// As for `clEnqueueReadBuffer`; `ptr` holds `size` bytes.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueReadBuffer(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    buf: *mut c_void,
-    _blocking: u32,
-    offset: usize,
-    size: usize,
+/// Records a mapping and arranges for its current contents to stream after
+/// the reply, unless the application will overwrite them all
+/// (WRITE_INVALIDATE_REGION). The reply says whether they follow, and how
+/// long the mapping is.
+fn publish_mapping(
+    t: &mut Tenant,
+    e: &mut Encoder,
+    id: u64,
+    mem: *mut c_void,
     ptr: *mut c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: as documented above.
-    unsafe { ffi::clEnqueueReadBuffer(q, buf, CL_TRUE, offset, size, ptr, n, wl, ev) }
-}
-
-/// # Safety
-/// As for `clEnqueueWriteBuffer`; `ptr` holds `size` bytes.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueWriteBuffer(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    buf: *mut c_void,
-    _blocking: u32,
-    offset: usize,
-    size: usize,
-    ptr: *const c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: as documented above.
-    unsafe { ffi::clEnqueueWriteBuffer(q, buf, CL_TRUE, offset, size, ptr, n, wl, ev) }
-}
-
-/// The host window starts at the client's host origin, so the library sees
-/// a zero origin into it.
-///
-/// # Safety
-/// As for `clEnqueueReadBufferRect`; `ptr` holds the window's extent.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueReadBufferRect(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    buf: *mut c_void,
-    _blocking: u32,
-    buffer_origin: *const c_void,
-    _host_origin: *const c_void,
-    region: *const c_void,
-    brp: usize,
-    bsp: usize,
-    hrp: usize,
-    hsp: usize,
-    ptr: *mut c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    let origin = ZERO_ORIGIN.as_ptr() as *const c_void;
-    // SAFETY: as documented above.
-    unsafe {
-        ffi::clEnqueueReadBufferRect(
-            q,
-            buf,
-            CL_TRUE,
-            buffer_origin,
-            origin,
-            region,
-            brp,
-            bsp,
-            hrp,
-            hsp,
-            ptr,
-            n,
-            wl,
-            ev,
-        )
-    }
-}
-
-/// # Safety
-/// As for `clEnqueueWriteBufferRect`; `ptr` holds the window's extent.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueWriteBufferRect(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    buf: *mut c_void,
-    _blocking: u32,
-    buffer_origin: *const c_void,
-    _host_origin: *const c_void,
-    region: *const c_void,
-    brp: usize,
-    bsp: usize,
-    hrp: usize,
-    hsp: usize,
-    ptr: *const c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    let origin = ZERO_ORIGIN.as_ptr() as *const c_void;
-    // SAFETY: as documented above.
-    unsafe {
-        ffi::clEnqueueWriteBufferRect(
-            q,
-            buf,
-            CL_TRUE,
-            buffer_origin,
-            origin,
-            region,
-            brp,
-            bsp,
-            hrp,
-            hsp,
-            ptr,
-            n,
-            wl,
-            ev,
-        )
-    }
-}
-
-/// # Safety
-/// As for `clEnqueueReadImage`; `ptr` holds the transfer's extent.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueReadImage(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    image: *mut c_void,
-    _blocking: u32,
-    origin: *const c_void,
-    region: *const c_void,
-    row: usize,
-    slice: usize,
-    ptr: *mut c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: as documented above.
-    unsafe {
-        ffi::clEnqueueReadImage(
-            q, image, CL_TRUE, origin, region, row, slice, ptr, n, wl, ev,
-        )
-    }
-}
-
-/// # Safety
-/// As for `clEnqueueWriteImage`; `ptr` holds the transfer's extent.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueWriteImage(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    image: *mut c_void,
-    _blocking: u32,
-    origin: *const c_void,
-    region: *const c_void,
-    row: usize,
-    slice: usize,
-    ptr: *const c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: as documented above.
-    unsafe {
-        ffi::clEnqueueWriteImage(
-            q, image, CL_TRUE, origin, region, row, slice, ptr, n, wl, ev,
-        )
+    len: u64,
+    flags: u64,
+) {
+    t.mappings.insert(
+        id,
+        Mapping {
+            mem: mem as usize,
+            ptr: ptr as usize,
+            len,
+        },
+    );
+    let send = flags & CL_MAP_WRITE_INVALIDATE_REGION == 0;
+    e.bool(send);
+    e.u64(len);
+    if send {
+        t.bulk = Some(Bulk::Send {
+            ptr: ptr as usize,
+            len: len as usize,
+        });
     }
 }
 
@@ -649,10 +378,7 @@ pub fn d_clEnqueueMapBuffer(
     let flags = d.u64().map_err(bad)?;
     let offset = d.usize().map_err(bad)?;
     let size = d.usize().map_err(bad)?;
-    let n = d.u32().map_err(bad)?;
-    let wl = t.handles(d, Kind::Event)?;
-    check_count(wl.as_deref(), n as u64)?;
-    let mut ev = t.out_new(d)?;
+    let (n, wl, mut ev) = wait_list_and_event(t, d)?;
     let id = map_id(t, d)?;
     d.finish().map_err(bad)?;
     let mut err = 0;
@@ -674,24 +400,10 @@ pub fn d_clEnqueueMapBuffer(
     t.commit_new(&mut ev, Kind::Event, err);
     e.u8(1);
     if err == CL_SUCCESS && !ptr.is_null() {
-        t.mappings.insert(
-            id,
-            Mapping {
-                mem: buf as usize,
-                ptr: ptr as usize,
-                len: size as u64,
-            },
-        );
-        if flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 {
-            e.opt_bytes(None);
-        } else {
-            // SAFETY: the library mapped `size` bytes at `ptr`.
-            e.opt_bytes(Some(unsafe {
-                std::slice::from_raw_parts(ptr as *const u8, size)
-            }));
-        }
+        publish_mapping(t, e, id, buf, ptr, size as u64, flags);
     } else {
-        e.opt_bytes(None);
+        e.bool(false);
+        e.u64(0);
     }
     Ok(err)
 }
@@ -708,10 +420,7 @@ pub fn d_clEnqueueMapImage(
     let flags = d.u64().map_err(bad)?;
     let origin = d.bytes().map_err(bad)?;
     let region = d.bytes().map_err(bad)?;
-    let n = d.u32().map_err(bad)?;
-    let wl = t.handles(d, Kind::Event)?;
-    check_count(wl.as_deref(), n as u64)?;
-    let mut ev = t.out_new(d)?;
+    let (n, wl, mut ev) = wait_list_and_event(t, d)?;
     let id = map_id(t, d)?;
     d.finish().map_err(bad)?;
     let (o3, r3) = (
@@ -742,93 +451,118 @@ pub fn d_clEnqueueMapImage(
     e.usize(row);
     e.usize(slice);
     if err != CL_SUCCESS || ptr.is_null() {
-        e.opt_bytes(None);
+        e.bool(false);
+        e.u64(0);
         return Ok(err);
     }
     let (ty, elem) = super::custom::image_shape(img).ok_or(CL_INVALID_VALUE)?;
     let len = image_window(ty, r3.map(|x| x as u64), elem, row as u64, slice as u64)
         .ok_or(CL_INVALID_VALUE)?
         .extent;
-    t.mappings.insert(
-        id,
-        Mapping {
-            mem: img as usize,
-            ptr: ptr as usize,
-            len,
-        },
-    );
-    if flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 {
-        e.opt_bytes(None);
-    } else {
-        // SAFETY: the library mapped the region, `len` bytes from `ptr`.
-        e.opt_bytes(Some(unsafe {
-            std::slice::from_raw_parts(ptr as *const u8, len as usize)
-        }));
-    }
+    publish_mapping(t, e, id, img, ptr, len, flags);
     Ok(err)
 }
 
-/// Request: queue, mem, map id, written-back bytes, wait list, event.
+/// Request: map id, whether written-back bytes follow and how many, queue,
+/// mem, wait list, event; the bytes stream after the frame, straight into
+/// the mapping, and the unmap runs once they are in (`finish_bulk_in`).
 pub fn d_clEnqueueUnmapMemObject(
     t: &mut Tenant,
     d: &mut Decoder<'_>,
     e: &mut Encoder,
 ) -> Result<i32, i32> {
+    let (id, has_data, len) = match (d.u64(), d.bool(), d.u64()) {
+        (Ok(id), Ok(has), Ok(len)) => (id, has, len),
+        _ => {
+            // Without these the stream cannot be followed any further.
+            t.broken = true;
+            return Err(CL_INVALID_VALUE);
+        }
+    };
+    if has_data {
+        t.bulk = Some(Bulk::Drain(len));
+    }
     let q = t.handle(d, Kind::Queue)?;
     let mem = t.handle(d, Kind::Mem)?;
-    let id = d.u64().map_err(bad)?;
-    let data = d.opt_bytes().map_err(bad)?;
-    let n = d.u32().map_err(bad)?;
-    let wl = t.handles(d, Kind::Event)?;
-    check_count(wl.as_deref(), n as u64)?;
-    let mut ev = t.out_new(d)?;
+    let (n, wl, ev) = wait_list_and_event(t, d)?;
     d.finish().map_err(bad)?;
+    if mem.is_null() {
+        return Err(CL_INVALID_MEM_OBJECT);
+    }
     let m = match t.mappings.get(&id) {
         Some(m) if m.mem == mem as usize => m,
         _ => return Err(CL_INVALID_VALUE),
     };
-    if let Some(b) = data {
-        if b.len() as u64 > m.len {
-            return Err(CL_INVALID_VALUE);
-        }
-        // SAFETY: the mapping spans `m.len` bytes and `b` is no longer.
-        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), m.ptr as *mut u8, b.len()) };
+    if len > m.len {
+        return Err(CL_INVALID_VALUE);
     }
-    let ptr = m.ptr as *mut c_void;
-    // SAFETY: `ptr` is the pointer the library returned for this mapping.
-    let s = unsafe { ffi::clEnqueueUnmapMemObject(q, mem, ptr, n, opt_vec_ptr(&wl), ev.ptr()) };
-    t.commit_new(&mut ev, Kind::Event, s);
-    if s == CL_SUCCESS {
-        t.mappings.remove(&id);
-    }
+    let ptr = m.ptr;
     e.u8(1);
-    Ok(if mem.is_null() {
-        CL_INVALID_MEM_OBJECT
+    let unmap = Unmap {
+        queue: q as usize,
+        mem: mem as usize,
+        ptr,
+        n,
+        wait: wl,
+        event: ev,
+        mapping: Some(id),
+    };
+    if has_data {
+        t.bulk = Some(Bulk::In {
+            len: len as usize,
+            then: unmap,
+        });
+        // The status is the unmap's, known once the data is in.
+        Ok(CL_SUCCESS)
     } else {
+        Ok(unmap.run(t))
+    }
+}
+
+/// An unmap to run once a bulk transfer is through.
+pub struct Unmap {
+    queue: usize,
+    mem: usize,
+    ptr: usize,
+    n: u32,
+    wait: Option<Vec<*mut c_void>>,
+    event: NewSlot,
+    /// The client's mapping, forgotten when the unmap succeeds.
+    mapping: Option<u64>,
+}
+
+impl Unmap {
+    fn run(mut self, t: &mut Tenant) -> i32 {
+        // SAFETY: `ptr` is the library's live mapping of `mem`; the wait
+        // list holds `n` events from the table.
+        let s = unsafe {
+            ffi::clEnqueueUnmapMemObject(
+                self.queue as *mut c_void,
+                self.mem as *mut c_void,
+                self.ptr as *mut c_void,
+                self.n,
+                opt_vec_ptr(&self.wait),
+                self.event.ptr(),
+            )
+        };
+        t.commit_new(&mut self.event, Kind::Event, s);
+        if let (Some(id), CL_SUCCESS) = (self.mapping, s) {
+            t.mappings.remove(&id);
+        }
         s
-    })
+    }
 }
 
 /// A bulk transfer the serve loop completes around the reply.
 pub enum Bulk {
     /// Discard this many incoming bytes (the request failed validation).
     Drain(u64),
-    /// Receive into a mapped buffer region, then unmap.
-    In {
-        ptr: usize,
-        len: usize,
-        queue: usize,
-        mem: usize,
-        event: NewSlot,
-    },
-    /// Send a mapped buffer region after the reply, then unmap.
-    Out {
-        ptr: usize,
-        len: usize,
-        queue: usize,
-        mem: usize,
-        event: NewSlot,
-    },
+    /// Receive `len` bytes into the mapping `then` names, then unmap it.
+    In { len: usize, then: Unmap },
+    /// Send a mapped region after the reply, then unmap it.
+    Out { len: usize, then: Unmap },
+    /// Send a mapped region after the reply; it stays mapped.
+    Send { ptr: usize, len: usize },
 }
 
 struct BulkArgs {
@@ -858,10 +592,7 @@ fn bulk_args(t: &mut Tenant, d: &mut Decoder<'_>, incoming: bool) -> Result<Bulk
     let queue = t.handle(d, Kind::Queue)?;
     let mem = t.handle(d, Kind::Mem)?;
     let offset = d.usize().map_err(bad)?;
-    let n = d.u32().map_err(bad)?;
-    let wait = t.handles(d, Kind::Event)?;
-    check_count(wait.as_deref(), n as u64)?;
-    let event = t.out_new(d)?;
+    let (n, wait, event) = wait_list_and_event(t, d)?;
     d.finish().map_err(bad)?;
     Ok(BulkArgs {
         size,
@@ -872,6 +603,21 @@ fn bulk_args(t: &mut Tenant, d: &mut Decoder<'_>, incoming: bool) -> Result<Bulk
         n,
         event,
     })
+}
+
+impl BulkArgs {
+    /// The unmap that ends the transfer and yields the command's event.
+    fn unmap(self, ptr: *mut c_void) -> Unmap {
+        Unmap {
+            queue: self.queue as usize,
+            mem: self.mem as usize,
+            ptr: ptr as usize,
+            n: 0,
+            wait: None,
+            event: self.event,
+            mapping: None,
+        }
+    }
 }
 
 fn map_for(a: &BulkArgs, flags: u64) -> Result<*mut c_void, i32> {
@@ -909,12 +655,10 @@ pub fn d_whEnqueueWriteBufferBulk(
 ) -> Result<i32, i32> {
     let a = bulk_args(t, d, true)?;
     let ptr = map_for(&a, CL_MAP_WRITE_INVALIDATE_REGION)?;
+    let len = a.size;
     t.bulk = Some(Bulk::In {
-        ptr: ptr as usize,
-        len: a.size,
-        queue: a.queue as usize,
-        mem: a.mem as usize,
-        event: a.event,
+        len,
+        then: a.unmap(ptr),
     });
     e.u8(1);
     Ok(CL_SUCCESS)
@@ -932,12 +676,10 @@ pub fn d_whEnqueueReadBufferBulk(
     match map_for(&a, wormhole_opencl_api::CL_MAP_READ) {
         Ok(ptr) => {
             e.bool(true);
+            let len = a.size;
             t.bulk = Some(Bulk::Out {
-                ptr: ptr as usize,
-                len: a.size,
-                queue: a.queue as usize,
-                mem: a.mem as usize,
-                event: a.event,
+                len,
+                then: a.unmap(ptr),
             });
             Ok(CL_SUCCESS)
         }
@@ -946,22 +688,6 @@ pub fn d_whEnqueueReadBufferBulk(
             Ok(s)
         }
     }
-}
-
-fn unmap(t: &mut Tenant, queue: usize, mem: usize, ptr: usize, mut event: NewSlot) -> i32 {
-    // SAFETY: `ptr` is the live mapping of `mem` made by `map_for`.
-    let s = unsafe {
-        ffi::clEnqueueUnmapMemObject(
-            queue as *mut c_void,
-            mem as *mut c_void,
-            ptr as *mut c_void,
-            0,
-            std::ptr::null(),
-            event.ptr(),
-        )
-    };
-    t.commit_new(&mut event, Kind::Event, s);
-    s
 }
 
 /// Completes an incoming bulk transfer (before the reply); returns the
@@ -981,18 +707,12 @@ pub fn finish_bulk_in(
             }
             Ok(status)
         }
-        Some(Bulk::In {
-            ptr,
-            len,
-            queue,
-            mem,
-            event,
-        }) => {
-            // SAFETY: the mapping spans `len` bytes and stays mapped until
-            // the unmap below.
-            let dst = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
+        Some(Bulk::In { len, then }) => {
+            // SAFETY: the mapping spans at least `len` bytes (checked when
+            // the transfer was set up) and stays mapped until `then` runs.
+            let dst = unsafe { std::slice::from_raw_parts_mut(then.ptr as *mut u8, len) };
             chan.recv_raw(dst)?;
-            Ok(unmap(t, queue, mem, ptr, event))
+            Ok(then.run(t))
         }
         other => {
             t.bulk = other;
@@ -1003,19 +723,20 @@ pub fn finish_bulk_in(
 
 /// Completes an outgoing bulk transfer (after the reply frame).
 pub fn finish_bulk_out(t: &mut Tenant, chan: &mut dyn Channel) -> Result<(), TransportError> {
-    if let Some(Bulk::Out {
-        ptr,
-        len,
-        queue,
-        mem,
-        event,
-    }) = t.bulk.take()
-    {
-        // SAFETY: as in `finish_bulk_in`.
-        let src = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-        chan.send_raw(src)?;
-        chan.flush()?;
-        unmap(t, queue, mem, ptr, event);
+    let (ptr, len, then) = match t.bulk.take() {
+        Some(Bulk::Out { len, then }) => (then.ptr, len, Some(then)),
+        Some(Bulk::Send { ptr, len }) => (ptr, len, None),
+        other => {
+            t.bulk = other;
+            return Ok(());
+        }
+    };
+    // SAFETY: the library mapped `len` bytes at `ptr`, valid until unmapped.
+    let src = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+    chan.send_raw(src)?;
+    chan.flush()?;
+    if let Some(then) = then {
+        then.run(t);
     }
     Ok(())
 }
