@@ -51,19 +51,6 @@ pub fn info(f: u32, param: u32, v: &mut [u8], first: *mut c_void) {
             .map_or(0, |o| o.host_ptr.load(Ordering::Relaxed));
         v[..8].copy_from_slice(&host.to_le_bytes());
     }
-    // CL_MEM_FLAGS: the server made USE_HOST_PTR into COPY_HOST_PTR; the
-    // application asked for (and has, see the maps) USE_HOST_PTR.
-    if f == func::clGetMemObjectInfo && param == 0x1101 && v.len() >= 8 {
-        let host = obj(first, Kind::Mem)
-            .ok()
-            .flatten()
-            .map_or(0, |o| o.host_ptr.load(Ordering::Relaxed));
-        if host != 0 {
-            let flags = u64::from_le_bytes(v[..8].try_into().unwrap_or([0; 8]));
-            let flags = (flags & !CL_MEM_COPY_HOST_PTR) | CL_MEM_USE_HOST_PTR;
-            v[..8].copy_from_slice(&flags.to_le_bytes());
-        }
-    }
 }
 
 /// Reads a zero-terminated list of 64-bit values (excluding the zero).
