@@ -79,7 +79,7 @@ run_suite() { # LABEL, then environment assignments
   local start=$SECONDS
   (cd "$TESTS" && env "$@" XDG_CACHE_HOME="$WORK/cache-$label" PYOPENCL_CACHE_FAILURE_FATAL=1 \
     timeout 3600 "$VENV/bin/python" -m pytest -p no:cacheprovider -n 1 -q -rfE \
-      --timeout "$PER_TEST_TIMEOUT" --junitxml "$WORK/$label.xml" $FILES 2>&1 | tail -n 40) || true
+      --timeout "$PER_TEST_TIMEOUT" --timeout-method thread --junitxml "$WORK/$label.xml" $FILES 2>&1 | tail -n 40) || true
   echo "$label: $((SECONDS - start)) s"
 }
 run_suite native OCL_ICD_VENDORS="$POCL_ICD" PYOPENCL_TEST=portable

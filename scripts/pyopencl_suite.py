@@ -93,7 +93,7 @@ def known(path: str) -> list:
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
-            pattern, _, cause = line.partition("|")
+            pattern, _, cause = line.partition(" | ")
             entries.append((re.compile(pattern.strip()), cause.strip()))
     return entries
 
@@ -111,8 +111,8 @@ def compare(native_xml: str, remote_xml: str, known_file: str, summary: str) -> 
     for key in sorted(set(nat) | set(rem)):
         a, b = nat.get(key, "missing"), rem.get(key, "missing")
         if a == "passed" and b != "passed":
-            cause = next((c for p, c in entries if p.search(short(key))), None)
             row = f"{short(key)}: native {a}, remoted {b}"
+            cause = next((c for p, c in entries if p.search(row)), None)
             if cause is None:
                 regressions.append(row)
             else:
