@@ -476,6 +476,7 @@ pub mod kernel_arg {
         // a new value for the same argument fails only if the old one would.
         c.shape(size as u64);
         if p.is_null() {
+            c.shape(0xa0);
             c.enc.u8(0);
             return Ok(());
         }
@@ -498,6 +499,7 @@ pub mod kernel_arg {
                 }
             }
         }
+        c.shape(0xa1);
         c.enc.u8(1);
         // SAFETY: caller's contract.
         c.enc

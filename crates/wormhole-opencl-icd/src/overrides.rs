@@ -194,10 +194,47 @@ pub unsafe extern "C" fn clCreateBuffer(
 ) -> *mut c_void {
     // SAFETY: forwarded contract.
     let m = unsafe { gen::clCreateBuffer(ctx, flags, size, host_ptr, err) };
+    remember_host_ptr(m, flags, host_ptr);
+    m
+}
+
+/// An image's type and element size, which size its transfers' windows.
+/// Remembers the application's pointer of a USE_HOST_PTR memory object:
+/// the server holds a copy, so queries and maps answer from here.
+fn remember_host_ptr(m: *mut c_void, flags: u64, host_ptr: *mut c_void) {
     if flags & CL_MEM_USE_HOST_PTR != 0 {
         if let Ok(Some(o)) = obj(m, Kind::Mem) {
             o.host_ptr.store(host_ptr as usize, Ordering::Relaxed);
         }
+    }
+}
+
+/// # Safety
+/// As for `clCreateSubBuffer`.
+pub unsafe extern "C" fn clCreateSubBuffer(
+    buf: *mut c_void,
+    flags: u64,
+    ty: u32,
+    info: *const c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    let m = unsafe { gen::clCreateSubBuffer(buf, flags, ty, info, err) };
+    // A sub-buffer of a USE_HOST_PTR buffer uses the parent's memory from
+    // its origin on.
+    let parent_host = obj(buf, Kind::Mem)
+        .ok()
+        .flatten()
+        .map_or(0, |o| o.host_ptr.load(Ordering::Relaxed));
+    if parent_host != 0 && !info.is_null() {
+        // SAFETY: a successful region sub-buffer's info is a
+        // cl_buffer_region, whose first field is the origin.
+        let origin = unsafe { std::ptr::read_unaligned(info as *const usize) };
+        remember_host_ptr(
+            m,
+            CL_MEM_USE_HOST_PTR,
+            (parent_host + origin) as *mut c_void,
+        );
     }
     m
 }
