@@ -71,14 +71,17 @@ for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.1; done
 
 # --- The two runs ---------------------------------------------------------
 # -n 1 (pytest-xdist): one worker process, replaced if a test crashes it, so
-# a segfault is one failed test rather than the end of the run.
+# a segfault is one failed test rather than the end of the run. A hung test
+# is ended by pytest-timeout, or, when it holds the GIL, by the faulthandler
+# watchdog of scripts/pyopencl_watchdog.py a minute later.
 run_suite() { # LABEL, then environment assignments
   local label=$1; shift
   rm -rf "$WORK/cache-$label"
   echo "== pyopencl $PYOPENCL_VERSION tests ($MODE), $label =="
   local start=$SECONDS
   (cd "$TESTS" && env "$@" XDG_CACHE_HOME="$WORK/cache-$label" PYOPENCL_CACHE_FAILURE_FATAL=1 \
-    timeout 3600 "$VENV/bin/python" -m pytest -p no:cacheprovider -n 1 -q -rfE \
+    PYTHONPATH="$ROOT/scripts" PYOPENCL_SUITE_HARD_TIMEOUT=$((PER_TEST_TIMEOUT + 60)) \
+    timeout 7200 "$VENV/bin/python" -m pytest -p no:cacheprovider -p pyopencl_watchdog -n 1 -q -rfE \
       --timeout "$PER_TEST_TIMEOUT" --timeout-method thread --junitxml "$WORK/$label.xml" $FILES 2>&1 | tail -n 40) || true
   echo "$label: $((SECONDS - start)) s"
 }
