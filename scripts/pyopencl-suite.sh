@@ -76,7 +76,7 @@ for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.1; done
 # watchdog of scripts/pyopencl_watchdog.py a minute later.
 run_suite() { # LABEL, then environment assignments
   local label=$1; shift
-  rm -rf "$WORK/cache-$label"
+  rm -rf "$WORK/cache-$label" "$WORK/$label.xml"
   echo "== pyopencl $PYOPENCL_VERSION tests ($MODE), $label =="
   local start=$SECONDS
   (cd "$TESTS" && env "$@" XDG_CACHE_HOME="$WORK/cache-$label" PYOPENCL_CACHE_FAILURE_FATAL=1 \
@@ -89,5 +89,8 @@ run_suite native OCL_ICD_VENDORS="$POCL_ICD" PYOPENCL_TEST=portable
 run_suite remoted OCL_ICD_VENDORS="$ICD_DIR" WORMHOLE_SERVER="unix:$SOCK" PYOPENCL_TEST=wormhole
 
 echo "== comparison ($MODE) =="
+for label in native remoted; do
+  [ -s "$WORK/$label.xml" ] || { echo "no junit report from the $label run (see its output above)"; exit 1; }
+done
 "$VENV/bin/python" "$ROOT/scripts/pyopencl_suite.py" compare "$WORK/native.xml" "$WORK/remoted.xml" \
   "$ROOT/scripts/pyopencl-known-differences.txt" "$WORK/summary.txt"
