@@ -46,6 +46,11 @@ pub unsafe extern "C" fn clGetPlatformIDs(
 }
 
 const CL_PLATFORM_NAME: u32 = 0x0902;
+
+fn keep_remote_name() -> bool {
+    static K: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *K.get_or_init(|| std::env::var("WORMHOLE_PLATFORM_NAME").is_ok_and(|v| v == "remote"))
+}
 const CL_PLATFORM_ICD_SUFFIX_KHR: u32 = 0x0920;
 /// Prefix of our platforms' names, so users see where a platform lives.
 pub const NAME_PREFIX: &str = "Wormhole: ";
@@ -85,7 +90,9 @@ pub unsafe extern "C" fn clGetPlatformInfo(
             // SAFETY: forwarded contract.
             unsafe { answer(b"WH", size, value, size_ret) }
         }
-        CL_PLATFORM_NAME => {
+        // WORMHOLE_PLATFORM_NAME=remote keeps the remote name, for programs
+        // that key workarounds on it (pyopencl's PoCL checks, say).
+        CL_PLATFORM_NAME if !keep_remote_name() => {
             let mut n = 0usize;
             // SAFETY: size query.
             let s = unsafe { gen::clGetPlatformInfo(p, param, 0, std::ptr::null_mut(), &mut n) };
