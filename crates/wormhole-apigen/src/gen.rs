@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use crate::{kind_variant, Api, Func, InfoHandle, Ret, Scalar, Size, Slot, StubRet, Ty};
 
-const ALLOW: &str = "#[allow(non_snake_case, unused_variables, unused_mut, unused_unsafe, clippy::too_many_arguments, clippy::needless_late_init, clippy::let_and_return, clippy::unnecessary_cast, clippy::redundant_closure_call)]";
+const ALLOW: &str = "#[allow(non_snake_case, unused_variables, unused_mut, unused_unsafe, clippy::too_many_arguments, clippy::needless_late_init, clippy::let_and_return, clippy::unnecessary_cast, clippy::redundant_closure_call, clippy::let_unit_value)]";
 
 fn c_params(f: &Func) -> String {
     f.args
@@ -82,12 +82,19 @@ fn client_put(o: &mut String, f: &Func) {
     for a in &f.args {
         let n = &a.name;
         let line = match &a.ty {
-            Ty::Scalar(s) => match s {
-                Scalar::U32 | Scalar::Bool => format!("c.enc.u32({n});"),
-                Scalar::I32 => format!("c.enc.i32({n});"),
-                Scalar::U64 | Scalar::Bitfield => format!("c.enc.u64({n});"),
-                Scalar::Usize => format!("c.enc.usize({n});"),
-            },
+            Ty::Scalar(s) => {
+                let enc = match s {
+                    Scalar::U32 | Scalar::Bool => format!("c.enc.u32({n});"),
+                    Scalar::I32 => format!("c.enc.i32({n});"),
+                    Scalar::U64 | Scalar::Bitfield => format!("c.enc.u64({n});"),
+                    Scalar::Usize => format!("c.enc.usize({n});"),
+                };
+                if f.attrs.is_async {
+                    format!("{enc} c.shape({n} as u64);")
+                } else {
+                    enc
+                }
+            }
             Ty::Handle { kind: k } => format!("c.handle({n}, {})?;", kind(k)),
             Ty::HandleArray { kind: k, count } => {
                 format!("c.handles({n}, {count} as usize, {})?;", kind(k))
@@ -206,9 +213,13 @@ fn client_func(o: &mut String, f: &Func) {
         } else {
             o.push_str("        let status = r.status();\n");
         }
-        o.push_str("        if r.has_outputs() {\n");
-        client_take(o, f);
-        o.push_str("        }\n");
+        let mut take = String::new();
+        client_take(&mut take, f);
+        if !take.is_empty() {
+            o.push_str("        if r.has_outputs() {\n");
+            o.push_str(&take);
+            o.push_str("        }\n");
+        }
     }
     let first = f
         .args
@@ -444,7 +455,7 @@ fn server_func(o: &mut String, f: &Func) {
                 format!("v_{n}.arg()")
             }
         };
-        exprs.push(expr);
+        exprs.push(a.server.clone().unwrap_or(expr));
     }
     if let Ret::New(_) = f.ret {
         o.push_str("    let new_id = t.new_id(d)?;\n");

@@ -87,6 +87,10 @@ pub struct Attrs {
 pub struct Arg {
     pub name: String,
     pub ty: Ty,
+    /// `server=EXPR`: what the server passes to the library instead of the
+    /// client's value (a Rust expression over the decoded `v_NAME`s), for
+    /// arguments whose meaning cannot cross the boundary unchanged.
+    pub server: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -103,6 +103,29 @@ impl<'a> P<'a> {
         rest[..n].trim().to_string()
     }
 
+    /// A Rust expression, up to a `,` or `)` outside any brackets.
+    fn expr(&mut self) -> R<String> {
+        self.skip_ws();
+        let rest = &self.src[self.pos..];
+        let mut depth = 0i32;
+        for (i, c) in rest.char_indices() {
+            match c {
+                '(' | '[' | '{' => depth += 1,
+                ')' | ']' | '}' if depth > 0 => depth -= 1,
+                ',' | ')' if depth == 0 => {
+                    let e = rest[..i].trim().to_string();
+                    if e.is_empty() {
+                        return self.err("empty server expression");
+                    }
+                    self.pos += i;
+                    return Ok(e);
+                }
+                _ => {}
+            }
+        }
+        self.err("unterminated server expression")
+    }
+
     fn kind(&mut self) -> R<String> {
         let k = self.ident()?;
         if !KINDS.contains(&k.as_str()) {
@@ -248,7 +271,17 @@ impl<'a> P<'a> {
             let an = self.ident()?;
             self.expect(":")?;
             let ty = self.ty()?;
-            args.push(Arg { name: an, ty });
+            let server = if self.eat("server") {
+                self.expect("=")?;
+                Some(self.expr()?)
+            } else {
+                None
+            };
+            args.push(Arg {
+                name: an,
+                ty,
+                server,
+            });
             if !self.eat(",") {
                 self.expect(")")?;
                 break;
@@ -417,7 +450,7 @@ mod tests {
             "# c\nfn f(a: u32, h: device?, hs: [event; a]?, i: in bytes[a * 8]?, o: out bytes[a]?,\n\
              inf: out info[a]? {0x10: platform, 0x11: device[], 0x12: custom}, param_name: u32,\n\
              s: out usize?, e: out new event?, oh: out [device; a]?, err: errcode, st: str?,\n\
-             cb: callback event(ud), ud: userdata, c: custom foo(*const c_void; a, h)) -> new context;\n\
+             cb: callback event(ud), ud: userdata, c: custom foo(*const c_void; a, h) server=f(v_c.arg(), (1, 2))) -> new context;\n\
              fn g(q: queue, e: out new event?) -> status flush;\n\
              dispatch { f x!int y!ptr z!local }",
         )
@@ -436,6 +469,7 @@ mod tests {
         assert!(matches!(&f.args[5].ty, Ty::OutInfo { handles, .. } if handles.len() == 3));
         assert_eq!(f.ret, Ret::New("context".into()));
         assert!(!f.attrs.is_async);
+        assert_eq!(f.args[14].server.as_deref(), Some("f(v_c.arg(), (1, 2))"));
         let g = &api.funcs[1];
         assert!(g.attrs.is_async && g.attrs.wake);
         assert_eq!(api.dispatch.len(), 4);

@@ -110,6 +110,7 @@ pub const CL_MEM_HOST_PTR: u32 = 0x1103;
 pub const CL_MEM_FLAGS: u32 = 0x1101;
 pub const CL_MEM_SIZE: u32 = 0x1102;
 pub const CL_MEM_TYPE: u32 = 0x1100;
+pub const CL_MEM_OBJECT_IMAGE2D: u32 = 0x10F1;
 
 /// Bytes of host memory a rectangular transfer touches, counted from its
 /// host origin: `(r2-1)*slice + (r1-1)*row + r0`, with the API's defaults
@@ -288,21 +289,102 @@ pub fn image_host_size(
     }
 }
 
-/// Bytes of host memory an image transfer of `region` touches, an upper
-/// bound that also covers 1D image arrays (whose second coordinate steps by
-/// the slice pitch).
-pub fn image_transfer_extent(
+/// The host side of an image transfer: row `y` of slice `z` of the region
+/// starts `y * ystep + z * zstep` bytes into the window and is `row_bytes`
+/// long; `extent` bytes in all. A 1D image array steps through its images
+/// (the region's second coordinate) by the slice pitch; everything else
+/// steps rows by the row pitch and slices by the slice pitch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageWindow {
+    pub row_bytes: u64,
+    pub ystep: u64,
+    pub zstep: u64,
+    pub extent: u64,
+}
+
+/// The window an image transfer of `region` touches in host memory, with
+/// the API's defaults for zero pitches; `None` (reported as
+/// `CL_INVALID_VALUE`) when the numbers are invalid for the image type or
+/// overflow.
+pub fn image_window(
+    image_type: u32,
     region: [u64; 3],
     elem: u64,
     row_pitch: u64,
     slice_pitch: u64,
-) -> Option<u64> {
-    let r = rect_extent(region, elem, row_pitch, slice_pitch)?;
-    let step1 = r.row.max(r.slice);
-    (region[2] - 1)
-        .checked_mul(r.slice)?
-        .checked_add((region[1] - 1).checked_mul(step1)?)?
-        .checked_add(region[0].checked_mul(elem)?)
+) -> Option<ImageWindow> {
+    if region.contains(&0) || elem == 0 {
+        return None;
+    }
+    let row_bytes = region[0].checked_mul(elem)?;
+    let row = if row_pitch == 0 { row_bytes } else { row_pitch };
+    if row < row_bytes {
+        return None;
+    }
+    let (ystep, zstep) = match image_type {
+        // 1D image array: one row per image, images a slice pitch apart.
+        0x10F5 => {
+            if region[2] != 1 {
+                return None;
+            }
+            let slice = if slice_pitch == 0 { row } else { slice_pitch };
+            if slice < row {
+                return None;
+            }
+            (slice, 0)
+        }
+        // 1D image and 1D image buffer: a single row.
+        0x10F4 | 0x10F6 if region[1] != 1 || region[2] != 1 => return None,
+        // 2D image: a single slice.
+        0x10F1 if region[2] != 1 => return None,
+        0x10F4 | 0x10F6 | 0x10F1 => (row, 0),
+        // 3D image and 2D image array.
+        0x10F2 | 0x10F3 => {
+            let min_slice = row.checked_mul(region[1])?;
+            let slice = if slice_pitch == 0 {
+                min_slice
+            } else {
+                slice_pitch
+            };
+            if slice < min_slice {
+                return None;
+            }
+            (row, slice)
+        }
+        _ => return None,
+    };
+    let extent = (region[2] - 1)
+        .checked_mul(zstep)?
+        .checked_add((region[1] - 1).checked_mul(ystep)?)?
+        .checked_add(row_bytes)?;
+    Some(ImageWindow {
+        row_bytes,
+        ystep,
+        zstep,
+        extent,
+    })
+}
+
+#[cfg(test)]
+mod image_window_tests {
+    use super::*;
+
+    #[test]
+    fn windows_are_exact_per_image_type() {
+        // 3D, tight: 8x4x3 of 4-byte pixels is exactly 384 bytes.
+        let w = image_window(0x10F2, [8, 4, 3], 4, 0, 0).expect("valid");
+        assert_eq!((w.ystep, w.zstep, w.extent), (32, 128, 384));
+        // 2D with a padded row pitch: the last row needs only its width.
+        let w = image_window(0x10F1, [8, 4, 1], 4, 40, 0).expect("valid");
+        assert_eq!(w.extent, 3 * 40 + 32);
+        // 1D array: images a slice pitch apart.
+        let w = image_window(0x10F5, [8, 4, 1], 4, 0, 48).expect("valid");
+        assert_eq!((w.ystep, w.extent), (48, 3 * 48 + 32));
+        assert_eq!(image_window(0x10F1, [8, 4, 2], 4, 0, 0), None);
+        assert_eq!(image_window(0x10F4, [8, 2, 1], 4, 0, 0), None);
+        assert_eq!(image_window(0x10F2, [8, 4, 2], 4, 0, 64), None);
+        assert_eq!(image_window(0x10F1, [8, 4, 1], 4, 16, 0), None);
+    }
 }
 
 /// Layout of `cl_image_desc` on a 64-bit host, as it travels on the wire

@@ -6,8 +6,8 @@ use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::Ordering;
 
 use wormhole_opencl_api::{
-    func, image_element_size, image_host_size, rect_extent, Kind, RectExtent, CL_CONTEXT_PLATFORM,
-    CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR, IMAGE_DESC_LEN,
+    func, image_element_size, image_host_size, image_window, rect_extent, ImageWindow, Kind,
+    RectExtent, CL_CONTEXT_PLATFORM, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR, IMAGE_DESC_LEN,
 };
 
 use crate::rt::{any_obj, obj, object_for, Call, Reply};
@@ -80,7 +80,7 @@ fn put_list(c: &mut Call, v: Option<Vec<u64>>) {
 macro_rules! no_take {
     ($($dep:ident : $t:ty),*) => {
         // Unused where every function with this argument is async.
-        #[allow(dead_code)]
+        #[allow(dead_code, clippy::too_many_arguments)]
         pub fn take(_s: (), _r: &mut Reply, _v: impl Sized $(, $dep: $t)*) -> Result<(), i32> {
             $(let _ = $dep;)*
             Ok(())
@@ -345,10 +345,10 @@ pub mod sources {
         for i in 0..count as usize {
             // SAFETY: caller's contract.
             let s = unsafe { *strings.add(i) };
-            // SAFETY: caller's contract.
             let len = if lengths.is_null() {
                 0
             } else {
+                // SAFETY: caller's contract.
                 unsafe { *lengths.add(i) }
             };
             let bytes = if s.is_null() {
@@ -429,10 +429,10 @@ pub mod header_names {
         for i in 0..n as usize {
             // SAFETY: caller's contract.
             let s = unsafe { *p.add(i) };
-            // SAFETY: caller's contract.
             let b = if s.is_null() {
                 &[][..]
             } else {
+                // SAFETY: caller's contract.
                 unsafe { CStr::from_ptr(s) }.to_bytes()
             };
             c.enc.bytes(b);
@@ -450,6 +450,9 @@ pub mod kernel_arg {
     /// # Safety
     /// `p` is NULL or holds `size` bytes.
     pub unsafe fn put(c: &mut Call, p: *const c_void, size: usize) -> Result<(), i32> {
+        // The shape of a kernel argument is its size and kind, not its value:
+        // a new value for the same argument fails only if the old one would.
+        c.shape(size as u64);
         if p.is_null() {
             c.enc.u8(0);
             return Ok(());
@@ -464,6 +467,7 @@ pub mod kernel_arg {
                     _ => None,
                 };
                 if let Some(tag) = tag {
+                    c.shape(2 + tag as u64);
                     c.enc.u8(2);
                     c.enc.u8(tag);
                     c.enc.u64(o.id);
@@ -530,14 +534,20 @@ pub mod rect_out {
     ) -> Result<(), i32> {
         let data = r.opt_bytes()?;
         // SAFETY: caller's contract.
-        if let (Some(b), Some((ext, off))) =
-            (data, unsafe { rect_window(region, origin, row, slice) })
-        {
-            let n = b.len().min(ext.extent as usize);
-            // SAFETY: the window lies in the application's buffer.
-            unsafe {
-                std::ptr::copy_nonoverlapping(b.as_ptr(), (p as *mut u8).add(off as usize), n)
+        let window = unsafe { rect_window(region, origin, row, slice) };
+        if let (Some(b), Some((ext, off))) = (data, window) {
+            let r = region as *const u64;
+            // SAFETY: non-NULL (rect_window checked), 3 size_t.
+            let r3 = unsafe { [*r, *r.add(1), *r.add(2)] };
+            let w = ImageWindow {
+                row_bytes: r3[0],
+                ystep: ext.row,
+                zstep: ext.slice,
+                extent: ext.extent,
             };
+            // SAFETY: the window lies in the application's buffer, which
+            // holds `ext.extent` bytes from `off`.
+            unsafe { scatter_rows(&b, (p as *mut u8).add(off as usize), w, r3) };
         }
         Ok(())
     }
@@ -590,28 +600,80 @@ pub mod image_out {
         Ok(())
     }
     /// # Safety
-    /// `p` holds the transfer's extent, as the API requires.
+    /// `p` holds the transfer's window, as the API requires; `region` is
+    /// NULL or 3 size_t.
     pub unsafe fn take(
         _s: (),
         r: &mut Reply,
         p: *mut c_void,
         _img: *mut c_void,
-        _region: *const c_void,
-        _row: usize,
-        _slice: usize,
+        region: *const c_void,
+        row: usize,
+        slice: usize,
     ) -> Result<(), i32> {
-        if let (Some(b), false) = (r.opt_bytes()?, p.is_null()) {
-            // SAFETY: the server sized the data by the image and region.
-            unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), p as *mut u8, b.len()) };
+        let data = r.opt_bytes()?;
+        // SAFETY: caller's contract.
+        let w = unsafe { image_window_of(region, row, slice) };
+        if let (Some(b), false, Some(w)) = (data, p.is_null(), w) {
+            // SAFETY: `p` holds the window (caller's contract).
+            unsafe { scatter_rows(&b, p as *mut u8, w, region_of(region)) };
         }
         Ok(())
     }
 }
 
+/// # Safety
+/// `region` is non-NULL and points to 3 size_t.
+unsafe fn region_of(region: *const c_void) -> [u64; 3] {
+    let r = region as *const u64;
+    // SAFETY: caller's contract.
+    unsafe { [*r, *r.add(1), *r.add(2)] }
+}
+
+/// The window of the image transfer being marshalled on this thread (its
+/// image's type and element size are in [`IMAGE_SHAPE`]).
+///
+/// # Safety
+/// `region` is NULL or 3 size_t.
+unsafe fn image_window_of(region: *const c_void, row: usize, slice: usize) -> Option<ImageWindow> {
+    if region.is_null() {
+        return None;
+    }
+    let (ty, elem) = IMAGE_SHAPE.with(|c| c.get());
+    // SAFETY: caller's contract.
+    image_window(
+        ty,
+        unsafe { region_of(region) },
+        elem,
+        row as u64,
+        slice as u64,
+    )
+}
+
+/// Copies the region's rows out of a window, leaving the bytes between
+/// rows (the application's, not the transfer's) alone.
+///
+/// # Safety
+/// `dst` holds `w.extent` bytes.
+unsafe fn scatter_rows(src: &[u8], dst: *mut u8, w: ImageWindow, region: [u64; 3]) {
+    let width = w.row_bytes as usize;
+    for z in 0..region[2] {
+        for y in 0..region[1] {
+            let at = (z * w.zstep + y * w.ystep) as usize;
+            let Some(part) = src.get(at..at + width) else {
+                return;
+            };
+            // SAFETY: `at + width <= w.extent` (caller's contract).
+            unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), dst.add(at), width) };
+        }
+    }
+}
+
 thread_local! {
-    /// Element size of the image being written, set by the
-    /// clEnqueueWriteImage override before it marshals the call.
-    pub static IMAGE_ELEM: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Type and element size of the image being read or written, set by
+    /// the clEnqueueReadImage/clEnqueueWriteImage overrides before they
+    /// marshal the call.
+    pub static IMAGE_SHAPE: std::cell::Cell<(u32, u64)> = const { std::cell::Cell::new((0, 0)) };
 }
 
 pub mod image_in {
@@ -626,19 +688,16 @@ pub mod image_in {
         row: usize,
         slice: usize,
     ) -> Result<(), i32> {
-        let elem = IMAGE_ELEM.with(|e| e.get());
-        if p.is_null() || region.is_null() {
+        if p.is_null() {
             c.enc.opt_bytes(None);
             return Ok(());
         }
-        let r = region as *const u64;
-        // SAFETY: caller's contract: 3 size_t.
-        let r3 = unsafe { [*r, *r.add(1), *r.add(2)] };
-        match wormhole_opencl_api::image_transfer_extent(r3, elem, row as u64, slice as u64) {
-            Some(n) => {
-                // SAFETY: caller's contract.
+        // SAFETY: caller's contract.
+        match unsafe { image_window_of(region, row, slice) } {
+            Some(w) => {
+                // SAFETY: caller's contract: `p` holds the window.
                 c.enc.opt_bytes(Some(unsafe {
-                    std::slice::from_raw_parts(p as *const u8, n as usize)
+                    std::slice::from_raw_parts(p as *const u8, w.extent as usize)
                 }))
             }
             None => c.enc.opt_bytes(None),

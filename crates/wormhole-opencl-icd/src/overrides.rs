@@ -9,8 +9,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock};
 
 use wormhole_opencl_api::{
-    func, image_transfer_extent, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_VALUE, CL_MAP_WRITE,
-    CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_USE_HOST_PTR, CL_OUT_OF_HOST_MEMORY,
+    func, image_window, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_VALUE, CL_MAP_WRITE,
+    CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_TYPE, CL_MEM_USE_HOST_PTR, CL_OUT_OF_HOST_MEMORY,
     CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS,
 };
 
@@ -202,22 +202,62 @@ pub unsafe extern "C" fn clCreateBuffer(
     m
 }
 
-fn image_elem(image: *mut c_void) -> Result<u64, i32> {
+/// An image's type and element size, which size its transfers' windows.
+fn image_shape(image: *mut c_void) -> Result<(u32, u64), i32> {
     let mut elem = 0usize;
-    // SAFETY: a size_t out.
+    let mut ty = 0u32;
+    // SAFETY: a size_t and a cl_mem_object_type out.
     let s = unsafe {
-        gen::clGetImageInfo(
+        match gen::clGetImageInfo(
             image,
             CL_IMAGE_ELEMENT_SIZE,
             8,
             (&mut elem as *mut usize).cast(),
             std::ptr::null_mut(),
-        )
+        ) {
+            CL_SUCCESS => gen::clGetMemObjectInfo(
+                image,
+                CL_MEM_TYPE,
+                4,
+                (&mut ty as *mut u32).cast(),
+                std::ptr::null_mut(),
+            ),
+            s => s,
+        }
     };
     if s == CL_SUCCESS {
-        Ok(elem as u64)
+        Ok((ty, elem as u64))
     } else {
         Err(s)
+    }
+}
+
+/// # Safety
+/// As for `clEnqueueReadImage`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clEnqueueReadImage(
+    q: *mut c_void,
+    image: *mut c_void,
+    blocking: u32,
+    origin: *const c_void,
+    region: *const c_void,
+    row: usize,
+    slice: usize,
+    ptr: *mut c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    let shape = match image_shape(image) {
+        Ok(s) => s,
+        Err(e) => return e,
+    };
+    crate::custom::IMAGE_SHAPE.with(|c| c.set(shape));
+    // SAFETY: forwarded contract.
+    unsafe {
+        gen::clEnqueueReadImage(
+            q, image, blocking, origin, region, row, slice, ptr, n, wl, ev,
+        )
     }
 }
 
@@ -237,11 +277,11 @@ pub unsafe extern "C" fn clEnqueueWriteImage(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
-    let elem = match image_elem(image) {
-        Ok(e) => e,
+    let shape = match image_shape(image) {
+        Ok(s) => s,
         Err(e) => return e,
     };
-    crate::custom::IMAGE_ELEM.with(|c| c.set(elem));
+    crate::custom::IMAGE_SHAPE.with(|c| c.set(shape));
     // SAFETY: forwarded contract.
     unsafe {
         gen::clEnqueueWriteImage(
@@ -382,7 +422,7 @@ pub unsafe extern "C" fn clEnqueueMapImage(
         if origin.is_null() || region.is_null() || row_pitch.is_null() {
             return Err(CL_INVALID_VALUE);
         }
-        let elem = image_elem(image)?;
+        let (ty, elem) = image_shape(image)?;
         let mut c = Call::begin(func::clEnqueueMapImage)?;
         c.handle(q, Kind::Queue)?;
         c.handle(image, Kind::Mem)?;
@@ -421,8 +461,9 @@ pub unsafe extern "C" fn clEnqueueMapImage(
             return Err(status);
         }
         let r3 = wormhole_opencl_api::triple(rg).ok_or(CL_INVALID_VALUE)?;
-        let len = image_transfer_extent(r3, elem, row as u64, slice as u64)
-            .ok_or(CL_INVALID_VALUE)? as usize;
+        let len = image_window(ty, r3, elem, row as u64, slice as u64)
+            .ok_or(CL_INVALID_VALUE)?
+            .extent as usize;
         // SAFETY: checked non-NULL above; slice_pitch may be NULL.
         unsafe {
             *row_pitch = row;
@@ -520,4 +561,101 @@ pub unsafe extern "C" fn clGetExtensionFunctionAddressForPlatform(
 ) -> *mut c_void {
     // SAFETY: forwarded contract.
     unsafe { clGetExtensionFunctionAddress(name) }
+}
+
+/// Transfers at least this large stream through the channel outside the
+/// frame (see `whEnqueueWriteBufferBulk`).
+const BULK_MIN: usize = 256 << 10;
+
+/// # Safety
+/// As for `clEnqueueWriteBuffer`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clEnqueueWriteBuffer(
+    q: *mut c_void,
+    buf: *mut c_void,
+    blocking: u32,
+    offset: usize,
+    size: usize,
+    ptr: *const c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    if size < BULK_MIN || ptr.is_null() {
+        // SAFETY: forwarded contract.
+        return unsafe {
+            gen::clEnqueueWriteBuffer(q, buf, blocking, offset, size, ptr, n, wl, ev)
+        };
+    }
+    let run = || -> Result<i32, i32> {
+        let mut c = Call::begin(func::whEnqueueWriteBufferBulk)?;
+        c.enc.usize(size);
+        c.shape(size as u64);
+        c.shape(offset as u64);
+        c.handle(q, Kind::Queue)?;
+        c.handle(buf, Kind::Mem)?;
+        c.enc.usize(offset);
+        c.enc.u32(n);
+        // SAFETY: forwarded contract: `wl` holds `n` events, `ptr` `size` bytes.
+        unsafe {
+            c.handles(wl, n as usize, Kind::Event)?;
+            c.attach_raw(ptr as *const u8, size);
+        }
+        let n_ev = c.out_new(ev);
+        // The data is in the channel when this returns, so the call can be
+        // deferred like any other write, blocking or not.
+        let status = c.finish_async(false)?;
+        if status == CL_SUCCESS {
+            // SAFETY: forwarded contract.
+            unsafe { crate::rt::adopt_new(n_ev, ev, Kind::Event) };
+        }
+        Ok(status)
+    };
+    match run() {
+        Ok(s) | Err(s) => s,
+    }
+}
+
+/// # Safety
+/// As for `clEnqueueReadBuffer`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clEnqueueReadBuffer(
+    q: *mut c_void,
+    buf: *mut c_void,
+    blocking: u32,
+    offset: usize,
+    size: usize,
+    ptr: *mut c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    if size < BULK_MIN || ptr.is_null() {
+        // SAFETY: forwarded contract.
+        return unsafe { gen::clEnqueueReadBuffer(q, buf, blocking, offset, size, ptr, n, wl, ev) };
+    }
+    let run = || -> Result<i32, i32> {
+        let mut c = Call::begin(func::whEnqueueReadBufferBulk)?;
+        c.enc.usize(size);
+        c.handle(q, Kind::Queue)?;
+        c.handle(buf, Kind::Mem)?;
+        c.enc.usize(offset);
+        c.enc.u32(n);
+        // SAFETY: forwarded contract.
+        unsafe { c.handles(wl, n as usize, Kind::Event)? };
+        let n_ev = c.out_new(ev);
+        let mut r = c.finish()?;
+        let raw_follows = r.has_outputs() && r.opt_flag()?;
+        if raw_follows {
+            // SAFETY: the application provides `size` writable bytes.
+            r.recv_raw(unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, size) })?;
+        }
+        let status = r.status_with_deferred();
+        // SAFETY: forwarded contract.
+        unsafe { r.out_new(n_ev, ev, Kind::Event, r.status()) };
+        Ok(status)
+    };
+    match run() {
+        Ok(s) | Err(s) => s,
+    }
 }

@@ -291,6 +291,10 @@ pub fn conn() -> Option<&'static Conn> {
 pub struct Call<'a> {
     guard: MutexGuard<'a, ChanState>,
     pub enc: Encoder,
+    /// Bulk bytes to stream after the frame.
+    raw: Option<(*const u8, usize)>,
+    /// Hash of the call's shape: what can make it fail (see `finish_async`).
+    shape: u64,
 }
 
 impl<'a> Call<'a> {
@@ -306,11 +310,25 @@ impl<'a> Call<'a> {
         }
         let mut enc = Encoder::with_buffer(std::mem::take(&mut guard.tx));
         RequestHeader { func, flags: 0 }.encode(&mut enc);
-        Ok(Call { guard, enc })
+        Ok(Call {
+            guard,
+            enc,
+            raw: None,
+            shape: 0xcbf2_9ce4_8422_2325 ^ func as u64,
+        })
+    }
+
+    /// Adds a value to the call's shape.
+    pub fn shape(&mut self, v: u64) {
+        self.shape = (self.shape ^ v)
+            .wrapping_mul(0x0000_0100_0000_01b3)
+            .rotate_left(29);
     }
 
     pub fn handle(&mut self, p: *mut c_void, kind: Kind) -> Result<(), i32> {
-        self.enc.u64(obj(p, kind)?.map_or(0, |o| o.id));
+        let id = obj(p, kind)?.map_or(0, |o| o.id);
+        self.shape(id);
+        self.enc.u64(id);
         Ok(())
     }
 
@@ -328,6 +346,9 @@ impl<'a> Call<'a> {
         }
         self.enc.bool(true);
         self.enc.u64(n as u64);
+        // Which events a wait list names does not change what can fail
+        // (each is checked here); how many it names may.
+        self.shape(n as u64);
         for i in 0..n {
             // SAFETY: caller's contract.
             let h = unsafe { *p.add(i) };
@@ -345,6 +366,16 @@ impl<'a> Call<'a> {
             // SAFETY: caller's contract.
             let s = unsafe { std::slice::from_raw_parts(p as *const u8, size as usize) };
             self.enc.opt_bytes(Some(s));
+            // Small values (work sizes, origins, patterns) can make a call
+            // fail; for large data only the length can.
+            self.shape(s.len() as u64);
+            if s.len() <= 32 {
+                for c in s.chunks(8) {
+                    let mut a = [0u8; 8];
+                    a[..c.len()].copy_from_slice(c);
+                    self.shape(u64::from_le_bytes(a));
+                }
+            }
         }
     }
 
@@ -388,13 +419,33 @@ impl<'a> Call<'a> {
         crate::callbacks::put(self, kind, pfn, user_data)
     }
 
+    /// Streams `len` bytes at `p` after the frame (a bulk transfer).
+    ///
+    /// # Safety
+    /// `p` holds `len` readable bytes until the call is finished.
+    pub unsafe fn attach_raw(&mut self, p: *const u8, len: usize) {
+        self.raw = Some((p, len));
+    }
+
+    fn send_frame(
+        st: &mut ChanState,
+        frame: &[u8],
+        raw: Option<(*const u8, usize)>,
+    ) -> Result<(), wormhole_transport::TransportError> {
+        st.chan.send(frame)?;
+        if let Some((p, len)) = raw {
+            // SAFETY: `attach_raw`'s contract.
+            let data = unsafe { std::slice::from_raw_parts(p, len) };
+            st.chan.send_raw(data)?;
+        }
+        Ok(())
+    }
+
     /// Sends the request and waits for the reply.
     pub fn finish(mut self) -> Result<Reply<'a>, i32> {
         let st = &mut *self.guard;
-        let sent = st
-            .chan
-            .send(self.enc.as_slice())
-            .and_then(|_| st.chan.flush());
+        let sent =
+            Self::send_frame(st, self.enc.as_slice(), self.raw).and_then(|_| st.chan.flush());
         st.tx = self.enc.into_vec();
         let mut rx = std::mem::take(&mut st.rx);
         let res = sent.and_then(|_| st.chan.recv(&mut rx));
@@ -426,17 +477,29 @@ impl<'a> Call<'a> {
 
     /// Queues a call the description marks async: it stays in the ring
     /// until the next synchronisation point (or, with `wake`, the server is
-    /// woken now, as clFlush must). Returns CL_SUCCESS; a failure is
-    /// reported by the next `syncpoint` call. With WORMHOLE_SYNC set, the
-    /// call is made synchronously and its own status returned.
+    /// woken now, as clFlush must), and CL_SUCCESS is returned.
+    ///
+    /// A call is deferred only once a call of the same shape (the same
+    /// function, handles, scalars and small values: all that can make it
+    /// fail) has succeeded synchronously. So the first of a kind reports its
+    /// own error as natively, and the thousandth repetition in a loop costs
+    /// no round trip; a deferred call that fails all the same is reported by
+    /// the next `syncpoint` call. With WORMHOLE_SYNC set, every call is made
+    /// synchronously.
     pub fn finish_async(mut self, wake: bool) -> Result<i32, i32> {
-        if force_sync() {
+        let shape = self.shape;
+        if force_sync() || !learned(shape, false) {
             let mut r = self.finish()?;
-            return Ok(r.status_with_deferred());
+            let own = r.status();
+            let status = r.status_with_deferred();
+            if own == CL_SUCCESS {
+                learned(shape, true);
+            }
+            return Ok(status);
         }
         self.enc.patch_i32(4, FLAG_ASYNC as i32);
         let st = &mut *self.guard;
-        let mut r = st.chan.send(self.enc.as_slice());
+        let mut r = Self::send_frame(st, self.enc.as_slice(), self.raw);
         if wake && r.is_ok() {
             r = st.chan.flush();
         }
@@ -449,6 +512,25 @@ impl<'a> Call<'a> {
                 Err(CL_OUT_OF_RESOURCES)
             }
         }
+    }
+}
+
+/// Whether a call shape is known to succeed; `insert` records one. The set
+/// is bounded: when full it starts again, which costs only round trips.
+fn learned(shape: u64, insert: bool) -> bool {
+    static SET: OnceLock<Mutex<HashSet<u64>>> = OnceLock::new();
+    let mut set = SET
+        .get_or_init(|| Mutex::new(HashSet::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if insert {
+        if set.len() >= 1 << 16 {
+            set.clear();
+        }
+        set.insert(shape);
+        true
+    } else {
+        set.contains(&shape)
     }
 }
 
@@ -506,6 +588,16 @@ impl Reply<'_> {
         self.status
     }
 
+    /// Receives the bulk bytes that follow this reply, into `dst`.
+    pub fn recv_raw(&mut self, dst: &mut [u8]) -> Result<(), i32> {
+        let st = &mut *self.guard;
+        st.chan.recv_raw(dst).map_err(|e| {
+            st.dead = true;
+            log(&format!("lost the server: {e}"));
+            CL_OUT_OF_RESOURCES
+        })
+    }
+
     pub fn has_outputs(&self) -> bool {
         self.has_outputs
     }
@@ -521,6 +613,10 @@ impl Reply<'_> {
         let v = f(&mut d)?;
         self.pos = start + d.position();
         Ok(v)
+    }
+
+    pub fn opt_flag(&mut self) -> Result<bool, i32> {
+        self.with(|d| d.bool().map_err(proto))
     }
 
     pub fn opt_bytes(&mut self) -> Result<Option<Vec<u8>>, i32> {

@@ -100,7 +100,10 @@ fn main() -> anyhow::Result<ExitCode> {
         );
     }
     let icd = icd.canonicalize()?;
-    let server = cli.server.or_else(|| std::env::var("WORMHOLE_SERVER").ok());
+    let server = cli
+        .server
+        .or_else(|| std::env::var("WORMHOLE_SERVER").ok())
+        .filter(|s| !s.is_empty());
     let mut _guard = None;
     let server = match server {
         Some(s) => s,

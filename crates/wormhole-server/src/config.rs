@@ -30,6 +30,8 @@ pub enum HandoffMode {
     Futex,
     /// Spin for a bounded number of polls, then sleep on the futex.
     Spin,
+    /// Futex, with the tenant's thread following the caller onto its CPU.
+    SameCore,
 }
 
 /// Everything the server can be told.
@@ -109,6 +111,7 @@ impl Config {
             HandoffMode::Spin => wormhole_transport::Handoff::Spin {
                 polls: self.spin_polls,
             },
+            HandoffMode::SameCore => wormhole_transport::Handoff::SameCore,
         }
     }
 }

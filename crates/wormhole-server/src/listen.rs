@@ -36,13 +36,20 @@ pub const IN_SERVER_ENV: &str = "WORMHOLE_IN_SERVER";
 fn spawn_tenant(fd: RawFd, config_args: &[String]) -> std::io::Result<()> {
     let exe = std::env::current_exe()?;
     let mut cmd = Command::new(exe);
-    cmd.arg("tenant").args(config_args).env(IN_SERVER_ENV, "1");
-    // SAFETY: dup2 is async-signal-safe; it runs in the child between fork
-    // and exec and touches only the descriptor table. The new descriptor
-    // has no close-on-exec flag, unlike every other one we hold.
+    cmd.args(config_args).arg("tenant").env(IN_SERVER_ENV, "1");
+    // SAFETY: dup2 and signal are async-signal-safe; they run in the child
+    // between fork and exec and touch only the descriptor table and the
+    // signal dispositions. The new descriptor has no close-on-exec flag,
+    // unlike every other one we hold.
     unsafe {
         cmd.pre_exec(move || {
             if libc::dup2(fd, TENANT_FD) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // SIG_IGN survives exec: without this the tenant's OpenCL
+            // library could not wait for its own children (PoCL's linker
+            // fails with ECHILD and every kernel build fails).
+            if libc::signal(libc::SIGCHLD, libc::SIG_DFL) == libc::SIG_ERR {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())

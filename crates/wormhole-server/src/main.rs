@@ -70,13 +70,12 @@ fn tenant_args(cli: &Cli) -> Vec<String> {
         a.push(format!("--config={}", p.display()));
     }
     if let Some(h) = cli.handoff {
-        a.push(format!(
-            "--handoff={}",
-            match h {
-                HandoffMode::Futex => "futex",
-                HandoffMode::Spin => "spin",
-            }
-        ));
+        let name = match h {
+            HandoffMode::Futex => "futex",
+            HandoffMode::Spin => "spin",
+            HandoffMode::SameCore => "same-core",
+        };
+        a.push(format!("--handoff={name}"));
     }
     for p in &cli.platforms {
         a.push(format!("--platform={p}"));

@@ -26,6 +26,8 @@ pub enum ServeError {
     Transport(#[from] TransportError),
     #[error("I/O: {0}")]
     Io(#[from] std::io::Error),
+    #[error("the client broke the protocol; tenant cut off")]
+    Protocol,
 }
 
 /// Serves requests until the client goes away.
@@ -60,6 +62,10 @@ pub fn serve(chan: &mut dyn Channel, t: &mut Tenant) -> Result<(), ServeError> {
             enc.u8(0);
             s
         });
+        let status = crate::opencl::overrides::finish_bulk_in(t, chan, status)?;
+        if t.broken {
+            return Err(ServeError::Protocol);
+        }
         // A deferred call has no reply; its failure is reported with the
         // next reply. The client decides what is deferred, but only calls
         // the description marks async may be.
@@ -76,6 +82,7 @@ pub fn serve(chan: &mut dyn Channel, t: &mut Tenant) -> Result<(), ServeError> {
         enc.patch_i32(4, std::mem::take(&mut deferred));
         chan.send(enc.as_slice())?;
         chan.flush()?;
+        crate::opencl::overrides::finish_bulk_out(t, chan)?;
     }
 }
 

@@ -14,7 +14,7 @@ use crate::TransportError;
 
 const MAGIC: u32 = u32::from_le_bytes(*b"WHOL");
 /// Bumped whenever the wire format or the ring layout changes.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 const HELLO_LEN: usize = 40;
 
 /// What the server tells a new client.
@@ -34,6 +34,7 @@ impl Hello {
         let (mode, polls) = match self.handoff {
             Handoff::Futex => (0u32, 0u32),
             Handoff::Spin { polls } => (1, polls),
+            Handoff::SameCore => (2, 0),
         };
         b[8..12].copy_from_slice(&mode.to_le_bytes());
         b[12..16].copy_from_slice(&polls.to_le_bytes());
@@ -68,6 +69,7 @@ impl Hello {
         let handoff = match u32_at(8) {
             0 => Handoff::Futex,
             1 => Handoff::Spin { polls: u32_at(12) },
+            2 => Handoff::SameCore,
             _ => return Err(TransportError::BadHello("unknown handoff mode")),
         };
         let sizes = [u64_at(16), u64_at(24), u64_at(32)];

@@ -56,6 +56,12 @@ pub trait Channel: Send {
     fn flush(&mut self) -> Result<(), TransportError>;
     /// Waits for the next frame and puts it in `buf`.
     fn recv(&mut self, buf: &mut Vec<u8>) -> Result<(), TransportError>;
+    /// Sends bulk bytes after a frame that announced their length; they
+    /// stream through (no frame of their own, no copy into a buffer).
+    fn send_raw(&mut self, data: &[u8]) -> Result<(), TransportError>;
+    /// Receives exactly `dst.len()` bulk bytes sent with `send_raw`,
+    /// straight into `dst`.
+    fn recv_raw(&mut self, dst: &mut [u8]) -> Result<(), TransportError>;
 }
 
 impl<C: Channel + ?Sized> Channel for Box<C> {
@@ -67,5 +73,11 @@ impl<C: Channel + ?Sized> Channel for Box<C> {
     }
     fn recv(&mut self, buf: &mut Vec<u8>) -> Result<(), TransportError> {
         (**self).recv(buf)
+    }
+    fn send_raw(&mut self, data: &[u8]) -> Result<(), TransportError> {
+        (**self).send_raw(data)
+    }
+    fn recv_raw(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
+        (**self).recv_raw(dst)
     }
 }

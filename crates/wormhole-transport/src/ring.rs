@@ -21,18 +21,17 @@ use crate::futex;
 use crate::TransportError;
 
 /// How a side waits for the other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Handoff {
     /// Sleep on a futex at once: no CPU while waiting (the default).
+    #[default]
     Futex,
     /// Spin for up to this many polls of the ring, then sleep on the futex.
     Spin { polls: u32 },
-}
-
-impl Default for Handoff {
-    fn default() -> Self {
-        Handoff::Futex
-    }
+    /// Futex, and the server's thread follows the caller onto its CPU, so
+    /// that the handler runs where the waiting caller sleeps (warm caches,
+    /// no cross-core wake-up).
+    SameCore,
 }
 
 /// The shared header of one ring; it lives at the start of a page.
@@ -48,6 +47,10 @@ pub struct RingHeader {
     space_seq: AtomicU32,
     producer_waiting: AtomicU32,
     _pad3: [u8; 56],
+    /// The CPU the producer last ran on (same-core handoff), plus one; 0 if
+    /// never published.
+    producer_cpu: AtomicU32,
+    _pad4: [u8; 60],
 }
 
 /// Bytes reserved for a [`RingHeader`] in a region.
@@ -218,8 +221,15 @@ impl Producer {
     /// Wakes the consumer if it sleeps.
     pub fn flush(&mut self) {
         self.since_wake = 0;
-        fence(Ordering::SeqCst);
         let h = self.raw.hdr();
+        if self.handoff == Handoff::SameCore {
+            // SAFETY: sched_getcpu has no preconditions.
+            let cpu = unsafe { libc::sched_getcpu() };
+            if cpu >= 0 {
+                h.producer_cpu.store(cpu as u32 + 1, Ordering::Relaxed);
+            }
+        }
+        fence(Ordering::SeqCst);
         if h.consumer_waiting.load(Ordering::SeqCst) != 0 {
             h.data_seq.fetch_add(1, Ordering::SeqCst);
             futex::wake(&h.data_seq, 1);
@@ -254,6 +264,8 @@ pub struct Consumer {
     tail: u64,
     handoff: Handoff,
     alive: Option<Liveness>,
+    /// The CPU this thread is pinned to (same-core handoff), plus one.
+    pinned: u32,
 }
 
 impl Consumer {
@@ -273,6 +285,7 @@ impl Consumer {
             tail,
             handoff,
             alive,
+            pinned: 0,
         }
     }
 
@@ -314,6 +327,26 @@ impl Consumer {
             }
         }
         let h = raw.hdr();
-        sleep_on(&h.data_seq, &h.consumer_waiting, ready, self.alive.as_ref())
+        sleep_on(&h.data_seq, &h.consumer_waiting, ready, self.alive.as_ref())?;
+        if self.handoff == Handoff::SameCore {
+            self.follow_producer();
+        }
+        Ok(())
+    }
+
+    /// Moves this thread onto the CPU the producer published, if it moved.
+    /// The value is the peer's to write: any CPU number is harmless, and an
+    /// impossible one only makes the affinity call fail.
+    fn follow_producer(&mut self) {
+        let cpu = self.raw.hdr().producer_cpu.load(Ordering::Relaxed);
+        if cpu == 0 || cpu == self.pinned || cpu > libc::CPU_SETSIZE as u32 {
+            return;
+        }
+        let mut set = nix::sched::CpuSet::new();
+        if set.set(cpu as usize - 1).is_ok()
+            && nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).is_ok()
+        {
+            self.pinned = cpu;
+        }
     }
 }

@@ -41,7 +41,7 @@ impl Layout {
     pub fn total(&self) -> Result<usize, TransportError> {
         let mut total = 0usize;
         for cap in self.rings() {
-            if !cap.is_power_of_two() || cap < 4096 || cap > (1 << 32) {
+            if !cap.is_power_of_two() || !(4096..=(1 << 32)).contains(&cap) {
                 return Err(TransportError::BadLayout);
             }
             total = total
@@ -229,6 +229,14 @@ impl Channel for ShmChannel {
     fn recv(&mut self, buf: &mut Vec<u8>) -> Result<(), TransportError> {
         let rx = &mut self.rx;
         read_frame(self.max_frame, buf, |b| rx.read_exact(b))
+    }
+
+    fn send_raw(&mut self, data: &[u8]) -> Result<(), TransportError> {
+        self.tx.write_all(data)
+    }
+
+    fn recv_raw(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
+        self.rx.read_exact(dst)
     }
 }
 

@@ -56,6 +56,18 @@ impl<S: Read + Write + Send> Channel for StreamChannel<S> {
         Ok(())
     }
 
+    fn send_raw(&mut self, data: &[u8]) -> Result<(), TransportError> {
+        self.writer.write_all(data)?;
+        Ok(())
+    }
+
+    fn recv_raw(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
+        self.reader.read_exact(dst).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => TransportError::PeerGone,
+            _ => e.into(),
+        })
+    }
+
     fn recv(&mut self, buf: &mut Vec<u8>) -> Result<(), TransportError> {
         let reader = &mut self.reader;
         read_frame(self.max_frame, buf, |b| {

@@ -7,9 +7,9 @@
 use std::ffi::{c_char, c_void, CString};
 
 use wormhole_opencl_api::{
-    func, image_element_size, image_host_size, image_transfer_extent, rect_extent, triple, Kind,
+    func, image_element_size, image_host_size, image_window, rect_extent, triple, Kind,
     CL_CONTEXT_PLATFORM, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_ARG_SIZE, CL_INVALID_HOST_PTR,
-    CL_INVALID_IMAGE_FORMAT_DESCRIPTOR, CL_INVALID_VALUE, CL_MEM_COPY_HOST_PTR,
+    CL_INVALID_IMAGE_FORMAT_DESCRIPTOR, CL_INVALID_VALUE, CL_MEM_COPY_HOST_PTR, CL_MEM_TYPE,
     CL_MEM_USE_HOST_PTR, CL_SUCCESS, IMAGE_DESC_LEN,
 };
 use wormhole_wire::{Decoder, Encoder};
@@ -640,28 +640,41 @@ pub mod rect_in {
     }
 }
 
+/// An image's type and element size, which size its transfers' windows.
+pub fn image_shape(image: *mut c_void) -> Option<(u32, u64)> {
+    let mut elem: usize = 0;
+    let mut ty: u32 = 0;
+    // SAFETY: `image` came from the tenant's table (or is NULL, which the
+    // library rejects); `elem` and `ty` are valid to write.
+    let s = unsafe {
+        match super::ffi::clGetImageInfo(
+            image,
+            CL_IMAGE_ELEMENT_SIZE,
+            std::mem::size_of::<usize>(),
+            &mut elem as *mut usize as *mut c_void,
+            std::ptr::null_mut(),
+        ) {
+            CL_SUCCESS => super::ffi::clGetMemObjectInfo(
+                image,
+                CL_MEM_TYPE,
+                4,
+                &mut ty as *mut u32 as *mut c_void,
+                std::ptr::null_mut(),
+            ),
+            s => s,
+        }
+    };
+    (s == CL_SUCCESS).then_some((ty, elem as u64))
+}
+
 fn image_extent(
     image: *mut c_void,
     region: &Option<&[u8]>,
     row: usize,
     slice: usize,
 ) -> Option<u64> {
-    let mut elem: usize = 0;
-    // SAFETY: `image` came from the tenant's table (or is NULL, which the
-    // library rejects); `elem` is a valid size_t to write.
-    let s = unsafe {
-        super::ffi::clGetImageInfo(
-            image,
-            CL_IMAGE_ELEMENT_SIZE,
-            std::mem::size_of::<usize>(),
-            &mut elem as *mut usize as *mut c_void,
-            std::ptr::null_mut(),
-        )
-    };
-    if s != CL_SUCCESS {
-        return None;
-    }
-    image_transfer_extent(triple((*region)?)?, elem as u64, row as u64, slice as u64)
+    let (ty, elem) = image_shape(image)?;
+    Some(image_window(ty, triple((*region)?)?, elem, row as u64, slice as u64)?.extent)
 }
 
 pub mod image_out {

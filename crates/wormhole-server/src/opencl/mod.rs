@@ -1,5 +1,10 @@
 //! The OpenCL backend: generated decoders plus the hand-written pieces the
 //! description names (custom arguments, overrides, callbacks).
+//!
+//! Raw pointers that functions here take are opaque OpenCL handles from a
+//! tenant's table (or from the library itself), which we pass to the
+//! library and never dereference, hence the allowance below.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 pub mod callbacks;
 pub mod custom;
@@ -17,6 +22,29 @@ use tenant::{
 };
 
 include!(concat!(env!("OUT_DIR"), "/server_gen.rs"));
+
+// What `server=` expressions in the description use.
+
+/// Transfers into or out of a request or reply buffer must complete before
+/// the buffer is reused, so the server always runs them blocking; the
+/// events they return are then already complete.
+const CL_TRUE: u32 = 1;
+
+/// A rectangular transfer's host window starts at the client's host origin,
+/// so the library sees a zero origin into it.
+const ZERO_ORIGIN: [usize; 3] = [0, 0, 0];
+
+/// The client cannot lend us its memory, so a memory object that would use
+/// the host pointer copies it instead; the client keeps the pointer's
+/// semantics where it can (maps return it).
+fn host_flags(flags: u64) -> u64 {
+    use wormhole_opencl_api::{CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR};
+    if flags & CL_MEM_USE_HOST_PTR != 0 {
+        (flags & !CL_MEM_USE_HOST_PTR) | CL_MEM_COPY_HOST_PTR
+    } else {
+        flags
+    }
+}
 
 /// Takes a reference on an object the tenant's table will hold.
 pub fn retain_real(kind: Kind, raw: *mut c_void) {

@@ -5,34 +5,23 @@
 use std::ffi::c_void;
 
 use wormhole_opencl_api::{
-    image_transfer_extent, triple, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_MEM_OBJECT,
-    CL_INVALID_VALUE, CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR,
-    CL_SUCCESS,
+    image_window, triple, Kind, CL_INVALID_MEM_OBJECT, CL_INVALID_VALUE,
+    CL_MAP_WRITE_INVALIDATE_REGION, CL_SUCCESS,
 };
 use wormhole_wire::{Decoder, Encoder};
 
 use super::ffi;
-use super::tenant::{alloc_zeroed, bad, check_count, opt_vec_ptr, Tenant};
+use wormhole_transport::{Channel, TransportError};
+
+use super::tenant::{alloc_zeroed, bad, check_count, opt_vec_ptr, NewSlot, Tenant};
 
 const CL_TRUE: u32 = 1;
-const ZERO_ORIGIN: [usize; 3] = [0, 0, 0];
 
 /// A buffer or image region mapped for a client.
 pub struct Mapping {
     mem: usize,
     ptr: usize,
     len: u64,
-}
-
-/// The client cannot share its memory with us, so a buffer that would use
-/// the host pointer copies it instead; the client keeps the pointer's
-/// semantics where it can (see the client's map override).
-fn host_flags(flags: u64) -> u64 {
-    if flags & CL_MEM_USE_HOST_PTR != 0 {
-        (flags & !CL_MEM_USE_HOST_PTR) | CL_MEM_COPY_HOST_PTR
-    } else {
-        flags
-    }
 }
 
 /// # Safety
@@ -232,86 +221,6 @@ pub unsafe fn clGetDeviceInfo(
     s
 }
 
-/// # Safety
-/// As for `clCreateBuffer`.
-pub unsafe fn clCreateBuffer(
-    _t: &mut Tenant,
-    context: *mut c_void,
-    flags: u64,
-    size: usize,
-    host_ptr: *mut c_void,
-    err: *mut i32,
-) -> *mut c_void {
-    // SAFETY: host_ptr is NULL or holds `size` bytes (checked by the decoder).
-    unsafe { ffi::clCreateBuffer(context, host_flags(flags), size, host_ptr, err) }
-}
-
-/// # Safety
-/// As for `clCreateImage`.
-pub unsafe fn clCreateImage(
-    _t: &mut Tenant,
-    context: *mut c_void,
-    flags: u64,
-    format: *const c_void,
-    desc: *const c_void,
-    host_ptr: *mut c_void,
-    err: *mut i32,
-) -> *mut c_void {
-    // SAFETY: host_ptr is NULL or covers the image (checked by the decoder).
-    unsafe { ffi::clCreateImage(context, host_flags(flags), format, desc, host_ptr, err) }
-}
-
-/// # Safety
-/// As for `clCreateImage2D`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clCreateImage2D(
-    _t: &mut Tenant,
-    context: *mut c_void,
-    flags: u64,
-    format: *const c_void,
-    w: usize,
-    h: usize,
-    row: usize,
-    host_ptr: *mut c_void,
-    err: *mut i32,
-) -> *mut c_void {
-    // SAFETY: as for clCreateImage.
-    unsafe { ffi::clCreateImage2D(context, host_flags(flags), format, w, h, row, host_ptr, err) }
-}
-
-/// # Safety
-/// As for `clCreateImage3D`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clCreateImage3D(
-    _t: &mut Tenant,
-    context: *mut c_void,
-    flags: u64,
-    format: *const c_void,
-    w: usize,
-    h: usize,
-    d: usize,
-    row: usize,
-    slice: usize,
-    host_ptr: *mut c_void,
-    err: *mut i32,
-) -> *mut c_void {
-    // SAFETY: as for clCreateImage.
-    unsafe {
-        ffi::clCreateImage3D(
-            context,
-            host_flags(flags),
-            format,
-            w,
-            h,
-            d,
-            row,
-            slice,
-            host_ptr,
-            err,
-        )
-    }
-}
-
 const CL_PROGRAM_NUM_DEVICES: u32 = 0x1162;
 const CL_PROGRAM_BINARY_SIZES: u32 = 0x1165;
 const CL_PROGRAM_BINARIES: u32 = 0x1166;
@@ -404,182 +313,44 @@ pub unsafe fn whGetProgramBinary(
     }
 }
 
-// Transfers into or out of a request or reply buffer must complete before
-// the buffer is reused, so they are always made blocking here; the events
-// they return are then already complete.
+/// The tail every enqueue shares: the wait list's length and events, and
+/// the slot for the command's event.
+fn wait_list_and_event(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+) -> Result<(u32, Option<Vec<*mut c_void>>, NewSlot), i32> {
+    let n = d.u32().map_err(bad)?;
+    let wl = t.handles(d, Kind::Event)?;
+    check_count(wl.as_deref(), n as u64)?;
+    Ok((n, wl, t.out_new(d)?))
+}
 
-/// # Safety
-/// As for `clEnqueueReadBuffer`; `ptr` holds `size` bytes.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueReadBuffer(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    buf: *mut c_void,
-    _blocking: u32,
-    offset: usize,
-    size: usize,
+/// Records a mapping and sends its current contents, unless the
+/// application will overwrite them all (WRITE_INVALIDATE_REGION).
+fn publish_mapping(
+    t: &mut Tenant,
+    e: &mut Encoder,
+    id: u64,
+    mem: *mut c_void,
     ptr: *mut c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: as documented above.
-    unsafe { ffi::clEnqueueReadBuffer(q, buf, CL_TRUE, offset, size, ptr, n, wl, ev) }
-}
-
-/// # Safety
-/// As for `clEnqueueWriteBuffer`; `ptr` holds `size` bytes.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueWriteBuffer(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    buf: *mut c_void,
-    _blocking: u32,
-    offset: usize,
-    size: usize,
-    ptr: *const c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: as documented above.
-    unsafe { ffi::clEnqueueWriteBuffer(q, buf, CL_TRUE, offset, size, ptr, n, wl, ev) }
-}
-
-/// The host window starts at the client's host origin, so the library sees
-/// a zero origin into it.
-///
-/// # Safety
-/// As for `clEnqueueReadBufferRect`; `ptr` holds the window's extent.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueReadBufferRect(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    buf: *mut c_void,
-    _blocking: u32,
-    buffer_origin: *const c_void,
-    _host_origin: *const c_void,
-    region: *const c_void,
-    brp: usize,
-    bsp: usize,
-    hrp: usize,
-    hsp: usize,
-    ptr: *mut c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    let origin = ZERO_ORIGIN.as_ptr() as *const c_void;
-    // SAFETY: as documented above.
-    unsafe {
-        ffi::clEnqueueReadBufferRect(
-            q,
-            buf,
-            CL_TRUE,
-            buffer_origin,
-            origin,
-            region,
-            brp,
-            bsp,
-            hrp,
-            hsp,
-            ptr,
-            n,
-            wl,
-            ev,
-        )
-    }
-}
-
-/// # Safety
-/// As for `clEnqueueWriteBufferRect`; `ptr` holds the window's extent.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueWriteBufferRect(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    buf: *mut c_void,
-    _blocking: u32,
-    buffer_origin: *const c_void,
-    _host_origin: *const c_void,
-    region: *const c_void,
-    brp: usize,
-    bsp: usize,
-    hrp: usize,
-    hsp: usize,
-    ptr: *const c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    let origin = ZERO_ORIGIN.as_ptr() as *const c_void;
-    // SAFETY: as documented above.
-    unsafe {
-        ffi::clEnqueueWriteBufferRect(
-            q,
-            buf,
-            CL_TRUE,
-            buffer_origin,
-            origin,
-            region,
-            brp,
-            bsp,
-            hrp,
-            hsp,
-            ptr,
-            n,
-            wl,
-            ev,
-        )
-    }
-}
-
-/// # Safety
-/// As for `clEnqueueReadImage`; `ptr` holds the transfer's extent.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueReadImage(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    image: *mut c_void,
-    _blocking: u32,
-    origin: *const c_void,
-    region: *const c_void,
-    row: usize,
-    slice: usize,
-    ptr: *mut c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: as documented above.
-    unsafe {
-        ffi::clEnqueueReadImage(
-            q, image, CL_TRUE, origin, region, row, slice, ptr, n, wl, ev,
-        )
-    }
-}
-
-/// # Safety
-/// As for `clEnqueueWriteImage`; `ptr` holds the transfer's extent.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueWriteImage(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    image: *mut c_void,
-    _blocking: u32,
-    origin: *const c_void,
-    region: *const c_void,
-    row: usize,
-    slice: usize,
-    ptr: *const c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: as documented above.
-    unsafe {
-        ffi::clEnqueueWriteImage(
-            q, image, CL_TRUE, origin, region, row, slice, ptr, n, wl, ev,
-        )
+    len: u64,
+    flags: u64,
+) {
+    t.mappings.insert(
+        id,
+        Mapping {
+            mem: mem as usize,
+            ptr: ptr as usize,
+            len,
+        },
+    );
+    if flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 {
+        e.opt_bytes(None);
+    } else {
+        // SAFETY: the library mapped `len` bytes at `ptr`, valid until unmap.
+        e.opt_bytes(Some(unsafe {
+            std::slice::from_raw_parts(ptr as *const u8, len as usize)
+        }));
     }
 }
 
@@ -604,10 +375,7 @@ pub fn d_clEnqueueMapBuffer(
     let flags = d.u64().map_err(bad)?;
     let offset = d.usize().map_err(bad)?;
     let size = d.usize().map_err(bad)?;
-    let n = d.u32().map_err(bad)?;
-    let wl = t.handles(d, Kind::Event)?;
-    check_count(wl.as_deref(), n as u64)?;
-    let mut ev = t.out_new(d)?;
+    let (n, wl, mut ev) = wait_list_and_event(t, d)?;
     let id = map_id(t, d)?;
     d.finish().map_err(bad)?;
     let mut err = 0;
@@ -629,22 +397,7 @@ pub fn d_clEnqueueMapBuffer(
     t.commit_new(&mut ev, Kind::Event, err);
     e.u8(1);
     if err == CL_SUCCESS && !ptr.is_null() {
-        t.mappings.insert(
-            id,
-            Mapping {
-                mem: buf as usize,
-                ptr: ptr as usize,
-                len: size as u64,
-            },
-        );
-        if flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 {
-            e.opt_bytes(None);
-        } else {
-            // SAFETY: the library mapped `size` bytes at `ptr`.
-            e.opt_bytes(Some(unsafe {
-                std::slice::from_raw_parts(ptr as *const u8, size)
-            }));
-        }
+        publish_mapping(t, e, id, buf, ptr, size as u64, flags);
     } else {
         e.opt_bytes(None);
     }
@@ -663,10 +416,7 @@ pub fn d_clEnqueueMapImage(
     let flags = d.u64().map_err(bad)?;
     let origin = d.bytes().map_err(bad)?;
     let region = d.bytes().map_err(bad)?;
-    let n = d.u32().map_err(bad)?;
-    let wl = t.handles(d, Kind::Event)?;
-    check_count(wl.as_deref(), n as u64)?;
-    let mut ev = t.out_new(d)?;
+    let (n, wl, mut ev) = wait_list_and_event(t, d)?;
     let id = map_id(t, d)?;
     d.finish().map_err(bad)?;
     let (o3, r3) = (
@@ -700,35 +450,11 @@ pub fn d_clEnqueueMapImage(
         e.opt_bytes(None);
         return Ok(err);
     }
-    let mut elem = 0usize;
-    // SAFETY: a valid image from the table; elem is a size_t.
-    unsafe {
-        ffi::clGetImageInfo(
-            img,
-            CL_IMAGE_ELEMENT_SIZE,
-            8,
-            &mut elem as *mut usize as *mut c_void,
-            std::ptr::null_mut(),
-        )
-    };
-    let len = image_transfer_extent(r3.map(|x| x as u64), elem as u64, row as u64, slice as u64)
-        .ok_or(CL_INVALID_VALUE)?;
-    t.mappings.insert(
-        id,
-        Mapping {
-            mem: img as usize,
-            ptr: ptr as usize,
-            len,
-        },
-    );
-    if flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 {
-        e.opt_bytes(None);
-    } else {
-        // SAFETY: the library mapped the region, `len` bytes from `ptr`.
-        e.opt_bytes(Some(unsafe {
-            std::slice::from_raw_parts(ptr as *const u8, len as usize)
-        }));
-    }
+    let (ty, elem) = super::custom::image_shape(img).ok_or(CL_INVALID_VALUE)?;
+    let len = image_window(ty, r3.map(|x| x as u64), elem, row as u64, slice as u64)
+        .ok_or(CL_INVALID_VALUE)?
+        .extent;
+    publish_mapping(t, e, id, img, ptr, len, flags);
     Ok(err)
 }
 
@@ -742,10 +468,7 @@ pub fn d_clEnqueueUnmapMemObject(
     let mem = t.handle(d, Kind::Mem)?;
     let id = d.u64().map_err(bad)?;
     let data = d.opt_bytes().map_err(bad)?;
-    let n = d.u32().map_err(bad)?;
-    let wl = t.handles(d, Kind::Event)?;
-    check_count(wl.as_deref(), n as u64)?;
-    let mut ev = t.out_new(d)?;
+    let (n, wl, mut ev) = wait_list_and_event(t, d)?;
     d.finish().map_err(bad)?;
     let m = match t.mappings.get(&id) {
         Some(m) if m.mem == mem as usize => m,
@@ -771,4 +494,212 @@ pub fn d_clEnqueueUnmapMemObject(
     } else {
         s
     })
+}
+
+/// A bulk transfer the serve loop completes around the reply.
+pub enum Bulk {
+    /// Discard this many incoming bytes (the request failed validation).
+    Drain(u64),
+    /// Receive into a mapped buffer region, then unmap.
+    In {
+        ptr: usize,
+        len: usize,
+        queue: usize,
+        mem: usize,
+        event: NewSlot,
+    },
+    /// Send a mapped buffer region after the reply, then unmap.
+    Out {
+        ptr: usize,
+        len: usize,
+        queue: usize,
+        mem: usize,
+        event: NewSlot,
+    },
+}
+
+struct BulkArgs {
+    size: usize,
+    queue: *mut c_void,
+    mem: *mut c_void,
+    offset: usize,
+    wait: Option<Vec<*mut c_void>>,
+    n: u32,
+    event: NewSlot,
+}
+
+/// Decodes a bulk request. The size comes first so that, once it is known,
+/// the incoming bytes can always be drained, whatever else is wrong.
+fn bulk_args(t: &mut Tenant, d: &mut Decoder<'_>, incoming: bool) -> Result<BulkArgs, i32> {
+    let size = match d.usize() {
+        Ok(s) => s,
+        Err(_) => {
+            // Without the size the stream cannot be followed any further.
+            t.broken = true;
+            return Err(CL_INVALID_VALUE);
+        }
+    };
+    if incoming {
+        t.bulk = Some(Bulk::Drain(size as u64));
+    }
+    let queue = t.handle(d, Kind::Queue)?;
+    let mem = t.handle(d, Kind::Mem)?;
+    let offset = d.usize().map_err(bad)?;
+    let (n, wait, event) = wait_list_and_event(t, d)?;
+    d.finish().map_err(bad)?;
+    Ok(BulkArgs {
+        size,
+        queue,
+        mem,
+        offset,
+        wait,
+        n,
+        event,
+    })
+}
+
+fn map_for(a: &BulkArgs, flags: u64) -> Result<*mut c_void, i32> {
+    let mut err = 0;
+    // SAFETY: handles from the table; the wait list holds `n` events. A
+    // blocking map returns memory valid until the unmap.
+    let p = unsafe {
+        ffi::clEnqueueMapBuffer(
+            a.queue,
+            a.mem,
+            CL_TRUE,
+            flags,
+            a.offset,
+            a.size,
+            a.n,
+            opt_vec_ptr(&a.wait),
+            std::ptr::null_mut(),
+            &mut err,
+        )
+    };
+    if err != CL_SUCCESS {
+        return Err(err);
+    }
+    if p.is_null() {
+        return Err(wormhole_opencl_api::CL_OUT_OF_RESOURCES);
+    }
+    Ok(p)
+}
+
+/// Request: size, queue, buffer, offset, wait list, event; `size` bytes follow.
+pub fn d_whEnqueueWriteBufferBulk(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    let a = bulk_args(t, d, true)?;
+    let ptr = map_for(&a, CL_MAP_WRITE_INVALIDATE_REGION)?;
+    t.bulk = Some(Bulk::In {
+        ptr: ptr as usize,
+        len: a.size,
+        queue: a.queue as usize,
+        mem: a.mem as usize,
+        event: a.event,
+    });
+    e.u8(1);
+    Ok(CL_SUCCESS)
+}
+
+/// Request: size, queue, buffer, offset, wait list, event. Reply: whether
+/// `size` bytes follow it.
+pub fn d_whEnqueueReadBufferBulk(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    let a = bulk_args(t, d, false)?;
+    e.u8(1);
+    match map_for(&a, wormhole_opencl_api::CL_MAP_READ) {
+        Ok(ptr) => {
+            e.bool(true);
+            t.bulk = Some(Bulk::Out {
+                ptr: ptr as usize,
+                len: a.size,
+                queue: a.queue as usize,
+                mem: a.mem as usize,
+                event: a.event,
+            });
+            Ok(CL_SUCCESS)
+        }
+        Err(s) => {
+            e.bool(false);
+            Ok(s)
+        }
+    }
+}
+
+fn unmap(t: &mut Tenant, queue: usize, mem: usize, ptr: usize, mut event: NewSlot) -> i32 {
+    // SAFETY: `ptr` is the live mapping of `mem` made by `map_for`.
+    let s = unsafe {
+        ffi::clEnqueueUnmapMemObject(
+            queue as *mut c_void,
+            mem as *mut c_void,
+            ptr as *mut c_void,
+            0,
+            std::ptr::null(),
+            event.ptr(),
+        )
+    };
+    t.commit_new(&mut event, Kind::Event, s);
+    s
+}
+
+/// Completes an incoming bulk transfer (before the reply); returns the
+/// call's final status.
+pub fn finish_bulk_in(
+    t: &mut Tenant,
+    chan: &mut dyn Channel,
+    status: i32,
+) -> Result<i32, TransportError> {
+    match t.bulk.take() {
+        Some(Bulk::Drain(mut n)) => {
+            let mut scratch = vec![0u8; 1 << 20];
+            while n > 0 {
+                let k = n.min(scratch.len() as u64) as usize;
+                chan.recv_raw(&mut scratch[..k])?;
+                n -= k as u64;
+            }
+            Ok(status)
+        }
+        Some(Bulk::In {
+            ptr,
+            len,
+            queue,
+            mem,
+            event,
+        }) => {
+            // SAFETY: the mapping spans `len` bytes and stays mapped until
+            // the unmap below.
+            let dst = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
+            chan.recv_raw(dst)?;
+            Ok(unmap(t, queue, mem, ptr, event))
+        }
+        other => {
+            t.bulk = other;
+            Ok(status)
+        }
+    }
+}
+
+/// Completes an outgoing bulk transfer (after the reply frame).
+pub fn finish_bulk_out(t: &mut Tenant, chan: &mut dyn Channel) -> Result<(), TransportError> {
+    if let Some(Bulk::Out {
+        ptr,
+        len,
+        queue,
+        mem,
+        event,
+    }) = t.bulk.take()
+    {
+        // SAFETY: as in `finish_bulk_in`.
+        let src = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+        chan.send_raw(src)?;
+        chan.flush()?;
+        unmap(t, queue, mem, ptr, event);
+    }
+    Ok(())
 }

@@ -58,6 +58,11 @@ pub struct Tenant {
     pub notify: Option<Arc<NotifySender>>,
     /// Live mappings: client-visible map id -> (mem, server pointer, bytes).
     pub mappings: HashMap<u64, super::overrides::Mapping>,
+    /// A bulk transfer to complete around the current reply.
+    pub bulk: Option<super::overrides::Bulk>,
+    /// Set when a request leaves the stream impossible to follow: the
+    /// tenant is then cut off.
+    pub broken: bool,
 }
 
 impl Tenant {
@@ -74,6 +79,8 @@ impl Tenant {
             platforms: Vec::new(),
             notify,
             mappings: HashMap::new(),
+            bulk: None,
+            broken: false,
         };
         for &p in &platforms {
             t.id_for(Kind::Platform, p);
@@ -386,4 +393,94 @@ pub fn opt_vec_ptr(v: &Option<Vec<*mut c_void>>) -> *const *mut c_void {
 
 pub fn opt_mut_vec_ptr(v: &mut Option<Vec<*mut c_void>>) -> *mut *mut c_void {
     v.as_mut().map_or(std::ptr::null_mut(), |v| v.as_mut_ptr())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wormhole_opencl_api::{CL_INVALID_CONTEXT, CL_INVALID_MEM_OBJECT};
+
+    fn enc_u64(v: u64) -> Vec<u8> {
+        let mut e = Encoder::new();
+        e.u64(v);
+        e.into_vec()
+    }
+
+    #[test]
+    fn handles_are_typed_and_per_table() {
+        let mut t = Tenant::new(Vec::new(), Limits::default(), None);
+        let raw = 0x1000 as *mut c_void;
+        t.insert(7, Kind::Mem, raw).expect("insert");
+        assert_eq!(t.lookup(7, Kind::Mem), Ok(raw));
+        assert_eq!(
+            t.lookup(7, Kind::Context),
+            Err(CL_INVALID_CONTEXT),
+            "wrong kind"
+        );
+        assert_eq!(
+            t.lookup(8, Kind::Mem),
+            Err(CL_INVALID_MEM_OBJECT),
+            "unknown id"
+        );
+        assert_eq!(
+            t.lookup(0, Kind::Mem),
+            Ok(std::ptr::null_mut()),
+            "0 is NULL"
+        );
+        // Another tenant's table knows nothing of this id.
+        let other = Tenant::new(Vec::new(), Limits::default(), None);
+        assert_eq!(other.lookup(7, Kind::Mem), Err(CL_INVALID_MEM_OBJECT));
+    }
+
+    #[test]
+    fn new_ids_must_be_fresh_and_in_the_client_range() {
+        let mut t = Tenant::new(Vec::new(), Limits::default(), None);
+        t.insert(5, Kind::Event, 0x10 as *mut c_void)
+            .expect("insert");
+        for bad_id in [0, 5, SERVER_ID_BASE, u64::MAX] {
+            let b = enc_u64(bad_id);
+            assert_eq!(
+                t.new_id(&mut Decoder::new(&b)),
+                Err(CL_INVALID_VALUE),
+                "id {bad_id}"
+            );
+        }
+        let b = enc_u64(6);
+        assert_eq!(t.new_id(&mut Decoder::new(&b)), Ok(6));
+    }
+
+    #[test]
+    fn last_release_invalidates_the_id() {
+        let mut t = Tenant::new(Vec::new(), Limits::default(), None);
+        t.insert(3, Kind::Mem, 0x20 as *mut c_void).expect("insert");
+        t.retained(3, Kind::Mem);
+        t.released(3, Kind::Mem);
+        assert!(t.lookup(3, Kind::Mem).is_ok(), "one reference left");
+        t.released(3, Kind::Mem);
+        assert_eq!(t.lookup(3, Kind::Mem), Err(CL_INVALID_MEM_OBJECT));
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn sizes_are_bounded_before_allocating() {
+        let mut t = Tenant::new(
+            Vec::new(),
+            Limits {
+                max_alloc: 1024,
+                max_handles: 4,
+            },
+            None,
+        );
+        assert_eq!(t.out_buf(true, 2048), Err(CL_OUT_OF_HOST_MEMORY));
+        assert_eq!(
+            t.out_buf(true, 16).expect("small").map(|v| v.len()),
+            Some(16)
+        );
+        assert_eq!(t.out_buf(false, u64::MAX), Ok(None));
+        assert!(t.out_handles(true, 5).is_err());
+        assert_eq!(check_count(Some(&[1, 2][..]), 3), Err(CL_INVALID_VALUE));
+        assert_eq!(check_len(Some(&[0u8; 4][..]), 5), Err(CL_INVALID_VALUE));
+        assert_eq!(check_len(None, 5), Ok(()));
+        assert_eq!(cstr(Some(b"a\0b")), Err(CL_INVALID_VALUE));
+    }
 }
