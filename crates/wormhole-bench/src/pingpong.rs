@@ -66,9 +66,28 @@ impl Prim {
         match self {
             Prim::Word { polls } => vec!["word".into(), polls.to_string()],
             Prim::Tcp => vec!["tcp".into(), "0".into()],
-            Prim::Channel(Handoff::Futex) => vec!["chan".into(), "0".into()],
-            Prim::Channel(Handoff::Spin { polls }) => vec!["chan".into(), polls.to_string()],
+            Prim::Channel(h) => vec!["chan".into(), handoff_arg(h)],
         }
+    }
+}
+
+fn handoff_arg(h: Handoff) -> String {
+    match h {
+        Handoff::Futex => "futex".into(),
+        Handoff::Spin { polls } => format!("spin:{polls}"),
+        Handoff::SameCore => "same-core".into(),
+    }
+}
+
+fn parse_handoff(s: &str) -> Option<Handoff> {
+    match s {
+        "futex" => Some(Handoff::Futex),
+        "same-core" => Some(Handoff::SameCore),
+        _ => s
+            .strip_prefix("spin:")?
+            .parse()
+            .ok()
+            .map(|polls| Handoff::Spin { polls }),
     }
 }
 
@@ -127,6 +146,10 @@ struct Shared {
     page: *const Page,
     _fd: OwnedFd,
 }
+
+// SAFETY: the mapping is shared memory touched only through atomics; moving
+// the pointer to another thread changes nothing about that.
+unsafe impl Send for Shared {}
 
 impl Shared {
     fn map(fd: OwnedFd) -> Result<Self, PingError> {
@@ -282,13 +305,13 @@ pub fn child_main(args: &[String]) -> Result<(), PingError> {
         return Err(PingError::Args(args.join(" ")));
     };
     let bad = |what: &str| PingError::Args(format!("{what}: {}", args.join(" ")));
-    let param: u32 = param.parse().map_err(|_| bad("param"))?;
     let count: usize = count.parse().map_err(|_| bad("count"))?;
     if let Ok(c) = pin_cpu.parse::<usize>() {
         pin(c)?;
     }
     match kind.as_str() {
         "word" => {
+            let polls: u32 = param.parse().map_err(|_| bad("polls"))?;
             let raw: i32 = handle.parse().map_err(|_| bad("fd"))?;
             if nix::fcntl::fcntl(raw, nix::fcntl::FcntlArg::F_GETFD).is_err() {
                 return Err(bad("fd not open"));
@@ -299,7 +322,7 @@ pub fn child_main(args: &[String]) -> Result<(), PingError> {
             let sh = Shared::map(fd)?;
             let p = sh.page();
             for i in 0..count as u32 {
-                p.ping.wait_for(i + 1, param)?;
+                p.ping.wait_for(i + 1, polls)?;
                 p.pong.post(i + 1);
             }
         }
@@ -322,11 +345,7 @@ pub fn child_main(args: &[String]) -> Result<(), PingError> {
             // SAFETY: as for "word".
             let fd = unsafe { OwnedFd::from_raw_fd(raw) };
             let region = Region::open(fd, Layout::default())?;
-            let handoff = if param == 0 {
-                Handoff::Futex
-            } else {
-                Handoff::Spin { polls: param }
-            };
+            let handoff = parse_handoff(param).ok_or_else(|| bad("handoff"))?;
             // The parent's death shows as our parent changing.
             let parent = nix::unistd::getppid();
             let alive = Box::new(move || nix::unistd::getppid() == parent);

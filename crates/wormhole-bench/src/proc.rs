@@ -16,7 +16,12 @@ pub enum ProcError {
     #[error("starting {cmd}: {source}")]
     Spawn { cmd: String, source: std::io::Error },
     #[error("{cmd} took longer than {secs} s and was killed")]
-    Timeout { cmd: String, secs: u64 },
+    Timeout {
+        cmd: String,
+        secs: u64,
+        /// What it printed before it was killed.
+        stdout: String,
+    },
     #[error("{cmd} failed ({status}): {stderr}")]
     Failed {
         cmd: String,
@@ -151,6 +156,7 @@ pub fn run(
         return Err(ProcError::Timeout {
             cmd: name,
             secs: limit.as_secs(),
+            stdout,
         });
     }
     if !status.success() {

@@ -129,7 +129,7 @@ mod tests {
             .arg("5")
             .spawn()
             .expect("sleep");
-        let kids = children(me, "sleep");
+        let kids = children(me, "sleep 5");
         child.kill().ok();
         child.wait().ok();
         assert_eq!(kids, vec![child.id() as i32]);

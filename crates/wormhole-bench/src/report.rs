@@ -130,8 +130,9 @@ pub fn breakdown(r: &Results, mode: &str) -> Option<Breakdown> {
         "spin" => rtt(r, "raw: spin"),
         "same-core" => rtt(r, "raw: futex same-core"),
         _ => f64::NAN,
-    } - timer;
-    let chan = rtt(r, &format!("raw: shm channel {mode}")) - timer;
+    };
+    // The raw ping-pongs are timed in Rust (Instant), without the C timer.
+    let chan = rtt(r, &format!("raw: shm channel {mode}"));
     if !total.is_finite() || !raw.is_finite() {
         return None;
     }
@@ -172,7 +173,7 @@ pub fn markdown(r: &Results) -> String {
     let _ = writeln!(w, "`clGetEventInfo(CL_EVENT_COMMAND_EXECUTION_STATUS)` on a completed event, timed per call in a C program (`whbench nullcall`); raw primitives are two processes ping-ponging 30-byte messages (`wh-bench pingpong`). The C timer itself costs {} µs per sample (included in every call row).\n", us(median(&r.timer.iter().map(|s| s.median_ns).collect::<Vec<_>>())));
     let _ = writeln!(w, "| configuration | median µs | p99 µs | compared with |");
     let _ = writeln!(w, "| --- | ---: | ---: | --- |");
-    let rows: [(&str, &str, &str); 11] = [
+    let rows: [(&str, &str, &str); 12] = [
         ("call: native", "native (PoCL, no forwarding)", ""),
         ("raw: futex", "raw futex ping-pong", ""),
         ("call: shm+futex", "Wormhole shm + futex", "raw: futex"),
@@ -199,6 +200,11 @@ pub fn markdown(r: &Results) -> String {
             "raw: shm channel spin",
             "ShmChannel alone (rings, spin)",
             "raw: spin",
+        ),
+        (
+            "raw: shm channel same-core",
+            "ShmChannel alone (rings, same-core)",
+            "raw: futex same-core",
         ),
     ];
     for (key, name, vs) in rows {
@@ -483,7 +489,8 @@ fn bars(
     marks: Option<&[f64]>,
     hline: Option<f64>,
 ) -> ChartResult {
-    let root = BitMapBackend::new(path, (1000, 560)).into_drawing_area();
+    let width = (cats.len() as u32 * 100).clamp(800, 1400);
+    let root = BitMapBackend::new(path, (width, 560)).into_drawing_area();
     root.fill(&WHITE)?;
     let n = cats.len();
     let tops: Vec<f64> = (0..n)
@@ -515,7 +522,11 @@ fn bars(
         SegmentValue::CenterOf(i) => cats.get(*i as usize).cloned().unwrap_or_default(),
         _ => String::new(),
     };
-    let n32 = n as i32;
+    if n == 0 {
+        return Ok(());
+    }
+    // A segmented range covers both ends: 0..n-1 makes n segments.
+    let n32 = n as i32 - 1;
     macro_rules! draw {
         ($chart:expr, $ylo:expr) => {{
             let mut chart = $chart;
@@ -571,7 +582,10 @@ fn bars(
             }
             if let Some(h) = hline {
                 chart.draw_series(std::iter::once(PathElement::new(
-                    vec![(SegmentValue::Exact(0), h), (SegmentValue::Exact(n32), h)],
+                    vec![
+                        (SegmentValue::Exact(0), h),
+                        (SegmentValue::Exact(n32 + 1), h),
+                    ],
                     RED.stroke_width(2),
                 )))?;
             }

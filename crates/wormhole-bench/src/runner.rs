@@ -461,23 +461,37 @@ pub fn parse_clpeak(out: &str) -> BTreeMap<String, f64> {
 
 fn clpeak_once(ctx: &Ctx, t: &Target) -> ClpeakRun {
     let o = ctx.opts;
-    let run = (|| -> anyhow::Result<ClpeakRun> {
-        let clpeak = which("clpeak").context("clpeak not installed (apt-get install clpeak)")?;
-        let cmd = ctx.client(t, &clpeak, &o.clpeak_args)?;
-        let out = proc::run(cmd, o.clpeak_timeout, |_| false)?;
-        Ok(ClpeakRun {
+    let Some(clpeak) = which("clpeak") else {
+        return ClpeakRun {
+            error: Some("clpeak not installed (apt-get install clpeak)".into()),
+            ..Default::default()
+        };
+    };
+    let run = ctx
+        .client(t, &clpeak, &o.clpeak_args)
+        .map_err(|e| (format!("{e:#}"), String::new()))
+        .and_then(|cmd| {
+            proc::run(cmd, o.clpeak_timeout, |_| false).map_err(|e| match e {
+                // Keep what it measured before the time ran out.
+                proc::ProcError::Timeout { ref stdout, .. } => (e.to_string(), stdout.clone()),
+                e => (e.to_string(), String::new()),
+            })
+        });
+    match run {
+        Ok(out) => ClpeakRun {
             wall_s: out.wall_s,
             metrics: parse_clpeak(&out.stdout),
             error: None,
-        })
-    })();
-    run.unwrap_or_else(|e| {
-        log(&format!("clpeak on {} failed: {e:#}", t.label()));
-        ClpeakRun {
-            error: Some(format!("{e:#}")),
-            ..Default::default()
+        },
+        Err((e, partial)) => {
+            log(&format!("clpeak on {} failed: {e}", t.label()));
+            ClpeakRun {
+                wall_s: f64::NAN,
+                metrics: parse_clpeak(&partial),
+                error: Some(e),
+            }
         }
-    })
+    }
 }
 
 fn which(name: &str) -> Option<PathBuf> {

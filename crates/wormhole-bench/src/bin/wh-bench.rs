@@ -31,6 +31,7 @@ enum PrimArg {
     Tcp,
     ChanFutex,
     ChanSpin,
+    ChanSameCore,
 }
 
 #[derive(Subcommand, Debug)]
@@ -64,12 +65,12 @@ enum Cmd {
         #[arg(long, default_value_t = 1.0)]
         idle_secs: f64,
         /// clpeak's test flags (space-separated); "" for no clpeak.
-        #[arg(long, default_value = "--kernel-latency --transfer-bandwidth")]
+        #[arg(long, default_value = "--kernel-latency --global-bandwidth")]
         clpeak: String,
         #[arg(long, default_value_t = 1)]
         clpeak_rounds: usize,
         /// Limit per clpeak run, in seconds.
-        #[arg(long, default_value_t = 150)]
+        #[arg(long, default_value_t = 120)]
         clpeak_timeout: u64,
     },
     /// Measure one raw ping-pong primitive; prints RESULT {summary}.
@@ -177,6 +178,7 @@ fn main() -> anyhow::Result<()> {
                 PrimArg::Tcp => Prim::Tcp,
                 PrimArg::ChanFutex => Prim::Channel(Handoff::Futex),
                 PrimArg::ChanSpin => Prim::Channel(Handoff::Spin { polls: SPIN_POLLS }),
+                PrimArg::ChanSameCore => Prim::Channel(Handoff::SameCore),
             };
             let v = pingpong::measure(p, iters.max(1), warmup, pin)?;
             println!("RESULT {}", serde_json::to_string(&stats::summarize(&v))?);
