@@ -162,8 +162,9 @@ pub fn markdown(r: &Results) -> String {
     );
     let _ = writeln!(
         w,
-        "{} rounds, configurations interleaved in rotating order; figures are medians over rounds (each round's own median / p99). Total run time {:.0} s. Same-core mode: {}.\n",
+        "{} rounds of the round-trip section and {} of the workloads, configurations interleaved in rotating order (ABAB); figures are medians over rounds (of each round's own median / p99). Total run time {:.0} s. Same-core mode: {}.\n",
         r.rounds,
+        r.config.get("work_rounds").map_or("?", |s| s.as_str()),
         r.total_s,
         if r.same_core { "measured" } else { "not available in this wormhole-server (skipped)" }
     );

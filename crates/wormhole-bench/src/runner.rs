@@ -22,6 +22,8 @@ pub struct Opts {
     /// The compiled whbench C program.
     pub whbench: PathBuf,
     pub rounds: usize,
+    /// Rounds of the (short, noisy) call-heavy and bulk workloads.
+    pub work_rounds: usize,
     pub null_iters: usize,
     pub ping_iters: usize,
     pub launches: usize,
@@ -43,6 +45,9 @@ pub enum Target {
     Shm(String),
     /// The futex server's TCP listener.
     Tcp,
+    /// The futex server with every call forwarded synchronously
+    /// (WORMHOLE_SYNC=1): what batching saves.
+    ShmSync,
 }
 
 impl Target {
@@ -51,6 +56,7 @@ impl Target {
             Target::Native => "native".into(),
             Target::Shm(m) => format!("shm+{m}"),
             Target::Tcp => "tcp".into(),
+            Target::ShmSync => "shm+futex, WORMHOLE_SYNC=1".into(),
         }
     }
 }
@@ -215,7 +221,11 @@ impl Ctx<'_> {
                 cmd.env("OCL_ICD_VENDORS", &self.pocl)
                     .env_remove("OCL_ICD_FILENAMES");
             }
-            Target::Shm(mode) => {
+            Target::Shm(_) | Target::ShmSync => {
+                let mode = match target {
+                    Target::Shm(m) => m.as_str(),
+                    _ => "futex",
+                };
                 let s = self
                     .servers
                     .get(mode)
@@ -237,6 +247,9 @@ impl Ctx<'_> {
             }
         }
         cmd.args(args).env_remove("WORMHOLE_SYNC");
+        if *target == Target::ShmSync {
+            cmd.env("WORMHOLE_SYNC", "1");
+        }
         Ok(cmd)
     }
 
@@ -244,7 +257,7 @@ impl Ctx<'_> {
         match target {
             Target::Native => None,
             Target::Shm(m) => self.servers.get(m).map(Server::pid),
-            Target::Tcp => self.servers.get("futex").map(Server::pid),
+            Target::Tcp | Target::ShmSync => self.servers.get("futex").map(Server::pid),
         }
     }
 }
@@ -535,6 +548,7 @@ pub fn run_all(opts: &Opts) -> anyhow::Result<Results> {
         ("finish_every", opts.finish_every),
         ("bulk_mib", opts.bulk_mib),
         ("bulk_reps", opts.bulk_reps),
+        ("work_rounds", opts.work_rounds),
     ] {
         res.config.insert(k.into(), v.to_string());
     }
@@ -636,11 +650,15 @@ pub fn run_all(opts: &Opts) -> anyhow::Result<Results> {
     let mut work = vec![Target::Native];
     work.extend(remote.iter().cloned());
     work.push(Target::Tcp);
-    for r in 0..opts.rounds {
+    work.push(Target::ShmSync);
+    for r in 0..opts.work_rounds {
         for t in round_order(&work, r) {
             match callheavy_once(&ctx, &t) {
                 Ok(c) => res.callheavy.entry(t.label()).or_default().push(c),
                 Err(e) => res.errors.push(format!("callheavy {}: {e:#}", t.label())),
+            }
+            if t == Target::ShmSync {
+                continue;
             }
             match bulk_once(&ctx, &t) {
                 Ok(b) => res.bulk.entry(t.label()).or_default().push(b),

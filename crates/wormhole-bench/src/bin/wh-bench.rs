@@ -49,6 +49,9 @@ enum Cmd {
         out: PathBuf,
         #[arg(long, default_value_t = 3)]
         rounds: usize,
+        /// Rounds of the call-heavy and bulk workloads.
+        #[arg(long, default_value_t = 5)]
+        work_rounds: usize,
         #[arg(long, default_value_t = 20_000)]
         null_iters: usize,
         #[arg(long, default_value_t = 20_000)]
@@ -131,6 +134,7 @@ fn main() -> anyhow::Result<()> {
             whbench,
             out,
             rounds,
+            work_rounds,
             null_iters,
             ping_iters,
             launches,
@@ -147,6 +151,7 @@ fn main() -> anyhow::Result<()> {
                 bin_dir,
                 whbench,
                 rounds: rounds.max(1),
+                work_rounds: work_rounds.max(1),
                 null_iters: null_iters.max(100),
                 ping_iters: ping_iters.max(100),
                 launches: launches.max(1),
