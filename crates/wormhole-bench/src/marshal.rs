@@ -31,6 +31,8 @@ pub enum MarshalError {
     Cl { what: &'static str, code: i32 },
     #[error("no OpenCL platform or device")]
     NoDevice,
+    #[error("bench state: {0}")]
+    Internal(&'static str),
     #[error("wire: {0}")]
     Wire(#[from] wormhole_wire::WireError),
 }
@@ -131,12 +133,15 @@ fn one_call(
     if !c
         .registry
         .lock()
-        .map_err(|_| MarshalError::NoDevice)?
+        .map_err(|_| MarshalError::Internal("registry lock poisoned"))?
         .contains(&ev_obj)
     {
-        return Err(MarshalError::NoDevice);
+        return Err(MarshalError::Internal("event not registered"));
     }
-    let mut g = c.chan.lock().map_err(|_| MarshalError::NoDevice)?;
+    let mut g = c
+        .chan
+        .lock()
+        .map_err(|_| MarshalError::Internal("channel lock poisoned"))?;
     let (tx, _) = &mut *g;
     let mut enc = Encoder::with_buffer(std::mem::take(tx));
     RequestHeader {
@@ -177,7 +182,7 @@ fn one_call(
         if let Some(b) = d.opt_bytes()? {
             let v = b.to_vec();
             if info_handle(func::clGetEventInfo, CL_EVENT_COMMAND_EXECUTION_STATUS).is_some() {
-                return Err(MarshalError::NoDevice);
+                return Err(MarshalError::Internal("event status holds no handle"));
             }
             let n = v.len().min(4);
             value[..n].copy_from_slice(&v[..n]);
