@@ -36,14 +36,66 @@ const ZERO_ORIGIN: [usize; 3] = [0, 0, 0];
 
 /// The client cannot lend us its memory, so a memory object that would use
 /// the host pointer copies it instead; the client keeps the pointer's
-/// semantics where it can (maps return it).
+/// semantics where it can (maps return it). A combination the API forbids
+/// (USE with ALLOC or COPY) goes through unchanged so that the library
+/// rejects it as it would natively.
 fn host_flags(flags: u64) -> u64 {
-    use wormhole_opencl_api::{CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR};
-    if flags & CL_MEM_USE_HOST_PTR != 0 {
+    use wormhole_opencl_api::{CL_MEM_ALLOC_HOST_PTR, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR};
+    let exclusive = CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR;
+    if flags & CL_MEM_USE_HOST_PTR != 0 && flags & exclusive == 0 {
         (flags & !CL_MEM_USE_HOST_PTR) | CL_MEM_COPY_HOST_PTR
     } else {
         flags
     }
+}
+
+const CL_EVENT_COMMAND_TYPE: u32 = 0x11D1;
+const CL_EVENT_COMMAND_EXECUTION_STATUS: u32 = 0x11D3;
+const CL_COMMAND_USER: u32 = 0x1204;
+
+/// The blocking flag the server uses for a transfer it must perform
+/// blocking (its data travels with the request or the reply). A transfer
+/// the application asked for without blocking, gated on a user event that
+/// is not yet complete, would block the tenant for good: the event's
+/// status can only be set by a later request, which the blocked tenant
+/// never reads. Such a transfer fails with CL_INVALID_OPERATION instead of
+/// hanging (docs/wormhole-opencl.md, "Differences from native").
+pub fn server_blocking(requested: u32, wait_list: &Option<Vec<*mut c_void>>) -> Result<u32, i32> {
+    if requested == 0
+        && wait_list
+            .as_deref()
+            .unwrap_or(&[])
+            .iter()
+            .any(|&e| is_open_user_event(e))
+    {
+        log::warn!("a non-blocking transfer waits for an incomplete user event: refused");
+        return Err(CL_INVALID_OPERATION);
+    }
+    Ok(CL_TRUE)
+}
+
+/// Whether `e` is a user event whose status has not been set yet.
+pub fn is_open_user_event(e: *mut c_void) -> bool {
+    let (mut ty, mut st) = (0u32, 0i32);
+    // SAFETY: `e` came from the tenant's table (checked by kind); the
+    // values are a cl_command_type and a cl_int, 4 bytes each.
+    let ok = unsafe {
+        ffi::clGetEventInfo(
+            e,
+            CL_EVENT_COMMAND_TYPE,
+            4,
+            (&mut ty as *mut u32).cast(),
+            std::ptr::null_mut(),
+        ) == CL_SUCCESS
+            && ffi::clGetEventInfo(
+                e,
+                CL_EVENT_COMMAND_EXECUTION_STATUS,
+                4,
+                (&mut st as *mut i32).cast(),
+                std::ptr::null_mut(),
+            ) == CL_SUCCESS
+    };
+    ok && ty == CL_COMMAND_USER && st > 0
 }
 
 /// Takes a reference on an object the tenant's table will hold.
