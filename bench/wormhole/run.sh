@@ -6,7 +6,9 @@
 # transfers, and Debian's clpeak unmodified), and writes bench/out/results.md,
 # results.json and PNG charts. Extra arguments go to `wh-bench run`
 # (e.g. --rounds 5, --clpeak "" to skip clpeak); see `wh-bench run --help`.
-# Bounded: the measurements stop after BENCH_LIMIT seconds (default 480).
+# Bounded: the measurements fit a budget of 360 s (`--budget`), sections
+# shortening their rounds to fit, and are killed after BENCH_LIMIT seconds
+# (default 480) whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD

@@ -429,7 +429,7 @@ pub fn markdown(r: &Results) -> String {
         }
     }
     if !r.errors.is_empty() {
-        let _ = writeln!(w, "\n### Steps that failed\n");
+        let _ = writeln!(w, "\n### Notes and failed steps\n");
         for e in &r.errors {
             let _ = writeln!(w, "- {}", e.replace('\n', " "));
         }

@@ -35,6 +35,10 @@ pub struct Opts {
     pub clpeak_args: Vec<String>,
     pub clpeak_rounds: usize,
     pub clpeak_timeout: Duration,
+    /// Time for all measurements: a section starts no new round once its
+    /// share is spent (its first round always runs), and clpeak gets what
+    /// is left.
+    pub budget: Duration,
 }
 
 /// Where a client finds the OpenCL implementation.
@@ -208,6 +212,7 @@ impl Results {
 
 struct Ctx<'a> {
     opts: &'a Opts,
+    start: Instant,
     pocl: PathBuf,
     servers: BTreeMap<String, Server>,
 }
@@ -251,6 +256,15 @@ impl Ctx<'_> {
             cmd.env("WORMHOLE_SYNC", "1");
         }
         Ok(cmd)
+    }
+
+    /// Whether `share` of the time budget is spent.
+    fn spent(&self, share: f64) -> bool {
+        self.start.elapsed() > self.opts.budget.mul_f64(share)
+    }
+
+    fn left(&self) -> Duration {
+        self.opts.budget.saturating_sub(self.start.elapsed())
     }
 
     fn server_pid(&self, target: &Target) -> Option<i32> {
@@ -472,7 +486,7 @@ pub fn parse_clpeak(out: &str) -> BTreeMap<String, f64> {
     m
 }
 
-fn clpeak_once(ctx: &Ctx, t: &Target) -> ClpeakRun {
+fn clpeak_once(ctx: &Ctx, t: &Target, limit: Duration) -> ClpeakRun {
     let o = ctx.opts;
     let Some(clpeak) = which("clpeak") else {
         return ClpeakRun {
@@ -484,7 +498,7 @@ fn clpeak_once(ctx: &Ctx, t: &Target) -> ClpeakRun {
         .client(t, &clpeak, &o.clpeak_args)
         .map_err(|e| (format!("{e:#}"), String::new()))
         .and_then(|cmd| {
-            proc::run(cmd, o.clpeak_timeout, |_| false).map_err(|e| match e {
+            proc::run(cmd, limit, |_| false).map_err(|e| match e {
                 // Keep what it measured before the time ran out.
                 proc::ProcError::Timeout { ref stdout, .. } => (e.to_string(), stdout.clone()),
                 e => (e.to_string(), String::new()),
@@ -560,6 +574,7 @@ pub fn run_all(opts: &Opts) -> anyhow::Result<Results> {
     }
     let mut ctx = Ctx {
         opts,
+        start,
         pocl: pocl_icd()?,
         servers: BTreeMap::new(),
     };
@@ -632,6 +647,11 @@ pub fn run_all(opts: &Opts) -> anyhow::Result<Results> {
         },
     ]);
     for r in 0..opts.rounds {
+        if r > 0 && ctx.spent(0.35) {
+            res.errors
+                .push(format!("time budget: round trips stopped after {r} rounds"));
+            break;
+        }
         rtt_round(&ctx, &mut res, &steps, r);
     }
 
@@ -652,6 +672,11 @@ pub fn run_all(opts: &Opts) -> anyhow::Result<Results> {
     work.push(Target::Tcp);
     work.push(Target::ShmSync);
     for r in 0..opts.work_rounds {
+        if r > 0 && ctx.spent(0.7) {
+            res.errors
+                .push(format!("time budget: workloads stopped after {r} rounds"));
+            break;
+        }
         for t in round_order(&work, r) {
             match callheavy_once(&ctx, &t) {
                 Ok(c) => res.callheavy.entry(t.label()).or_default().push(c),
@@ -670,9 +695,16 @@ pub fn run_all(opts: &Opts) -> anyhow::Result<Results> {
     if !opts.clpeak_args.is_empty() {
         log(&format!("d. clpeak {}", opts.clpeak_args.join(" ")));
         let pair = [Target::Native, Target::Shm("futex".into())];
-        for r in 0..opts.clpeak_rounds {
-            for t in round_order(&pair, r) {
-                let c = clpeak_once(&ctx, &t);
+        'rounds: for r in 0..opts.clpeak_rounds {
+            for (i, t) in round_order(&pair, r).into_iter().enumerate() {
+                // Each side of the pair gets the same share of what is left.
+                let limit = opts.clpeak_timeout.min(ctx.left() / (2 - i as u32));
+                if limit < Duration::from_secs(20) {
+                    res.errors
+                        .push("time budget: clpeak skipped or cut short".into());
+                    break 'rounds;
+                }
+                let c = clpeak_once(&ctx, &t, limit);
                 res.clpeak.entry(t.label()).or_default().push(c);
             }
         }

@@ -75,6 +75,9 @@ enum Cmd {
         /// Limit per clpeak run, in seconds.
         #[arg(long, default_value_t = 120)]
         clpeak_timeout: u64,
+        /// Seconds for all measurements (sections shorten their rounds to fit).
+        #[arg(long, default_value_t = 360)]
+        budget: u64,
     },
     /// Measure one raw ping-pong primitive; prints RESULT {summary}.
     Pingpong {
@@ -145,6 +148,7 @@ fn main() -> anyhow::Result<()> {
             clpeak,
             clpeak_rounds,
             clpeak_timeout,
+            budget,
         } => {
             std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
             let opts = runner::Opts {
@@ -162,6 +166,7 @@ fn main() -> anyhow::Result<()> {
                 clpeak_args: clpeak.split_whitespace().map(String::from).collect(),
                 clpeak_rounds: clpeak_rounds.max(1),
                 clpeak_timeout: Duration::from_secs(clpeak_timeout.max(1)),
+                budget: Duration::from_secs(budget.max(30)),
             };
             let res = runner::run_all(&opts)?;
             std::fs::write(
