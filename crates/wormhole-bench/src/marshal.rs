@@ -1,0 +1,252 @@
+//! The cost of marshalling a forwarded call, measured in one process, with no
+//! transport: the client's encoding of a `clGetEventInfo` request (as the
+//! generated stub writes it), the server's real generated decoder and
+//! dispatch (`wormhole_server::opencl::dispatch`, which validates the handle
+//! in a real tenant table and calls PoCL), and the client's decoding of the
+//! reply. The same call made natively is timed beside it; the difference is
+//! what marshalling costs.
+
+use std::collections::HashSet;
+use std::ffi::c_void;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+use wormhole_opencl_api::{func, info_handle, Kind};
+use wormhole_server::opencl::tenant::{Limits, Tenant};
+use wormhole_server::opencl::{dispatch, ffi};
+use wormhole_wire::{Decoder, Encoder, ReplyHeader, RequestHeader, REPLY_HEADER_LEN};
+
+use crate::stats::median;
+
+const CL_DEVICE_TYPE_ALL: u64 = 0xFFFF_FFFF;
+const CL_EVENT_COMMAND_EXECUTION_STATUS: u32 = 0x11D3;
+/// The id the bench's tenant knows the event by.
+const EVENT_ID: u64 = 7;
+
+#[derive(Debug, Error)]
+pub enum MarshalError {
+    #[error("OpenCL: {what} failed with {code}")]
+    Cl { what: &'static str, code: i32 },
+    #[error("no OpenCL platform or device")]
+    NoDevice,
+    #[error("bench state: {0}")]
+    Internal(&'static str),
+    #[error("wire: {0}")]
+    Wire(#[from] wormhole_wire::WireError),
+}
+
+/// Per-call times in nanoseconds (medians over batches).
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct MarshalResult {
+    /// clGetEventInfo called directly.
+    pub native_ns: f64,
+    /// Encode + server decode/validate/call/encode + decode, in process.
+    pub inprocess_ns: f64,
+    /// `inprocess_ns - native_ns`: marshalling and validation.
+    pub marshal_ns: f64,
+    /// Request and reply sizes in bytes.
+    pub request_bytes: usize,
+    pub reply_bytes: usize,
+}
+
+fn check(what: &'static str, code: i32) -> Result<(), MarshalError> {
+    if code == 0 {
+        Ok(())
+    } else {
+        Err(MarshalError::Cl { what, code })
+    }
+}
+
+/// A completed marker event on the first device, made natively.
+fn completed_event() -> Result<*mut c_void, MarshalError> {
+    let platforms = wormhole_server::opencl::platforms(&[]);
+    let p = *platforms.first().ok_or(MarshalError::NoDevice)?;
+    let mut dev = std::ptr::null_mut();
+    // SAFETY: room for one device handle.
+    check("clGetDeviceIDs", unsafe {
+        ffi::clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &mut dev, std::ptr::null_mut())
+    })?;
+    let mut err = 0;
+    // SAFETY: one valid device, no properties, no callback.
+    let ctx = unsafe {
+        ffi::clCreateContext(
+            std::ptr::null(),
+            1,
+            &dev,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &mut err,
+        )
+    };
+    check("clCreateContext", err)?;
+    // SAFETY: valid context and device.
+    let q = unsafe { ffi::clCreateCommandQueue(ctx, dev, 0, &mut err) };
+    check("clCreateCommandQueue", err)?;
+    let mut ev = std::ptr::null_mut();
+    // SAFETY: valid queue, empty wait list, one event slot.
+    check("clEnqueueMarkerWithWaitList", unsafe {
+        ffi::clEnqueueMarkerWithWaitList(q, 0, std::ptr::null(), &mut ev)
+    })?;
+    // SAFETY: valid queue.
+    check("clFinish", unsafe { ffi::clFinish(q) })?;
+    // The context, queue and event live until the process ends.
+    Ok(ev)
+}
+
+/// Times `batch` calls of `f` `batches` times; per-call median in ns.
+fn per_call(
+    batches: usize,
+    batch: usize,
+    mut f: impl FnMut() -> Result<(), MarshalError>,
+) -> Result<f64, MarshalError> {
+    for _ in 0..batch {
+        f()?;
+    }
+    let mut v = Vec::with_capacity(batches);
+    for _ in 0..batches {
+        let t = Instant::now();
+        for _ in 0..batch {
+            f()?;
+        }
+        v.push(t.elapsed().as_nanos() as f64 / batch as f64);
+    }
+    Ok(median(&v))
+}
+
+/// The client's part of the state a real call touches: the object registry
+/// and the channel lock (each a mutex).
+struct ClientSide {
+    registry: Mutex<HashSet<usize>>,
+    chan: Mutex<(Vec<u8>, Vec<u8>)>,
+}
+
+/// One full marshalled call; returns the request and reply sizes.
+fn one_call(
+    c: &ClientSide,
+    t: &mut Tenant,
+    srv: &mut Vec<u8>,
+    ev_obj: usize,
+) -> Result<(usize, usize), MarshalError> {
+    // Client: look the handle up, lock the channel, encode (as the stub does).
+    if !c
+        .registry
+        .lock()
+        .map_err(|_| MarshalError::Internal("registry lock poisoned"))?
+        .contains(&ev_obj)
+    {
+        return Err(MarshalError::Internal("event not registered"));
+    }
+    let mut g = c
+        .chan
+        .lock()
+        .map_err(|_| MarshalError::Internal("channel lock poisoned"))?;
+    let (tx, _) = &mut *g;
+    let mut enc = Encoder::with_buffer(std::mem::take(tx));
+    RequestHeader {
+        func: func::clGetEventInfo,
+        flags: 0,
+    }
+    .encode(&mut enc);
+    enc.u64(EVENT_ID);
+    enc.u32(CL_EVENT_COMMAND_EXECUTION_STATUS);
+    enc.usize(4);
+    enc.bool(true);
+    enc.bool(true);
+    let req = enc.into_vec();
+    // Server: exactly what serve() does around the generated dispatch.
+    let mut d = Decoder::new(&req);
+    let h = RequestHeader::decode(&mut d)?;
+    let mut renc = Encoder::with_buffer(std::mem::take(srv));
+    ReplyHeader {
+        status: 0,
+        deferred_status: 0,
+    }
+    .encode(&mut renc);
+    let status = dispatch(t, h.func, &mut d, &mut renc).unwrap_or_else(|s| {
+        renc.truncate(REPLY_HEADER_LEN);
+        renc.u8(0);
+        s
+    });
+    renc.patch_i32(0, status);
+    renc.patch_i32(4, 0);
+    let reply = renc.into_vec();
+    // Client: decode the reply into the application's out-parameters.
+    let mut d = Decoder::new(&reply);
+    let hdr = ReplyHeader::decode(&mut d)?;
+    check("clGetEventInfo (forwarded)", hdr.status)?;
+    let mut value = [0u8; 4];
+    let mut size_ret = 0usize;
+    if d.u8()? == 1 {
+        if let Some(b) = d.opt_bytes()? {
+            let v = b.to_vec();
+            if info_handle(func::clGetEventInfo, CL_EVENT_COMMAND_EXECUTION_STATUS).is_some() {
+                return Err(MarshalError::Internal("event status holds no handle"));
+            }
+            let n = v.len().min(4);
+            value[..n].copy_from_slice(&v[..n]);
+        }
+        size_ret = d.usize()?;
+    }
+    std::hint::black_box((value, size_ret));
+    let sizes = (req.len(), reply.len());
+    *tx = req;
+    *srv = reply;
+    Ok(sizes)
+}
+
+/// Runs the measurement.
+pub fn run(batches: usize, batch: usize) -> Result<MarshalResult, MarshalError> {
+    let ev = completed_event()?;
+    let mut t = Tenant::new(Vec::new(), Limits::default(), None);
+    // The tenant table holds its own reference, as for any event it returns.
+    // SAFETY: `ev` is a live event.
+    check("clRetainEvent", unsafe { ffi::clRetainEvent(ev) })?;
+    t.insert(EVENT_ID, Kind::Event, ev)
+        .map_err(|code| MarshalError::Cl {
+            what: "insert",
+            code,
+        })?;
+    let ev_obj = 0x1000usize;
+    let client = ClientSide {
+        registry: Mutex::new([ev_obj].into_iter().collect()),
+        chan: Mutex::new((Vec::new(), Vec::new())),
+    };
+    let mut srv = Vec::new();
+    let native = || {
+        let mut st = 0i32;
+        // SAFETY: a live event, a 4-byte out-parameter.
+        let r = unsafe {
+            ffi::clGetEventInfo(
+                ev,
+                CL_EVENT_COMMAND_EXECUTION_STATUS,
+                4,
+                (&mut st as *mut i32).cast(),
+                std::ptr::null_mut(),
+            )
+        };
+        std::hint::black_box(st);
+        check("clGetEventInfo", r)
+    };
+    let mut sizes = (0, 0);
+    // Alternate the two, so drift on a shared machine hits both alike.
+    let mut nat = Vec::new();
+    let mut inp = Vec::new();
+    for _ in 0..5 {
+        nat.push(per_call(batches / 5 + 1, batch, native)?);
+        inp.push(per_call(batches / 5 + 1, batch, || {
+            sizes = one_call(&client, &mut t, &mut srv, ev_obj)?;
+            Ok(())
+        })?);
+    }
+    let native_ns = median(&nat);
+    let inprocess_ns = median(&inp);
+    Ok(MarshalResult {
+        native_ns,
+        inprocess_ns,
+        marshal_ns: (inprocess_ns - native_ns).max(0.0),
+        request_bytes: sizes.0,
+        reply_bytes: sizes.1,
+    })
+}
