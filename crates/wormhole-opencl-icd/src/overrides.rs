@@ -762,3 +762,107 @@ pub unsafe extern "C" fn clEnqueueReadBuffer(
         Ok(s) | Err(s) => s,
     }
 }
+
+/// User events created and not yet set. While there are any, waits poll
+/// instead of blocking the process's one channel: the thread that will set
+/// the event must be able to reach the server meanwhile.
+static PENDING_USER_EVENTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// # Safety
+/// As for `clCreateUserEvent`.
+pub unsafe extern "C" fn clCreateUserEvent(ctx: *mut c_void, err: *mut i32) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    let e = unsafe { gen::clCreateUserEvent(ctx, err) };
+    if let Ok(Some(o)) = obj(e, Kind::Event) {
+        o.user_pending.store(true, Ordering::Relaxed);
+        PENDING_USER_EVENTS.fetch_add(1, Ordering::Relaxed);
+    }
+    e
+}
+
+/// # Safety
+/// As for `clSetUserEventStatus`.
+pub unsafe extern "C" fn clSetUserEventStatus(ev: *mut c_void, status: i32) -> i32 {
+    // SAFETY: forwarded contract.
+    let s = unsafe { gen::clSetUserEventStatus(ev, status) };
+    if s == CL_SUCCESS {
+        if let Ok(Some(o)) = obj(ev, Kind::Event) {
+            if o.user_pending.swap(false, Ordering::Relaxed) {
+                PENDING_USER_EVENTS.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+    s
+}
+
+const CL_EVENT_COMMAND_EXECUTION_STATUS: u32 = 0x11D3;
+const CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST: i32 = -14;
+
+/// Waits for `events` by polling their status with short calls, sleeping
+/// in between (from 50 us up to 5 ms), so the channel stays free. Returns
+/// when all are complete or one failed.
+fn poll_until_complete(events: &[*mut c_void]) -> Result<(), i32> {
+    let mut nap = std::time::Duration::from_micros(50);
+    loop {
+        let mut done = true;
+        for &e in events {
+            let mut st: i32 = 0;
+            // SAFETY: a cl_int out-value.
+            let s = unsafe {
+                gen::clGetEventInfo(
+                    e,
+                    CL_EVENT_COMMAND_EXECUTION_STATUS,
+                    4,
+                    (&mut st as *mut i32).cast(),
+                    std::ptr::null_mut(),
+                )
+            };
+            if s != CL_SUCCESS {
+                return Err(s);
+            }
+            if st < 0 {
+                return Err(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+            }
+            done &= st == 0;
+        }
+        if done {
+            return Ok(());
+        }
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(std::time::Duration::from_millis(5));
+    }
+}
+
+/// # Safety
+/// As for `clWaitForEvents`.
+pub unsafe extern "C" fn clWaitForEvents(n: u32, list: *const *mut c_void) -> i32 {
+    if PENDING_USER_EVENTS.load(Ordering::Relaxed) > 0 && n > 0 && !list.is_null() {
+        // SAFETY: forwarded contract: `list` holds `n` events.
+        let events = unsafe { std::slice::from_raw_parts(list, n as usize) };
+        if let Err(e) = poll_until_complete(events) {
+            return e;
+        }
+    }
+    // SAFETY: forwarded contract. After a poll this returns at once, with
+    // the call's own status.
+    unsafe { gen::clWaitForEvents(n, list) }
+}
+
+/// # Safety
+/// As for `clFinish`.
+pub unsafe extern "C" fn clFinish(q: *mut c_void) -> i32 {
+    if PENDING_USER_EVENTS.load(Ordering::Relaxed) > 0 {
+        // Wait for a marker by polling, then finish (at once).
+        let mut marker = std::ptr::null_mut();
+        // SAFETY: a valid out-slot for the marker's event.
+        let s = unsafe { gen::clEnqueueMarkerWithWaitList(q, 0, std::ptr::null(), &mut marker) };
+        if s == CL_SUCCESS {
+            // A failed command is clFinish's to report (or not), below.
+            let _ = poll_until_complete(&[marker]);
+            // SAFETY: our own reference to the marker.
+            unsafe { gen::clReleaseEvent(marker) };
+        }
+    }
+    // SAFETY: forwarded contract.
+    unsafe { gen::clFinish(q) }
+}

@@ -44,6 +44,8 @@ pub struct Obj {
     /// For memory objects created with CL_MEM_USE_HOST_PTR: the
     /// application's pointer, which maps return into.
     pub host_ptr: AtomicUsize,
+    /// A user event whose status the application has not set yet.
+    pub user_pending: std::sync::atomic::AtomicBool,
 }
 
 struct Registry {
@@ -91,6 +93,7 @@ pub fn object_for(id: u64, kind: Kind, refs: u32) -> *mut c_void {
         kind,
         refs: AtomicU32::new(refs),
         host_ptr: AtomicUsize::new(0),
+        user_pending: std::sync::atomic::AtomicBool::new(false),
     }));
     r.by_id.insert(id, obj as usize);
     r.live.insert(obj as usize);
