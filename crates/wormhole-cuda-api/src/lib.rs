@@ -12,6 +12,7 @@ pub mod errors;
 pub mod fatbin;
 pub mod launch;
 pub mod tracker;
+pub mod wire;
 
 /// The API description, for build scripts.
 pub const DESCRIPTION: &str = include_str!("../cuda.api");
@@ -54,6 +55,7 @@ mod status {
     pub const cudaErrorInvalidDeviceFunction: i32 = 98;
     pub const cudaErrorNoDevice: i32 = 100;
     pub const cudaErrorInvalidResourceHandle: i32 = 400;
+    pub const cudaErrorInvalidKernelImage: i32 = 200;
     pub const cudaErrorNotSupported: i32 = 801;
     pub const cudaErrorUnknown: i32 = 999;
 }
