@@ -589,9 +589,9 @@ fn forwarded(api: &Api) -> impl Iterator<Item = &Func> {
 }
 
 /// `mod ffi` for a library opened at run time: a table of entry points
-/// that the including module fills (`table()`), and one function per entry
-/// point that calls through it, or returns `NO_LIBRARY` when the library
-/// (or that entry point) is missing.
+/// that the including module fills (`table()`), and for each entry point
+/// returning a status a function that calls through it, or returns
+/// `NO_LIBRARY` when the library (or that entry point) is missing.
 fn ffi_dlopen(o: &mut String, api: &Api) {
     o.push_str("/// The real library's entry points, opened at run time.\n");
     o.push_str("#[allow(non_snake_case, clippy::too_many_arguments, dead_code, clippy::missing_safety_doc)]\npub mod ffi {\n    use std::ffi::{c_char, c_void};\n\n");
@@ -616,7 +616,9 @@ fn ffi_dlopen(o: &mut String, api: &Api) {
         );
     }
     o.push_str("            }\n        }\n    }\n\n");
-    for f in forwarded(api) {
+    // Calls that return a status get a function that answers NO_LIBRARY
+    // when the entry point is missing; others are reached through the table.
+    for f in forwarded(api).filter(|f| f.ret == Ret::Status) {
         let names: Vec<&str> = f.args.iter().map(|a| a.name.as_str()).collect();
         let _ = writeln!(
             o,

@@ -113,6 +113,16 @@ pub fn direction(kind: i32, dst_dev: bool, src_dev: bool) -> Result<Direction, i
     Ok(d)
 }
 
+/// The size of `cudaDeviceProp` in the headers of each major version
+/// (12.9: 1032 bytes, 13.5: 1008; measured with sizeof against them).
+pub fn devprop_size(major: u32) -> usize {
+    if major == 12 {
+        1032
+    } else {
+        1008
+    }
+}
+
 /// The runtime version a client library reports, by soname major.
 pub fn runtime_version(major: u32) -> i32 {
     match major {

@@ -74,15 +74,6 @@ pub unsafe extern "C" fn cudaRuntimeGetVersion(v: *mut i32) -> i32 {
 
 // ---- Devices ----------------------------------------------------------------
 
-/// The size of `cudaDeviceProp` in the headers of each major version.
-fn devprop_size(major: u32) -> usize {
-    if major == 12 {
-        1032
-    } else {
-        1008
-    }
-}
-
 /// # Safety
 /// `prop` is NULL or holds a `cudaDeviceProp` of this library's version.
 pub unsafe extern "C" fn cudaGetDeviceProperties(prop: *mut c_void, device: i32) -> i32 {
@@ -352,11 +343,30 @@ pub unsafe extern "C" fn cudaPointerGetAttributes(
     cudaSuccess
 }
 
+/// Whether the runtime can initialise, as natively calls that need no
+/// device round trip still need a driver: the first such call asks the
+/// server (its answer, an initialisation failure or success, is kept).
+fn init_status() -> i32 {
+    static S: OnceLock<i32> = OnceLock::new();
+    *S.get_or_init(|| {
+        let mut n = 0;
+        // SAFETY: a valid out-pointer.
+        match unsafe { crate::gen::cudaGetDeviceCount(&mut n) } {
+            s @ (3 | 35 | 100) => s,
+            _ => cudaSuccess,
+        }
+    })
+}
+
 /// # Safety
 /// `ptr` is NULL or writable.
 pub unsafe extern "C" fn cudaMallocHost(ptr: *mut *mut c_void, size: usize) -> i32 {
     if ptr.is_null() {
         return note(cudaErrorInvalidValue);
+    }
+    let init = init_status();
+    if init != cudaSuccess {
+        return note(init);
     }
     let mut p = std::ptr::null_mut();
     // SAFETY: posix_memalign writes `p` on success.
@@ -454,7 +464,16 @@ pub unsafe extern "C" fn __cudaRegisterFatBinary(fat_cubin: *mut c_void) -> *mut
     Box::into_raw(Box::new(Module { id, kernels })) as *mut *mut c_void
 }
 
-pub extern "C" fn __cudaRegisterFatBinaryEnd(_h: *mut *mut c_void) {}
+/// Ends a module's registration (after its kernels and variables).
+pub extern "C" fn __cudaRegisterFatBinaryEnd(h: *mut *mut c_void) {
+    let Some(m) = module_of(h) else { return };
+    let _ = (|| -> Result<(), i32> {
+        let mut c = Call::begin(func::__cudaRegisterFatBinaryEnd)?;
+        c.enc.u64(m.id);
+        c.finish()?;
+        Ok(())
+    })();
+}
 
 /// Modules live as long as the process: the server frees them with the
 /// tenant.

@@ -6,9 +6,14 @@
 //!   region and then runs the client's calls as they arrive, sleeping on a
 //!   futex in between;
 //! * [`opencl`]: the OpenCL backend, whose decoders are generated from the
-//!   API description, and each tenant's handle table.
+//!   API description, and each tenant's handle table;
+//! * [`cuda`]: the CUDA runtime backend, generated the same way from
+//!   `cuda.api`, which opens libcudart at run time.
+//!
+//! One server exports OpenCL, CUDA or both (`opencl`, `cuda` settings).
 
 pub mod config;
+pub mod cuda;
 pub mod listen;
 pub mod opencl;
 pub mod serve;

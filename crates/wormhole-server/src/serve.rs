@@ -18,6 +18,7 @@ use wormhole_transport::{Channel, TransportError};
 use wormhole_wire::{Decoder, Encoder, ReplyHeader, RequestHeader, FLAG_ASYNC, REPLY_HEADER_LEN};
 
 use crate::config::Config;
+use crate::cuda;
 use crate::opencl::{self, tenant::Limits, tenant::Tenant};
 
 #[derive(Debug, Error)]
@@ -30,8 +31,14 @@ pub enum ServeError {
     Protocol,
 }
 
-/// Serves requests until the client goes away.
-pub fn serve(chan: &mut dyn Channel, t: &mut Tenant) -> Result<(), ServeError> {
+/// Serves requests until the client goes away: OpenCL requests go to `t`,
+/// CUDA ones (a disjoint id range) to `cu`, or are refused as a machine
+/// without the driver refuses them when CUDA is not exported (`cu` None).
+pub fn serve(
+    chan: &mut dyn Channel,
+    t: &mut Tenant,
+    mut cu: Option<&mut cuda::CudaTenant>,
+) -> Result<(), ServeError> {
     let mut req = Vec::new();
     let mut enc = Encoder::new();
     let mut deferred = 0i32;
@@ -52,8 +59,14 @@ pub fn serve(chan: &mut dyn Channel, t: &mut Tenant) -> Result<(), ServeError> {
             deferred_status: 0,
         }
         .encode(&mut enc);
+        let is_cuda = cuda::is_cuda(func);
         let status = if func == u32::MAX {
             Err(CL_INVALID_VALUE)
+        } else if is_cuda {
+            match cu.as_deref_mut() {
+                Some(cu) => cuda::dispatch(cu, func, &mut d, &mut enc),
+                None => cuda::disabled(func),
+            }
         } else {
             opencl::dispatch(t, func, &mut d, &mut enc)
         };
@@ -69,7 +82,12 @@ pub fn serve(chan: &mut dyn Channel, t: &mut Tenant) -> Result<(), ServeError> {
         // A deferred call has no reply; its failure is reported with the
         // next reply. The client decides what is deferred, but only calls
         // the description marks async may be.
-        if flags & FLAG_ASYNC != 0 && is_async(func) {
+        let may_defer = if is_cuda {
+            wormhole_cuda_api::is_async(func)
+        } else {
+            is_async(func)
+        };
+        if flags & FLAG_ASYNC != 0 && may_defer {
             if status != 0 {
                 log::debug!("deferred call {func} failed: {status}");
                 if deferred == 0 {
@@ -86,9 +104,21 @@ pub fn serve(chan: &mut dyn Channel, t: &mut Tenant) -> Result<(), ServeError> {
     }
 }
 
-/// The platforms to export, found with our own ICD (if installed) hidden.
+/// The platforms to export, found with our own ICD (if installed) hidden;
+/// none when OpenCL is not exported.
 fn export(config: &Config) -> Vec<*mut std::ffi::c_void> {
+    if !config.opencl {
+        return Vec::new();
+    }
     opencl::platforms(&config.platforms)
+}
+
+/// The tenant's CUDA state, when CUDA is exported.
+fn cuda_tenant(config: &Config) -> Option<cuda::CudaTenant> {
+    config.cuda.then(|| {
+        cuda::set_runtime_path(config.cuda_runtime.clone());
+        cuda::CudaTenant::new(config.max_alloc)
+    })
 }
 
 fn limits(config: &Config) -> Limits {
@@ -137,7 +167,8 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
         let mut t = Tenant::new(export(config), limits(config), Some(notify));
         let mut chan = ShmChannel::new(region, Side::Server, config.handoff(), None);
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
-        serve(&mut chan, &mut t)
+        let mut cu = cuda_tenant(config);
+        serve(&mut chan, &mut t, cu.as_mut())
     } else {
         // SAFETY: fd 3 is the accepted TCP socket, owned by this process.
         let mut stream = unsafe { std::net::TcpStream::from_raw_fd(fd.as_raw_fd()) };
@@ -151,6 +182,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
         let mut t = Tenant::new(export(config), limits(config), None);
         let mut chan = StreamChannel::tcp(stream)?;
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
-        serve(&mut chan, &mut t)
+        let mut cu = cuda_tenant(config);
+        serve(&mut chan, &mut t, cu.as_mut())
     }
 }

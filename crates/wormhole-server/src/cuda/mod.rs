@@ -1,0 +1,159 @@
+//! The CUDA backend: decoders generated from `cuda.api` plus the
+//! hand-written ones it names (memory, copies, kernels).
+//!
+//! The real runtime (libcudart) is opened at run time, so the server builds
+//! and runs on machines without CUDA. Where it is missing (or is one of
+//! Wormhole's own stand-ins) every forwarded call answers what the native
+//! runtime answers on a machine without the NVIDIA driver:
+//! cudaErrorInsufficientDriver. Where it is present but finds no driver or
+//! no device, its own answers (cudaErrorInsufficientDriver,
+//! cudaErrorNoDevice) are forwarded unchanged.
+//!
+//! Raw pointers that functions here take are device addresses and CUDA
+//! handles from a tenant's tables, which we pass to the runtime and never
+//! dereference, hence the allowance below.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
+pub mod overrides;
+pub mod tenant;
+
+use std::ffi::{c_void, CString};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use wormhole_cuda_api::{cudaErrorInsufficientDriver, func, Kind};
+use wormhole_cuda_api::{cudaErrorNotSupported, cudaSuccess};
+use wormhole_wire::{Decoder, Encoder};
+
+pub use tenant::CudaTenant;
+use tenant::{bad, opt_mut_ptr, CudaTenant as Tenant};
+
+/// What a forwarded call answers when the runtime (or the entry point) is
+/// missing: the native answer without a driver.
+pub const NO_LIBRARY: i32 = cudaErrorInsufficientDriver;
+
+/// `dim3`, passed by value.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Dim3 {
+    pub x: u32,
+    pub y: u32,
+    pub z: u32,
+}
+
+/// `__fatBinC_Wrapper_t`, built by the server around a client's fat binary.
+#[repr(C)]
+pub struct Wrapper {
+    pub magic: u32,
+    pub version: u32,
+    pub data: *const u8,
+    pub filename_or_fatbins: *mut c_void,
+}
+
+#[allow(
+    clippy::needless_return,
+    clippy::match_single_binding,
+    clippy::missing_safety_doc,
+    unused_imports
+)]
+mod generated {
+    use super::*;
+    include!(concat!(env!("OUT_DIR"), "/cuda_server_gen.rs"));
+}
+pub use generated::{dispatch, ffi};
+
+/// The loaded runtime: its entry points and its major version.
+struct Runtime {
+    table: ffi::Table,
+    major: u32,
+}
+
+static RUNTIME_PATH: OnceLock<Option<PathBuf>> = OnceLock::new();
+
+/// Where to find libcudart (the configuration's `cuda_runtime`); by default
+/// the dynamic loader's search for libcudart.so.13, then .12. Call before
+/// the first CUDA request.
+pub fn set_runtime_path(p: Option<PathBuf>) {
+    let _ = RUNTIME_PATH.set(p);
+}
+
+fn open(name: &str) -> Option<*mut c_void> {
+    let c = CString::new(name).ok()?;
+    // SAFETY: a NUL-terminated path; dlopen has no other precondition.
+    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if h.is_null() {
+        return None;
+    }
+    let marker = c"wormhole_cudart_stub";
+    // SAFETY: `h` is a live handle; the name is NUL-terminated.
+    if !unsafe { libc::dlsym(h, marker.as_ptr()) }.is_null() {
+        log::warn!("{name} is a Wormhole stand-in, not NVIDIA's runtime: not loading it");
+        // SAFETY: `h` came from dlopen above and nothing from it is in use.
+        unsafe { libc::dlclose(h) };
+        return None;
+    }
+    Some(h)
+}
+
+fn runtime() -> Option<&'static Runtime> {
+    static RT: OnceLock<Option<Runtime>> = OnceLock::new();
+    RT.get_or_init(|| {
+        let names: Vec<String> = match RUNTIME_PATH.get().cloned().flatten() {
+            Some(p) => vec![p.display().to_string()],
+            None => vec!["libcudart.so.13".into(), "libcudart.so.12".into()],
+        };
+        let h = names.iter().find_map(|n| open(n))?;
+        let sym = |name: &str| -> *mut c_void {
+            match CString::new(name) {
+                // SAFETY: `h` is a live handle we never close.
+                Ok(c) => unsafe { libc::dlsym(h, c.as_ptr()) },
+                Err(_) => std::ptr::null_mut(),
+            }
+        };
+        // SAFETY: every name is looked up in libcudart, whose functions have
+        // the signatures cuda.api describes (from its headers).
+        let table = unsafe { ffi::Table::load(&sym) };
+        let mut v = 0i32;
+        let rv = sym("cudaRuntimeGetVersion");
+        if !rv.is_null() {
+            // SAFETY: cudaRuntimeGetVersion(int *).
+            let f = unsafe {
+                std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut i32) -> i32>(rv)
+            };
+            // SAFETY: a valid out-pointer.
+            unsafe { f(&mut v) };
+        }
+        log::info!("CUDA runtime loaded: version {v}");
+        Some(Runtime {
+            table,
+            major: (v / 1000) as u32,
+        })
+    })
+    .as_ref()
+}
+
+/// The runtime's entry points (all absent without a runtime).
+fn table() -> &'static ffi::Table {
+    static EMPTY: OnceLock<ffi::Table> = OnceLock::new();
+    match runtime() {
+        Some(r) => &r.table,
+        None => EMPTY.get_or_init(ffi::Table::default),
+    }
+}
+
+/// The loaded runtime's major version (0: none).
+pub fn runtime_major() -> u32 {
+    runtime().map_or(0, |r| r.major)
+}
+
+/// Whether a function id is CUDA's.
+pub fn is_cuda(func: u32) -> bool {
+    func >= func::cudaGetDeviceCount
+        && (func as usize) < func::cudaGetDeviceCount as usize + wormhole_cuda_api::FUNC_NAMES.len()
+}
+
+/// Answers a CUDA request on a server that does not export CUDA: what the
+/// native runtime answers without a driver.
+pub fn disabled(_func: u32) -> Result<i32, i32> {
+    Err(NO_LIBRARY)
+}
