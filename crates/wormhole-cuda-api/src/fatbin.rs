@@ -415,6 +415,19 @@ mod tests {
         assert_eq!(k[1].param_bytes(), 16);
     }
 
+    /// `fixtures/testkernels.fatbin` is the fixture, checked in for the C
+    /// samples (which cannot call Rust); regenerate it with
+    /// `WORMHOLE_WRITE_FIXTURE=1 cargo test -p wormhole-cuda-api`.
+    #[test]
+    fn checked_in_fixture_is_the_generated_one() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/testkernels.fatbin");
+        if std::env::var_os("WORMHOLE_WRITE_FIXTURE").is_some() {
+            std::fs::write(path, synth::fixture()).expect("write fixture");
+        }
+        let file = std::fs::read(path).expect("fixture is checked in");
+        assert_eq!(file, synth::fixture());
+    }
+
     #[test]
     fn refuses_damaged_input_without_panicking() {
         let fb = synth::fixture();
