@@ -157,3 +157,145 @@ pub fn is_cuda(func: u32) -> bool {
 pub fn disabled(_func: u32) -> Result<i32, i32> {
     Err(NO_LIBRARY)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wormhole_cuda_api::fatbin::synth;
+    use wormhole_cuda_api::tracker::Alloc;
+    use wormhole_cuda_api::wire::Launch;
+    use wormhole_cuda_api::{
+        cudaErrorInvalidDeviceFunction, cudaErrorInvalidKernelImage, cudaErrorInvalidValue,
+    };
+
+    /// Runs one request through the tenant's dispatch, as the serve loop does.
+    fn call(t: &mut CudaTenant, func: u32, args: impl FnOnce(&mut Encoder)) -> Result<i32, i32> {
+        let mut e = Encoder::new();
+        args(&mut e);
+        let mut out = Encoder::new();
+        dispatch(t, func, &mut Decoder::new(e.as_slice()), &mut out)
+    }
+
+    // No test here can reach a real runtime (CI has none); each request is
+    // one the tenant must refuse before calling the library.
+    #[test]
+    fn refuses_what_a_tenant_does_not_own() {
+        let mut t = CudaTenant::new(1 << 20);
+        t.allocs
+            .insert(Alloc {
+                start: 0x7000_0000,
+                size: 4096,
+                device: 0,
+            })
+            .expect("insert");
+        // A memset past the tenant's allocation, or on an address it never
+        // got, is refused; so is a stream it never created.
+        let memset = |p: u64, n: u64| {
+            move |e: &mut Encoder| {
+                e.u64(p);
+                e.i32(0);
+                e.usize(n as usize);
+            }
+        };
+        assert_eq!(
+            call(&mut t, func::cudaMemset, memset(0x7000_0000, 4097)),
+            Err(cudaErrorInvalidValue)
+        );
+        assert_eq!(
+            call(&mut t, func::cudaMemset, memset(0x1234, 1)),
+            Err(cudaErrorInvalidValue)
+        );
+        assert_eq!(
+            call(&mut t, func::cudaStreamSynchronize, |e| e.u64(99)),
+            Err(Kind::Stream.invalid())
+        );
+        assert_eq!(
+            call(&mut t, func::cudaFree, |e| e.u64(0x7000_0010)),
+            Err(cudaErrorInvalidValue),
+            "only an allocation's start can be freed"
+        );
+        // Truncated requests are malformed, not crashes.
+        assert_eq!(
+            call(&mut t, func::cudaMemset, |e| e.u64(0x7000_0000)),
+            Err(cudaErrorInvalidValue)
+        );
+        assert!(call(&mut t, u32::MAX - 1, |_| {}).is_err());
+    }
+
+    #[test]
+    fn registers_the_fixture_and_checks_launches_against_its_layouts() {
+        let mut t = CudaTenant::new(1 << 20);
+        let mut bad = synth::fixture();
+        bad.truncate(100);
+        assert_eq!(
+            call(&mut t, func::__cudaRegisterFatBinary, |e| {
+                e.u64(1);
+                e.bytes(&bad);
+            }),
+            Err(cudaErrorInvalidKernelImage)
+        );
+        let fb = synth::fixture();
+        let reg = |e: &mut Encoder| {
+            e.u64(1);
+            e.bytes(&fb);
+        };
+        assert_eq!(call(&mut t, func::__cudaRegisterFatBinary, reg), Ok(0));
+        assert_eq!(
+            call(&mut t, func::__cudaRegisterFatBinary, |e| {
+                e.u64(1);
+                e.bytes(&synth::fixture());
+            }),
+            Err(cudaErrorInvalidValue),
+            "module ids are fresh"
+        );
+        assert_eq!(
+            call(&mut t, func::__cudaRegisterFunction, |e| {
+                e.u64(1);
+                e.u64(0x401000);
+                e.bytes(b"vecAdd");
+            }),
+            Ok(0)
+        );
+        let launch = |func: u64, args: Vec<u8>| {
+            move |e: &mut Encoder| {
+                Launch {
+                    func,
+                    grid: [1, 1, 1],
+                    block: [32, 1, 1],
+                    shared_mem: 0,
+                    stream: 0,
+                    args,
+                }
+                .encode(e)
+            }
+        };
+        assert_eq!(
+            call(
+                &mut t,
+                func::cudaLaunchKernel,
+                launch(0x402000, vec![0; 28])
+            ),
+            Err(cudaErrorInvalidDeviceFunction)
+        );
+        assert_eq!(
+            call(
+                &mut t,
+                func::cudaLaunchKernel,
+                launch(0x401000, vec![0; 27])
+            ),
+            Err(cudaErrorInvalidValue),
+            "vecAdd takes 28 bytes of arguments"
+        );
+        // The right shape passes validation and reaches the runtime, whose
+        // answer (without one: NO_LIBRARY) is the call's status.
+        let r = call(
+            &mut t,
+            func::cudaLaunchKernel,
+            launch(0x401000, vec![0; 28]),
+        );
+        assert!(matches!(r, Ok(s) if s != 0), "{r:?}");
+        if runtime().is_none() {
+            assert_eq!(r, Ok(NO_LIBRARY));
+        }
+    }
+}
