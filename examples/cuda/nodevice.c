@@ -29,7 +29,8 @@ int main(void) {
     expect_no_gpu("cudaDeviceSynchronize", cudaDeviceSynchronize());
     cudaError_t d = cudaDriverGetVersion(&v);
     printf("%-28s -> %d, version %d\n", "cudaDriverGetVersion", d, v);
-    if (d != cudaSuccess || v != 0) failures++;
+    /* No driver: version 0. A driver without devices reports its version. */
+    if (d != cudaSuccess || (first == cudaErrorInsufficientDriver && v != 0)) failures++;
     cudaError_t r = cudaRuntimeGetVersion(&v);
     printf("%-28s -> %d, version %d\n", "cudaRuntimeGetVersion", r, v);
     if (r != cudaSuccess || v < 12000) failures++;
