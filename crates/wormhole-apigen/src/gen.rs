@@ -387,7 +387,18 @@ fn server_func(o: &mut String, f: &Func) {
                         "    t.info_out(e, v_{n}.as_deref_mut(), func::{}, v_param_name, status)?;",
                         f.name
                     );
+                } else if matches!(f.ret, Ret::Status) {
+                    // A failed call wrote nothing the caller may rely on;
+                    // sending the buffer back would make the client copy
+                    // `size` bytes into an application buffer that the
+                    // library (natively) never touched.
+                    let _ = writeln!(
+                        out,
+                        "    e.opt_bytes(if status == CL_SUCCESS {{ v_{n}.as_deref() }} else {{ None }});"
+                    );
                 } else {
+                    // Creation calls report per-device results (e.g.
+                    // binary_status) along with their error.
                     let _ = writeln!(out, "    e.opt_bytes(v_{n}.as_deref());");
                 }
                 format!("opt_mut_ptr(&mut v_{n})")

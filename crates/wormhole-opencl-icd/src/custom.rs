@@ -7,10 +7,12 @@ use std::sync::atomic::Ordering;
 
 use wormhole_opencl_api::{
     func, image_element_size, image_host_size, image_window, rect_extent, ImageWindow, Kind,
-    RectExtent, CL_CONTEXT_PLATFORM, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR, IMAGE_DESC_LEN,
+    RectExtent, CL_CONTEXT_PLATFORM, CL_MEM_COPY_HOST_PTR, CL_MEM_FLAGS, CL_MEM_USE_HOST_PTR,
+    IMAGE_DESC_LEN,
 };
 
 use crate::rt::{any_obj, obj, object_for, Call, Reply};
+use wormhole_opencl_api::CL_INVALID_VALUE;
 
 /// Rewrites ids in custom info values into our objects.
 pub fn info(f: u32, param: u32, v: &mut [u8], first: *mut c_void) {
@@ -27,6 +29,19 @@ pub fn info(f: u32, param: u32, v: &mut [u8], first: *mut c_void) {
                 v[i + 8..i + 16].copy_from_slice(&p.to_le_bytes());
             }
             i += 16;
+        }
+    }
+    // CL_MEM_FLAGS: the server copied a USE_HOST_PTR buffer's memory; the
+    // application asked for (and, through maps, gets) USE_HOST_PTR.
+    if f == func::clGetMemObjectInfo && param == CL_MEM_FLAGS && v.len() >= 8 {
+        let uses_host = obj(first, Kind::Mem)
+            .ok()
+            .flatten()
+            .is_some_and(|o| o.host_ptr.load(Ordering::Relaxed) != 0);
+        if uses_host {
+            let flags = u64::from_le_bytes(v[..8].try_into().unwrap_or([0; 8]));
+            let flags = (flags & !CL_MEM_COPY_HOST_PTR) | CL_MEM_USE_HOST_PTR;
+            v[..8].copy_from_slice(&flags.to_le_bytes());
         }
     }
     if f == func::clGetMemObjectInfo && param == 0x1103 && v.len() >= 8 {
@@ -352,7 +367,8 @@ pub mod sources {
                 unsafe { *lengths.add(i) }
             };
             let bytes = if s.is_null() {
-                &[][..]
+                // A NULL entry is CL_INVALID_VALUE, as the API requires.
+                return Err(CL_INVALID_VALUE);
             } else if len == 0 {
                 // SAFETY: NUL-terminated by the caller's contract.
                 unsafe { CStr::from_ptr(s) }.to_bytes()
@@ -449,17 +465,25 @@ pub mod kernel_arg {
     ///
     /// # Safety
     /// `p` is NULL or holds `size` bytes.
-    pub unsafe fn put(c: &mut Call, p: *const c_void, size: usize) -> Result<(), i32> {
+    pub unsafe fn put(
+        c: &mut Call,
+        p: *const c_void,
+        size: usize,
+        _kernel: *mut c_void,
+        _index: u32,
+    ) -> Result<(), i32> {
         // The shape of a kernel argument is its size and kind, not its value:
         // a new value for the same argument fails only if the old one would.
         c.shape(size as u64);
         if p.is_null() {
+            c.shape(0xa0);
             c.enc.u8(0);
             return Ok(());
         }
         if size == std::mem::size_of::<usize>() {
-            // SAFETY: caller's contract: `size` (pointer-sized) bytes.
-            let h = unsafe { *(p as *const *mut c_void) };
+            // SAFETY: caller's contract: `size` (pointer-sized) bytes, with
+            // no promise of alignment (the size may be wrong for the value).
+            let h = unsafe { std::ptr::read_unaligned(p as *const *mut c_void) };
             if let Some(o) = any_obj(h) {
                 let tag = match o.kind {
                     Kind::Mem => Some(0u8),
@@ -475,13 +499,14 @@ pub mod kernel_arg {
                 }
             }
         }
+        c.shape(0xa1);
         c.enc.u8(1);
         // SAFETY: caller's contract.
         c.enc
             .bytes(unsafe { std::slice::from_raw_parts(p as *const u8, size) });
         Ok(())
     }
-    no_take!(size: usize);
+    no_take!(size: usize, kernel: *mut c_void, index: u32);
 }
 
 /// The host window of a rectangular transfer.

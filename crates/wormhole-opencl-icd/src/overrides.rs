@@ -9,13 +9,13 @@ use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock};
 
 use wormhole_opencl_api::{
-    func, image_window, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_VALUE, CL_MAP_WRITE,
+    func, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_VALUE, CL_MAP_WRITE,
     CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_TYPE, CL_MEM_USE_HOST_PTR, CL_OUT_OF_HOST_MEMORY,
     CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS,
 };
 
 use crate::gen;
-use crate::rt::{conn, fresh_id, obj, object_for, set_errcode, Call};
+use crate::rt::{conn, fresh_id, obj, object_for, set_errcode, Call, Reply};
 
 /// # Safety
 /// As for `clGetPlatformIDs`.
@@ -194,10 +194,47 @@ pub unsafe extern "C" fn clCreateBuffer(
 ) -> *mut c_void {
     // SAFETY: forwarded contract.
     let m = unsafe { gen::clCreateBuffer(ctx, flags, size, host_ptr, err) };
+    remember_host_ptr(m, flags, host_ptr);
+    m
+}
+
+/// An image's type and element size, which size its transfers' windows.
+/// Remembers the application's pointer of a USE_HOST_PTR memory object:
+/// the server holds a copy, so queries and maps answer from here.
+fn remember_host_ptr(m: *mut c_void, flags: u64, host_ptr: *mut c_void) {
     if flags & CL_MEM_USE_HOST_PTR != 0 {
         if let Ok(Some(o)) = obj(m, Kind::Mem) {
             o.host_ptr.store(host_ptr as usize, Ordering::Relaxed);
         }
+    }
+}
+
+/// # Safety
+/// As for `clCreateSubBuffer`.
+pub unsafe extern "C" fn clCreateSubBuffer(
+    buf: *mut c_void,
+    flags: u64,
+    ty: u32,
+    info: *const c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    let m = unsafe { gen::clCreateSubBuffer(buf, flags, ty, info, err) };
+    // A sub-buffer of a USE_HOST_PTR buffer uses the parent's memory from
+    // its origin on.
+    let parent_host = obj(buf, Kind::Mem)
+        .ok()
+        .flatten()
+        .map_or(0, |o| o.host_ptr.load(Ordering::Relaxed));
+    if parent_host != 0 && !info.is_null() {
+        // SAFETY: a successful region sub-buffer's info is a
+        // cl_buffer_region, whose first field is the origin.
+        let origin = unsafe { std::ptr::read_unaligned(info as *const usize) };
+        remember_host_ptr(
+            m,
+            CL_MEM_USE_HOST_PTR,
+            (parent_host + origin) as *mut c_void,
+        );
     }
     m
 }
@@ -326,18 +363,26 @@ fn map_memory(
     Ok((p, Some(layout)))
 }
 
+/// Reads a map's reply: whether the mapped bytes follow and the mapping's
+/// length; receives the bytes straight into the memory handed to the
+/// application.
 fn finish_map(
-    data: Option<Vec<u8>>,
+    r: &mut Reply<'_>,
     host: usize,
     offset: usize,
-    len: usize,
     id: u64,
     flags: u64,
 ) -> Result<*mut c_void, i32> {
+    let raw = r.opt_flag()?;
+    let mut len = 0u64;
+    // SAFETY: a local out-value.
+    unsafe { r.out_u64(&mut len)? };
+    let len = usize::try_from(len).map_err(|_| CL_OUT_OF_HOST_MEMORY)?;
     let (p, owned) = map_memory(host, offset, len)?;
-    if let Some(d) = data {
-        // SAFETY: `p` spans `len` bytes and the server sent at most that.
-        unsafe { std::ptr::copy_nonoverlapping(d.as_ptr(), p, d.len().min(len)) };
+    if raw {
+        // SAFETY: `p` spans `len` bytes (just allocated, or the
+        // application's host buffer from `offset`, as the API promises).
+        r.recv_raw(unsafe { std::slice::from_raw_parts_mut(p, len) })?;
     }
     maps().entry(p as usize).or_default().push(Mapped {
         id,
@@ -376,21 +421,20 @@ pub unsafe extern "C" fn clEnqueueMapBuffer(
         let n_ev = c.out_new(ev);
         let id = fresh_id();
         c.enc.u64(id);
+        let host = obj(buf, Kind::Mem)?.map_or(0, |o| o.host_ptr.load(Ordering::Relaxed));
         let mut r = c.finish()?;
         let status = r.status();
-        let data = if r.has_outputs() {
-            r.opt_bytes()?
+        let p = if r.has_outputs() && status == CL_SUCCESS {
+            finish_map(&mut r, host, offset, id, flags)?
         } else {
-            None
+            std::ptr::null_mut()
         };
         // SAFETY: forwarded contract.
         unsafe { r.out_new(n_ev, ev, Kind::Event, status) };
-        drop(r);
         if status != CL_SUCCESS {
             return Err(status);
         }
-        let host = obj(buf, Kind::Mem)?.map_or(0, |o| o.host_ptr.load(Ordering::Relaxed));
-        finish_map(data, host, offset, size, id, flags)
+        Ok(p)
     };
     let (v, e) = match run() {
         Ok(v) => (v, CL_SUCCESS),
@@ -422,7 +466,6 @@ pub unsafe extern "C" fn clEnqueueMapImage(
         if origin.is_null() || region.is_null() || row_pitch.is_null() {
             return Err(CL_INVALID_VALUE);
         }
-        let (ty, elem) = image_shape(image)?;
         let mut c = Call::begin(func::clEnqueueMapImage)?;
         c.handle(q, Kind::Queue)?;
         c.handle(image, Kind::Mem)?;
@@ -445,25 +488,22 @@ pub unsafe extern "C" fn clEnqueueMapImage(
         let mut r = c.finish()?;
         let status = r.status();
         let (mut row, mut slice) = (0usize, 0usize);
-        let mut data = None;
+        let mut p = std::ptr::null_mut();
         if r.has_outputs() {
             // SAFETY: local out-values.
             unsafe {
                 r.out_usize(&mut row)?;
                 r.out_usize(&mut slice)?;
             }
-            data = r.opt_bytes()?;
+            if status == CL_SUCCESS {
+                p = finish_map(&mut r, 0, 0, id, flags)?;
+            }
         }
         // SAFETY: forwarded contract.
         unsafe { r.out_new(n_ev, ev, Kind::Event, status) };
-        drop(r);
         if status != CL_SUCCESS {
             return Err(status);
         }
-        let r3 = wormhole_opencl_api::triple(rg).ok_or(CL_INVALID_VALUE)?;
-        let len = image_window(ty, r3, elem, row as u64, slice as u64)
-            .ok_or(CL_INVALID_VALUE)?
-            .extent as usize;
         // SAFETY: checked non-NULL above; slice_pitch may be NULL.
         unsafe {
             *row_pitch = row;
@@ -471,7 +511,7 @@ pub unsafe extern "C" fn clEnqueueMapImage(
                 *slice_pitch = slice;
             }
         }
-        finish_map(data, 0, 0, len, id, flags)
+        Ok(p)
     };
     let (v, e) = match run() {
         Ok(v) => (v, CL_SUCCESS),
@@ -504,17 +544,18 @@ pub unsafe extern "C" fn clEnqueueUnmapMemObject(
             m
         };
         let mut c = Call::begin(func::clEnqueueUnmapMemObject)?;
+        // What the server needs to follow the stream comes first.
+        c.enc.u64(m.id);
+        let write_back = m.flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0;
+        c.enc.bool(write_back);
+        c.enc.u64(m.len as u64);
+        if write_back {
+            // SAFETY: the mapping spans `m.len` bytes at `ptr` and stays
+            // allocated until the call is finished.
+            unsafe { c.attach_raw(ptr as *const u8, m.len) };
+        }
         c.handle(q, Kind::Queue)?;
         c.handle(mem, Kind::Mem)?;
-        c.enc.u64(m.id);
-        if m.flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0 {
-            // SAFETY: the mapping spans `m.len` bytes at `ptr`.
-            c.enc.opt_bytes(Some(unsafe {
-                std::slice::from_raw_parts(ptr as *const u8, m.len)
-            }));
-        } else {
-            c.enc.opt_bytes(None);
-        }
         c.enc.u32(n);
         // SAFETY: forwarded contract.
         unsafe { c.handles(wl, n as usize, Kind::Event)? };

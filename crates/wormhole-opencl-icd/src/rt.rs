@@ -6,7 +6,7 @@
 //! ICD dispatch table, as the loaders require. It carries the id under which
 //! the server knows the object. The server never sees our pointers.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::c_void;
 use std::io::Read;
 use std::os::fd::AsRawFd;
@@ -49,6 +49,7 @@ pub struct Obj {
 struct Registry {
     by_id: HashMap<u64, usize>,
     live: HashSet<usize>,
+    quarantine: VecDeque<usize>,
 }
 
 fn registry() -> MutexGuard<'static, Registry> {
@@ -57,6 +58,7 @@ fn registry() -> MutexGuard<'static, Registry> {
         Mutex::new(Registry {
             by_id: HashMap::new(),
             live: HashSet::new(),
+            quarantine: VecDeque::new(),
         })
     });
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -139,12 +141,29 @@ pub fn released(p: *mut c_void, kind: Kind) {
         let mut r = registry();
         r.by_id.remove(&o.id);
         r.live.remove(&(p as usize));
+        // The memory stays allocated (with its dispatch table) for a while:
+        // the ICD loader reads the table through a handle before we can
+        // check it, so a use after release then gets CL_INVALID_* instead
+        // of a crash. Bounded, so that objects released in a loop (events)
+        // do not leak.
+        r.quarantine.push_back(p as usize);
+        let evicted = if r.quarantine.len() > QUARANTINE {
+            r.quarantine.pop_front()
+        } else {
+            None
+        };
         drop(r);
-        // SAFETY: unregistered above, so no other lookup can return it; the
-        // application released its last reference.
-        unsafe { drop(Box::from_raw(p as *mut Obj)) };
+        if let Some(old) = evicted {
+            // SAFETY: unregistered when it entered the quarantine, so no
+            // lookup can return it; the application released its last
+            // reference, and only the quarantine held the pointer.
+            unsafe { drop(Box::from_raw(old as *mut Obj)) };
+        }
     }
 }
+
+/// How many released objects stay allocated (see [`released`]).
+const QUARANTINE: usize = 4096;
 
 /// # Safety
 /// `e` is NULL or points to a writable cl_int.
@@ -168,6 +187,9 @@ struct ChanState {
 pub struct Conn {
     state: Mutex<ChanState>,
     pub platforms: Vec<u64>,
+    /// The process that connected. A child made by fork() shares our rings
+    /// and must not use them: it would corrupt its parent's calls.
+    pid: u32,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -248,6 +270,7 @@ fn connect() -> Result<Conn, String> {
             dead: false,
         }),
         platforms: Vec::new(),
+        pid: std::process::id(),
     };
     conn.platforms = fetch_platforms(&conn)?;
     Ok(conn)
@@ -306,6 +329,10 @@ impl<'a> Call<'a> {
     fn on(conn: &'a Conn, func: u32) -> Result<Call<'a>, i32> {
         let mut guard = conn.state.lock().unwrap_or_else(|p| p.into_inner());
         if guard.dead {
+            return Err(CL_OUT_OF_RESOURCES);
+        }
+        if std::process::id() != conn.pid {
+            log("OpenCL used in a child after fork(): the parent's connection is not shared");
             return Err(CL_OUT_OF_RESOURCES);
         }
         let mut enc = Encoder::with_buffer(std::mem::take(&mut guard.tx));

@@ -55,8 +55,18 @@ fn spawn_tenant(fd: RawFd, config_args: &[String]) -> std::io::Result<()> {
             Ok(())
         });
     }
-    let child = cmd.spawn()?;
-    log::info!("tenant process {} started", child.id());
+    let mut child = cmd.spawn()?;
+    let pid = child.id();
+    log::info!("tenant process {pid} started");
+    // Reap it when it exits (no zombies). Not SIGCHLD = SIG_IGN: that is
+    // inherited across exec, and a tenant's OpenCL library waits for its
+    // own children (PoCL runs the linker), which then fails with ECHILD;
+    // it also makes a failed spawn panic in std.
+    std::thread::Builder::new()
+        .name(format!("reap-{pid}"))
+        .spawn(move || {
+            let _ = child.wait();
+        })?;
     Ok(())
 }
 
@@ -83,15 +93,6 @@ pub fn run(
     tcp: Option<TcpListener>,
     config_args: Vec<String>,
 ) -> Result<(), ListenError> {
-    // Tenants are reaped by the kernel: no zombies, no waiting thread.
-    // SAFETY: setting SIGCHLD to SIG_IGN has no handler to be unsafe in.
-    unsafe {
-        nix::sys::signal::signal(
-            nix::sys::signal::Signal::SIGCHLD,
-            nix::sys::signal::SigHandler::SigIgn,
-        )
-        .map_err(std::io::Error::from)?;
-    }
     if let Some(tcp) = tcp {
         let args = config_args.clone();
         std::thread::spawn(move || {

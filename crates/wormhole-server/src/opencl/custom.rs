@@ -9,8 +9,9 @@ use std::ffi::{c_char, c_void, CString};
 use wormhole_opencl_api::{
     func, image_element_size, image_host_size, image_window, rect_extent, triple, Kind,
     CL_CONTEXT_PLATFORM, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_ARG_SIZE, CL_INVALID_HOST_PTR,
-    CL_INVALID_IMAGE_FORMAT_DESCRIPTOR, CL_INVALID_VALUE, CL_MEM_COPY_HOST_PTR, CL_MEM_TYPE,
-    CL_MEM_USE_HOST_PTR, CL_SUCCESS, IMAGE_DESC_LEN,
+    CL_INVALID_IMAGE_FORMAT_DESCRIPTOR, CL_INVALID_MEM_OBJECT, CL_INVALID_SAMPLER,
+    CL_INVALID_VALUE, CL_MEM_COPY_HOST_PTR, CL_MEM_TYPE, CL_MEM_USE_HOST_PTR, CL_SUCCESS,
+    IMAGE_DESC_LEN,
 };
 use wormhole_wire::{Decoder, Encoder};
 
@@ -319,12 +320,10 @@ pub mod sources {
         d: &mut Decoder<'a>,
         count: &u32,
     ) -> Result<Sources<'a>, i32> {
+        // NULL strings is CL_INVALID_VALUE; some libraries (PoCL 3)
+        // dereference it, so it never reaches them.
         if !d.bool().map_err(bad)? {
-            return Ok(Sources {
-                ptrs: None,
-                lens: Vec::new(),
-                _src: Vec::new(),
-            });
+            return Err(CL_INVALID_VALUE);
         }
         let n = d.u32().map_err(bad)?;
         if n != *count {
@@ -489,6 +488,54 @@ pub mod header_names {
     }
 }
 
+const CL_KERNEL_ARG_ADDRESS_QUALIFIER: u32 = 0x1196;
+const CL_KERNEL_ARG_TYPE_NAME: u32 = 0x1198;
+const CL_KERNEL_ARG_ADDRESS_GLOBAL: u32 = 0x119B;
+const CL_KERNEL_ARG_ADDRESS_CONSTANT: u32 = 0x119D;
+
+/// Rejects plain (non-zero) bytes for an argument that takes a memory
+/// object or a sampler: they would be a pointer in the client's address
+/// space (a forged or released handle), which the library would
+/// dereference here. Where the library gives no argument information the
+/// bytes go through, as they would natively.
+fn check_not_object(kernel: *mut c_void, index: u32) -> Result<(), i32> {
+    let mut q: u32 = 0;
+    // SAFETY: `kernel` came from the tenant's table; `q` is a cl_uint.
+    let s = unsafe {
+        super::ffi::clGetKernelArgInfo(
+            kernel,
+            index,
+            CL_KERNEL_ARG_ADDRESS_QUALIFIER,
+            4,
+            &mut q as *mut u32 as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    if s != CL_SUCCESS {
+        return Ok(());
+    }
+    if q == CL_KERNEL_ARG_ADDRESS_GLOBAL || q == CL_KERNEL_ARG_ADDRESS_CONSTANT {
+        return Err(CL_INVALID_MEM_OBJECT);
+    }
+    let mut name = [0u8; 16];
+    let mut len = 0usize;
+    // SAFETY: as above; `name` holds 16 bytes, as passed.
+    let s = unsafe {
+        super::ffi::clGetKernelArgInfo(
+            kernel,
+            index,
+            CL_KERNEL_ARG_TYPE_NAME,
+            name.len(),
+            name.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if s == CL_SUCCESS && name.starts_with(b"sampler_t\0") {
+        return Err(CL_INVALID_SAMPLER);
+    }
+    Ok(())
+}
+
 /// A kernel argument: NULL (local memory), plain bytes, or a handle.
 pub struct KernelArg<'a> {
     bytes: Option<&'a [u8]>,
@@ -515,6 +562,8 @@ pub mod kernel_arg {
         t: &mut Tenant,
         d: &mut Decoder<'a>,
         size: &usize,
+        kernel: &*mut c_void,
+        index: &u32,
     ) -> Result<KernelArg<'a>, i32> {
         let mut a = KernelArg {
             bytes: None,
@@ -527,6 +576,9 @@ pub mod kernel_arg {
                 let b = d.bytes().map_err(bad)?;
                 if b.len() != *size {
                     return Err(CL_INVALID_ARG_SIZE);
+                }
+                if *size == std::mem::size_of::<usize>() && b.iter().any(|&x| x != 0) {
+                    check_not_object(*kernel, *index)?;
                 }
                 a.bytes = Some(b);
             }

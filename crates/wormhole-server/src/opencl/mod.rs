@@ -36,10 +36,13 @@ const ZERO_ORIGIN: [usize; 3] = [0, 0, 0];
 
 /// The client cannot lend us its memory, so a memory object that would use
 /// the host pointer copies it instead; the client keeps the pointer's
-/// semantics where it can (maps return it).
+/// semantics where it can (maps return it). A combination the API forbids
+/// (USE with ALLOC or COPY) goes through unchanged so that the library
+/// rejects it as it would natively.
 fn host_flags(flags: u64) -> u64 {
-    use wormhole_opencl_api::{CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR};
-    if flags & CL_MEM_USE_HOST_PTR != 0 {
+    use wormhole_opencl_api::{CL_MEM_ALLOC_HOST_PTR, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR};
+    let exclusive = CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR;
+    if flags & CL_MEM_USE_HOST_PTR != 0 && flags & exclusive == 0 {
         (flags & !CL_MEM_USE_HOST_PTR) | CL_MEM_COPY_HOST_PTR
     } else {
         flags

@@ -325,8 +325,10 @@ fn wait_list_and_event(
     Ok((n, wl, t.out_new(d)?))
 }
 
-/// Records a mapping and sends its current contents, unless the
-/// application will overwrite them all (WRITE_INVALIDATE_REGION).
+/// Records a mapping and arranges for its current contents to stream after
+/// the reply, unless the application will overwrite them all
+/// (WRITE_INVALIDATE_REGION). The reply says whether they follow, and how
+/// long the mapping is.
 fn publish_mapping(
     t: &mut Tenant,
     e: &mut Encoder,
@@ -344,13 +346,14 @@ fn publish_mapping(
             len,
         },
     );
-    if flags & CL_MAP_WRITE_INVALIDATE_REGION != 0 {
-        e.opt_bytes(None);
-    } else {
-        // SAFETY: the library mapped `len` bytes at `ptr`, valid until unmap.
-        e.opt_bytes(Some(unsafe {
-            std::slice::from_raw_parts(ptr as *const u8, len as usize)
-        }));
+    let send = flags & CL_MAP_WRITE_INVALIDATE_REGION == 0;
+    e.bool(send);
+    e.u64(len);
+    if send {
+        t.bulk = Some(Bulk::Send {
+            ptr: ptr as usize,
+            len: len as usize,
+        });
     }
 }
 
@@ -399,7 +402,8 @@ pub fn d_clEnqueueMapBuffer(
     if err == CL_SUCCESS && !ptr.is_null() {
         publish_mapping(t, e, id, buf, ptr, size as u64, flags);
     } else {
-        e.opt_bytes(None);
+        e.bool(false);
+        e.u64(0);
     }
     Ok(err)
 }
@@ -447,7 +451,8 @@ pub fn d_clEnqueueMapImage(
     e.usize(row);
     e.usize(slice);
     if err != CL_SUCCESS || ptr.is_null() {
-        e.opt_bytes(None);
+        e.bool(false);
+        e.u64(0);
         return Ok(err);
     }
     let (ty, elem) = super::custom::image_shape(img).ok_or(CL_INVALID_VALUE)?;
@@ -458,64 +463,106 @@ pub fn d_clEnqueueMapImage(
     Ok(err)
 }
 
-/// Request: queue, mem, map id, written-back bytes, wait list, event.
+/// Request: map id, whether written-back bytes follow and how many, queue,
+/// mem, wait list, event; the bytes stream after the frame, straight into
+/// the mapping, and the unmap runs once they are in (`finish_bulk_in`).
 pub fn d_clEnqueueUnmapMemObject(
     t: &mut Tenant,
     d: &mut Decoder<'_>,
     e: &mut Encoder,
 ) -> Result<i32, i32> {
+    let (id, has_data, len) = match (d.u64(), d.bool(), d.u64()) {
+        (Ok(id), Ok(has), Ok(len)) => (id, has, len),
+        _ => {
+            // Without these the stream cannot be followed any further.
+            t.broken = true;
+            return Err(CL_INVALID_VALUE);
+        }
+    };
+    if has_data {
+        t.bulk = Some(Bulk::Drain(len));
+    }
     let q = t.handle(d, Kind::Queue)?;
     let mem = t.handle(d, Kind::Mem)?;
-    let id = d.u64().map_err(bad)?;
-    let data = d.opt_bytes().map_err(bad)?;
-    let (n, wl, mut ev) = wait_list_and_event(t, d)?;
+    let (n, wl, ev) = wait_list_and_event(t, d)?;
     d.finish().map_err(bad)?;
+    if mem.is_null() {
+        return Err(CL_INVALID_MEM_OBJECT);
+    }
     let m = match t.mappings.get(&id) {
         Some(m) if m.mem == mem as usize => m,
         _ => return Err(CL_INVALID_VALUE),
     };
-    if let Some(b) = data {
-        if b.len() as u64 > m.len {
-            return Err(CL_INVALID_VALUE);
-        }
-        // SAFETY: the mapping spans `m.len` bytes and `b` is no longer.
-        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), m.ptr as *mut u8, b.len()) };
+    if len > m.len {
+        return Err(CL_INVALID_VALUE);
     }
-    let ptr = m.ptr as *mut c_void;
-    // SAFETY: `ptr` is the pointer the library returned for this mapping.
-    let s = unsafe { ffi::clEnqueueUnmapMemObject(q, mem, ptr, n, opt_vec_ptr(&wl), ev.ptr()) };
-    t.commit_new(&mut ev, Kind::Event, s);
-    if s == CL_SUCCESS {
-        t.mappings.remove(&id);
-    }
+    let ptr = m.ptr;
     e.u8(1);
-    Ok(if mem.is_null() {
-        CL_INVALID_MEM_OBJECT
+    let unmap = Unmap {
+        queue: q as usize,
+        mem: mem as usize,
+        ptr,
+        n,
+        wait: wl,
+        event: ev,
+        mapping: Some(id),
+    };
+    if has_data {
+        t.bulk = Some(Bulk::In {
+            len: len as usize,
+            then: unmap,
+        });
+        // The status is the unmap's, known once the data is in.
+        Ok(CL_SUCCESS)
     } else {
+        Ok(unmap.run(t))
+    }
+}
+
+/// An unmap to run once a bulk transfer is through.
+pub struct Unmap {
+    queue: usize,
+    mem: usize,
+    ptr: usize,
+    n: u32,
+    wait: Option<Vec<*mut c_void>>,
+    event: NewSlot,
+    /// The client's mapping, forgotten when the unmap succeeds.
+    mapping: Option<u64>,
+}
+
+impl Unmap {
+    fn run(mut self, t: &mut Tenant) -> i32 {
+        // SAFETY: `ptr` is the library's live mapping of `mem`; the wait
+        // list holds `n` events from the table.
+        let s = unsafe {
+            ffi::clEnqueueUnmapMemObject(
+                self.queue as *mut c_void,
+                self.mem as *mut c_void,
+                self.ptr as *mut c_void,
+                self.n,
+                opt_vec_ptr(&self.wait),
+                self.event.ptr(),
+            )
+        };
+        t.commit_new(&mut self.event, Kind::Event, s);
+        if let (Some(id), CL_SUCCESS) = (self.mapping, s) {
+            t.mappings.remove(&id);
+        }
         s
-    })
+    }
 }
 
 /// A bulk transfer the serve loop completes around the reply.
 pub enum Bulk {
     /// Discard this many incoming bytes (the request failed validation).
     Drain(u64),
-    /// Receive into a mapped buffer region, then unmap.
-    In {
-        ptr: usize,
-        len: usize,
-        queue: usize,
-        mem: usize,
-        event: NewSlot,
-    },
-    /// Send a mapped buffer region after the reply, then unmap.
-    Out {
-        ptr: usize,
-        len: usize,
-        queue: usize,
-        mem: usize,
-        event: NewSlot,
-    },
+    /// Receive `len` bytes into the mapping `then` names, then unmap it.
+    In { len: usize, then: Unmap },
+    /// Send a mapped region after the reply, then unmap it.
+    Out { len: usize, then: Unmap },
+    /// Send a mapped region after the reply; it stays mapped.
+    Send { ptr: usize, len: usize },
 }
 
 struct BulkArgs {
@@ -558,6 +605,21 @@ fn bulk_args(t: &mut Tenant, d: &mut Decoder<'_>, incoming: bool) -> Result<Bulk
     })
 }
 
+impl BulkArgs {
+    /// The unmap that ends the transfer and yields the command's event.
+    fn unmap(self, ptr: *mut c_void) -> Unmap {
+        Unmap {
+            queue: self.queue as usize,
+            mem: self.mem as usize,
+            ptr: ptr as usize,
+            n: 0,
+            wait: None,
+            event: self.event,
+            mapping: None,
+        }
+    }
+}
+
 fn map_for(a: &BulkArgs, flags: u64) -> Result<*mut c_void, i32> {
     let mut err = 0;
     // SAFETY: handles from the table; the wait list holds `n` events. A
@@ -593,12 +655,10 @@ pub fn d_whEnqueueWriteBufferBulk(
 ) -> Result<i32, i32> {
     let a = bulk_args(t, d, true)?;
     let ptr = map_for(&a, CL_MAP_WRITE_INVALIDATE_REGION)?;
+    let len = a.size;
     t.bulk = Some(Bulk::In {
-        ptr: ptr as usize,
-        len: a.size,
-        queue: a.queue as usize,
-        mem: a.mem as usize,
-        event: a.event,
+        len,
+        then: a.unmap(ptr),
     });
     e.u8(1);
     Ok(CL_SUCCESS)
@@ -616,12 +676,10 @@ pub fn d_whEnqueueReadBufferBulk(
     match map_for(&a, wormhole_opencl_api::CL_MAP_READ) {
         Ok(ptr) => {
             e.bool(true);
+            let len = a.size;
             t.bulk = Some(Bulk::Out {
-                ptr: ptr as usize,
-                len: a.size,
-                queue: a.queue as usize,
-                mem: a.mem as usize,
-                event: a.event,
+                len,
+                then: a.unmap(ptr),
             });
             Ok(CL_SUCCESS)
         }
@@ -630,22 +688,6 @@ pub fn d_whEnqueueReadBufferBulk(
             Ok(s)
         }
     }
-}
-
-fn unmap(t: &mut Tenant, queue: usize, mem: usize, ptr: usize, mut event: NewSlot) -> i32 {
-    // SAFETY: `ptr` is the live mapping of `mem` made by `map_for`.
-    let s = unsafe {
-        ffi::clEnqueueUnmapMemObject(
-            queue as *mut c_void,
-            mem as *mut c_void,
-            ptr as *mut c_void,
-            0,
-            std::ptr::null(),
-            event.ptr(),
-        )
-    };
-    t.commit_new(&mut event, Kind::Event, s);
-    s
 }
 
 /// Completes an incoming bulk transfer (before the reply); returns the
@@ -665,18 +707,12 @@ pub fn finish_bulk_in(
             }
             Ok(status)
         }
-        Some(Bulk::In {
-            ptr,
-            len,
-            queue,
-            mem,
-            event,
-        }) => {
-            // SAFETY: the mapping spans `len` bytes and stays mapped until
-            // the unmap below.
-            let dst = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) };
+        Some(Bulk::In { len, then }) => {
+            // SAFETY: the mapping spans at least `len` bytes (checked when
+            // the transfer was set up) and stays mapped until `then` runs.
+            let dst = unsafe { std::slice::from_raw_parts_mut(then.ptr as *mut u8, len) };
             chan.recv_raw(dst)?;
-            Ok(unmap(t, queue, mem, ptr, event))
+            Ok(then.run(t))
         }
         other => {
             t.bulk = other;
@@ -687,19 +723,20 @@ pub fn finish_bulk_in(
 
 /// Completes an outgoing bulk transfer (after the reply frame).
 pub fn finish_bulk_out(t: &mut Tenant, chan: &mut dyn Channel) -> Result<(), TransportError> {
-    if let Some(Bulk::Out {
-        ptr,
-        len,
-        queue,
-        mem,
-        event,
-    }) = t.bulk.take()
-    {
-        // SAFETY: as in `finish_bulk_in`.
-        let src = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-        chan.send_raw(src)?;
-        chan.flush()?;
-        unmap(t, queue, mem, ptr, event);
+    let (ptr, len, then) = match t.bulk.take() {
+        Some(Bulk::Out { len, then }) => (then.ptr, len, Some(then)),
+        Some(Bulk::Send { ptr, len }) => (ptr, len, None),
+        other => {
+            t.bulk = other;
+            return Ok(());
+        }
+    };
+    // SAFETY: the library mapped `len` bytes at `ptr`, valid until unmapped.
+    let src = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+    chan.send_raw(src)?;
+    chan.flush()?;
+    if let Some(then) = then {
+        then.run(t);
     }
     Ok(())
 }

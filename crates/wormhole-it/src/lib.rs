@@ -1,0 +1,482 @@
+//! Harness for Wormhole's OpenCL integration tests.
+//!
+//! Each test is a plain OpenCL C program under `tests/opencl/` that prints
+//! what it observes (results, error codes) and exits non-zero when an
+//! assertion fails. The harness compiles it with `cc`, runs it twice —
+//! natively, with only PoCL's ICD visible to the loader, and through a
+//! Wormhole server it starts on a private socket, with only Wormhole's ICD
+//! visible — and checks that both runs succeed and print the same lines,
+//! apart from lines starting with `~` (platform-specific, e.g. the
+//! platform's name).
+//!
+//! The server and the ICD are other packages' artifacts, which cargo does
+//! not build for this package's tests, so [`Artifacts::get`] runs
+//! `cargo build -p wormhole-server -p wormhole-opencl-icd` once (same
+//! profile; cargo releases its build lock before running tests) and finds
+//! them in the target directory the test binary itself lives in.
+
+use std::io::Read;
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+
+/// What can go wrong in the harness itself (as opposed to a test's
+/// observed behaviour, which is an assertion in the test).
+#[derive(Debug, Error)]
+pub enum HarnessError {
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Setup(String),
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> HarnessError {
+    let what = what.into();
+    move |source| HarnessError::Io { what, source }
+}
+
+/// The workspace root (this crate is `crates/wormhole-it`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+}
+
+/// `target/<profile>`: the test binary lives in its `deps` folder.
+fn profile_dir() -> Result<PathBuf, HarnessError> {
+    let exe = std::env::current_exe().map_err(io("locating the test binary"))?;
+    let deps = exe
+        .parent()
+        .ok_or_else(|| HarnessError::Setup("test binary has no folder".into()))?;
+    let dir = if deps.file_name().is_some_and(|n| n == "deps") {
+        deps.parent().unwrap_or(deps)
+    } else {
+        deps
+    };
+    Ok(dir.to_path_buf())
+}
+
+/// The server binary and the client library.
+#[derive(Debug, Clone)]
+pub struct Artifacts {
+    pub server: PathBuf,
+    pub icd: PathBuf,
+}
+
+impl Artifacts {
+    /// Builds (once per test process) and locates the artifacts. Set
+    /// `WORMHOLE_IT_NO_BUILD=1` to skip the build and use what is there.
+    pub fn get() -> Result<&'static Artifacts, HarnessError> {
+        static A: OnceLock<Result<Artifacts, String>> = OnceLock::new();
+        A.get_or_init(|| Self::build().map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|e| HarnessError::Setup(e.clone()))
+    }
+
+    fn build() -> Result<Artifacts, HarnessError> {
+        let dir = profile_dir()?;
+        if std::env::var_os("WORMHOLE_IT_NO_BUILD").is_none() {
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let mut cmd = Command::new(cargo);
+            cmd.current_dir(workspace_root()).args([
+                "build",
+                "-p",
+                "wormhole-server",
+                "-p",
+                "wormhole-opencl-icd",
+            ]);
+            if dir.file_name().is_some_and(|n| n == "release") {
+                cmd.arg("--release");
+            }
+            let st = cmd.status().map_err(io("running cargo build"))?;
+            if !st.success() {
+                return Err(HarnessError::Setup(format!("cargo build failed: {st}")));
+            }
+        }
+        let a = Artifacts {
+            server: dir.join("wormhole-server"),
+            icd: dir.join("libwormhole_opencl.so"),
+        };
+        for p in [&a.server, &a.icd] {
+            if !p.exists() {
+                return Err(HarnessError::Setup(format!("{} is missing", p.display())));
+            }
+        }
+        Ok(a)
+    }
+}
+
+/// A private temporary folder, removed on drop.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> Result<TempDir, HarnessError> {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "wormhole-it-{}-{}-{tag}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&p).map_err(io(format!("creating {}", p.display())))?;
+        Ok(TempDir(p))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A Wormhole server on a private Unix socket; killed on drop.
+pub struct Server {
+    child: Child,
+    pub socket: PathBuf,
+    log: PathBuf,
+}
+
+impl Server {
+    /// Starts a server and waits (bounded) until it accepts connections.
+    pub fn start(a: &Artifacts, dir: &Path) -> Result<Server, HarnessError> {
+        Self::start_with(a, dir, None)
+    }
+
+    /// Like [`Server::start`], also listening on TCP on loopback; returns
+    /// the port too.
+    pub fn start_tcp(a: &Artifacts, dir: &Path) -> Result<(Server, u16), HarnessError> {
+        // A port the kernel just handed out is free with high probability.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map_err(io("finding a free port"))?
+            .port();
+        let s = Self::start_with(a, dir, Some(port))?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if Instant::now() > deadline {
+                return Err(HarnessError::Setup(format!("no TCP listener on {port}")));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok((s, port))
+    }
+
+    fn start_with(a: &Artifacts, dir: &Path, tcp: Option<u16>) -> Result<Server, HarnessError> {
+        let socket = dir.join("server.sock");
+        let log = dir.join("server.log");
+        let logf = std::fs::File::create(&log).map_err(io("creating the server log"))?;
+        let mut cmd = Command::new(&a.server);
+        if let Some(port) = tcp {
+            cmd.arg("--tcp").arg(format!("127.0.0.1:{port}"));
+        }
+        let child = cmd
+            .arg("--socket")
+            .arg(&socket)
+            .env("WORMHOLE_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(logf)
+            .spawn()
+            .map_err(io(format!("starting {}", a.server.display())))?;
+        let mut s = Server { child, socket, log };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if UnixStream::connect(&s.socket).is_ok() {
+                return Ok(s);
+            }
+            if let Ok(Some(st)) = s.child.try_wait() {
+                return Err(HarnessError::Setup(format!(
+                    "server exited ({st}): {}",
+                    s.log_text()
+                )));
+            }
+            if Instant::now() > deadline {
+                return Err(HarnessError::Setup("server did not start in 20 s".into()));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// What the server logged so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One run of a test program.
+#[derive(Debug)]
+pub struct RunOutput {
+    pub status: Option<ExitStatus>,
+    pub stdout: String,
+    pub stderr: String,
+    pub timed_out: bool,
+}
+
+impl RunOutput {
+    pub fn ok(&self) -> bool {
+        !self.timed_out && self.status.is_some_and(|s| s.success())
+    }
+
+    /// The lines both runs must agree on.
+    pub fn compared_lines(&self) -> Vec<&str> {
+        self.stdout
+            .lines()
+            .filter(|l| !l.starts_with('~'))
+            .collect()
+    }
+}
+
+/// Runs `cmd` to completion or until `limit`, collecting its output.
+pub fn run_bounded(mut cmd: Command, limit: Duration) -> Result<RunOutput, HarnessError> {
+    let dir = TempDir::new("run")?;
+    let (out, err) = (dir.path().join("out"), dir.path().join("err"));
+    let of = std::fs::File::create(&out).map_err(io("creating stdout file"))?;
+    let ef = std::fs::File::create(&err).map_err(io("creating stderr file"))?;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(of)
+        .stderr(ef)
+        .spawn()
+        .map_err(io("starting a test program"))?;
+    let deadline = Instant::now() + limit;
+    let (status, timed_out) = loop {
+        match child.try_wait().map_err(io("waiting for a test program"))? {
+            Some(st) => break (Some(st), false),
+            None if Instant::now() > deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break (None, true);
+            }
+            None => std::thread::sleep(Duration::from_millis(10)),
+        }
+    };
+    let read = |p: &Path| -> String {
+        let mut s = String::new();
+        if let Ok(mut f) = std::fs::File::open(p) {
+            let mut b = Vec::new();
+            let _ = f.read_to_end(&mut b);
+            s = String::from_utf8_lossy(&b).into_owned();
+        }
+        s
+    };
+    Ok(RunOutput {
+        status,
+        stdout: read(&out),
+        stderr: read(&err),
+        timed_out,
+    })
+}
+
+/// The native PoCL ICD file (`WORMHOLE_IT_NATIVE_ICD` overrides).
+pub fn native_icd() -> Result<PathBuf, HarnessError> {
+    let p = std::env::var_os("WORMHOLE_IT_NATIVE_ICD")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/etc/OpenCL/vendors/pocl.icd"));
+    if p.exists() {
+        Ok(p)
+    } else {
+        Err(HarnessError::Setup(format!(
+            "{} not found: install pocl-opencl-icd",
+            p.display()
+        )))
+    }
+}
+
+/// Compiles `tests/opencl/<name>.c` into `dir`.
+pub fn compile(name: &str, dir: &Path) -> Result<PathBuf, HarnessError> {
+    let src_dir = workspace_root().join("tests/opencl");
+    let bin = dir.join(name);
+    let out = Command::new(std::env::var_os("CC").unwrap_or_else(|| "cc".into()))
+        .args([
+            "-O1",
+            "-Wall",
+            "-Werror",
+            "-Wno-deprecated-declarations",
+            "-o",
+        ])
+        .arg(&bin)
+        .arg(src_dir.join(format!("{name}.c")))
+        .arg("-lOpenCL")
+        .output()
+        .map_err(io("running cc"))?;
+    if !out.status.success() {
+        return Err(HarnessError::Setup(format!(
+            "compiling {name}.c failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(bin)
+}
+
+/// How a program reaches OpenCL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    Native,
+    /// Through a Wormhole server on a Unix socket (shared memory).
+    Wormhole,
+    /// Through a Wormhole server over TCP on loopback.
+    WormholeTcp(u16),
+}
+
+/// Limit on one run of one program.
+pub const RUN_LIMIT: Duration = Duration::from_secs(180);
+
+/// Runs a compiled program by the given route.
+pub fn run(
+    bin: &Path,
+    route: Route,
+    server: Option<&Server>,
+    scratch: &Path,
+) -> Result<RunOutput, HarnessError> {
+    let mut cmd = Command::new(bin);
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("WORMHOLE_") {
+            cmd.env_remove(k);
+        }
+    }
+    match route {
+        Route::Native => {
+            cmd.env("OCL_ICD_VENDORS", native_icd()?);
+        }
+        Route::Wormhole | Route::WormholeTcp(_) => {
+            let a = Artifacts::get()?;
+            let vendors = scratch.join("vendors");
+            std::fs::create_dir_all(&vendors).map_err(io("creating the ICD folder"))?;
+            std::fs::write(
+                vendors.join("wormhole.icd"),
+                format!("{}\n", a.icd.display()),
+            )
+            .map_err(io("writing wormhole.icd"))?;
+            let s = server.ok_or_else(|| HarnessError::Setup("no server".into()))?;
+            let target = match route {
+                Route::WormholeTcp(port) => format!("tcp:127.0.0.1:{port}"),
+                _ => format!("unix:{}", s.socket.display()),
+            };
+            cmd.env("OCL_ICD_VENDORS", &vendors)
+                .env("WORMHOLE_SERVER", target);
+        }
+    }
+    run_bounded(cmd, RUN_LIMIT)
+}
+
+/// Runs `tests/opencl/<name>.c` natively and through Wormhole, and returns
+/// both outputs after checking that both succeeded and agree. Panics (a
+/// test failure) with both outputs otherwise.
+pub fn native_vs_wormhole(name: &str) -> (RunOutput, RunOutput) {
+    let setup = || -> Result<_, HarnessError> {
+        let a = Artifacts::get()?;
+        let dir = TempDir::new(name)?;
+        let bin = compile(name, dir.path())?;
+        let server = Server::start(a, dir.path())?;
+        Ok((dir, bin, server))
+    };
+    let (dir, bin, server) = match setup() {
+        Ok(v) => v,
+        Err(e) => panic!("harness setup for {name}: {e}"),
+    };
+    let native = run(&bin, Route::Native, None, dir.path())
+        .unwrap_or_else(|e| panic!("running {name} natively: {e}"));
+    let remote = run(&bin, Route::Wormhole, Some(&server), dir.path())
+        .unwrap_or_else(|e| panic!("running {name} through Wormhole: {e}"));
+    check_pair(name, &native, &remote, &server.log_text());
+    (native, remote)
+}
+
+/// Runs each program natively and through Wormhole over TCP on loopback
+/// (one server for all), checking each pair as [`native_vs_wormhole`] does.
+pub fn native_vs_wormhole_tcp(names: &[&str]) {
+    let setup = || -> Result<_, HarnessError> {
+        let a = Artifacts::get()?;
+        let dir = TempDir::new("tcp")?;
+        let (server, port) = Server::start_tcp(a, dir.path())?;
+        Ok((dir, server, port))
+    };
+    let (dir, server, port) = match setup() {
+        Ok(v) => v,
+        Err(e) => panic!("harness setup for TCP: {e}"),
+    };
+    for name in names {
+        let bin = compile(name, dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let native = run(&bin, Route::Native, None, dir.path())
+            .unwrap_or_else(|e| panic!("running {name} natively: {e}"));
+        let remote = run(&bin, Route::WormholeTcp(port), Some(&server), dir.path())
+            .unwrap_or_else(|e| panic!("running {name} through Wormhole over TCP: {e}"));
+        check_pair(
+            &format!("{name} (tcp)"),
+            &native,
+            &remote,
+            &server.log_text(),
+        );
+    }
+}
+
+/// Runs one program through Wormhole over TCP only (for behaviour that
+/// differs from native by design).
+pub fn wormhole_tcp_only(name: &str) -> RunOutput {
+    let go = || -> Result<_, HarnessError> {
+        let a = Artifacts::get()?;
+        let dir = TempDir::new("tcp-only")?;
+        let (server, port) = Server::start_tcp(a, dir.path())?;
+        let bin = compile(name, dir.path())?;
+        run(&bin, Route::WormholeTcp(port), Some(&server), dir.path())
+    };
+    go().unwrap_or_else(|e| panic!("running {name} over TCP: {e}"))
+}
+
+/// Asserts that both runs succeeded and print the same compared lines.
+pub fn check_pair(name: &str, native: &RunOutput, remote: &RunOutput, server_log: &str) {
+    let show = |o: &RunOutput| {
+        format!(
+            "status {:?}{}\n--- stdout\n{}--- stderr\n{}",
+            o.status,
+            if o.timed_out { " (timed out)" } else { "" },
+            o.stdout,
+            o.stderr
+        )
+    };
+    assert!(native.ok(), "{name} failed natively: {}", show(native));
+    assert!(
+        remote.ok(),
+        "{name} failed through Wormhole: {}\n--- server log\n{server_log}",
+        show(remote)
+    );
+    let (n, r) = (native.compared_lines(), remote.compared_lines());
+    if n != r {
+        let mut diff = String::new();
+        for i in 0..n.len().max(r.len()) {
+            let (a, b) = (n.get(i).copied(), r.get(i).copied());
+            if a != b {
+                diff.push_str(&format!(
+                    "line {}:\n  native:   {}\n  wormhole: {}\n",
+                    i + 1,
+                    a.unwrap_or("<none>"),
+                    b.unwrap_or("<none>")
+                ));
+            }
+        }
+        panic!("{name}: native and Wormhole outputs differ:\n{diff}");
+    }
+    assert!(
+        n.last().is_some_and(|l| l.ends_with(": done")),
+        "{name}: output does not end with its 'done' line"
+    );
+}

@@ -1,0 +1,52 @@
+//! Each OpenCL test program, natively and through Wormhole: both must
+//! succeed and print the same results and error codes.
+
+use wormhole_it::native_vs_wormhole;
+
+/// Runs a program and reports how many lines were compared.
+fn check(name: &str) {
+    let (native, remote) = native_vs_wormhole(name);
+    let n = native.compared_lines().len();
+    assert!(n > 5, "{name}: only {n} lines of output");
+    assert!(
+        remote.stdout.contains("~platform: Wormhole: "),
+        "{name}: the remoted run did not use the Wormhole platform:\n{}",
+        remote.stdout
+    );
+    eprintln!("{name}: {n} lines identical natively and through Wormhole");
+}
+
+#[test]
+fn buffers() {
+    check("buffers");
+}
+
+#[test]
+fn images() {
+    check("images");
+}
+
+#[test]
+fn programs() {
+    check("programs");
+}
+
+#[test]
+fn kernels() {
+    check("kernels");
+}
+
+#[test]
+fn events() {
+    check("events");
+}
+
+#[test]
+fn errors() {
+    check("errors");
+}
+
+#[test]
+fn platform() {
+    check("platform");
+}

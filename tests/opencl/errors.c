@@ -1,0 +1,258 @@
+/* Error paths: every call here fails, and prints its code; the harness
+ * checks that the codes match natively and through Wormhole. Checks of
+ * handles that PoCL does not validate (forged, wrong-kind and released
+ * handles: undefined behaviour natively) run through Wormhole only, on
+ * "~" lines, and assert Wormhole's CL_INVALID_* codes. */
+#include "common.h"
+
+static const char *src = "__kernel void k(__global int *a, int n) { a[get_global_id(0)] = n; }\n";
+
+static void null_handles(env_t *t) {
+    size_t sz;
+    cl_int e;
+    EXPECT_CODE("mem info NULL", clGetMemObjectInfo(NULL, CL_MEM_SIZE, sizeof sz, &sz, NULL), CL_INVALID_MEM_OBJECT);
+    EXPECT_CODE("kernel info NULL", clGetKernelInfo(NULL, CL_KERNEL_NUM_ARGS, sizeof sz, &sz, NULL), CL_INVALID_KERNEL);
+    EXPECT_CODE("event info NULL", clGetEventInfo(NULL, CL_EVENT_COMMAND_TYPE, sizeof sz, &sz, NULL), CL_INVALID_EVENT);
+    EXPECT_CODE("program info NULL", clGetProgramInfo(NULL, CL_PROGRAM_NUM_DEVICES, sizeof sz, &sz, NULL),
+                CL_INVALID_PROGRAM);
+    EXPECT_CODE("queue info NULL", clGetCommandQueueInfo(NULL, CL_QUEUE_CONTEXT, sizeof sz, &sz, NULL),
+                CL_INVALID_COMMAND_QUEUE);
+    EXPECT_CODE("context info NULL", clGetContextInfo(NULL, CL_CONTEXT_NUM_DEVICES, sizeof sz, &sz, NULL),
+                CL_INVALID_CONTEXT);
+    EXPECT_CODE("sampler info NULL", clGetSamplerInfo(NULL, CL_SAMPLER_CONTEXT, sizeof sz, &sz, NULL),
+                CL_INVALID_SAMPLER);
+    EXPECT_CODE("device info NULL", clGetDeviceInfo(NULL, CL_DEVICE_NAME, sizeof sz, &sz, NULL), CL_INVALID_DEVICE);
+    EXPECT_CODE("release mem NULL", clReleaseMemObject(NULL), CL_INVALID_MEM_OBJECT);
+    EXPECT_CODE("retain event NULL", clRetainEvent(NULL), CL_INVALID_EVENT);
+    EXPECT_CODE("finish NULL", clFinish(NULL), CL_INVALID_COMMAND_QUEUE);
+    int x;
+    EXPECT_CODE("read NULL buffer", clEnqueueReadBuffer(t->q, NULL, CL_TRUE, 0, 4, &x, 0, NULL, NULL),
+                CL_INVALID_MEM_OBJECT);
+    cl_mem m = clCreateBuffer(NULL, CL_MEM_READ_WRITE, 64, NULL, &e);
+    EXPECT_CODE("buffer in NULL context", e, CL_INVALID_CONTEXT);
+    ASSERT(m == NULL);
+    cl_kernel k = clCreateKernel(NULL, "k", &e);
+    EXPECT_CODE("kernel from NULL program", e, CL_INVALID_PROGRAM);
+    ASSERT(k == NULL);
+    cl_command_queue q = clCreateCommandQueue(t->ctx, NULL, 0, &e);
+    EXPECT_CODE("queue for NULL device", e, CL_INVALID_DEVICE);
+    ASSERT(q == NULL);
+}
+
+static void bad_args(env_t *t) {
+    cl_int e;
+    cl_mem m;
+    m = clCreateBuffer(t->ctx, CL_MEM_READ_WRITE, 0, NULL, &e);
+    EXPECT_CODE("buffer of size 0", e, CL_INVALID_BUFFER_SIZE);
+    cl_ulong max = 0;
+    CHECK(clGetDeviceInfo(t->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max, &max, NULL));
+    m = clCreateBuffer(t->ctx, CL_MEM_READ_WRITE, (size_t)max + 4096, NULL, &e);
+    EXPECT_CODE("buffer above max alloc", e, CL_INVALID_BUFFER_SIZE);
+    m = clCreateBuffer(t->ctx, CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY, 64, NULL, &e);
+    EXPECT_CODE("buffer read-only and write-only", e, CL_INVALID_VALUE);
+    m = clCreateBuffer(t->ctx, CL_MEM_COPY_HOST_PTR, 64, NULL, &e);
+    EXPECT_CODE("copy_host_ptr without pointer", e, CL_INVALID_HOST_PTR);
+    int host[16];
+    m = clCreateBuffer(t->ctx, CL_MEM_READ_WRITE, 64, host, &e);
+    EXPECT_CODE("pointer without host flag", e, CL_INVALID_HOST_PTR);
+    m = clCreateBuffer(t->ctx, CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR, 64, host, &e);
+    EXPECT_CODE("use_host_ptr with alloc_host_ptr", e, CL_INVALID_VALUE);
+    ASSERT(m == NULL);
+
+    cl_mem b = buffer(t, CL_MEM_READ_WRITE, 64, NULL);
+    int big[32];
+    EXPECT_CODE("read past the end", clEnqueueReadBuffer(t->q, b, CL_TRUE, 32, 64, big, 0, NULL, NULL),
+                CL_INVALID_VALUE);
+    EXPECT_CODE("write past the end", clEnqueueWriteBuffer(t->q, b, CL_TRUE, 60, 8, big, 0, NULL, NULL),
+                CL_INVALID_VALUE);
+    EXPECT_CODE("read of a big size", clEnqueueReadBuffer(t->q, b, CL_TRUE, 0, (size_t)1 << 20, big, 0, NULL, NULL),
+                CL_INVALID_VALUE);
+    /* Beyond the server's allocation limit Wormhole answers
+     * CL_OUT_OF_HOST_MEMORY itself (see docs/wormhole-opencl.md). */
+    EXPECT_FAIL("~read of a huge size",
+                clEnqueueReadBuffer(t->q, b, CL_TRUE, 0, (size_t)1 << 40, big, 0, NULL, NULL));
+    EXPECT_CODE("read at a huge offset",
+                clEnqueueReadBuffer(t->q, b, CL_TRUE, (size_t)1 << 40, 4, big, 0, NULL, NULL), CL_INVALID_VALUE);
+    size_t hz[3] = {0, 0, 0}, rr[3] = {64, 2, 1}, hr[3] = {(size_t)1 << 20, (size_t)1 << 20, 64};
+    EXPECT_CODE("read rect past the end",
+                clEnqueueReadBufferRect(t->q, b, CL_TRUE, hz, hz, rr, 0, 0, 0, 0, big, 0, NULL, NULL),
+                CL_INVALID_VALUE);
+    EXPECT_FAIL("~read rect of a huge region",
+                clEnqueueReadBufferRect(t->q, b, CL_TRUE, hz, hz, hr, 0, 0, 0, 0, big, 0, NULL, NULL));
+    EXPECT_CODE("read into NULL", clEnqueueReadBuffer(t->q, b, CL_TRUE, 0, 4, NULL, 0, NULL, NULL), CL_INVALID_VALUE);
+    EXPECT_CODE("write from NULL", clEnqueueWriteBuffer(t->q, b, CL_TRUE, 0, 4, NULL, 0, NULL, NULL),
+                CL_INVALID_VALUE);
+    PRINT_CODE("read of size 0", clEnqueueReadBuffer(t->q, b, CL_TRUE, 0, 0, big, 0, NULL, NULL));
+    EXPECT_CODE("copy overlapping", clEnqueueCopyBuffer(t->q, b, b, 0, 8, 16, 0, NULL, NULL), CL_MEM_COPY_OVERLAP);
+    EXPECT_CODE("copy past the end", clEnqueueCopyBuffer(t->q, b, b, 0, 56, 16, 0, NULL, NULL), CL_INVALID_VALUE);
+    int pat = 0;
+    EXPECT_CODE("fill pattern size 3", clEnqueueFillBuffer(t->q, b, &pat, 3, 0, 12, 0, NULL, NULL), CL_INVALID_VALUE);
+    EXPECT_CODE("fill misaligned offset", clEnqueueFillBuffer(t->q, b, &pat, 4, 2, 8, 0, NULL, NULL),
+                CL_INVALID_VALUE);
+    EXPECT_CODE("fill NULL pattern", clEnqueueFillBuffer(t->q, b, NULL, 4, 0, 8, 0, NULL, NULL), CL_INVALID_VALUE);
+    void *p = clEnqueueMapBuffer(t->q, b, CL_TRUE, CL_MAP_READ, 0, 0, 0, NULL, NULL, &e);
+    EXPECT_CODE("map of size 0", e, CL_INVALID_VALUE);
+    ASSERT(p == NULL);
+    p = clEnqueueMapBuffer(t->q, b, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE_INVALIDATE_REGION, 0, 8, 0, NULL, NULL, &e);
+    PRINT_CODE("map read with invalidate", e);
+    if (p) CHECK(clEnqueueUnmapMemObject(t->q, b, p, 0, NULL, NULL));
+    EXPECT_CODE("wait list count without list", clEnqueueReadBuffer(t->q, b, CL_TRUE, 0, 4, big, 1, NULL, NULL),
+                CL_INVALID_EVENT_WAIT_LIST);
+    cl_event none = NULL;
+    EXPECT_CODE("wait list holding NULL", clEnqueueReadBuffer(t->q, b, CL_TRUE, 0, 4, big, 1, &none, NULL),
+                CL_INVALID_EVENT_WAIT_LIST);
+    EXPECT_CODE("wait for no events", clWaitForEvents(0, NULL), CL_INVALID_VALUE);
+    cl_buffer_region r = {0, 32};
+    cl_mem sub = clCreateSubBuffer(b, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &e);
+    CHECK_ERR(e, "sub");
+    cl_mem sub2 = clCreateSubBuffer(sub, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &e);
+    EXPECT_CODE("sub-buffer of a sub-buffer", e, CL_INVALID_MEM_OBJECT);
+    ASSERT(sub2 == NULL);
+    sub2 = clCreateSubBuffer(b, CL_MEM_READ_WRITE, 0x9999, &r, &e);
+    EXPECT_CODE("sub-buffer bad create type", e, CL_INVALID_VALUE);
+    sub2 = clCreateSubBuffer(b, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, NULL, &e);
+    EXPECT_CODE("sub-buffer without region", e, CL_INVALID_VALUE);
+    CHECK(clReleaseMemObject(sub));
+
+    /* Info queries. */
+    size_t sz;
+    char small[2];
+    EXPECT_CODE("unknown mem info", clGetMemObjectInfo(b, 0x7777, sizeof sz, &sz, NULL), CL_INVALID_VALUE);
+    EXPECT_CODE("mem info too small", clGetMemObjectInfo(b, CL_MEM_SIZE, 4, &sz, NULL), CL_INVALID_VALUE);
+    EXPECT_CODE("device name too small", clGetDeviceInfo(t->device, CL_DEVICE_NAME, sizeof small, small, NULL),
+                CL_INVALID_VALUE);
+    EXPECT_CODE("unknown device info", clGetDeviceInfo(t->device, 0x7777, sizeof sz, &sz, NULL), CL_INVALID_VALUE);
+    EXPECT_CODE("unknown platform info", clGetPlatformInfo(t->platform, 0x7777, sizeof sz, &sz, NULL),
+                CL_INVALID_VALUE);
+    EXPECT_CODE("platform name too small", clGetPlatformInfo(t->platform, CL_PLATFORM_VERSION, 2, small, NULL),
+                CL_INVALID_VALUE);
+    cl_device_id d;
+    PRINT_CODE("bad device type", clGetDeviceIDs(t->platform, 0x4000, 1, &d, NULL));
+    cl_uint nd = 0;
+    PRINT_CODE("accelerators", clGetDeviceIDs(t->platform, CL_DEVICE_TYPE_ACCELERATOR, 1, &d, &nd));
+    EXPECT_CODE("device ids with nowhere to put them", clGetDeviceIDs(t->platform, CL_DEVICE_TYPE_ALL, 0, NULL, NULL),
+                CL_INVALID_VALUE);
+    cl_command_queue q = clCreateCommandQueue(t->ctx, t->device, 0x1000, &e);
+    EXPECT_CODE("queue with unknown property", e, CL_INVALID_VALUE);
+    ASSERT(q == NULL);
+    cl_context c = clCreateContext(NULL, 0, NULL, NULL, NULL, &e);
+    EXPECT_CODE("context without devices", e, CL_INVALID_VALUE);
+    ASSERT(c == NULL);
+    CHECK(clReleaseMemObject(b));
+}
+
+static void programs_and_kernels(env_t *t) {
+    cl_int e;
+    cl_program p = clCreateProgramWithSource(t->ctx, 0, &src, NULL, &e);
+    EXPECT_CODE("program from 0 strings", e, CL_INVALID_VALUE);
+    p = build(t, src, NULL);
+    cl_kernel k = clCreateKernel(p, "no_such_kernel", &e);
+    EXPECT_CODE("unknown kernel name", e, CL_INVALID_KERNEL_NAME);
+    ASSERT(k == NULL);
+    k = clCreateKernel(p, NULL, &e);
+    EXPECT_CODE("NULL kernel name", e, CL_INVALID_VALUE);
+    k = kernel(p, "k");
+    cl_mem b = buffer(t, CL_MEM_READ_WRITE, 4096, NULL);
+    int n = 1;
+    EXPECT_CODE("arg index 2 of 2", clSetKernelArg(k, 2, sizeof n, &n), CL_INVALID_ARG_INDEX);
+    EXPECT_CODE("buffer arg of size 4", clSetKernelArg(k, 0, 4, &b), CL_INVALID_ARG_SIZE);
+    EXPECT_CODE("int arg of size 8", clSetKernelArg(k, 1, 8, &n), CL_INVALID_ARG_SIZE);
+    CHECK(clSetKernelArg(k, 0, sizeof b, &b));
+    CHECK(clSetKernelArg(k, 1, sizeof n, &n));
+    size_t g[3] = {64, 1, 1}, l[3] = {3, 1, 1}, huge[3] = {1 << 20, 1, 1}, zero[3] = {0, 0, 0};
+    EXPECT_CODE("work dim 0", clEnqueueNDRangeKernel(t->q, k, 0, NULL, g, NULL, 0, NULL, NULL),
+                CL_INVALID_WORK_DIMENSION);
+    EXPECT_CODE("work dim 4", clEnqueueNDRangeKernel(t->q, k, 4, NULL, g, NULL, 0, NULL, NULL),
+                CL_INVALID_WORK_DIMENSION);
+    PRINT_CODE("global size NULL", clEnqueueNDRangeKernel(t->q, k, 1, NULL, NULL, NULL, 0, NULL, NULL));
+    PRINT_CODE("global size 0", clEnqueueNDRangeKernel(t->q, k, 1, NULL, zero, NULL, 0, NULL, NULL));
+    PRINT_CODE("local size not dividing global",
+               clEnqueueNDRangeKernel(t->q, k, 1, NULL, g, l, 0, NULL, NULL));
+    EXPECT_FAIL("local size above the maximum",
+                clEnqueueNDRangeKernel(t->q, k, 1, NULL, huge, huge, 0, NULL, NULL));
+    CHECK(clFinish(t->q));
+    /* A kernel whose program is released stays usable. */
+    CHECK(clReleaseProgram(p));
+    CHECK(clEnqueueNDRangeKernel(t->q, k, 1, NULL, g, NULL, 0, NULL, NULL));
+    CHECK(clFinish(t->q));
+    printf("kernel outlives its program: ok\n");
+    /* A buffer from another context. */
+    cl_context other = clCreateContext(NULL, 1, &t->device, NULL, NULL, &e);
+    CHECK_ERR(e, "other context");
+    cl_mem ob = buffer(&(env_t){.ctx = other}, CL_MEM_READ_WRITE, 64, NULL);
+    int x;
+    EXPECT_CODE("read a buffer of another context", clEnqueueReadBuffer(t->q, ob, CL_TRUE, 0, 4, &x, 0, NULL, NULL),
+                CL_INVALID_CONTEXT);
+    CHECK(clReleaseMemObject(ob));
+    CHECK(clReleaseContext(other));
+    CHECK(clReleaseMemObject(b));
+    CHECK(clReleaseKernel(k));
+}
+
+/* Handles PoCL does not validate, through Wormhole only. */
+static void wormhole_only(env_t *t, int remoted) {
+    if (!remoted) return;
+    size_t sz;
+    cl_int e;
+    cl_mem b = buffer(t, CL_MEM_READ_WRITE, 64, NULL);
+    static struct {
+        void *dispatch;
+        char junk[256];
+    } fake;
+    fake.dispatch = *(void **)b; /* passes the ICD loader */
+    EXPECT_CODE("~forged mem", clGetMemObjectInfo((cl_mem)&fake, CL_MEM_SIZE, sizeof sz, &sz, NULL),
+                CL_INVALID_MEM_OBJECT);
+    EXPECT_CODE("~forged kernel release", clReleaseKernel((cl_kernel)&fake), CL_INVALID_KERNEL);
+    EXPECT_CODE("~queue as mem", clGetMemObjectInfo((cl_mem)t->q, CL_MEM_SIZE, sizeof sz, &sz, NULL),
+                CL_INVALID_MEM_OBJECT);
+    EXPECT_CODE("~mem as queue", clFinish((cl_command_queue)b), CL_INVALID_COMMAND_QUEUE);
+    EXPECT_CODE("~context as mem in a read",
+                clEnqueueReadBuffer(t->q, (cl_mem)t->ctx, CL_TRUE, 0, 4, &sz, 0, NULL, NULL), CL_INVALID_MEM_OBJECT);
+    cl_event fe = (cl_event)&fake;
+    EXPECT_CODE("~forged event in a wait list", clEnqueueMarkerWithWaitList(t->q, 1, &fe, NULL), CL_INVALID_EVENT);
+    /* PoCL dereferences these (a crash natively). */
+    cl_program np = clCreateProgramWithSource(t->ctx, 1, NULL, NULL, &e);
+    EXPECT_CODE("~program from NULL strings", e, CL_INVALID_VALUE);
+    ASSERT(np == NULL);
+    const char *null_entry[2] = {src, NULL};
+    np = clCreateProgramWithSource(t->ctx, 2, null_entry, NULL, &e);
+    EXPECT_CODE("~program from a NULL string", e, CL_INVALID_VALUE);
+    ASSERT(np == NULL);
+    cl_mem sub_fake = (cl_mem)&fake;
+    cl_program p = build(t, src, NULL);
+    cl_kernel k = kernel(p, "k");
+    /* A forged handle as a buffer argument is passed as bytes natively;
+     * Wormhole cannot translate it. */
+    e = clSetKernelArg(k, 0, sizeof sub_fake, &sub_fake);
+    printf("~forged buffer kernel arg: %d\n", e);
+    ASSERT(e != CL_SUCCESS);
+    /* Released handles. */
+    CHECK(clReleaseMemObject(b));
+    EXPECT_CODE("~released mem", clGetMemObjectInfo(b, CL_MEM_SIZE, sizeof sz, &sz, NULL), CL_INVALID_MEM_OBJECT);
+    EXPECT_CODE("~released mem release", clReleaseMemObject(b), CL_INVALID_MEM_OBJECT);
+    EXPECT_CODE("~released mem as kernel arg", clSetKernelArg(k, 0, sizeof b, &b), CL_INVALID_MEM_OBJECT);
+    CHECK(clReleaseKernel(k));
+    EXPECT_CODE("~released kernel", clSetKernelArg(k, 1, sizeof e, &e), CL_INVALID_KERNEL);
+    CHECK(clReleaseProgram(p));
+    EXPECT_CODE("~released program", clCreateKernel(p, "k", &e) == NULL ? e : 0, CL_INVALID_PROGRAM);
+    cl_event ev;
+    CHECK(clEnqueueMarkerWithWaitList(t->q, 0, NULL, &ev));
+    CHECK(clReleaseEvent(ev));
+    EXPECT_CODE("~released event wait", clWaitForEvents(1, &ev), CL_INVALID_EVENT);
+}
+
+int main(void) {
+    env_t t;
+    env_init(&t, 0);
+    char name[256];
+    CHECK(clGetPlatformInfo(t.platform, CL_PLATFORM_NAME, sizeof name, name, NULL));
+    int remoted = strncmp(name, "Wormhole", 8) == 0;
+    EXPECT_CODE("platform ids nowhere", clGetPlatformIDs(0, NULL, NULL), CL_INVALID_VALUE);
+    null_handles(&t);
+    bad_args(&t);
+    programs_and_kernels(&t);
+    wormhole_only(&t, remoted);
+    env_done(&t);
+    printf("errors: done\n");
+    return 0;
+}
