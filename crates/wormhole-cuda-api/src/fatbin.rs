@@ -42,21 +42,21 @@ pub enum FatbinError {
 type R<T> = Result<T, FatbinError>;
 
 fn u16_at(b: &[u8], o: usize) -> R<u16> {
-    b.get(o..o + 2)
+    b.get(o..o.saturating_add(2))
         .and_then(|s| s.try_into().ok())
         .map(u16::from_le_bytes)
         .ok_or(FatbinError::Truncated(o))
 }
 
 fn u32_at(b: &[u8], o: usize) -> R<u32> {
-    b.get(o..o + 4)
+    b.get(o..o.saturating_add(4))
         .and_then(|s| s.try_into().ok())
         .map(u32::from_le_bytes)
         .ok_or(FatbinError::Truncated(o))
 }
 
 fn u64_at(b: &[u8], o: usize) -> R<u64> {
-    b.get(o..o + 8)
+    b.get(o..o.saturating_add(8))
         .and_then(|s| s.try_into().ok())
         .map(u64::from_le_bytes)
         .ok_or(FatbinError::Truncated(o))
@@ -184,8 +184,8 @@ pub fn cubin_kernels(elf: &[u8]) -> R<Vec<Kernel>> {
             .and_then(|o| o.checked_add(shoff))
             .ok_or(FatbinError::Size(i as u64))?;
         let name = u32_at(elf, h)?;
-        let off = to_usize(u64_at(elf, h + 0x18)?)?;
-        let size = to_usize(u64_at(elf, h + 0x20)?)?;
+        let off = to_usize(u64_at(elf, h.saturating_add(0x18))?)?;
+        let size = to_usize(u64_at(elf, h.saturating_add(0x20))?)?;
         let end = off
             .checked_add(size)
             .ok_or(FatbinError::Size(size as u64))?;
@@ -440,6 +440,11 @@ mod tests {
         bad[16 + 8..16 + 16].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(entries(&bad).is_err());
         assert_eq!(cubin_kernels(b"not an elf"), Err(FatbinError::NotElf));
+        // A section table at the very end of the address space (found by
+        // fuzzing: offsets must not overflow).
+        let mut elf = synth::cubin(&[(".nv.info.k", synth::nv_info(&[(0, 0, 8)]))]);
+        elf[0x28..0x30].copy_from_slice(&(u64::MAX - 8).to_le_bytes());
+        assert!(cubin_kernels(&elf).is_err());
         // Every single-byte corruption parses or fails cleanly.
         for i in 0..fb.len() {
             let mut c = fb.clone();
