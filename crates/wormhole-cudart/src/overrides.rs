@@ -440,9 +440,9 @@ struct Wrapper {
 pub unsafe extern "C" fn __cudaRegisterFatBinary(fat_cubin: *mut c_void) -> *mut *mut c_void {
     let id = rt::fresh_id();
     let mut kernels = Vec::new();
-    // SAFETY: the caller's contract: nvcc's wrapper.
-    let w = unsafe { &*(fat_cubin as *const Wrapper) };
-    if w.magic == fatbin::WRAPPER_MAGIC && !w.data.is_null() {
+    // SAFETY: the caller's contract: NULL or nvcc's wrapper.
+    let w = unsafe { (fat_cubin as *const Wrapper).as_ref() };
+    if let Some(w) = w.filter(|w| w.magic == fatbin::WRAPPER_MAGIC && !w.data.is_null()) {
         // SAFETY: the wrapper points to a fat binary, whose header is 16 bytes.
         let header = unsafe { std::slice::from_raw_parts(w.data, 16) };
         if let Ok(len) = fatbin::fatbin_len(header) {
