@@ -46,7 +46,15 @@ for major in 12 13; do
   check "nodevice$major binds libcudart.so.$major versions" sh -c "readelf -V '$work/nodevice$major' | grep -q 'Name: libcudart.so.$major'"
 done
 
+# Our test kernels: a synthetic fat binary, and nvcc 13.5's build of
+# crates/wormhole-cuda-api/fixtures/testkernels.cu (both checked in).
 fixture=crates/wormhole-cuda-api/fixtures/testkernels.fatbin
+nvcc_fixture=crates/wormhole-cuda-api/fixtures/nvcc13-sm90.fatbin
+if command -v nvcc >/dev/null 2>&1; then
+  for p in vectorAdd matmul; do
+    nvcc -O2 -cudart shared -arch=sm_90 -o "$work/$p" "examples/cuda/$p.cu"
+  done
+fi
 run_samples() { # LABEL connected|offline, with WORMHOLE_SERVER set by the caller
   for major in 12 13; do
     check "$1: nodevice ($major)" env WORMHOLE_LOG=1 LD_LIBRARY_PATH="$work/lib$major" "$work/nodevice$major"
@@ -58,7 +66,18 @@ run_samples() { # LABEL connected|offline, with WORMHOLE_SERVER set by the calle
     if [ "$2" = offline ] && ! grep -q "no Wormhole server" "$work/out"; then
       echo "FAIL $1: the client did not notice there is no server"; fail=1
     fi
-    check "$1: kernels from the fixture ($major)" env LD_LIBRARY_PATH="$work/lib$major" "$work/launch$major" "$fixture"
+    for fb in "$fixture" "$nvcc_fixture"; do
+      check "$1: kernels from $(basename "$fb") ($major)" env LD_LIBRARY_PATH="$work/lib$major" "$work/launch$major" "$fb"
+    done
+    # Programs built by nvcc (where it exists): nvcc's own registration
+    # code and <<<>>>; without a GPU they must stop at their first CUDA call
+    # with the native runtime's message, not crash.
+    if [ -x "$work/vectorAdd" ] && [ "$major" = 13 ]; then
+      for p in vectorAdd matmul; do
+        check "$1: nvcc-built $p stops with the native error" sh -c \
+          "LD_LIBRARY_PATH='$work/lib13' '$work/$p' | tee /dev/stderr | grep -q 'CUDA driver version is insufficient'; [ \$? -eq 0 ]"
+      done
+    fi
   done
 }
 

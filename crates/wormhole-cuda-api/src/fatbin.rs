@@ -178,32 +178,35 @@ pub fn cubin_kernels(elf: &[u8]) -> R<Vec<Kernel>> {
     if shentsize < 64 {
         return Err(FatbinError::NotElf);
     }
-    let section = |i: usize| -> R<(u32, &[u8])> {
-        let h = i
-            .checked_mul(shentsize)
+    // A section's name offset and its bytes; only sections we read are
+    // fetched (others, such as the NOBITS `.nv.shared.*` of kernels with
+    // shared memory, have no bytes in the file).
+    let header = |i: usize| -> R<usize> {
+        i.checked_mul(shentsize)
             .and_then(|o| o.checked_add(shoff))
-            .ok_or(FatbinError::Size(i as u64))?;
-        let name = u32_at(elf, h)?;
+            .ok_or(FatbinError::Size(i as u64))
+    };
+    let data = |h: usize| -> R<&[u8]> {
         let off = to_usize(u64_at(elf, h.saturating_add(0x18))?)?;
         let size = to_usize(u64_at(elf, h.saturating_add(0x20))?)?;
         let end = off
             .checked_add(size)
             .ok_or(FatbinError::Size(size as u64))?;
-        let data = elf.get(off..end).ok_or(FatbinError::Truncated(end))?;
-        Ok((name, data))
+        elf.get(off..end).ok_or(FatbinError::Truncated(end))
     };
-    let (_, strtab) = section(shstrndx)?;
+    let strtab = data(header(shstrndx)?)?;
     let mut kernels = Vec::new();
     for i in 0..shnum {
-        let (name_off, data) = section(i)?;
+        let h = header(i)?;
+        let name_off = u32_at(elf, h)? as usize;
         let name = strtab
-            .get(name_off as usize..)
+            .get(name_off..)
             .and_then(|s| s.split(|&c| c == 0).next())
             .unwrap_or_default();
         let Some(kname) = name.strip_prefix(b".nv.info.") else {
             continue;
         };
-        let mut params = nv_info_params(data)?;
+        let mut params = nv_info_params(data(h)?)?;
         params.sort_by_key(|p| p.ordinal);
         kernels.push(Kernel {
             name: String::from_utf8_lossy(kname).into_owned(),
@@ -218,9 +221,15 @@ fn nv_info_params(mut d: &[u8]) -> R<Vec<Param>> {
     let mut out = Vec::new();
     while d.len() >= 2 {
         let (fmt, attr) = (d[0], d[1]);
+        // Records are 4-byte aligned: a format without a value (NVAL) or
+        // with a 1- or 2-byte one (BVAL, HVAL) still takes 4 bytes, as
+        // nvcc's sm_80 cubins show (`01 35 00 00`).
         let (val, rest): (&[u8], &[u8]) = match fmt {
-            1 => (&[], &d[2..]),
-            2 => (d.get(2..3).ok_or(FatbinError::Truncated(2))?, &d[3..]),
+            1 => (&[], d.get(4..).ok_or(FatbinError::Truncated(4))?),
+            2 => (
+                d.get(2..3).ok_or(FatbinError::Truncated(2))?,
+                d.get(4..).ok_or(FatbinError::Truncated(4))?,
+            ),
             3 => (d.get(2..4).ok_or(FatbinError::Truncated(2))?, &d[4..]),
             4 => {
                 let n = usize::from(u16_at(d, 2)?);
@@ -265,10 +274,10 @@ pub fn kernels(fb: &[u8]) -> R<Vec<Kernel>> {
 /// seeds: the same layout nvcc produces, with only the parts we read.
 pub mod synth {
     /// A `.nv.info.NAME` section body with KPARAM_INFO records for
-    /// `(ordinal, offset, size)` triples, plus the attributes that
-    /// surround them in real cubins (a MAX_THREADS-like HVAL and an NVAL).
+    /// `(ordinal, offset, size)` triples, plus attributes that surround
+    /// them in real cubins (an NVAL, and CBANK_PARAM_SIZE as an HVAL).
     pub fn nv_info(params: &[(u16, u16, u16)]) -> Vec<u8> {
-        let mut v = vec![1u8, 0x2a, 3, 0x19];
+        let mut v = vec![1u8, 0x35, 0, 0, 3, 0x19];
         let total: u16 = params.iter().map(|p| p.1 + p.2).max().unwrap_or(0);
         v.extend_from_slice(&total.to_le_bytes());
         for &(ord, off, size) in params {
@@ -426,6 +435,52 @@ mod tests {
         }
         let file = std::fs::read(path).expect("fixture is checked in");
         assert_eq!(file, synth::fixture());
+    }
+
+    /// Real nvcc output (CUDA 13.5 from PyPI's wheels, no GPU needed to
+    /// build it) of our own kernels, `fixtures/testkernels.cu`:
+    /// `nvcc -fatbin -arch=sm_90` and a multi-architecture build
+    /// (`-gencode arch=compute_80,code=sm_80 -gencode
+    /// arch=compute_90,code=[sm_90,compute_90]`, cubins plus PTX).
+    #[test]
+    fn reads_real_nvcc_fat_binaries() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/");
+        let layout = |k: &Kernel| {
+            k.params
+                .iter()
+                .map(|p| (p.offset, p.size))
+                .collect::<Vec<_>>()
+        };
+        for (file, archs) in [
+            ("nvcc13-sm90.fatbin", vec![90]),
+            ("nvcc13-multi.fatbin", vec![80, 90]),
+        ] {
+            let fb = std::fs::read(format!("{dir}{file}")).expect("fixture");
+            assert_eq!(fatbin_len(&fb).expect("len") as usize, fb.len(), "{file}");
+            let e = entries(&fb).expect("entries");
+            let cubins: Vec<u32> = e
+                .iter()
+                .filter(|e| e.kind == KIND_ELF)
+                .map(|e| e.arch)
+                .collect();
+            assert_eq!(cubins, archs, "{file}");
+            assert!(e.iter().all(|e| !e.is_compressed()), "{file}");
+            let mut ks = kernels(&fb).expect("kernels");
+            ks.sort_by(|a, b| a.name.cmp(&b.name));
+            let names: Vec<&str> = ks.iter().map(|k| k.name.as_str()).collect();
+            assert_eq!(names, ["mixed", "scale", "vecAdd"], "{file}");
+            // mixed(char a, Pair {double; char} p, short s, double *out)
+            assert_eq!(layout(&ks[0]), [(0, 1), (8, 16), (24, 2), (32, 8)]);
+            assert_eq!(layout(&ks[1]), [(0, 8), (8, 4), (12, 4)]);
+            assert_eq!(layout(&ks[2]), [(0, 8), (8, 8), (16, 8), (24, 4)]);
+        }
+        // examples/cuda/matmul.cu's kernel uses shared memory: its cubin has
+        // a NOBITS section, which has no bytes in the file.
+        let fb = std::fs::read(format!("{dir}nvcc13-matmul.fatbin")).expect("fixture");
+        let ks = kernels(&fb).expect("kernels");
+        assert_eq!(ks.len(), 1);
+        assert_eq!(ks[0].name, "_Z6matmulPKfS0_Pfi");
+        assert_eq!(layout(&ks[0]), [(0, 8), (8, 8), (16, 8), (24, 4)]);
     }
 
     #[test]
