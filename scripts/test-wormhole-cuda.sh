@@ -40,6 +40,7 @@ for major in 12 13; do
   ln -s "libcudart.so.$major" "$lib/libcudart.so"
   check "libcudart.so.$major: soname" sh -c "readelf -d '$so' | grep -q 'Library soname: \[libcudart.so.$major\]'"
   check "libcudart.so.$major: cudaMalloc@@libcudart.so.$major" sh -c "readelf --dyn-syms -W '$so' | grep -q ' cudaMalloc@@libcudart.so.$major\$'"
+  [ "$major" = 12 ] && check "libcudart.so.12: cudaGetDeviceProperties_v2 (CUDA 12 headers' name)" sh -c "readelf --dyn-syms -W '$so' | grep -q ' cudaGetDeviceProperties_v2@@libcudart.so.12\$'"
   check "libcudart.so.$major: __cudaRegisterFatBinary versioned" sh -c "readelf --dyn-syms -W '$so' | grep -q ' __cudaRegisterFatBinary@@libcudart.so.$major\$'"
   gcc -Wall -Werror -o "$work/nodevice$major" examples/cuda/nodevice.c -L"$lib" -lcudart
   gcc -Wall -Werror -o "$work/launch$major" examples/cuda/launch_fixture.c -L"$lib" -lcudart

@@ -121,13 +121,16 @@ pub unsafe extern "C" fn cudaMalloc(dev_ptr: *mut *mut c_void, size: usize) -> i
             let p = r.with(|d| d.u64().map_err(|_| cudaErrorUnknown))?;
             let dev = r.with(|d| d.i32().map_err(|_| cudaErrorUnknown))?;
             // A server handing out overlapping ranges is broken: refuse.
-            tracker()
-                .insert(Alloc {
-                    start: p,
-                    size: size as u64,
-                    device: dev,
-                })
-                .map_err(|_| cudaErrorUnknown)?;
+            // (NULL, for a zero-byte allocation, is never device memory.)
+            if p != 0 {
+                tracker()
+                    .insert(Alloc {
+                        start: p,
+                        size: size as u64,
+                        device: dev,
+                    })
+                    .map_err(|_| cudaErrorUnknown)?;
+            }
             // SAFETY: checked non-NULL; the caller's contract.
             unsafe { *dev_ptr = p as usize as *mut c_void };
         }

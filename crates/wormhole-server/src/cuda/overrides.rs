@@ -64,6 +64,13 @@ pub fn d_cudaMalloc(t: &mut Tenant, d: &mut Decoder<'_>, e: &mut Encoder) -> Res
     if status != cudaSuccess {
         return Ok(status);
     }
+    if p.is_null() {
+        // A zero-byte allocation: nothing to track.
+        e.u8(1);
+        e.u64(0);
+        e.i32(0);
+        return Ok(status);
+    }
     let mut dev = 0i32;
     // SAFETY: a valid out-pointer.
     unsafe { ffi::cudaGetDevice(&mut dev) };
