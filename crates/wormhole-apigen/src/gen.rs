@@ -650,39 +650,50 @@ fn ffi_dlopen(o: &mut String, api: &Api) {
 /// version `node` (e.g. `libcudart.so.13`), as the real library's do, so
 /// programs linked against the real library bind to ours.
 ///
-/// The trampoline is a plain `jmp` (x86-64), so the callee sees the
-/// caller's arguments untouched. A version script defining `node` (see
+/// The trampoline is a plain jump (`jmp` on x86-64, `b` on AArch64; other
+/// architectures get no exports), so the callee sees the caller's
+/// arguments untouched. A version script defining `node` (see
 /// [`gen_version_script`]) must be passed to the linker.
 pub fn gen_exports(api: &Api, path: &str, node: &str) -> String {
-    let mut lines = vec![".pushsection .text.wormhole_exports,\"ax\",@progbits".to_string()];
-    let mut syms = Vec::new();
-    for (i, f) in api
-        .funcs
-        .iter()
-        .filter(|f| !f.attrs.unsupported)
-        .enumerate()
-    {
-        let module = if f.attrs.client_override || f.attrs.manual || f.attrs.client_only {
-            "overrides"
-        } else {
-            "gen"
-        };
-        let local = format!("wormhole_x_{}", f.name);
-        lines.push(format!(".globl {local}"));
-        lines.push(format!(".type {local},@function"));
-        lines.push(format!("{local}: jmp {{f{i}}}"));
-        lines.push(format!(".symver {local}, {}@@{node}", f.name));
-        syms.push(format!("f{i} = sym {path}::{module}::{}", f.name));
+    // (architecture, the assembler's type prefix, the jump instruction)
+    let arches = [("x86_64", '@', "jmp"), ("aarch64", '%', "b")];
+    let mut o = String::new();
+    for (arch, t, jump) in arches {
+        let mut lines = vec![format!(
+            ".pushsection .text.wormhole_exports,\"ax\",{t}progbits"
+        )];
+        let mut syms = Vec::new();
+        for (i, f) in api
+            .funcs
+            .iter()
+            .filter(|f| !f.attrs.unsupported)
+            .enumerate()
+        {
+            let module = if f.attrs.client_override || f.attrs.manual || f.attrs.client_only {
+                "overrides"
+            } else {
+                "gen"
+            };
+            let local = format!("wormhole_x_{}", f.name);
+            lines.push(format!(".globl {local}"));
+            lines.push(format!(".type {local},{t}function"));
+            lines.push(format!("{local}: {jump} {{f{i}}}"));
+            lines.push(format!(".symver {local}, {}@@{node}", f.name));
+            syms.push(format!("f{i} = sym {path}::{module}::{}", f.name));
+        }
+        lines.push(".popsection".into());
+        let _ = writeln!(
+            o,
+            "#[cfg(target_arch = \"{arch}\")]\nstd::arch::global_asm!("
+        );
+        for l in lines {
+            let _ = writeln!(o, "    {l:?},");
+        }
+        for s in syms {
+            let _ = writeln!(o, "    {s},");
+        }
+        o.push_str(");\n");
     }
-    lines.push(".popsection".into());
-    let mut o = String::from("std::arch::global_asm!(\n");
-    for l in lines {
-        let _ = writeln!(o, "    {l:?},");
-    }
-    for s in syms {
-        let _ = writeln!(o, "    {s},");
-    }
-    o.push_str(");\n");
     o
 }
 
