@@ -91,11 +91,17 @@ pub fn adopt(id: u64, kind: Kind) -> *mut c_void {
     id as usize as *mut c_void
 }
 
+/// The special stream handles `cudaStreamLegacy` (1) and
+/// `cudaStreamPerThread` (2): they travel as themselves, and no id we
+/// hand out is below [`FIRST_ID`].
+pub const SPECIAL_STREAMS: [u64; 2] = [1, 2];
+const FIRST_ID: u64 = 0x100;
+
 /// The server id of an application handle (NULL: 0, the default stream).
 pub fn handle_id(p: *mut c_void, kind: Kind) -> Result<u64, i32> {
     let id = p as usize as u64;
-    if id == 0 {
-        return Ok(0);
+    if id == 0 || (kind == Kind::Stream && SPECIAL_STREAMS.contains(&id)) {
+        return Ok(id);
     }
     match handles().get(&id) {
         Some(&k) if k == kind => Ok(id),
@@ -147,7 +153,7 @@ pub struct Conn {
     state: Mutex<ChanState>,
 }
 
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+static NEXT_ID: AtomicU64 = AtomicU64::new(FIRST_ID);
 
 /// A fresh id for an object the client names (the server maps it).
 pub fn fresh_id() -> u64 {

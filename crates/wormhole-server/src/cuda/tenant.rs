@@ -15,6 +15,9 @@ use wormhole_cuda_api::tracker::Tracker;
 use wormhole_cuda_api::{cudaErrorInvalidValue, cudaErrorMemoryAllocation, cudaSuccess, Kind};
 use wormhole_wire::{Decoder, WireError};
 
+/// `cudaStreamLegacy` and `cudaStreamPerThread`.
+const SPECIAL_STREAMS: [u64; 2] = [1, 2];
+
 /// A malformed request: reported as cudaErrorInvalidValue.
 pub fn bad(_: WireError) -> i32 {
     cudaErrorInvalidValue
@@ -81,10 +84,12 @@ impl CudaTenant {
         }
     }
 
-    /// Looks up a handle of `kind`; id 0 is NULL (the default stream).
+    /// Looks up a handle of `kind`; id 0 is NULL (the default stream), and
+    /// the special streams `cudaStreamLegacy` (1) and `cudaStreamPerThread`
+    /// (2) stand for themselves.
     pub fn lookup(&self, id: u64, kind: Kind) -> Result<*mut c_void, i32> {
-        if id == 0 {
-            return Ok(std::ptr::null_mut());
+        if id == 0 || (kind == Kind::Stream && SPECIAL_STREAMS.contains(&id)) {
+            return Ok(id as usize as *mut c_void);
         }
         match self.handles.get(&id) {
             Some(&(k, raw)) if k == kind => Ok(raw as *mut c_void),
@@ -126,7 +131,7 @@ impl CudaTenant {
             });
         }
         let id = d.u64().map_err(bad)?;
-        if id == 0 || self.handles.contains_key(&id) || self.handles.len() >= self.max_handles {
+        if id < 0x100 || self.handles.contains_key(&id) || self.handles.len() >= self.max_handles {
             return Err(cudaErrorInvalidValue);
         }
         Ok(NewSlot {
@@ -178,13 +183,26 @@ mod tests {
         let mut t = CudaTenant::new(1 << 20);
         let mut e = Encoder::new();
         e.bool(true);
-        e.u64(7);
+        e.u64(0x107);
         let mut slot = t.out_new(&mut Decoder::new(e.as_slice())).expect("fresh");
         slot.raw = 0x1234 as *mut c_void;
         t.commit_new(&mut slot, Kind::Stream, cudaSuccess);
-        assert_eq!(t.lookup(7, Kind::Stream), Ok(0x1234 as *mut c_void));
-        assert!(t.lookup(7, Kind::Event).is_err(), "wrong kind");
-        assert!(t.lookup(8, Kind::Stream).is_err(), "unknown id");
+        assert_eq!(t.lookup(0x107, Kind::Stream), Ok(0x1234 as *mut c_void));
+        assert!(t.lookup(0x107, Kind::Event).is_err(), "wrong kind");
+        assert!(t.lookup(0x108, Kind::Stream).is_err(), "unknown id");
+        assert_eq!(
+            t.lookup(2, Kind::Stream),
+            Ok(2 as *mut c_void),
+            "cudaStreamPerThread"
+        );
+        assert!(t.lookup(2, Kind::Event).is_err());
+        let mut low = Encoder::new();
+        low.bool(true);
+        low.u64(2);
+        assert!(
+            t.out_new(&mut Decoder::new(low.as_slice())).is_err(),
+            "ids of special handles are never new"
+        );
         assert!(
             t.out_new(&mut Decoder::new(e.as_slice())).is_err(),
             "an id in use is not fresh"
