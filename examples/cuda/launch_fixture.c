@@ -4,7 +4,7 @@
  * int)) exactly as nvcc's host code does, then launches through
  * cudaLaunchKernel and through the <<<>>> sequence
  * (__cudaPushCallConfiguration, __cudaPopCallConfiguration,
- * cudaLaunchKernel). Without a GPU every launch must fail as natively
+ * cudaLaunchKernel), and copies to and from a device variable. Without a GPU every launch must fail as natively
  * (cudaErrorInsufficientDriver / cudaErrorNoDevice), never crash or hang;
  * launching a function never registered gives
  * cudaErrorInvalidDeviceFunction. Usage: launch_fixture FATBIN */
@@ -22,6 +22,14 @@ void __cudaRegisterFunction(void **h, const char *hostFun, char *deviceFun, cons
 unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shmem, void *stream);
 cudaError_t __cudaPopCallConfiguration(dim3 *grid, dim3 *block, size_t *shmem, void *stream);
 cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s);
+void __cudaRegisterVar(void **h, char *hostVar, char *deviceAddress, const char *deviceName, int ext,
+                       size_t size, int constant, int global);
+cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset, int kind);
+cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset, int kind);
+cudaError_t cudaGetSymbolAddress(void **devPtr, const void *symbol);
+
+/* The host shadow of a device variable, as nvcc emits one. */
+static float coeffs_shadow[4];
 
 /* Host stubs: their addresses name the kernels, as in nvcc's output. */
 static void vecAdd_stub(void) {}
@@ -47,6 +55,7 @@ int main(int argc, char **argv) {
     void **h = __cudaRegisterFatBinary(&w);
     __cudaRegisterFunction(h, (const char *)vecAdd_stub, "vecAdd", "vecAdd", -1, 0, 0, 0, 0, 0);
     __cudaRegisterFunction(h, (const char *)scale_stub, "scale", "scale", -1, 0, 0, 0, 0, 0);
+    __cudaRegisterVar(h, (char *)coeffs_shadow, "coeffs", "coeffs", 0, sizeof coeffs_shadow, 1, 0);
     __cudaRegisterFatBinaryEnd(h);
 
     void *a = (void *)0x1000, *b = (void *)0x2000, *c = (void *)0x3000;
@@ -67,6 +76,15 @@ int main(int argc, char **argv) {
            cudaErrorInsufficientDriver, cudaErrorNoDevice);
     expect("cudaLaunchKernel(unregistered)", cudaLaunchKernel((void *)never_registered, grid, block, args, 0, 0),
            98 /* cudaErrorInvalidDeviceFunction */, cudaErrorInsufficientDriver);
+    float host[4] = {1, 2, 3, 4};
+    expect("cudaMemcpyToSymbol", cudaMemcpyToSymbol(coeffs_shadow, host, sizeof host, 0, cudaMemcpyHostToDevice),
+           cudaErrorInsufficientDriver, cudaErrorNoDevice);
+    expect("cudaMemcpyFromSymbol", cudaMemcpyFromSymbol(host, coeffs_shadow, 8, 8, cudaMemcpyDeviceToHost),
+           cudaErrorInsufficientDriver, cudaErrorNoDevice);
+    void *sym = (void *)1;
+    expect("cudaGetSymbolAddress", cudaGetSymbolAddress(&sym, coeffs_shadow), cudaErrorInsufficientDriver,
+           cudaErrorNoDevice);
+    if (sym != (void *)1) { printf("symbol address written on failure\n"); failures++; }
     expect("cudaDeviceSynchronize", cudaDeviceSynchronize(), cudaErrorInsufficientDriver, cudaErrorNoDevice);
     printf("%s\n", failures ? "FAIL" : "OK: kernels registered; launches fail as native CUDA without a GPU");
     return failures ? 1 : 0;

@@ -50,6 +50,7 @@ mod status {
     pub const cudaErrorMemoryAllocation: i32 = 2;
     pub const cudaErrorInitializationError: i32 = 3;
     pub const cudaErrorInvalidDevicePointer: i32 = 17;
+    pub const cudaErrorInvalidSymbol: i32 = 13;
     pub const cudaErrorInvalidMemcpyDirection: i32 = 21;
     pub const cudaErrorInsufficientDriver: i32 = 35;
     pub const cudaErrorInvalidDeviceFunction: i32 = 98;
@@ -82,9 +83,8 @@ pub enum Direction {
 
 /// Resolves a copy's direction from its kind and, for cudaMemcpyDefault,
 /// from whether each pointer is device memory (the tracker's answer); an
-/// explicit kind is checked against the same answer, as native UVA
-/// runtimes pass a wrong one through but our server must not treat a host
-/// address as a device one.
+/// explicit kind is checked against the same answer: neither side may
+/// treat a host address as a device one or the other way round.
 #[allow(non_upper_case_globals)]
 pub fn direction(kind: i32, dst_dev: bool, src_dev: bool) -> Result<Direction, i32> {
     use memcpy_kind::*;
@@ -107,7 +107,9 @@ pub fn direction(kind: i32, dst_dev: bool, src_dev: bool) -> Result<Direction, i
         Direction::DeviceToHost => (false, true),
         Direction::DeviceToDevice => (true, true),
     };
-    if (want_dst && !dst_dev) || (want_src && !src_dev) {
+    // Either way round is refused: a device address the kind calls host
+    // memory would be read or written in the client's own address space.
+    if want_dst != dst_dev || want_src != src_dev {
         return Err(cudaErrorInvalidValue);
     }
     Ok(d)

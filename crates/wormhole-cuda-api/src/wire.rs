@@ -57,6 +57,43 @@ impl Memcpy {
     }
 }
 
+/// A copy to or from a device variable (`to`: cudaMemcpyToSymbol). The
+/// other side is host bytes (following the request, or in the reply) when
+/// `device` is 0, else that device address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SymbolCopy {
+    pub to: bool,
+    /// The client's id of the variable: its host shadow's address.
+    pub symbol: u64,
+    pub offset: u64,
+    pub count: u64,
+    pub device: u64,
+}
+
+impl SymbolCopy {
+    pub fn encode(&self, e: &mut Encoder) {
+        e.bool(self.to);
+        e.u64(self.symbol);
+        e.u64(self.offset);
+        e.u64(self.count);
+        e.u64(self.device);
+    }
+
+    pub fn decode(d: &mut Decoder<'_>) -> Result<Self, WireError> {
+        let c = SymbolCopy {
+            to: d.bool()?,
+            symbol: d.u64()?,
+            offset: d.u64()?,
+            count: d.u64()?,
+            device: d.u64()?,
+        };
+        if c.device == 0 && c.count > MEMCPY_CHUNK {
+            return Err(WireError::BadHeader("symbol copy"));
+        }
+        Ok(c)
+    }
+}
+
 /// A kernel launch: the kernel (the client's id for it: the host stub's
 /// address), the configuration and the packed argument block.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,5 +173,23 @@ mod tests {
         l.encode(&mut e);
         assert_eq!(Launch::decode(&mut Decoder::new(e.as_slice())), Ok(l));
         assert!(Launch::decode(&mut Decoder::new(&e.as_slice()[..20])).is_err());
+
+        let c = SymbolCopy {
+            to: true,
+            symbol: 0x601000,
+            offset: 16,
+            count: 64,
+            device: 0,
+        };
+        let mut e = Encoder::new();
+        c.encode(&mut e);
+        assert_eq!(SymbolCopy::decode(&mut Decoder::new(e.as_slice())), Ok(c));
+        let mut e = Encoder::new();
+        SymbolCopy {
+            count: MEMCPY_CHUNK + 1,
+            ..c
+        }
+        .encode(&mut e);
+        assert!(SymbolCopy::decode(&mut Decoder::new(e.as_slice())).is_err());
     }
 }

@@ -11,7 +11,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use wormhole_cuda_api::fatbin::{self, Kernel};
 use wormhole_cuda_api::tracker::Alloc;
-use wormhole_cuda_api::wire::{Launch, Memcpy, MEMCPY_CHUNK};
+use wormhole_cuda_api::wire::{Launch, Memcpy, SymbolCopy, MEMCPY_CHUNK};
 use wormhole_cuda_api::*;
 
 use crate::rt::{self, last_error, note, tracker, Call};
@@ -525,8 +525,8 @@ pub unsafe extern "C" fn __cudaRegisterFunction(
     })();
 }
 
-/// Device variables are registered with the server (so the module's
-/// symbols resolve); copies to and from them are not forwarded yet.
+/// Device variables are registered with the server under the host
+/// shadow's address, which symbol copies name.
 ///
 /// # Safety
 /// As nvcc's host code calls it.
@@ -547,6 +547,7 @@ pub unsafe extern "C" fn __cudaRegisterVar(
     }
     // SAFETY: the caller's contract.
     let name = unsafe { std::ffi::CStr::from_ptr(device_name) }.to_bytes();
+    vars().insert(host_var as usize as u64, size as u64);
     let _ = (|| -> Result<(), i32> {
         let mut c = Call::begin(func::__cudaRegisterVar)?;
         c.enc.u64(m.id);
@@ -559,6 +560,186 @@ pub unsafe extern "C" fn __cudaRegisterVar(
         c.finish()?;
         Ok(())
     })();
+}
+
+/// Registered device variables: host shadow address -> size.
+fn vars() -> MutexGuard<'static, HashMap<u64, u64>> {
+    static V: OnceLock<Mutex<HashMap<u64, u64>>> = OnceLock::new();
+    V.get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// Checks a symbol copy against the variable's registered size.
+fn symbol_range(symbol: *const c_void, count: usize, offset: usize) -> Result<u64, i32> {
+    let id = symbol as usize as u64;
+    let size = *vars().get(&id).ok_or(cudaErrorInvalidSymbol)?;
+    match offset.checked_add(count) {
+        Some(end) if end as u64 <= size => Ok(id),
+        _ => Err(cudaErrorInvalidValue),
+    }
+}
+
+/// The variable's id and, when the other side of a symbol copy is device
+/// memory, its address (0: host memory).
+fn symbol_args(
+    to: bool,
+    symbol: *const c_void,
+    other: u64,
+    count: usize,
+    offset: usize,
+    kind: i32,
+) -> Result<(u64, u64), i32> {
+    let id = symbol_range(symbol, count, offset)?;
+    let other_dev = is_dev(other);
+    let dir = if to {
+        direction(kind, true, other_dev)?
+    } else {
+        direction(kind, other_dev, true)?
+    };
+    match dir {
+        Direction::DeviceToDevice => Ok((id, other)),
+        Direction::HostToDevice | Direction::DeviceToHost => Ok((id, 0)),
+        Direction::HostToHost => Err(cudaErrorInvalidMemcpyDirection),
+    }
+}
+
+/// One symbol copy; host data in chunks of at most `MEMCPY_CHUNK`.
+///
+/// # Safety
+/// `host` holds `count` bytes (readable for `to`, writable otherwise)
+/// unless `dev` is a device address.
+unsafe fn symbol_copy(
+    to: bool,
+    symbol: u64,
+    host: *mut u8,
+    dev: u64,
+    count: usize,
+    offset: usize,
+) -> i32 {
+    status_of((|| {
+        if dev != 0 {
+            tracker()
+                .check(dev, count as u64)
+                .map_err(|_| cudaErrorInvalidValue)?;
+            let mut c = Call::begin(func::cudaMemcpyToSymbol)?;
+            SymbolCopy {
+                to,
+                symbol,
+                offset: offset as u64,
+                count: count as u64,
+                device: dev,
+            }
+            .encode(&mut c.enc);
+            return Ok(c.finish()?.status_with_deferred());
+        }
+        let mut done = 0usize;
+        while done < count {
+            let n = (count - done).min(MEMCPY_CHUNK as usize);
+            let mut c = Call::begin(func::cudaMemcpyToSymbol)?;
+            SymbolCopy {
+                to,
+                symbol,
+                offset: (offset + done) as u64,
+                count: n as u64,
+                device: 0,
+            }
+            .encode(&mut c.enc);
+            if to {
+                // SAFETY: the caller's contract: `host` holds `count` bytes.
+                c.enc
+                    .bytes(unsafe { std::slice::from_raw_parts(host.add(done), n) });
+            }
+            let mut r = c.finish()?;
+            let status = r.status_with_deferred();
+            if status != cudaSuccess {
+                return Ok(status);
+            }
+            if !to {
+                let b = r.with(|d| d.bytes().map(|b| b.to_vec()).map_err(|_| cudaErrorUnknown))?;
+                if b.len() != n {
+                    return Err(cudaErrorUnknown);
+                }
+                // SAFETY: the caller's contract: `host` holds `count` bytes.
+                unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), host.add(done), n) };
+            }
+            done += n;
+        }
+        Ok(cudaSuccess)
+    })())
+}
+
+/// # Safety
+/// As for the native call.
+pub unsafe extern "C" fn cudaMemcpyToSymbol(
+    symbol: *const c_void,
+    src: *const c_void,
+    count: usize,
+    offset: usize,
+    kind: i32,
+) -> i32 {
+    let (id, dev) = match symbol_args(true, symbol, src as usize as u64, count, offset, kind) {
+        Ok(v) => v,
+        Err(e) => return note(e),
+    };
+    // SAFETY: the caller's contract.
+    unsafe { symbol_copy(true, id, src as *mut u8, dev, count, offset) }
+}
+
+/// # Safety
+/// As for the native call.
+pub unsafe extern "C" fn cudaMemcpyFromSymbol(
+    dst: *mut c_void,
+    symbol: *const c_void,
+    count: usize,
+    offset: usize,
+    kind: i32,
+) -> i32 {
+    let (id, dev) = match symbol_args(false, symbol, dst as usize as u64, count, offset, kind) {
+        Ok(v) => v,
+        Err(e) => return note(e),
+    };
+    // SAFETY: the caller's contract.
+    unsafe { symbol_copy(false, id, dst as *mut u8, dev, count, offset) }
+}
+
+/// The variable's device address, which the tracker then knows (so copies
+/// and kernels may use it like an allocation).
+///
+/// # Safety
+/// `dev_ptr` is NULL or writable.
+pub unsafe extern "C" fn cudaGetSymbolAddress(
+    dev_ptr: *mut *mut c_void,
+    symbol: *const c_void,
+) -> i32 {
+    if dev_ptr.is_null() {
+        return note(cudaErrorInvalidValue);
+    }
+    let id = symbol as usize as u64;
+    let Some(size) = vars().get(&id).copied() else {
+        return note(cudaErrorInvalidSymbol);
+    };
+    status_of((|| {
+        let mut c = Call::begin(func::cudaGetSymbolAddress)?;
+        c.enc.u64(id);
+        let mut r = c.finish()?;
+        let status = r.status();
+        if r.has_outputs() {
+            let p = r.with(|d| d.u64().map_err(|_| cudaErrorUnknown))?;
+            let mut t = tracker();
+            if t.find(p).is_none() {
+                t.insert(Alloc {
+                    start: p,
+                    size,
+                    device: 0,
+                })
+                .map_err(|_| cudaErrorUnknown)?;
+            }
+            // SAFETY: checked non-NULL; the caller's contract.
+            unsafe { *dev_ptr = p as usize as *mut c_void };
+        }
+        Ok(status)
+    })())
 }
 
 #[derive(Clone, Copy)]

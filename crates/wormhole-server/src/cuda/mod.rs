@@ -286,6 +286,43 @@ mod tests {
             Err(cudaErrorInvalidValue),
             "vecAdd takes 28 bytes of arguments"
         );
+        // A device variable of 16 bytes: copies must stay inside it.
+        assert_eq!(
+            call(&mut t, func::__cudaRegisterVar, |e| {
+                e.u64(1);
+                e.u64(0x601000);
+                e.bytes(b"coeffs");
+                e.i32(0);
+                e.u64(16);
+                e.i32(1);
+                e.i32(0);
+            }),
+            Ok(0)
+        );
+        let copy = |symbol: u64, offset: u64, count: u64| {
+            move |e: &mut Encoder| {
+                wormhole_cuda_api::wire::SymbolCopy {
+                    to: false,
+                    symbol,
+                    offset,
+                    count,
+                    device: 0,
+                }
+                .encode(e)
+            }
+        };
+        assert_eq!(
+            call(&mut t, func::cudaMemcpyToSymbol, copy(0x601000, 8, 9)),
+            Err(cudaErrorInvalidValue)
+        );
+        assert_eq!(
+            call(&mut t, func::cudaMemcpyToSymbol, copy(0x602000, 0, 4)),
+            Err(wormhole_cuda_api::cudaErrorInvalidSymbol)
+        );
+        assert!(matches!(
+            call(&mut t, func::cudaMemcpyToSymbol, copy(0x601000, 8, 8)),
+            Ok(s) if s != 0
+        ));
         // The right shape passes validation and reaches the runtime, whose
         // answer (without one: NO_LIBRARY) is the call's status.
         let r = call(

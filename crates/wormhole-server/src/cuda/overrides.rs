@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_void, CString};
 use wormhole_cuda_api::fatbin::{self, FATBIN_MAGIC, WRAPPER_MAGIC};
 use wormhole_cuda_api::launch;
 use wormhole_cuda_api::tracker::Alloc;
-use wormhole_cuda_api::wire::{Launch, Memcpy};
+use wormhole_cuda_api::wire::{Launch, Memcpy, SymbolCopy};
 use wormhole_cuda_api::*;
 use wormhole_wire::{Decoder, Encoder};
 
@@ -290,7 +290,7 @@ pub fn d___cudaRegisterVar(
     d: &mut Decoder<'_>,
     _e: &mut Encoder,
 ) -> Result<i32, i32> {
-    let (m, _host, name) = module_and_name(t, d)?;
+    let (m, host, name) = module_and_name(t, d)?;
     let handle = m.handle;
     let ext = d.i32().map_err(bad)?;
     let size = d.u64().map_err(bad)?;
@@ -299,6 +299,9 @@ pub fn d___cudaRegisterVar(
     d.finish().map_err(bad)?;
     if size > t.max_alloc {
         return Err(cudaErrorMemoryAllocation);
+    }
+    if t.vars.contains_key(&host) || t.vars.len() >= 1 << 20 {
+        return Err(cudaErrorInvalidValue);
     }
     let stand_in: Box<[u8]> = vec![0u8; (size as usize).max(1)].into();
     if let (Some(f), false) = (super::table().__cudaRegisterVar, handle.is_null()) {
@@ -318,7 +321,7 @@ pub fn d___cudaRegisterVar(
         };
         std::mem::forget(name);
     }
-    t.vars.push(stand_in);
+    t.vars.insert(host, stand_in);
     Ok(cudaSuccess)
 }
 
@@ -358,4 +361,110 @@ pub fn d_cudaLaunchKernel(
             stream,
         )
     })
+}
+
+/// Both symbol copies arrive as cudaMemcpyToSymbol (with a direction).
+pub fn d_cudaMemcpyToSymbol(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    let c = SymbolCopy::decode(d).map_err(bad)?;
+    let shadow = t.vars.get(&c.symbol).ok_or(cudaErrorInvalidSymbol)?;
+    // The variable's size is the shadow's (at least one byte).
+    match c.offset.checked_add(c.count) {
+        Some(end) if end <= shadow.len() as u64 => {}
+        _ => return Err(cudaErrorInvalidValue),
+    }
+    let sym: *const c_void = shadow.as_ptr().cast();
+    let (n, off) = (c.count as usize, c.offset as usize);
+    if c.device != 0 {
+        d.finish().map_err(bad)?;
+        let p = t.devptr(c.device, c.count)?;
+        // SAFETY: the symbol is registered; the device range is the tenant's.
+        return Ok(unsafe {
+            if c.to {
+                ffi::cudaMemcpyToSymbol(sym, p, n, off, memcpy_kind::cudaMemcpyDeviceToDevice)
+            } else {
+                ffi::cudaMemcpyFromSymbol(p, sym, n, off, memcpy_kind::cudaMemcpyDeviceToDevice)
+            }
+        });
+    }
+    if c.to {
+        let data = d.bytes().map_err(bad)?;
+        d.finish().map_err(bad)?;
+        if data.len() != n {
+            return Err(cudaErrorInvalidValue);
+        }
+        // SAFETY: `data` holds `n` bytes; the range fits the variable.
+        Ok(unsafe {
+            ffi::cudaMemcpyToSymbol(
+                sym,
+                data.as_ptr().cast(),
+                n,
+                off,
+                memcpy_kind::cudaMemcpyHostToDevice,
+            )
+        })
+    } else {
+        d.finish().map_err(bad)?;
+        let mut buf = vec![0u8; n];
+        // SAFETY: `buf` holds `n` bytes; the range fits the variable.
+        let s = unsafe {
+            ffi::cudaMemcpyFromSymbol(
+                buf.as_mut_ptr().cast(),
+                sym,
+                n,
+                off,
+                memcpy_kind::cudaMemcpyDeviceToHost,
+            )
+        };
+        if s == cudaSuccess {
+            e.u8(1);
+            e.bytes(&buf);
+        }
+        Ok(s)
+    }
+}
+
+/// The client sends both directions as cudaMemcpyToSymbol.
+pub fn d_cudaMemcpyFromSymbol(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    d_cudaMemcpyToSymbol(t, d, e)
+}
+
+/// A variable's device address, which the tenant may then use like an
+/// allocation of the variable's size.
+pub fn d_cudaGetSymbolAddress(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    let id = d.u64().map_err(bad)?;
+    d.finish().map_err(bad)?;
+    let shadow = t.vars.get(&id).ok_or(cudaErrorInvalidSymbol)?;
+    let size = shadow.len() as u64;
+    let sym: *const c_void = shadow.as_ptr().cast();
+    let mut p: *mut c_void = std::ptr::null_mut();
+    // SAFETY: a registered symbol and a valid out-pointer.
+    let status = unsafe { ffi::cudaGetSymbolAddress(&mut p, sym) };
+    if status != cudaSuccess {
+        return Ok(status);
+    }
+    let start = p as usize as u64;
+    if start != 0 && t.allocs.find(start).is_none() {
+        t.allocs
+            .insert(Alloc {
+                start,
+                size,
+                device: 0,
+            })
+            .map_err(|_| cudaErrorUnknown)?;
+    }
+    e.u8(1);
+    e.u64(start);
+    Ok(status)
 }

@@ -49,8 +49,9 @@ pub struct CudaTenant {
     pub allocs: Tracker,
     pub modules: HashMap<u64, Module>,
     pub funcs: HashMap<u64, Func>,
-    /// Device variables' stand-in host addresses, kept alive.
-    pub vars: Vec<Box<[u8]>>,
+    /// Device variables by the client's id (its host shadow's address):
+    /// our stand-in shadow, which the runtime knows them by.
+    pub vars: HashMap<u64, Box<[u8]>>,
     pub max_alloc: u64,
     pub max_handles: usize,
 }
@@ -78,7 +79,7 @@ impl CudaTenant {
             allocs: Tracker::new(),
             modules: HashMap::new(),
             funcs: HashMap::new(),
-            vars: Vec::new(),
+            vars: HashMap::new(),
             max_alloc,
             max_handles: 1 << 20,
         }
