@@ -2,7 +2,7 @@
 //! and what decodes re-encodes to the same bytes.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use wormhole_cuda_api::wire::{Launch, Memcpy};
+use wormhole_cuda_api::wire::{Launch, Memcpy, SymbolCopy};
 use wormhole_wire::{Decoder, Encoder};
 
 fuzz_target!(|data: &[u8]| {
@@ -10,6 +10,12 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(m) = Memcpy::decode(&mut d) {
         let mut e = Encoder::new();
         m.encode(&mut e);
+        assert_eq!(e.as_slice(), &data[..d.position()]);
+    }
+    let mut d = Decoder::new(data);
+    if let Ok(c) = SymbolCopy::decode(&mut d) {
+        let mut e = Encoder::new();
+        c.encode(&mut e);
         assert_eq!(e.as_slice(), &data[..d.position()]);
     }
     let mut d = Decoder::new(data);
