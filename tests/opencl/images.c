@@ -249,7 +249,9 @@ static void samplers(env_t *t) {
     CHECK(clGetSamplerInfo(s, CL_SAMPLER_CONTEXT, sizeof c, &c, NULL));
     CHECK(clGetSamplerInfo(s, CL_SAMPLER_REFERENCE_COUNT, sizeof rc, &rc, NULL));
     ASSERT(c == t->ctx);
-    printf("sampler: norm %u addr %x filter %x refs %u\n", norm, am, fm, rc);
+    ASSERT(rc >= 1);
+    printf("sampler: norm %u addr %x filter %x\n", norm, am, fm);
+    printf("~sampler: refs %u\n", rc);
     cl_sampler_properties props[] = {CL_SAMPLER_NORMALIZED_COORDS, CL_TRUE, CL_SAMPLER_ADDRESSING_MODE,
                                      CL_ADDRESS_REPEAT, CL_SAMPLER_FILTER_MODE, CL_FILTER_LINEAR, 0};
     cl_sampler s2 = clCreateSamplerWithProperties(t->ctx, props, &e);

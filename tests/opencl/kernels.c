@@ -110,11 +110,15 @@ static void everything(env_t *t, cl_program p) {
     EXPECT_CODE("local arg with a value", clSetKernelArg(k, 2, 16, &i), CL_INVALID_ARG_VALUE);
     EXPECT_CODE("local arg with size 0", clSetKernelArg(k, 2, 0, NULL), CL_INVALID_ARG_SIZE);
     EXPECT_CODE("scalar arg with NULL value", clSetKernelArg(k, 7, sizeof i, NULL), CL_INVALID_ARG_VALUE);
+    /* Objects of the wrong kind: PoCL 3 accepts them (and would dereference a
+     * sampler as a buffer); Wormhole's server checks kinds against the
+     * kernel's declared argument types and refuses them, as the
+     * specification says. Platform-specific lines: printed, not compared. */
     cl_mem notmem = (cl_mem)smp;
-    PRINT_CODE("sampler passed as buffer", clSetKernelArg(k, 0, sizeof notmem, &notmem));
-    PRINT_CODE("buffer passed as image", clSetKernelArg(k, 17, sizeof out, &out));
+    PRINT_CODE("~sampler passed as buffer", clSetKernelArg(k, 0, sizeof notmem, &notmem));
+    PRINT_CODE("~buffer passed as image", clSetKernelArg(k, 17, sizeof out, &out));
     cl_sampler notsmp = (cl_sampler)out;
-    PRINT_CODE("buffer passed as sampler", clSetKernelArg(k, 18, sizeof notsmp, &notsmp));
+    PRINT_CODE("~buffer passed as sampler", clSetKernelArg(k, 18, sizeof notsmp, &notsmp));
     CHECK(clReleaseMemObject(maybe));
     CHECK(clReleaseMemObject(out));
     CHECK(clReleaseMemObject(cb));

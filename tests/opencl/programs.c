@@ -73,8 +73,10 @@ static void build_and_info(env_t *t) {
     CHECK(clGetProgramInfo(p, CL_PROGRAM_CONTEXT, sizeof c, &c, NULL));
     CHECK(clGetProgramInfo(p, CL_PROGRAM_REFERENCE_COUNT, sizeof rc, &rc, NULL));
     CHECK(clGetProgramInfo(p, CL_PROGRAM_NUM_KERNELS, sizeof nk, &nk, NULL));
-    printf("program: devices %u same %d context same %d refs %u kernels %zu\n", nd, dev == t->device,
-           c == t->ctx, rc, nk);
+    ASSERT(rc >= 1);
+    printf("~program: refs %u\n", rc);
+    printf("program: devices %u same %d context same %d kernels %zu\n", nd, dev == t->device,
+           c == t->ctx, nk);
     print_str_info(p, CL_PROGRAM_KERNEL_NAMES, "kernel names");
     size_t srclen = 0;
     CHECK(clGetProgramInfo(p, CL_PROGRAM_SOURCE, 0, NULL, &srclen));
@@ -113,7 +115,9 @@ static void build_and_info(env_t *t) {
     CHECK(clGetKernelInfo(k, CL_KERNEL_CONTEXT, sizeof kc, &kc, NULL));
     CHECK(clGetKernelInfo(k, CL_KERNEL_PROGRAM, sizeof kp, &kp, NULL));
     CHECK(clGetKernelInfo(k, CL_KERNEL_ATTRIBUTES, sizeof attrs, attrs, NULL));
-    printf("kernel: %s args %u refs %u context %d program %d attributes '%s'\n", fname, nargs, krc, kc == t->ctx,
+    ASSERT(krc >= 1);
+    printf("~kernel: refs %u\n", krc);
+    printf("kernel: %s args %u context %d program %d attributes '%s'\n", fname, nargs, kc == t->ctx,
            kp == p, attrs);
     cl_kernel sk = kernel(p, "scale");
     for (cl_uint a = 0; a < 4; a++) {

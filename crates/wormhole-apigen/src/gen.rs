@@ -106,7 +106,7 @@ fn client_put(o: &mut String, f: &Func) {
                     enc
                 }
             }
-            Ty::Handle { kind: k } => format!("c.handle({n}, {})?;", kind(k)),
+            Ty::Handle { kind: k, .. } => format!("c.handle({n}, {})?;", kind(k)),
             Ty::HandleArray { kind: k, count } => {
                 format!("c.handles({n}, {count} as usize, {})?;", kind(k))
             }
@@ -349,23 +349,48 @@ fn server_func(o: &mut String, f: &Func) {
                 let _ = writeln!(o, "    let v_{n} = d.{m}().map_err(bad)?;");
                 format!("v_{n}")
             }
-            Ty::Handle { kind: k } => {
+            Ty::Handle { kind: k, optional } => {
                 if i == 0 && refcounting {
                     let _ = writeln!(
                         o,
                         "    let (v_{n}, id_{n}) = t.handle_with_id(d, {})?;",
                         kind(k)
                     );
+                    // A release must match a reference the client holds,
+                    // or it would drop one the server or a parent object
+                    // holds and leave a dangling handle in the table.
+                    if f.attrs.release.is_some() {
+                        let _ = writeln!(o, "    t.check_release(id_{n}, {})?;", kind(k));
+                    }
+                } else if *optional {
+                    let _ = writeln!(o, "    let v_{n} = t.opt_handle(d, {})?;", kind(k));
                 } else {
                     let _ = writeln!(o, "    let v_{n} = t.handle(d, {})?;", kind(k));
                 }
                 format!("v_{n}")
             }
             Ty::HandleArray { kind: k, count } => {
-                let _ = writeln!(o, "    let v_{n} = t.handles(d, {})?;", kind(k));
+                // A wait list's faults have their own code; any other list's
+                // are the kind's (or, for a missing list, CL_INVALID_VALUE).
+                let wait_list = n == "event_wait_list";
+                let bad_entry = if wait_list {
+                    "CL_INVALID_EVENT_WAIT_LIST".to_string()
+                } else {
+                    format!("{}.invalid()", kind(k))
+                };
+                let _ = writeln!(
+                    o,
+                    "    let v_{n} = t.handles(d, {}, {bad_entry})?;",
+                    kind(k)
+                );
                 let _ = writeln!(
                     post,
-                    "    check_count(v_{n}.as_deref(), v_{count} as u64)?;"
+                    "    check_count(v_{n}.as_deref(), v_{count} as u64, {})?;",
+                    if wait_list {
+                        "CL_INVALID_EVENT_WAIT_LIST"
+                    } else {
+                        "CL_INVALID_VALUE"
+                    }
                 );
                 format!("opt_vec_ptr(&v_{n})")
             }

@@ -168,6 +168,8 @@ pub enum Ty {
     Scalar(Scalar),
     Handle {
         kind: String,
+        /// Declared `KIND?`: NULL (id 0) is a valid value.
+        optional: bool,
     },
     HandleArray {
         kind: String,

@@ -187,7 +187,7 @@ impl<'a> P<'a> {
             return Ok(Ty::HandleArray { kind, count });
         }
         let word = self.ident()?;
-        let ty = match word.as_str() {
+        let mut ty = match word.as_str() {
             "in" => {
                 self.expect("bytes")?;
                 Ty::InBytes { size: self.size()? }
@@ -263,13 +263,17 @@ impl<'a> P<'a> {
                 } else if self.kinds.iter().any(|k| k == w) {
                     Ty::Handle {
                         kind: w.to_string(),
+                        optional: false,
                     }
                 } else {
                     return self.err(format!("unknown type `{w}`"));
                 }
             }
         };
-        self.eat("?");
+        let optional = self.eat("?");
+        if let Ty::Handle { optional: o, .. } = &mut ty {
+            *o = optional;
+        }
         Ok(ty)
     }
 

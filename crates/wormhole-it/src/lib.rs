@@ -151,7 +151,12 @@ pub struct Server {
 impl Server {
     /// Starts a server and waits (bounded) until it accepts connections.
     pub fn start(a: &Artifacts, dir: &Path) -> Result<Server, HarnessError> {
-        Self::start_with(a, dir, None)
+        Self::start_with(a, dir, None, &[])
+    }
+
+    /// Like [`Server::start`], with extra command-line arguments.
+    pub fn start_args(a: &Artifacts, dir: &Path, args: &[&str]) -> Result<Server, HarnessError> {
+        Self::start_with(a, dir, None, args)
     }
 
     /// Like [`Server::start`], also listening on TCP on loopback; returns
@@ -162,7 +167,7 @@ impl Server {
             .and_then(|l| l.local_addr())
             .map_err(io("finding a free port"))?
             .port();
-        let s = Self::start_with(a, dir, Some(port))?;
+        let s = Self::start_with(a, dir, Some(port), &[])?;
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             if Instant::now() > deadline {
@@ -173,11 +178,17 @@ impl Server {
         Ok((s, port))
     }
 
-    fn start_with(a: &Artifacts, dir: &Path, tcp: Option<u16>) -> Result<Server, HarnessError> {
+    fn start_with(
+        a: &Artifacts,
+        dir: &Path,
+        tcp: Option<u16>,
+        args: &[&str],
+    ) -> Result<Server, HarnessError> {
         let socket = dir.join("server.sock");
         let log = dir.join("server.log");
         let logf = std::fs::File::create(&log).map_err(io("creating the server log"))?;
         let mut cmd = Command::new(&a.server);
+        cmd.args(args);
         if let Some(port) = tcp {
             cmd.arg("--tcp").arg(format!("127.0.0.1:{port}"));
         }
@@ -315,7 +326,7 @@ pub fn compile(name: &str, dir: &Path) -> Result<PathBuf, HarnessError> {
         ])
         .arg(&bin)
         .arg(src_dir.join(format!("{name}.c")))
-        .arg("-lOpenCL")
+        .args(["-lOpenCL", "-lpthread"])
         .output()
         .map_err(io("running cc"))?;
     if !out.status.success() {
@@ -422,6 +433,34 @@ pub fn native_vs_wormhole_tcp(names: &[&str]) {
             .unwrap_or_else(|e| panic!("running {name} through Wormhole over TCP: {e}"));
         check_pair(
             &format!("{name} (tcp)"),
+            &native,
+            &remote,
+            &server.log_text(),
+        );
+    }
+}
+
+/// Runs each program natively and through one Wormhole server started
+/// with `server_args` (e.g. another handoff mode), checking each pair.
+pub fn native_vs_wormhole_server_args(names: &[&str], server_args: &[&str]) {
+    let setup = || -> Result<_, HarnessError> {
+        let a = Artifacts::get()?;
+        let dir = TempDir::new("args")?;
+        let server = Server::start_args(a, dir.path(), server_args)?;
+        Ok((dir, server))
+    };
+    let (dir, server) = match setup() {
+        Ok(v) => v,
+        Err(e) => panic!("harness setup for {server_args:?}: {e}"),
+    };
+    for name in names {
+        let bin = compile(name, dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let native = run(&bin, Route::Native, None, dir.path())
+            .unwrap_or_else(|e| panic!("running {name} natively: {e}"));
+        let remote = run(&bin, Route::Wormhole, Some(&server), dir.path())
+            .unwrap_or_else(|e| panic!("running {name} through Wormhole {server_args:?}: {e}"));
+        check_pair(
+            &format!("{name} {server_args:?}"),
             &native,
             &remote,
             &server.log_text(),

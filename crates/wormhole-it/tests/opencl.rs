@@ -50,3 +50,8 @@ fn errors() {
 fn platform() {
     check("platform");
 }
+
+#[test]
+fn large() {
+    check("large");
+}

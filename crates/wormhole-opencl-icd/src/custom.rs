@@ -472,11 +472,15 @@ pub mod kernel_arg {
         _kernel: *mut c_void,
         _index: u32,
     ) -> Result<(), i32> {
-        // The shape of a kernel argument is its size and kind, not its value:
-        // a new value for the same argument fails only if the old one would.
+        // The shape of a kernel argument is its size and kind (NULL, bytes,
+        // which object), not a scalar's value: a new value for the same
+        // argument fails only if the old one would. A NULL value can fail
+        // where bytes succeeded (and the reverse), an object of another
+        // context where one of this context succeeded, and a non-zero
+        // pointer-sized value where zero (a NULL buffer) succeeded.
         c.shape(size as u64);
         if p.is_null() {
-            c.shape(0xa0);
+            c.shape(0x4e55_4c4c);
             c.enc.u8(0);
             return Ok(());
         }
@@ -492,6 +496,7 @@ pub mod kernel_arg {
                 };
                 if let Some(tag) = tag {
                     c.shape(2 + tag as u64);
+                    c.shape(o.id);
                     c.enc.u8(2);
                     c.enc.u8(tag);
                     c.enc.u64(o.id);
@@ -499,11 +504,15 @@ pub mod kernel_arg {
                 }
             }
         }
-        c.shape(0xa1);
-        c.enc.u8(1);
         // SAFETY: caller's contract.
-        c.enc
-            .bytes(unsafe { std::slice::from_raw_parts(p as *const u8, size) });
+        let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, size) };
+        c.shape(if bytes.iter().all(|&b| b == 0) {
+            1
+        } else {
+            0x4259_5445
+        });
+        c.enc.u8(1);
+        c.enc.bytes(bytes);
         Ok(())
     }
     no_take!(size: usize, kernel: *mut c_void, index: u32);

@@ -198,7 +198,6 @@ pub unsafe extern "C" fn clCreateBuffer(
     m
 }
 
-/// An image's type and element size, which size its transfers' windows.
 /// Remembers the application's pointer of a USE_HOST_PTR memory object:
 /// the server holds a copy, so queries and maps answer from here.
 fn remember_host_ptr(m: *mut c_void, flags: u64, host_ptr: *mut c_void) {
@@ -236,6 +235,62 @@ pub unsafe extern "C" fn clCreateSubBuffer(
             (parent_host + origin) as *mut c_void,
         );
     }
+    m
+}
+
+/// # Safety
+/// As for `clCreateImage`.
+pub unsafe extern "C" fn clCreateImage(
+    ctx: *mut c_void,
+    flags: u64,
+    format: *const c_void,
+    desc: *const c_void,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    let m = unsafe { gen::clCreateImage(ctx, flags, format, desc, host_ptr, err) };
+    remember_host_ptr(m, flags, host_ptr);
+    m
+}
+
+/// # Safety
+/// As for `clCreateImage2D`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clCreateImage2D(
+    ctx: *mut c_void,
+    flags: u64,
+    format: *const c_void,
+    w: usize,
+    h: usize,
+    row: usize,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    let m = unsafe { gen::clCreateImage2D(ctx, flags, format, w, h, row, host_ptr, err) };
+    remember_host_ptr(m, flags, host_ptr);
+    m
+}
+
+/// # Safety
+/// As for `clCreateImage3D`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clCreateImage3D(
+    ctx: *mut c_void,
+    flags: u64,
+    format: *const c_void,
+    w: usize,
+    h: usize,
+    d: usize,
+    row: usize,
+    slice: usize,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    let m = unsafe { gen::clCreateImage3D(ctx, flags, format, w, h, d, row, slice, host_ptr, err) };
+    remember_host_ptr(m, flags, host_ptr);
     m
 }
 

@@ -48,60 +48,103 @@ pub fn serve(
             Err(TransportError::PeerGone) => return Ok(()),
             Err(e) => return Err(e.into()),
         }
-        let mut d = Decoder::new(&req);
-        let (func, flags) = match RequestHeader::decode(&mut d) {
-            Ok(h) => (h.func, h.flags),
-            Err(_) => (u32::MAX, 0),
-        };
-        enc = Encoder::with_buffer(enc.into_vec());
-        ReplyHeader {
-            status: 0,
-            deferred_status: 0,
-        }
-        .encode(&mut enc);
-        let is_cuda = cuda::is_cuda(func);
-        let status = if func == u32::MAX {
-            Err(CL_INVALID_VALUE)
-        } else if is_cuda {
-            match cu.as_deref_mut() {
-                Some(cu) => cuda::dispatch(cu, func, &mut d, &mut enc),
-                None => cuda::disabled(func),
-            }
-        } else {
-            opencl::dispatch(t, func, &mut d, &mut enc)
-        };
-        let status = status.unwrap_or_else(|s| {
-            enc.truncate(REPLY_HEADER_LEN);
-            enc.u8(0);
-            s
-        });
-        let status = crate::opencl::overrides::finish_bulk_in(t, chan, status)?;
+        let done = run_frame(t, cu.as_deref_mut(), &req, &mut enc);
+        // Bulk data that follows the frame goes straight where the request
+        // put it (a mapped buffer), before the reply.
+        let status = opencl::overrides::finish_bulk_in(t, chan, done.status)?;
         if t.broken {
             return Err(ServeError::Protocol);
         }
-        // A deferred call has no reply; its failure is reported with the
-        // next reply. The client decides what is deferred, but only calls
-        // the description marks async may be.
-        let may_defer = if is_cuda {
-            wormhole_cuda_api::is_async(func)
-        } else {
-            is_async(func)
-        };
-        if flags & FLAG_ASYNC != 0 && may_defer {
-            if status != 0 {
-                log::debug!("deferred call {func} failed: {status}");
-                if deferred == 0 {
-                    deferred = status;
-                }
-            }
-            continue;
+        if seal_reply(&mut enc, &done, status, &mut deferred) {
+            chan.send(enc.as_slice())?;
+            chan.flush()?;
+            opencl::overrides::finish_bulk_out(t, chan)?;
         }
-        enc.patch_i32(0, status);
-        enc.patch_i32(4, std::mem::take(&mut deferred));
-        chan.send(enc.as_slice())?;
-        chan.flush()?;
-        crate::opencl::overrides::finish_bulk_out(t, chan)?;
     }
+}
+
+/// What running one frame gave.
+pub struct FrameDone {
+    func: u32,
+    flags: u32,
+    pub status: i32,
+}
+
+/// Decodes one request frame and runs it, leaving the reply's outputs in
+/// `enc`. No I/O: a bulk transfer the request asks for is left in
+/// `t.bulk` for the caller. CUDA requests go to `cu` (None: CUDA is not
+/// exported, and they are refused as without a driver).
+pub fn run_frame(
+    t: &mut Tenant,
+    cu: Option<&mut cuda::CudaTenant>,
+    req: &[u8],
+    enc: &mut Encoder,
+) -> FrameDone {
+    let mut d = Decoder::new(req);
+    let (func, flags) = match RequestHeader::decode(&mut d) {
+        Ok(h) => (h.func, h.flags),
+        Err(_) => (u32::MAX, 0),
+    };
+    *enc = Encoder::with_buffer(std::mem::take(enc).into_vec());
+    ReplyHeader {
+        status: 0,
+        deferred_status: 0,
+    }
+    .encode(enc);
+    let status = if func == u32::MAX {
+        Err(CL_INVALID_VALUE)
+    } else if cuda::is_cuda(func) {
+        match cu {
+            Some(cu) => cuda::dispatch(cu, func, &mut d, enc),
+            None => cuda::disabled(func),
+        }
+    } else {
+        opencl::dispatch(t, func, &mut d, enc)
+    };
+    let status = status.unwrap_or_else(|s| {
+        enc.truncate(REPLY_HEADER_LEN);
+        enc.u8(0);
+        s
+    });
+    FrameDone {
+        func,
+        flags,
+        status,
+    }
+}
+
+/// Finishes the reply's header. Returns false for a deferred call, which
+/// has no reply: its failure is kept in `deferred` and reported with the
+/// next reply. The client decides what is deferred, but only calls the
+/// description marks async may be.
+pub fn seal_reply(enc: &mut Encoder, done: &FrameDone, status: i32, deferred: &mut i32) -> bool {
+    let may_defer = if cuda::is_cuda(done.func) {
+        wormhole_cuda_api::is_async(done.func)
+    } else {
+        is_async(done.func)
+    };
+    if done.flags & FLAG_ASYNC != 0 && may_defer {
+        if status != 0 {
+            log::debug!("deferred call {} failed: {status}", done.func);
+            if *deferred == 0 {
+                *deferred = status;
+            }
+        }
+        return false;
+    }
+    enc.patch_i32(0, status);
+    enc.patch_i32(4, std::mem::take(deferred));
+    true
+}
+
+/// One frame without a channel (the fuzzer's and the tests' entry point):
+/// a bulk transfer it asks for is abandoned (mappings undone, no data
+/// moved). Returns whether there is a reply in `enc`.
+pub fn handle_frame(t: &mut Tenant, req: &[u8], enc: &mut Encoder, deferred: &mut i32) -> bool {
+    let done = run_frame(t, None, req, enc);
+    opencl::overrides::abandon_bulk(t);
+    let status = done.status;
+    seal_reply(enc, &done, status, deferred)
 }
 
 /// The platforms to export, found with our own ICD (if installed) hidden;

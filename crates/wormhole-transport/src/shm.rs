@@ -74,11 +74,21 @@ impl Region {
     /// Creates a fresh, zeroed memfd region (server side).
     pub fn create(layout: Layout) -> Result<Arc<Self>, TransportError> {
         let len = layout.total()?;
+        use nix::fcntl::{fcntl, FcntlArg, SealFlag};
+        use nix::sys::memfd::MemFdCreateFlag;
         let fd = nix::sys::memfd::memfd_create(
             c"wormhole-channel",
-            nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC,
+            MemFdCreateFlag::MFD_CLOEXEC | MemFdCreateFlag::MFD_ALLOW_SEALING,
         )?;
         nix::unistd::ftruncate(&fd, len as libc::off_t)?;
+        // The peer gets this file: sealed, it cannot shrink it under our
+        // mapping (which would make our next access to the rings fault).
+        fcntl(
+            fd.as_raw_fd(),
+            FcntlArg::F_ADD_SEALS(
+                SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW | SealFlag::F_SEAL_SEAL,
+            ),
+        )?;
         Self::map(fd, layout)
     }
 

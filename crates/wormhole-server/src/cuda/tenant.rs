@@ -98,9 +98,27 @@ impl CudaTenant {
         }
     }
 
+    /// A handle the API requires (declared `KIND`): NULL is refused.
     pub fn handle(&mut self, d: &mut Decoder<'_>, kind: Kind) -> Result<*mut c_void, i32> {
         let id = d.u64().map_err(bad)?;
+        if id == 0 {
+            return Err(kind.invalid());
+        }
         self.lookup(id, kind)
+    }
+
+    /// A handle the API lets be NULL (declared `KIND?`: the default stream).
+    pub fn opt_handle(&mut self, d: &mut Decoder<'_>, kind: Kind) -> Result<*mut c_void, i32> {
+        let id = d.u64().map_err(bad)?;
+        self.lookup(id, kind)
+    }
+
+    /// Before a destroy call: the id must be one of ours, of `kind`.
+    pub fn check_release(&self, id: u64, kind: Kind) -> Result<(), i32> {
+        match self.handles.get(&id) {
+            Some(&(k, _)) if k == kind => Ok(()),
+            _ => Err(kind.invalid()),
+        }
     }
 
     /// For destroy calls: a non-NULL handle and its id.

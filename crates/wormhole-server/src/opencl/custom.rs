@@ -693,7 +693,7 @@ pub mod rect_in {
 }
 
 /// An image's type and element size, which size its transfers' windows.
-pub fn image_shape(image: *mut c_void) -> Option<(u32, u64)> {
+pub(super) fn image_shape(image: *mut c_void) -> Option<(u32, u64)> {
     let mut elem: usize = 0;
     let mut ty: u32 = 0;
     // SAFETY: `image` came from the tenant's table (or is NULL, which the

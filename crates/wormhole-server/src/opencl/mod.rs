@@ -13,7 +13,12 @@ pub mod tenant;
 
 use std::ffi::c_void;
 
-use wormhole_opencl_api::{func, CallbackKind, Kind, CL_INVALID_OPERATION, CL_SUCCESS};
+use wormhole_opencl_api::{
+    func, CallbackKind, Kind, CL_INVALID_OPERATION, CL_INVALID_VALUE, CL_SUCCESS,
+};
+
+/// `num_events_in_wait_list` > 0 with no list.
+const CL_INVALID_EVENT_WAIT_LIST: i32 = -57;
 use wormhole_wire::{Decoder, Encoder};
 
 use tenant::{
@@ -49,6 +54,55 @@ fn host_flags(flags: u64) -> u64 {
     }
 }
 
+const CL_EVENT_COMMAND_TYPE: u32 = 0x11D1;
+const CL_EVENT_COMMAND_EXECUTION_STATUS: u32 = 0x11D3;
+const CL_COMMAND_USER: u32 = 0x1204;
+
+/// The blocking flag the server uses for a transfer it must perform
+/// blocking (its data travels with the request or the reply). A transfer
+/// the application asked for without blocking, gated on a user event that
+/// is not yet complete, would block the tenant for good: the event's
+/// status can only be set by a later request, which the blocked tenant
+/// never reads. Such a transfer fails with CL_INVALID_OPERATION instead of
+/// hanging (docs/wormhole-opencl.md, "Differences from native").
+pub fn server_blocking(requested: u32, wait_list: &Option<Vec<*mut c_void>>) -> Result<u32, i32> {
+    if requested == 0
+        && wait_list
+            .as_deref()
+            .unwrap_or(&[])
+            .iter()
+            .any(|&e| is_open_user_event(e))
+    {
+        log::warn!("a non-blocking transfer waits for an incomplete user event: refused");
+        return Err(CL_INVALID_OPERATION);
+    }
+    Ok(CL_TRUE)
+}
+
+/// Whether `e` is a user event whose status has not been set yet.
+pub fn is_open_user_event(e: *mut c_void) -> bool {
+    let (mut ty, mut st) = (0u32, 0i32);
+    // SAFETY: `e` came from the tenant's table (checked by kind); the
+    // values are a cl_command_type and a cl_int, 4 bytes each.
+    let ok = unsafe {
+        ffi::clGetEventInfo(
+            e,
+            CL_EVENT_COMMAND_TYPE,
+            4,
+            (&mut ty as *mut u32).cast(),
+            std::ptr::null_mut(),
+        ) == CL_SUCCESS
+            && ffi::clGetEventInfo(
+                e,
+                CL_EVENT_COMMAND_EXECUTION_STATUS,
+                4,
+                (&mut st as *mut i32).cast(),
+                std::ptr::null_mut(),
+            ) == CL_SUCCESS
+    };
+    ok && ty == CL_COMMAND_USER && st > 0
+}
+
 /// Takes a reference on an object the tenant's table will hold.
 pub fn retain_real(kind: Kind, raw: *mut c_void) {
     // SAFETY: `raw` is a live handle of `kind` that the library just gave us.
@@ -64,6 +118,53 @@ pub fn retain_real(kind: Kind, raw: *mut c_void) {
             Kind::Platform | Kind::Device => CL_SUCCESS,
         };
     }
+}
+
+/// Drops one reference on an object (the inverse of [`retain_real`]).
+///
+/// # Safety
+/// `raw` is a live handle of `kind` on which the caller holds a reference.
+pub unsafe fn release_real(kind: Kind, raw: *mut c_void) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        match kind {
+            Kind::Context => ffi::clReleaseContext(raw),
+            Kind::Queue => ffi::clReleaseCommandQueue(raw),
+            Kind::Mem => ffi::clReleaseMemObject(raw),
+            Kind::Program => ffi::clReleaseProgram(raw),
+            Kind::Kernel => ffi::clReleaseKernel(raw),
+            Kind::Event => ffi::clReleaseEvent(raw),
+            Kind::Sampler => ffi::clReleaseSampler(raw),
+            Kind::Device => ffi::clReleaseDevice(raw),
+            Kind::Platform => CL_SUCCESS,
+        };
+    }
+}
+
+/// The library's reference count of an object (0 when it cannot say).
+///
+/// # Safety
+/// `raw` is a live handle of `kind`.
+pub unsafe fn refcount(kind: Kind, raw: *mut c_void) -> u32 {
+    let mut n = 0u32;
+    let size = std::mem::size_of::<u32>();
+    let out = &mut n as *mut u32 as *mut c_void;
+    let null = std::ptr::null_mut();
+    // SAFETY: the caller's contract; `n` is a cl_uint.
+    unsafe {
+        match kind {
+            Kind::Context => ffi::clGetContextInfo(raw, 0x1080, size, out, null),
+            Kind::Queue => ffi::clGetCommandQueueInfo(raw, 0x1092, size, out, null),
+            Kind::Mem => ffi::clGetMemObjectInfo(raw, 0x1105, size, out, null),
+            Kind::Program => ffi::clGetProgramInfo(raw, 0x1160, size, out, null),
+            Kind::Kernel => ffi::clGetKernelInfo(raw, 0x1192, size, out, null),
+            Kind::Event => ffi::clGetEventInfo(raw, 0x11D2, size, out, null),
+            Kind::Sampler => ffi::clGetSamplerInfo(raw, 0x1150, size, out, null),
+            Kind::Device => ffi::clGetDeviceInfo(raw, 0x1047, size, out, null),
+            Kind::Platform => CL_SUCCESS,
+        };
+    }
+    n
 }
 
 const CL_PLATFORM_NAME: u32 = 0x0902;

@@ -5,12 +5,12 @@
 use std::ffi::c_void;
 
 use wormhole_opencl_api::{
-    image_window, triple, Kind, CL_INVALID_MEM_OBJECT, CL_INVALID_VALUE,
-    CL_MAP_WRITE_INVALIDATE_REGION, CL_SUCCESS,
+    image_window, rect_extent, triple, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_MEM_OBJECT,
+    CL_INVALID_VALUE, CL_MAP_WRITE_INVALIDATE_REGION, CL_SUCCESS,
 };
 use wormhole_wire::{Decoder, Encoder};
 
-use super::ffi;
+use super::{ffi, ZERO_ORIGIN};
 use wormhole_transport::{Channel, TransportError};
 
 use super::tenant::{alloc_zeroed, bad, check_count, opt_vec_ptr, NewSlot, Tenant};
@@ -313,6 +313,650 @@ pub unsafe fn whGetProgramBinary(
     }
 }
 
+const CL_MEM_SIZE: u32 = 0x1102;
+
+/// Reads three size_t values (an origin or a region) from a request.
+///
+/// # Safety
+/// `p` is NULL or points to 24 bytes (the decoder checked the length).
+unsafe fn triple_at(p: *const c_void) -> Option<[u64; 3]> {
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's contract; the bytes may be unaligned.
+    let b = unsafe { std::slice::from_raw_parts(p as *const u8, 24) };
+    triple(b)
+}
+
+/// The library does not bound a rectangle's far corner by the buffer's
+/// size (found by fuzzing: a rectangular read past the end of a buffer
+/// copied from beyond its allocation), so it is checked here: the last
+/// byte the rectangle touches, `origin` and `region` under the buffer's
+/// pitches, must lie inside the buffer. A NULL origin or region is refused
+/// as the API says.
+///
+/// # Safety
+/// `buf` is a memory object from the table; `origin` and `region` are NULL
+/// or 24 bytes each.
+unsafe fn buffer_rect_ok(
+    buf: *mut c_void,
+    origin: *const c_void,
+    region: *const c_void,
+    row: usize,
+    slice: usize,
+) -> Result<(), i32> {
+    // SAFETY: the caller's contract.
+    let (o, r) = unsafe { (triple_at(origin), triple_at(region)) };
+    let (o, r) = (o.ok_or(CL_INVALID_VALUE)?, r.ok_or(CL_INVALID_VALUE)?);
+    let ext = rect_extent(r, 1, row as u64, slice as u64).ok_or(CL_INVALID_VALUE)?;
+    let end = o[2]
+        .checked_mul(ext.slice)
+        .and_then(|z| o[1].checked_mul(ext.row)?.checked_add(z))
+        .and_then(|yz| yz.checked_add(o[0]))
+        .and_then(|start| start.checked_add(ext.extent))
+        .ok_or(CL_INVALID_VALUE)?;
+    let mut size: usize = 0;
+    // SAFETY: a memory object from the table; `size` is a size_t.
+    let s = unsafe {
+        ffi::clGetMemObjectInfo(
+            buf,
+            CL_MEM_SIZE,
+            std::mem::size_of::<usize>(),
+            &mut size as *mut usize as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    if s != CL_SUCCESS {
+        return Err(s);
+    }
+    if end > size as u64 {
+        return Err(CL_INVALID_VALUE);
+    }
+    Ok(())
+}
+
+/// The host window starts at the client's host origin, so the library sees
+/// a zero origin into it.
+///
+/// # Safety
+/// As for `clEnqueueReadBufferRect`; `ptr` holds the window's extent.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueReadBufferRect(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    buf: *mut c_void,
+    _blocking: u32,
+    buffer_origin: *const c_void,
+    _host_origin: *const c_void,
+    region: *const c_void,
+    brp: usize,
+    bsp: usize,
+    hrp: usize,
+    hsp: usize,
+    ptr: *mut c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    if let Err(e) = unsafe { buffer_rect_ok(buf, buffer_origin, region, brp, bsp) } {
+        return e;
+    }
+    let origin = ZERO_ORIGIN.as_ptr() as *const c_void;
+    // SAFETY: as documented above.
+    unsafe {
+        ffi::clEnqueueReadBufferRect(
+            q,
+            buf,
+            CL_TRUE,
+            buffer_origin,
+            origin,
+            region,
+            brp,
+            bsp,
+            hrp,
+            hsp,
+            ptr,
+            n,
+            wl,
+            ev,
+        )
+    }
+}
+
+/// # Safety
+/// As for `clEnqueueWriteBufferRect`; `ptr` holds the window's extent.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueWriteBufferRect(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    buf: *mut c_void,
+    _blocking: u32,
+    buffer_origin: *const c_void,
+    _host_origin: *const c_void,
+    region: *const c_void,
+    brp: usize,
+    bsp: usize,
+    hrp: usize,
+    hsp: usize,
+    ptr: *const c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    if let Err(e) = unsafe { buffer_rect_ok(buf, buffer_origin, region, brp, bsp) } {
+        return e;
+    }
+    let origin = ZERO_ORIGIN.as_ptr() as *const c_void;
+    // SAFETY: as documented above.
+    unsafe {
+        ffi::clEnqueueWriteBufferRect(
+            q,
+            buf,
+            CL_TRUE,
+            buffer_origin,
+            origin,
+            region,
+            brp,
+            bsp,
+            hrp,
+            hsp,
+            ptr,
+            n,
+            wl,
+            ev,
+        )
+    }
+}
+
+/// Both rectangles are bounded by their buffers (see [`buffer_rect_ok`]).
+///
+/// # Safety
+/// As for `clEnqueueCopyBufferRect`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueCopyBufferRect(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    src: *mut c_void,
+    dst: *mut c_void,
+    src_origin: *const c_void,
+    dst_origin: *const c_void,
+    region: *const c_void,
+    srp: usize,
+    ssp: usize,
+    drp: usize,
+    dsp: usize,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    let ok = unsafe {
+        buffer_rect_ok(src, src_origin, region, srp, ssp)
+            .and_then(|()| buffer_rect_ok(dst, dst_origin, region, drp, dsp))
+    };
+    if let Err(e) = ok {
+        return e;
+    }
+    // SAFETY: as checked above; handles from the table.
+    unsafe {
+        ffi::clEnqueueCopyBufferRect(
+            q, src, dst, src_origin, dst_origin, region, srp, ssp, drp, dsp, n, wl, ev,
+        )
+    }
+}
+
+/// Queries one size_t property of an image.
+fn image_size(img: *mut c_void, param: u32) -> Result<u64, i32> {
+    let mut v: usize = 0;
+    // SAFETY: a memory object from the table; `v` is a size_t.
+    let s = unsafe {
+        ffi::clGetImageInfo(
+            img,
+            param,
+            std::mem::size_of::<usize>(),
+            &mut v as *mut usize as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    if s == CL_SUCCESS {
+        Ok(v as u64)
+    } else {
+        Err(CL_INVALID_MEM_OBJECT)
+    }
+}
+
+fn mem_type(mem: *mut c_void) -> Result<u32, i32> {
+    let mut ty: u32 = 0;
+    // SAFETY: a memory object from the table; `ty` is a cl_mem_object_type.
+    let s = unsafe {
+        ffi::clGetMemObjectInfo(
+            mem,
+            CL_MEM_TYPE,
+            4,
+            &mut ty as *mut u32 as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    if s == CL_SUCCESS {
+        Ok(ty)
+    } else {
+        Err(CL_INVALID_MEM_OBJECT)
+    }
+}
+
+/// The library does not bound every image transfer by the image (found by
+/// fuzzing: an image-to-buffer copy read past the image's allocation), so
+/// each image box is checked here: `origin + region` within the image's
+/// extent on every axis (array layers count as an axis), no empty region.
+/// Returns the bytes per element.
+///
+/// # Safety
+/// `img` is a memory object from the table; `origin` and `region` are NULL
+/// or 24 bytes each.
+unsafe fn image_box_ok(
+    img: *mut c_void,
+    origin: *const c_void,
+    region: *const c_void,
+) -> Result<u64, i32> {
+    // SAFETY: the caller's contract.
+    let (o, r) = unsafe { (triple_at(origin), triple_at(region)) };
+    let (o, r) = (o.ok_or(CL_INVALID_VALUE)?, r.ok_or(CL_INVALID_VALUE)?);
+    let w = image_size(img, CL_IMAGE_WIDTH)?;
+    let h = image_size(img, CL_IMAGE_HEIGHT)?.max(1);
+    let d = image_size(img, CL_IMAGE_DEPTH)?.max(1);
+    let layers = image_size(img, CL_IMAGE_ARRAY_SIZE)?.max(1);
+    let dims = match mem_type(img)? {
+        CL_MEM_OBJECT_BUFFER => return Err(CL_INVALID_MEM_OBJECT),
+        CL_MEM_OBJECT_IMAGE1D_ARRAY => [w, layers, 1],
+        CL_MEM_OBJECT_IMAGE2D_ARRAY => [w, h, layers],
+        _ => [w, h, d],
+    };
+    for i in 0..3 {
+        let end = o[i].checked_add(r[i]).ok_or(CL_INVALID_VALUE)?;
+        if r[i] == 0 || end > dims[i] {
+            return Err(CL_INVALID_VALUE);
+        }
+    }
+    image_size(img, CL_IMAGE_ELEMENT_SIZE)
+}
+
+/// A span of a buffer: `offset + bytes` within its size, and a buffer.
+fn buffer_span_ok(buf: *mut c_void, offset: u64, bytes: u64) -> Result<(), i32> {
+    if mem_type(buf)? != CL_MEM_OBJECT_BUFFER {
+        return Err(CL_INVALID_MEM_OBJECT);
+    }
+    let mut size: usize = 0;
+    // SAFETY: a memory object from the table; `size` is a size_t.
+    let s = unsafe {
+        ffi::clGetMemObjectInfo(
+            buf,
+            CL_MEM_SIZE,
+            std::mem::size_of::<usize>(),
+            &mut size as *mut usize as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    if s != CL_SUCCESS {
+        return Err(s);
+    }
+    match offset.checked_add(bytes) {
+        Some(end) if end <= size as u64 => Ok(()),
+        _ => Err(CL_INVALID_VALUE),
+    }
+}
+
+/// Bytes in an image box of `region` elements of `elem` bytes.
+///
+/// # Safety
+/// `region` is 24 bytes (checked non-NULL by [`image_box_ok`] first).
+unsafe fn box_bytes(region: *const c_void, elem: u64) -> Result<u64, i32> {
+    // SAFETY: the caller's contract.
+    let r = unsafe { triple_at(region) }.ok_or(CL_INVALID_VALUE)?;
+    r.iter()
+        .try_fold(elem, |acc, &x| acc.checked_mul(x))
+        .ok_or(CL_INVALID_VALUE)
+}
+
+/// # Safety
+/// As for `clEnqueueFillImage`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueFillImage(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    img: *mut c_void,
+    color: *const c_void,
+    origin: *const c_void,
+    region: *const c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    if let Err(e) = unsafe { image_box_ok(img, origin, region) } {
+        return e;
+    }
+    if color.is_null() {
+        return CL_INVALID_VALUE;
+    }
+    // SAFETY: checked above; the colour is 16 bytes (the decoder checked).
+    unsafe { ffi::clEnqueueFillImage(q, img, color, origin, region, n, wl, ev) }
+}
+
+/// # Safety
+/// As for `clEnqueueCopyImage`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueCopyImage(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    src: *mut c_void,
+    dst: *mut c_void,
+    src_origin: *const c_void,
+    dst_origin: *const c_void,
+    region: *const c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    let ok = unsafe {
+        image_box_ok(src, src_origin, region).and_then(|_| image_box_ok(dst, dst_origin, region))
+    };
+    if let Err(e) = ok {
+        return e;
+    }
+    // SAFETY: checked above.
+    unsafe { ffi::clEnqueueCopyImage(q, src, dst, src_origin, dst_origin, region, n, wl, ev) }
+}
+
+/// # Safety
+/// As for `clEnqueueCopyImageToBuffer`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueCopyImageToBuffer(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    img: *mut c_void,
+    buf: *mut c_void,
+    origin: *const c_void,
+    region: *const c_void,
+    offset: usize,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    let ok = unsafe {
+        image_box_ok(img, origin, region)
+            .and_then(|elem| box_bytes(region, elem))
+            .and_then(|bytes| buffer_span_ok(buf, offset as u64, bytes))
+    };
+    if let Err(e) = ok {
+        return e;
+    }
+    // SAFETY: checked above.
+    unsafe { ffi::clEnqueueCopyImageToBuffer(q, img, buf, origin, region, offset, n, wl, ev) }
+}
+
+/// # Safety
+/// As for `clEnqueueCopyBufferToImage`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueCopyBufferToImage(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    buf: *mut c_void,
+    img: *mut c_void,
+    offset: usize,
+    origin: *const c_void,
+    region: *const c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    let ok = unsafe {
+        image_box_ok(img, origin, region)
+            .and_then(|elem| box_bytes(region, elem))
+            .and_then(|bytes| buffer_span_ok(buf, offset as u64, bytes))
+    };
+    if let Err(e) = ok {
+        return e;
+    }
+    // SAFETY: checked above.
+    unsafe { ffi::clEnqueueCopyBufferToImage(q, buf, img, offset, origin, region, n, wl, ev) }
+}
+
+/// # Safety
+/// As for `clEnqueueReadImage`; `ptr` holds the transfer's extent.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueReadImage(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    image: *mut c_void,
+    _blocking: u32,
+    origin: *const c_void,
+    region: *const c_void,
+    row: usize,
+    slice: usize,
+    ptr: *mut c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    if let Err(e) = unsafe { image_box_ok(image, origin, region) } {
+        return e;
+    }
+    // SAFETY: as documented above.
+    unsafe {
+        ffi::clEnqueueReadImage(
+            q, image, CL_TRUE, origin, region, row, slice, ptr, n, wl, ev,
+        )
+    }
+}
+
+/// # Safety
+/// As for `clEnqueueWriteImage`; `ptr` holds the transfer's extent.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueWriteImage(
+    _t: &mut Tenant,
+    q: *mut c_void,
+    image: *mut c_void,
+    _blocking: u32,
+    origin: *const c_void,
+    region: *const c_void,
+    row: usize,
+    slice: usize,
+    ptr: *const c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    if let Err(e) = unsafe { image_box_ok(image, origin, region) } {
+        return e;
+    }
+    // SAFETY: as documented above.
+    unsafe {
+        ffi::clEnqueueWriteImage(
+            q, image, CL_TRUE, origin, region, row, slice, ptr, n, wl, ev,
+        )
+    }
+}
+
+/// Unmaps whatever the client left mapped, through `queue` (the harness's
+/// teardown; a tenant process just exits). Mappings of objects in another
+/// context fail to unmap here and are forgotten.
+///
+/// # Safety
+/// `queue` is a live command queue.
+pub unsafe fn unmap_all(t: &mut Tenant, queue: *mut c_void) {
+    for (_, m) in t.mappings.drain() {
+        // SAFETY: `m.ptr` is the pointer the library returned when mapping
+        // `m.mem`, which the mapping holds a reference on.
+        unsafe {
+            ffi::clEnqueueUnmapMemObject(
+                queue,
+                m.mem as *mut c_void,
+                m.ptr as *mut c_void,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            );
+        }
+        // SAFETY: the mapping's own reference, taken when it was made.
+        unsafe { super::release_real(Kind::Mem, m.mem as *mut c_void) };
+    }
+    // SAFETY: the caller's contract.
+    unsafe { ffi::clFinish(queue) };
+}
+
+const CL_KERNEL_ARG_ADDRESS_QUALIFIER: u32 = 0x1196;
+const CL_KERNEL_ARG_TYPE_NAME: u32 = 0x1198;
+const CL_KERNEL_ARG_ADDRESS_GLOBAL: u32 = 0x119B;
+const CL_KERNEL_ARG_ADDRESS_LOCAL: u32 = 0x119C;
+const CL_KERNEL_ARG_ADDRESS_CONSTANT: u32 = 0x119D;
+const CL_KERNEL_ARG_INFO_NOT_AVAILABLE: i32 = -19;
+const CL_INVALID_ARG_VALUE: i32 = -50;
+const CL_INVALID_EVENT_WAIT_LIST: i32 = -57;
+const CL_INVALID_ARG_SIZE: i32 = -51;
+const CL_INVALID_SAMPLER: i32 = -41;
+const CL_MEM_TYPE: u32 = 0x1100;
+const CL_MEM_OBJECT_BUFFER: u32 = 0x10F0;
+const CL_MEM_OBJECT_IMAGE2D_ARRAY: u32 = 0x10F3;
+const CL_MEM_OBJECT_IMAGE1D_ARRAY: u32 = 0x10F5;
+const CL_IMAGE_WIDTH: u32 = 0x1114;
+const CL_IMAGE_HEIGHT: u32 = 0x1115;
+const CL_IMAGE_DEPTH: u32 = 0x1116;
+const CL_IMAGE_ARRAY_SIZE: u32 = 0x1117;
+const HANDLE_SIZE: usize = std::mem::size_of::<usize>();
+
+/// What a kernel argument is declared as, from the kernel's argument info.
+enum ArgDecl {
+    /// `__global`/`__constant`: a memory object; `image` for image types.
+    Mem {
+        image: bool,
+    },
+    Local,
+    Sampler,
+    Plain,
+}
+
+fn arg_decl(kernel: *mut c_void, index: u32) -> Result<Option<ArgDecl>, i32> {
+    let mut q: u32 = 0;
+    // SAFETY: a kernel from the table; `q` is a cl_uint.
+    let s = unsafe {
+        ffi::clGetKernelArgInfo(
+            kernel,
+            index,
+            CL_KERNEL_ARG_ADDRESS_QUALIFIER,
+            4,
+            &mut q as *mut u32 as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    if s == CL_KERNEL_ARG_INFO_NOT_AVAILABLE {
+        return Ok(None);
+    }
+    if s != CL_SUCCESS {
+        return Err(s);
+    }
+    let mut name = [0u8; 64];
+    // SAFETY: a buffer of the size passed; a name that does not fit is an
+    // error and leaves the buffer as it was (zeroed).
+    unsafe {
+        ffi::clGetKernelArgInfo(
+            kernel,
+            index,
+            CL_KERNEL_ARG_TYPE_NAME,
+            name.len(),
+            name.as_mut_ptr().cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    let name = name.split(|&b| b == 0).next().unwrap_or(&[]);
+    Ok(Some(match q {
+        CL_KERNEL_ARG_ADDRESS_GLOBAL | CL_KERNEL_ARG_ADDRESS_CONSTANT => ArgDecl::Mem {
+            image: name.starts_with(b"image"),
+        },
+        CL_KERNEL_ARG_ADDRESS_LOCAL => ArgDecl::Local,
+        _ if name == b"sampler_t" => ArgDecl::Sampler,
+        _ => ArgDecl::Plain,
+    }))
+}
+
+/// The library takes a memory object or sampler argument's bytes as a
+/// handle and dereferences it, so those bytes must be NULL or an object of
+/// the right kind (and, for memory, the right type) that this tenant holds:
+/// a client could otherwise make the library follow any address, or use a
+/// sampler as a buffer. Vendors without argument info get the call as is.
+///
+/// # Safety
+/// `value` is NULL or holds `size` bytes.
+pub unsafe fn clSetKernelArg(
+    t: &mut Tenant,
+    kernel: *mut c_void,
+    index: u32,
+    size: usize,
+    value: *const c_void,
+) -> i32 {
+    let decl = match arg_decl(kernel, index) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    let handle = || -> Option<*mut c_void> {
+        if value.is_null() || size != HANDLE_SIZE {
+            return None;
+        }
+        // SAFETY: `value` holds `size` = pointer-sized bytes (caller's
+        // contract); they may be unaligned.
+        Some(unsafe { std::ptr::read_unaligned(value as *const *mut c_void) })
+    };
+    match decl {
+        Some(ArgDecl::Mem { image }) => {
+            if size != HANDLE_SIZE {
+                return CL_INVALID_ARG_SIZE;
+            }
+            match handle() {
+                None => {}
+                Some(h) if h.is_null() => {}
+                Some(h) if !t.holds(Kind::Mem, h) => return CL_INVALID_MEM_OBJECT,
+                Some(h) => {
+                    let mut ty: u32 = 0;
+                    // SAFETY: a memory object this tenant holds; `ty` is a
+                    // cl_mem_object_type.
+                    let s = unsafe {
+                        ffi::clGetMemObjectInfo(
+                            h,
+                            CL_MEM_TYPE,
+                            4,
+                            &mut ty as *mut u32 as *mut c_void,
+                            std::ptr::null_mut(),
+                        )
+                    };
+                    if s != CL_SUCCESS || (ty == CL_MEM_OBJECT_BUFFER) == image {
+                        return CL_INVALID_ARG_VALUE;
+                    }
+                }
+            }
+        }
+        Some(ArgDecl::Local) if !value.is_null() => return CL_INVALID_ARG_VALUE,
+        Some(ArgDecl::Sampler) => {
+            if size != HANDLE_SIZE {
+                return CL_INVALID_ARG_SIZE;
+            }
+            match handle() {
+                Some(h) if t.holds(Kind::Sampler, h) => {}
+                _ => return CL_INVALID_SAMPLER,
+            }
+        }
+        _ => {}
+    }
+    // SAFETY: `value` is NULL or holds `size` bytes, checked above to be a
+    // held object wherever the library will dereference it.
+    unsafe { ffi::clSetKernelArg(kernel, index, size, value) }
+}
+
 /// The tail every enqueue shares: the wait list's length and events, and
 /// the slot for the command's event.
 fn wait_list_and_event(
@@ -320,8 +964,8 @@ fn wait_list_and_event(
     d: &mut Decoder<'_>,
 ) -> Result<(u32, Option<Vec<*mut c_void>>, NewSlot), i32> {
     let n = d.u32().map_err(bad)?;
-    let wl = t.handles(d, Kind::Event)?;
-    check_count(wl.as_deref(), n as u64)?;
+    let wl = t.handles(d, Kind::Event, CL_INVALID_EVENT_WAIT_LIST)?;
+    check_count(wl.as_deref(), n as u64, CL_INVALID_EVENT_WAIT_LIST)?;
     Ok((n, wl, t.out_new(d)?))
 }
 
@@ -338,6 +982,10 @@ fn publish_mapping(
     len: u64,
     flags: u64,
 ) {
+    // The mapping holds a reference on the memory object, so that the
+    // client releasing it cannot free the mapped memory, nor let a new
+    // object reuse its address, while we may still write into it on unmap.
+    super::retain_real(Kind::Mem, mem);
     t.mappings.insert(
         id,
         Mapping {
@@ -381,6 +1029,9 @@ pub fn d_clEnqueueMapBuffer(
     let (n, wl, mut ev) = wait_list_and_event(t, d)?;
     let id = map_id(t, d)?;
     d.finish().map_err(bad)?;
+    // The client does not say whether the map blocks; gated on an open
+    // user event it would block the tenant for good either way.
+    super::server_blocking(0, &wl)?;
     let mut err = 0;
     // SAFETY: handles from the table; the wait list holds `n` events.
     let ptr = unsafe {
@@ -423,6 +1074,9 @@ pub fn d_clEnqueueMapImage(
     let (n, wl, mut ev) = wait_list_and_event(t, d)?;
     let id = map_id(t, d)?;
     d.finish().map_err(bad)?;
+    // The client does not say whether the map blocks; gated on an open
+    // user event it would block the tenant for good either way.
+    super::server_blocking(0, &wl)?;
     let (o3, r3) = (
         triple(origin).ok_or(CL_INVALID_VALUE)?,
         triple(region).ok_or(CL_INVALID_VALUE)?,
@@ -547,7 +1201,10 @@ impl Unmap {
         };
         t.commit_new(&mut self.event, Kind::Event, s);
         if let (Some(id), CL_SUCCESS) = (self.mapping, s) {
-            t.mappings.remove(&id);
+            if let Some(m) = t.mappings.remove(&id) {
+                // SAFETY: the mapping's own reference, taken when it was made.
+                unsafe { super::release_real(Kind::Mem, m.mem as *mut c_void) };
+            }
         }
         s
     }
@@ -739,4 +1396,15 @@ pub fn finish_bulk_out(t: &mut Tenant, chan: &mut dyn Channel) -> Result<(), Tra
         then.run(t);
     }
     Ok(())
+}
+
+/// Undoes a bulk transfer that will not happen (no channel: the fuzzer and
+/// in-process tests): mappings are unmapped, no data moves.
+pub fn abandon_bulk(t: &mut Tenant) {
+    match t.bulk.take() {
+        Some(Bulk::In { then, .. }) | Some(Bulk::Out { then, .. }) => {
+            then.run(t);
+        }
+        Some(Bulk::Drain(_)) | Some(Bulk::Send { .. }) | None => {}
+    }
 }

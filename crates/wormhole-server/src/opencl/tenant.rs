@@ -17,6 +17,8 @@ use wormhole_wire::{Decoder, Encoder, WireError};
 /// learns of from a query); below it, by the client (objects it creates).
 pub const SERVER_ID_BASE: u64 = 1 << 62;
 
+const CL_DEVICE_PARENT_DEVICE: u32 = 0x1042;
+
 /// A malformed request: reported as `CL_INVALID_VALUE`.
 pub fn bad(_: WireError) -> i32 {
     CL_INVALID_VALUE
@@ -109,7 +111,24 @@ impl Tenant {
         }
     }
 
+    /// Whether `raw` is an object of `kind` that this tenant holds an id
+    /// for: a value the library will take as a handle must be one.
+    pub fn holds(&self, kind: Kind, raw: *mut c_void) -> bool {
+        self.reverse.contains_key(&(kind, raw as usize))
+    }
+
+    /// A required handle: NULL (id 0) is refused here, as the API would,
+    /// rather than handed to a library that may not check.
     pub fn handle(&mut self, d: &mut Decoder<'_>, kind: Kind) -> Result<*mut c_void, i32> {
+        let id = d.u64().map_err(bad)?;
+        if id == 0 {
+            return Err(kind.invalid());
+        }
+        self.lookup(id, kind)
+    }
+
+    /// A handle the API lets be NULL (declared `KIND?`).
+    pub fn opt_handle(&mut self, d: &mut Decoder<'_>, kind: Kind) -> Result<*mut c_void, i32> {
         let id = d.u64().map_err(bad)?;
         self.lookup(id, kind)
     }
@@ -120,21 +139,32 @@ impl Tenant {
         kind: Kind,
     ) -> Result<(*mut c_void, u64), i32> {
         let id = d.u64().map_err(bad)?;
+        if id == 0 {
+            return Err(kind.invalid());
+        }
         Ok((self.lookup(id, kind)?, id))
     }
 
     /// An optional array of handles, all of `kind`.
+    /// An optional list of handles of `kind`; a NULL or unknown entry is
+    /// refused with `bad_entry` (the call's code for it: a wait list's is
+    /// CL_INVALID_EVENT_WAIT_LIST).
     pub fn handles(
         &mut self,
         d: &mut Decoder<'_>,
         kind: Kind,
+        bad_entry: i32,
     ) -> Result<Option<Vec<*mut c_void>>, i32> {
         if !d.bool().map_err(bad)? {
             return Ok(None);
         }
+        // No NULL inside a list of handles (a wait list, a device list).
         let ids = d.u64s().map_err(bad)?;
         ids.into_iter()
-            .map(|id| self.lookup(id, kind))
+            .map(|id| match id {
+                0 => Err(bad_entry),
+                _ => self.lookup(id, kind).map_err(|_| bad_entry),
+            })
             .collect::<Result<Vec<_>, _>>()
             .map(Some)
     }
@@ -202,6 +232,36 @@ impl Tenant {
         }
     }
 
+    /// Refuses a release the client holds no reference for. Ids the server
+    /// assigned for objects seen in query results carry no client reference
+    /// (the application does not own those), so releasing them more times
+    /// than they were retained would free an object its parent still uses.
+    /// Root devices are the exception: releasing one is a no-op.
+    pub fn check_release(&self, id: u64, kind: Kind) -> Result<(), i32> {
+        match self.table.get(&id) {
+            Some(e) if e.kind == kind && e.refs > 0 => Ok(()),
+            Some(e) if e.kind == kind && kind == Kind::Device => {
+                let mut parent: usize = 0;
+                // SAFETY: a device from our table; `parent` is a cl_device_id.
+                let s = unsafe {
+                    super::ffi::clGetDeviceInfo(
+                        e.raw as *mut c_void,
+                        CL_DEVICE_PARENT_DEVICE,
+                        std::mem::size_of::<usize>(),
+                        &mut parent as *mut usize as *mut c_void,
+                        std::ptr::null_mut(),
+                    )
+                };
+                if s == CL_SUCCESS && parent == 0 {
+                    Ok(())
+                } else {
+                    Err(kind.invalid())
+                }
+            }
+            _ => Err(kind.invalid()),
+        }
+    }
+
     /// Drops the entry when the client's last reference goes: the id is
     /// then invalid for this tenant, as the handle is for the application.
     pub fn released(&mut self, id: u64, _kind: Kind) {
@@ -215,6 +275,37 @@ impl Tenant {
         if gone {
             if let Some(e) = self.table.remove(&id) {
                 self.reverse.remove(&(e.kind, e.raw));
+            }
+        }
+    }
+
+    /// Drops every reference this tenant holds: the client's (`refs`) and
+    /// the one taken for a server-assigned alias. A tenant process simply
+    /// exits instead; the in-process harness needs runs to be independent.
+    pub fn release_all(&mut self) {
+        self.mappings.clear();
+        self.reverse.clear();
+        // Dependents first, so that no object outlives what it was made from
+        // inside this loop (the library counts references either way).
+        let order = |k: Kind| match k {
+            Kind::Event => 0,
+            Kind::Kernel => 1,
+            Kind::Sampler => 2,
+            Kind::Program => 3,
+            Kind::Mem => 4,
+            Kind::Queue => 5,
+            Kind::Context => 6,
+            Kind::Device => 7,
+            Kind::Platform => 8,
+        };
+        let mut entries: Vec<Entry> = self.table.drain().map(|(_, e)| e).collect();
+        entries.sort_by_key(|e| (order(e.kind), e.raw));
+        for e in entries {
+            let server_ref = e.pinned && !matches!(e.kind, Kind::Platform | Kind::Device);
+            for _ in 0..e.refs + u32::from(server_ref) {
+                // SAFETY: the entry's raw handle is live while the tenant
+                // holds references on it, and these are exactly those.
+                unsafe { super::release_real(e.kind, e.raw as *mut c_void) };
             }
         }
     }
@@ -254,7 +345,13 @@ impl Tenant {
                 let ids: Vec<u64> = v
                     .iter()
                     .take_while(|p| !p.is_null())
-                    .map(|&p| self.id_for(kind, p))
+                    .map(|&p| {
+                        // Handles returned in an array are new references
+                        // the application owns (kernels, sub-devices).
+                        let id = self.id_for(kind, p);
+                        self.retained(id, kind);
+                        id
+                    })
                     .collect();
                 e.bool(true);
                 e.u64s(&ids);
@@ -352,10 +449,13 @@ impl NewSlot {
     }
 }
 
-/// Checks that an array holds at least the count the call will read.
-pub fn check_count<T>(v: Option<&[T]>, count: u64) -> Result<(), i32> {
+/// Checks that an array holds at least the count the call will read. An
+/// absent (NULL) array with a count is refused with `absent` (the API's
+/// code for that call) rather than handed to a library that may read it.
+pub fn check_count<T>(v: Option<&[T]>, count: u64, absent: i32) -> Result<(), i32> {
     match v {
         Some(v) if (v.len() as u64) < count => Err(CL_INVALID_VALUE),
+        None if count > 0 => Err(absent),
         _ => Ok(()),
     }
 }
@@ -478,7 +578,11 @@ mod tests {
         );
         assert_eq!(t.out_buf(false, u64::MAX), Ok(None));
         assert!(t.out_handles(true, 5).is_err());
-        assert_eq!(check_count(Some(&[1, 2][..]), 3), Err(CL_INVALID_VALUE));
+        assert_eq!(
+            check_count(Some(&[1, 2][..]), 3, -57),
+            Err(CL_INVALID_VALUE)
+        );
+        assert_eq!(check_count::<u8>(None, 1, -57), Err(-57));
         assert_eq!(check_len(Some(&[0u8; 4][..]), 5), Err(CL_INVALID_VALUE));
         assert_eq!(check_len(None, 5), Ok(()));
         assert_eq!(cstr(Some(b"a\0b")), Err(CL_INVALID_VALUE));

@@ -1,0 +1,177 @@
+//! Usage model: what a task uses when the trace has no usage row for that moment.
+//!
+//! The real excerpt's usage covers only the first 5-minute window (600 s to 900 s). For
+//! the rest, each task's usage is its request scaled by a ratio drawn from the empirical
+//! distribution of `usage / request` seen in the real rows (one draw per task, keyed by a
+//! hash of job, task index and seed, so runs are deterministic). Given real rows for a
+//! window, the simulator uses them instead; outputs say how much task-time was modelled.
+
+use giant_trace::synth::mix64;
+use giant_trace::{TaskEvent, TaskUsage};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+/// Usage/request ratios are clamped here: above it (under 1 % of the real rows, from a
+/// handful of tasks of the first jobs) single tasks would fill a machine on their own.
+pub const MAX_CPU_RATIO: f32 = 2.0;
+
+/// Clamp of the per-window burst factor.
+pub const MAX_BURST: f32 = 4.0;
+
+/// Quantiles kept per distribution.
+const QUANTILES: usize = 1001;
+
+/// Empirical distributions used to model usage.
+#[derive(Debug, Clone, Serialize)]
+pub struct UsageModel {
+    /// `cpu_rate / cpu_request`.
+    pub cpu_ratio: Vec<f32>,
+    /// `canonical memory / memory_request`.
+    pub mem_ratio: Vec<f32>,
+    /// `max_cpu_rate / cpu_rate` (peak over mean).
+    pub peak_ratio: Vec<f32>,
+    /// Memory accesses per instruction.
+    pub mai: Vec<f32>,
+    /// `sampled_cpu / cpu_rate`: a random 1-s sample over the 5-min mean, i.e. how far a
+    /// task's CPU strays from its mean; drawn per task and window to vary modelled usage.
+    pub burst_ratio: Vec<f32>,
+    /// Mean of `burst_ratio`.
+    pub burst_mean: f32,
+    /// Rows the distributions were built from (0 = built-in defaults).
+    pub samples: usize,
+}
+
+impl Default for UsageModel {
+    /// Used when no real usage row can be matched: fixed ratios, documented in docs/giant.md.
+    fn default() -> Self {
+        Self {
+            cpu_ratio: vec![0.5],
+            mem_ratio: vec![0.6],
+            peak_ratio: vec![2.0],
+            mai: vec![0.01],
+            burst_ratio: vec![1.0],
+            burst_mean: 1.0,
+            samples: 0,
+        }
+    }
+}
+
+fn quantiles(mut v: Vec<f32>) -> Vec<f32> {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return Vec::new();
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    (0..QUANTILES)
+        .map(|i| v[i * (v.len() - 1) / (QUANTILES - 1)])
+        .collect()
+}
+
+impl UsageModel {
+    /// Builds the distributions from usage rows joined to the requests in `events`.
+    pub fn fit(events: &[TaskEvent], usage: &[TaskUsage]) -> Self {
+        let mut req: FxHashMap<(u64, u32), (f32, f32)> = FxHashMap::default();
+        for e in events {
+            if let (Some(c), Some(m)) = (e.cpu_request, e.memory_request) {
+                if c > 0.0 && m > 0.0 {
+                    req.insert((e.job_id, e.task_index), (c, m));
+                }
+            }
+        }
+        let (mut cpu, mut mem, mut peak, mut mai, mut burst) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for u in usage {
+            if let Some(&(c, m)) = req.get(&(u.job_id, u.task_index)) {
+                if let Some(r) = u.cpu_rate {
+                    cpu.push((r / c).min(MAX_CPU_RATIO));
+                    if let Some(p) = u.max_cpu_rate {
+                        if r > 0.0 {
+                            peak.push((p / r).clamp(1.0, 50.0));
+                        }
+                    }
+                }
+                if let Some(r) = u.canonical_memory {
+                    mem.push((r / m).min(MAX_CPU_RATIO));
+                }
+            }
+            if let (Some(r), Some(sc)) = (u.cpu_rate, u.sampled_cpu) {
+                if r > 0.0 {
+                    burst.push((sc / r).min(MAX_BURST));
+                }
+            }
+            if let Some(a) = u.mai {
+                mai.push(a);
+            }
+        }
+        let samples = cpu.len();
+        let d = Self::default();
+        let or = |q: Vec<f32>, d: Vec<f32>| if q.is_empty() { d } else { q };
+        Self {
+            cpu_ratio: or(quantiles(cpu), d.cpu_ratio),
+            mem_ratio: or(quantiles(mem), d.mem_ratio),
+            peak_ratio: or(quantiles(peak), d.peak_ratio),
+            mai: or(quantiles(mai), d.mai),
+            burst_ratio: or(quantiles(burst), d.burst_ratio),
+            burst_mean: 0.0,
+            samples,
+        }
+        .with_burst_mean()
+    }
+
+    fn with_burst_mean(mut self) -> Self {
+        self.burst_mean =
+            self.burst_ratio.iter().sum::<f32>() / self.burst_ratio.len().max(1) as f32;
+        self
+    }
+
+    fn draw(q: &[f32], key: u64) -> f32 {
+        if q.is_empty() {
+            return 0.0;
+        }
+        q[((u128::from(key) * q.len() as u128) >> 64) as usize]
+    }
+
+    /// Modelled (cpu, memory, peak cpu, cache-miss proxy) of a task; deterministic per task.
+    pub fn model(&self, seed: u64, job: u64, index: u32, cpu_req: f32, mem_req: f32) -> Modelled {
+        let k = mix64(seed ^ mix64(job ^ (u64::from(index) << 40)));
+        let cpu = cpu_req * Self::draw(&self.cpu_ratio, mix64(k ^ 1));
+        let mem = mem_req * Self::draw(&self.mem_ratio, mix64(k ^ 2));
+        let peak = (cpu * Self::draw(&self.peak_ratio, mix64(k ^ 3))).min(1.0);
+        let mai = Self::draw(&self.mai, mix64(k ^ 4));
+        Modelled {
+            cpu,
+            mem,
+            peak,
+            mai,
+        }
+    }
+}
+
+impl UsageModel {
+    /// Multiplier of a task's modelled CPU in usage window `window` (deterministic).
+    pub fn burst(&self, seed: u64, job: u64, index: u32, window: u64) -> f32 {
+        let k = mix64(
+            seed ^ mix64(job ^ (u64::from(index) << 40)) ^ mix64(window.wrapping_add(0x5bd1)),
+        );
+        // Normalised to mean 1 and blended half-and-half with 1: a 1-s sample is far
+        // spikier than the 5-min means we model.
+        let mean = self.burst_mean;
+        if mean <= 0.0 {
+            return 1.0;
+        }
+        0.5 + 0.5 * Self::draw(&self.burst_ratio, k) / mean
+    }
+}
+
+/// A task's modelled usage.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Modelled {
+    /// Mean CPU rate.
+    pub cpu: f32,
+    /// Memory usage.
+    pub mem: f32,
+    /// Peak CPU rate.
+    pub peak: f32,
+    /// Memory accesses per instruction.
+    pub mai: f32,
+}

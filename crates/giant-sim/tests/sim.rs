@@ -1,0 +1,266 @@
+//! Simulator tests on handmade rows, on a synthetic trace, and on the real excerpt
+//! (skipped, saying so, when ../shared/data is absent).
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use giant_sim::driver::feed;
+use giant_sim::model::Simulation;
+use giant_sim::policy::SortKey;
+use giant_sim::usage::UsageModel;
+use giant_sim::{Config, PolicyKind, SimError, Trace};
+use giant_trace::synth::{write_files, SynthConfig};
+use giant_trace::{IterSource, OnError, TaskEvent, TaskUsage, TraceReader};
+
+fn real_dir() -> Option<PathBuf> {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/google-clusterdata-2011-2");
+    if d.is_dir() {
+        Some(d)
+    } else {
+        eprintln!("SKIP: real trace excerpt not found at {}", d.display());
+        None
+    }
+}
+
+fn rows<T: giant_trace::Record>(text: &str) -> Vec<T> {
+    TraceReader::<_, T>::new(text.as_bytes(), "inline", OnError::Fail)
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+fn run_rows(cfg: Config, policy: PolicyKind, events: &str, usage: &str) -> giant_sim::Summary {
+    let mut sim = Simulation::new(cfg, policy, UsageModel::default()).unwrap();
+    let ev: Vec<TaskEvent> = rows(events);
+    let us: Vec<TaskUsage> = rows(usage);
+    let ok = |e: &TaskEvent| Ok::<_, ()>(*e);
+    let oku = |u: &TaskUsage| Ok::<_, ()>(*u);
+    let end = feed(
+        &mut sim,
+        &mut IterSource(ev.iter().map(ok)),
+        &mut IterSource(us.iter().map(oku)),
+        None,
+    )
+    .unwrap();
+    sim.finish(Some(end))
+}
+
+fn one_machine() -> Config {
+    Config {
+        machines: 1,
+        cell_size: 1,
+        job_sample: Some(1.0),
+        interval_s: 60,
+        sample_interval_s: 60,
+        ..Config::default()
+    }
+}
+
+#[test]
+fn admission_queues_and_releases_in_order() {
+    // Capacity 0.5, overcommit 1: two tasks of 0.3 cannot run together.
+    let ev = "\
+600000000,,1,0,,0,u,0,0,0.3,0.01,0,0
+600000000,,1,1,,0,u,0,0,0.3,0.01,0,0
+600000000,,1,2,,0,u,0,0,0.1,0.01,0,0
+1200000000,,1,0,,4,u,0,0,0.3,0.01,0,0
+1800000000,,1,1,,4,u,0,0,0.3,0.01,0,0
+1800000000,,1,2,,4,u,0,0,0.1,0.01,0,0
+";
+    let s = run_rows(one_machine(), PolicyKind::None, ev, "");
+    assert_eq!(s.tasks_submitted, 3);
+    assert_eq!(s.tasks_finished, 3);
+    // Task 1 waited 600 s for task 0; task 2 waited behind task 1 (FIFO queue): 600 s too.
+    assert!((s.mean_wait_s - 400.0).abs() < 1e-6, "{}", s.mean_wait_s);
+    assert!(
+        (s.mean_duration_s - 1000.0).abs() < 1e-6,
+        "{}",
+        s.mean_duration_s
+    );
+    assert_eq!(s.orphan_events, 0);
+    assert!(s.intervals.iter().any(|i| i.pending == 2));
+}
+
+#[test]
+fn real_usage_rows_override_the_model_and_contention_stretches_duration() {
+    // One task; a usage row says it uses 1.0 CPU (twice the capacity) for 300 s.
+    let ev = "600000000,,7,0,,0,u,0,0,0.1,0.01,0,0\n1500000000,,7,0,,4,u,0,0,0.1,0.01,0,0\n";
+    let us = "600000000,900000000,7,0,5,1.0,0.02,0.02,0,0,0.02,0,0,1.0,0,1,0.01,1,0,1.0\n";
+    let s = run_rows(one_machine(), PolicyKind::None, ev, us);
+    assert_eq!(s.usage_rows_used, 1);
+    // 300 s at 2x contention + 600 s modelled (uncontended): 1200 s stretched, 900 s real.
+    assert!((s.mean_duration_s - 900.0).abs() < 1e-6);
+    assert!(
+        (s.mean_stretched_duration_s - 1200.0).abs() < 1e-3,
+        "{}",
+        s.mean_stretched_duration_s
+    );
+    assert!(
+        s.real_usage_fraction > 0.3 && s.real_usage_fraction < 0.4,
+        "{}",
+        s.real_usage_fraction
+    );
+    assert!(s.usage_source.starts_with("mixed"), "{}", s.usage_source);
+    assert!(s.intervals[0].overcommitted > 0.99);
+}
+
+#[test]
+fn malformed_rows_name_file_and_line_or_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = "600000000,,1,0,,0,u,0,0,0.1,0.01,0,0\n";
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(format!("{good}{good}600000000,,1,x,,0,u,0,0,0.1,0.01,0,0\n{good}").as_bytes())
+        .unwrap();
+    let path = dir.path().join("task_events-part-00000-of-00001.csv.gz");
+    std::fs::write(&path, gz.finish().unwrap()).unwrap();
+    let err = match Trace::load(dir.path(), OnError::Fail) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("malformed line accepted"),
+    };
+    assert!(
+        err.contains("task_events-part-00000-of-00001.csv.gz:3:") && err.contains("column 4"),
+        "{err}"
+    );
+    let t = Trace::load(dir.path(), OnError::Skip).unwrap();
+    assert_eq!((t.events.len(), t.skipped), (3, 1));
+    // A truncated gzip is an error with the file name, not a panic.
+    let data = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &data[..data.len() / 2]).unwrap();
+    let err = Trace::load(dir.path(), OnError::Skip)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("task_events-part-00000-of-00001.csv.gz"),
+        "{err}"
+    );
+    // An empty directory says what is missing.
+    let empty = tempfile::tempdir().unwrap();
+    assert!(matches!(
+        Trace::load(empty.path(), OnError::Fail),
+        Err(SimError::NoTrace(_))
+    ));
+}
+
+fn synthetic_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = SynthConfig {
+        machines: 150,
+        duration_s: 3 * 3600,
+        ..SynthConfig::full_scale(3)
+    };
+    let mut ev =
+        std::fs::File::create(dir.path().join("task_events-part-00000-of-00001.csv")).unwrap();
+    let mut us =
+        std::fs::File::create(dir.path().join("task_usage-part-00000-of-00001.csv")).unwrap();
+    write_files(cfg, &mut ev, &mut us).unwrap();
+    dir
+}
+
+#[test]
+fn deterministic_per_seed_and_consistent_accounting() {
+    let dir = synthetic_dir();
+    let t = Trace::load(dir.path(), OnError::Fail).unwrap();
+    let cfg = Config {
+        machines: 100,
+        job_sample: Some(0.5),
+        ..Config::default()
+    };
+    for p in PolicyKind::ALL {
+        let a = t.run(&cfg, p).unwrap();
+        let b = t.run(&cfg, p).unwrap();
+        assert_eq!(a, b, "{}", p.name());
+        assert_eq!(a.to_first + a.to_second, a.migrations, "{}", p.name());
+        assert!(a.gini >= 0.0 && a.gini < 1.0);
+        // The synthetic trace has usage rows for every window (boundaries aside).
+        assert!(a.real_usage_fraction > 0.99, "{}", a.usage_source);
+        if p == PolicyKind::None {
+            assert_eq!(a.migrations, 0);
+        }
+        if p == PolicyKind::Coarse {
+            assert_eq!(a.to_second, 0, "coarse only uses the least-loaded node");
+        }
+    }
+    let other = t
+        .run(
+            &Config {
+                seed: 2,
+                ..cfg.clone()
+            },
+            PolicyKind::None,
+        )
+        .unwrap();
+    assert_ne!(other, t.run(&cfg, PolicyKind::None).unwrap());
+    // The parallel sweep gives the same results as sequential runs.
+    let runs: Vec<_> = PolicyKind::ALL.iter().map(|p| (cfg.clone(), *p)).collect();
+    let par = t.sweep(&runs, &|| {}).unwrap();
+    for (r, (c, p)) in par.iter().zip(&runs) {
+        assert_eq!(*r, t.run(c, *p).unwrap());
+    }
+}
+
+#[test]
+fn real_excerpt_reproducible_and_labelled_modelled() {
+    let Some(dir) = real_dir() else { return };
+    assert!(
+        dir.join("NOTICE.md").is_file(),
+        "CC-BY notice must travel with the data"
+    );
+    let t = Trace::load(&dir, OnError::Fail).unwrap();
+    assert_eq!(t.events.len(), 803_964);
+    assert_eq!(t.usage.len(), 10_000);
+    assert!(t.model.samples > 9_000);
+    let cfg = Config::default();
+    let a = t.run(&cfg, PolicyKind::Fine(SortKey::CpuUsage)).unwrap();
+    let b = t.run(&cfg, PolicyKind::Fine(SortKey::CpuUsage)).unwrap();
+    assert_eq!(a, b);
+    assert!(a.usage_source.contains("modelled"), "{}", a.usage_source);
+    assert!(a.migrations > 0);
+    let none = t.run(&cfg, PolicyKind::None).unwrap();
+    assert_eq!(none.migrations, 0);
+    let ours = t.run(&cfg, PolicyKind::BudgetBestFit).unwrap();
+    // Ours never exceeds its network budget.
+    assert!(
+        ours.migration_mbit_s <= cfg.network_budget_mbit_s + 1e-9,
+        "{}",
+        ours.migration_mbit_s
+    );
+}
+
+#[test]
+fn cli_writes_labelled_outputs() {
+    let dir = synthetic_dir();
+    let out = tempfile::tempdir().unwrap();
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_giant-sim"))
+        .args([
+            "run",
+            "--trace",
+            dir.path().to_str().unwrap(),
+            "--policy",
+            "none,fine,budget-best-fit",
+        ])
+        .args(["--machines", "100", "--out", out.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let csv = std::fs::read_to_string(out.path().join("runs.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 4);
+    assert!(csv.lines().next().unwrap().ends_with("usage_source"));
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_giant-sim"))
+        .args([
+            "run",
+            "--trace",
+            dir.path().to_str().unwrap(),
+            "--policy",
+            "bogus",
+        ])
+        .output()
+        .unwrap();
+    assert!(!st.status.success());
+    assert!(String::from_utf8_lossy(&st.stderr).contains("unknown policy"));
+}

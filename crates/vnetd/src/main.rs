@@ -1,0 +1,149 @@
+//! `vnetd`: the vnet overlay daemon. Parses arguments and the TOML start-up config, opens the
+//! UDP underlay socket, applies the config as one batch and serves the control socket.
+
+mod control;
+mod dataplane;
+mod sys;
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use serde::Deserialize;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixListener;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex};
+use vnet_api::{BridgeDef, InterfaceDef, LinkDef, Op, RouteDef};
+
+/// vnet overlay daemon: TAP interfaces, VXLAN links and direct bridges with VNET/P routing.
+#[derive(Parser, Debug)]
+#[command(version)]
+struct Args {
+    /// TOML start-up configuration.
+    #[arg(short, long)]
+    config: Option<PathBuf>,
+    /// Control socket path (overrides the config).
+    #[arg(short, long)]
+    socket: Option<PathBuf>,
+    /// UDP address to listen on for VXLAN (overrides the config; default 0.0.0.0:4789).
+    #[arg(short, long)]
+    listen: Option<String>,
+    /// Verify inner TCP checksums before coalescing even when an outer UDP checksum
+    /// already covered them.
+    #[arg(long)]
+    verify_all: bool,
+    /// Microseconds the worker keeps polling after it last had work (0: always sleep).
+    #[arg(long)]
+    spin_us: Option<u64>,
+    /// Run the data-plane worker under SCHED_FIFO at this priority (1-99), so that it is
+    /// scheduled as promptly as the kernel's own packet processing under CPU contention.
+    #[arg(long)]
+    rt_priority: Option<u8>,
+}
+
+/// Default busy-poll window after work, in microseconds.
+const DEFAULT_SPIN_US: u64 = 0;
+
+/// The start-up configuration file.
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    listen: Option<String>,
+    socket: Option<PathBuf>,
+    #[serde(default)]
+    learning: bool,
+    #[serde(default)]
+    verify_all: bool,
+    spin_us: Option<u64>,
+    rt_priority: Option<u8>,
+    #[serde(default)]
+    interface: Vec<InterfaceDef>,
+    #[serde(default)]
+    link: Vec<LinkDef>,
+    #[serde(default)]
+    bridge: Vec<BridgeDef>,
+    #[serde(default)]
+    route: Vec<RouteDef>,
+}
+
+fn main() -> anyhow::Result<()> {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    let args = Args::parse();
+    let cfg: Config = match &args.config {
+        Some(p) => {
+            let text =
+                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+            toml::from_str(&text).with_context(|| format!("parsing {}", p.display()))?
+        }
+        None => Config::default(),
+    };
+    let listen = args
+        .listen
+        .clone()
+        .or(cfg.listen.clone())
+        .unwrap_or_else(|| "0.0.0.0:4789".into());
+    let listen = control::parse_remote(&listen).map_err(|e| anyhow::anyhow!("listen: {e}"))?;
+    let socket = args
+        .socket
+        .clone()
+        .or(cfg.socket.clone())
+        .unwrap_or_else(|| "/run/vnetd.sock".into());
+
+    let udp = std::net::UdpSocket::bind(listen).with_context(|| format!("binding UDP {listen}"))?;
+    udp.set_nonblocking(true)?;
+    if !sys::enable_udp_gro(&udp) {
+        log::warn!("UDP GRO unavailable: receiving datagram by datagram");
+    }
+    let fd = udp.as_raw_fd();
+    sys::set_buf(fd, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, 8 << 20);
+    sys::set_buf(fd, libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, 8 << 20);
+
+    let sh = Arc::new(dataplane::Shared {
+        tables: Mutex::new(dataplane::Tables::default()),
+        udp,
+        malformed: AtomicU64::new(0),
+        unknown_peer: AtomicU64::new(0),
+        stats: dataplane::Stats::default(),
+        verify_all: args.verify_all || cfg.verify_all,
+        gso_ok: AtomicBool::new(true),
+        stop: AtomicBool::new(false),
+        generation: AtomicU64::new(0),
+        wake: sys::eventfd().context("eventfd")?,
+        spin: std::time::Duration::from_micros(
+            args.spin_us.or(cfg.spin_us).unwrap_or(DEFAULT_SPIN_US),
+        ),
+    });
+
+    let mut ops: Vec<Op> = Vec::new();
+    ops.extend(cfg.interface.into_iter().map(Op::AddInterface));
+    ops.extend(cfg.bridge.into_iter().map(Op::AddBridge));
+    ops.extend(cfg.link.into_iter().map(Op::AddLink));
+    ops.push(Op::SetLearning { on: cfg.learning });
+    ops.extend(cfg.route.into_iter().map(Op::AddRoute));
+    let r = control::apply(&sh, &ops);
+    if !r.ok {
+        bail!("config: {}", r.error.unwrap_or_default());
+    }
+
+    let _ = std::fs::remove_file(&socket);
+    let listener = UnixListener::bind(&socket)
+        .with_context(|| format!("binding control socket {}", socket.display()))?;
+    let worker_sh = sh.clone();
+    let rt = args.rt_priority.or(cfg.rt_priority);
+    std::thread::Builder::new()
+        .name("vnet-worker".into())
+        .spawn(move || {
+            if let Some(p) = rt {
+                if let Err(e) = sys::set_fifo(p) {
+                    log::warn!("cannot use SCHED_FIFO priority {p}: {e}");
+                }
+            }
+            dataplane::worker(worker_sh)
+        })?;
+    log::info!(
+        "vnetd listening on udp {listen}, control {}",
+        socket.display()
+    );
+    control::serve(sh, listener);
+    Ok(())
+}

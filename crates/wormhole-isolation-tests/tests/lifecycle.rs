@@ -1,0 +1,325 @@
+//! Peers that die, servers that are missing, and what idling costs. The
+//! applications here are real processes using libOpenCL with our ICD.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use wormhole_isolation_tests::{alive, cpu_ms, kill9, rss_kib, Server, Session};
+
+const PROBE: &str = env!("CARGO_BIN_EXE_wormhole-probe");
+
+/// A probe process and its stdout, line by line.
+struct Probe {
+    child: Child,
+    out: BufReader<ChildStdout>,
+}
+
+impl Probe {
+    fn start(server: &Server, args: &[&str]) -> Probe {
+        let mut cmd = Command::new(PROBE);
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        server.client_env(&mut cmd);
+        let mut child = cmd.spawn().expect("start probe");
+        let out = BufReader::new(child.stdout.take().expect("stdout"));
+        Probe { child, out }
+    }
+
+    /// Reads lines until one starts with `prefix`; panics on EOF.
+    fn expect_line(&mut self, prefix: &str) -> String {
+        loop {
+            let mut line = String::new();
+            let n = self.out.read_line(&mut line).expect("read probe");
+            assert!(n > 0, "probe ended before printing `{prefix}`");
+            if line.starts_with(prefix) {
+                return line.trim_end().to_string();
+            }
+            assert!(!line.starts_with("error"), "probe failed: {line}");
+        }
+    }
+
+    /// Waits for the probe to exit, at most `timeout`.
+    fn wait(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if let Ok(Some(s)) = self.child.try_wait() {
+                return Some(s);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Sum of the resident memory of the server and all its tenants.
+fn server_rss_kib(server: &Server) -> u64 {
+    let mut pids = server.tenants();
+    pids.push(server.pid());
+    pids.into_iter().filter_map(rss_kib).sum()
+}
+
+fn wait_gone(pid: i32, timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if !alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+const ALLOC_MIB: u64 = 256;
+
+#[test]
+fn kill9_of_a_client_mid_call_frees_its_tenant_and_spares_the_others() {
+    let server = Server::start().expect("server");
+    let mut other = Session::open(&server.socket).expect("other tenant");
+    assert!(other.round_trip(1).expect("other"));
+    let baseline = server_rss_kib(&server);
+
+    let before = server.tenants();
+    let mut probe = Probe::start(&server, &["alloc", &ALLOC_MIB.to_string()]);
+    probe.expect_line("allocated");
+    probe.expect_line("reading");
+    let tenant = server
+        .new_tenant(&before, Duration::from_secs(1))
+        .expect("the probe's tenant");
+    let tenant_rss = rss_kib(tenant).unwrap_or(0);
+    let loaded = server_rss_kib(&server);
+    eprintln!(
+        "baseline {baseline} KiB, with the client {loaded} KiB (its tenant {tenant_rss} KiB)"
+    );
+    assert!(
+        tenant_rss >= ALLOC_MIB * 1024,
+        "the tenant should hold the {ALLOC_MIB} MiB (has {tenant_rss} KiB)"
+    );
+    // The probe reads 16 MiB per call back to back: a kill lands in a call.
+    std::thread::sleep(Duration::from_millis(150));
+    kill9(probe.child.id() as i32);
+    let _ = probe.wait(Duration::from_secs(5));
+    let t = Instant::now();
+    assert!(
+        wait_gone(tenant, Duration::from_secs(10)),
+        "the tenant of a killed client is still running"
+    );
+    eprintln!("tenant gone {} ms after the kill", t.elapsed().as_millis());
+    let after = server_rss_kib(&server);
+    eprintln!("after the kill {after} KiB");
+    assert!(
+        after < baseline + 32 * 1024,
+        "memory did not return: baseline {baseline} KiB, after {after} KiB"
+    );
+    // The other tenant never noticed.
+    for round in 2..20 {
+        assert!(other.round_trip(round).expect("other after the kill"));
+    }
+}
+
+#[test]
+fn a_client_blocked_in_a_call_gets_an_error_when_its_tenant_dies() {
+    let server = Server::start().expect("server");
+    let before = server.tenants();
+    let mut probe = Probe::start(&server, &["block"]);
+    probe.expect_line("blocking");
+    let tenant = server
+        .new_tenant(&before, Duration::from_secs(1))
+        .expect("the probe's tenant");
+    // Let the probe get into its wait.
+    std::thread::sleep(Duration::from_millis(200));
+    kill9(tenant);
+    let t = Instant::now();
+    let line = probe.expect_line("clWaitForEvents returned");
+    let status = probe.wait(Duration::from_secs(5)).expect("probe exits");
+    eprintln!("{line}; {} ms after the kill", t.elapsed().as_millis());
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "the blocked call took too long to fail"
+    );
+    assert!(status.success(), "the wait should fail with an error code");
+}
+
+/// Over this many milliseconds of CPU in [`IDLE_WINDOW`], a process is not
+/// idle (the budget covers /proc's tick granularity).
+const IDLE_BUDGET_MS: u64 = 20;
+const IDLE_WINDOW: Duration = Duration::from_secs(5);
+
+#[test]
+fn an_idle_server_and_idle_tenant_use_no_cpu() {
+    let server = Server::start().expect("server");
+    let before = server.tenants();
+    let mut probe = Probe::start(&server, &["idle", "30"]);
+    probe.expect_line("ready");
+    let tenant = server
+        .new_tenant(&before, Duration::from_secs(1))
+        .expect("the probe's tenant");
+    // Let start-up work (the platform's threads) settle.
+    std::thread::sleep(Duration::from_millis(500));
+    let pids = [server.pid(), tenant];
+    let start: Vec<u64> = pids.iter().map(|&p| cpu_ms(p).expect("stat")).collect();
+    std::thread::sleep(IDLE_WINDOW);
+    let end: Vec<u64> = pids.iter().map(|&p| cpu_ms(p).expect("stat")).collect();
+    let used: Vec<u64> = end.iter().zip(&start).map(|(e, s)| e - s).collect();
+    eprintln!(
+        "CPU over {:?}: server {} ms, idle tenant {} ms",
+        IDLE_WINDOW, used[0], used[1]
+    );
+    assert!(used[0] <= IDLE_BUDGET_MS, "idle server used {} ms", used[0]);
+    assert!(used[1] <= IDLE_BUDGET_MS, "idle tenant used {} ms", used[1]);
+}
+
+/// With no server, an application sees no Wormhole platform, promptly, and
+/// (with logging on) one clear line on stderr.
+#[test]
+fn no_server_means_no_platform_and_one_line() {
+    let server = Server::start().expect("server (for its ICD directory)");
+    let missing = server.dir.join("nobody-listens-here.sock");
+    for log in [true, false] {
+        let mut cmd = Command::new(PROBE);
+        cmd.arg("platforms");
+        server.client_env(&mut cmd);
+        cmd.env("WORMHOLE_SERVER", &missing);
+        if log {
+            cmd.env("WORMHOLE_LOG", "1");
+        } else {
+            cmd.env_remove("WORMHOLE_LOG");
+        }
+        let t = Instant::now();
+        let out = cmd.output().expect("run probe");
+        let took = t.elapsed();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        eprintln!("log={log}: {took:?}\n{stdout}{stderr}");
+        assert!(out.status.success(), "probe failed: {stdout}");
+        assert!(stdout.starts_with("platforms 0 "), "{stdout}");
+        assert!(took < Duration::from_secs(5), "took {took:?}");
+        let lines: Vec<&str> = stderr.lines().collect();
+        if log {
+            assert_eq!(lines.len(), 1, "expected one line: {stderr:?}");
+            assert!(lines[0].starts_with("wormhole: "), "{stderr:?}");
+            assert!(lines[0].contains("no Wormhole server"), "{stderr:?}");
+        } else {
+            assert!(lines.is_empty(), "unexpected output: {stderr:?}");
+        }
+    }
+}
+
+/// A socket that accepts and then says something that is not a greeting
+/// (or nothing at all) must not hang or crash the application either.
+#[test]
+fn a_bad_greeting_means_no_platform() {
+    let server = Server::start().expect("server (for its ICD directory)");
+    for garbage in [
+        &b"HTTP/1.1 400 Bad Request\r\n\r\n"[..],
+        &[0u8; 40][..],
+        &[][..],
+    ] {
+        let path = server.dir.join("fake.sock");
+        let _ = std::fs::remove_file(&path);
+        let listener = std::os::unix::net::UnixListener::bind(&path).expect("bind");
+        let g = garbage.to_vec();
+        let fake = std::thread::spawn(move || {
+            use std::io::Write;
+            if let Ok((mut s, _)) = listener.accept() {
+                let _ = s.write_all(&g);
+                // Hang up after a moment (an empty greeting is a hang-up).
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let mut cmd = Command::new(PROBE);
+        cmd.arg("platforms");
+        server.client_env(&mut cmd);
+        cmd.env("WORMHOLE_SERVER", &path).env("WORMHOLE_LOG", "1");
+        let t = Instant::now();
+        let out = cmd.output().expect("run probe");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        eprintln!("{stdout}{stderr}");
+        assert!(out.status.success(), "{stdout}");
+        assert!(stdout.starts_with("platforms 0 "), "{stdout}");
+        assert!(t.elapsed() < Duration::from_secs(5));
+        assert_eq!(stderr.lines().count(), 1, "{stderr:?}");
+        let _ = fake.join();
+    }
+}
+
+/// clinfo, an unmodified application, with no server: no Wormhole
+/// platform, and it returns promptly. Skipped when clinfo is not installed.
+#[test]
+fn clinfo_with_no_server() {
+    if Command::new("clinfo").arg("--version").output().is_err() {
+        eprintln!("clinfo not installed: skipped");
+        return;
+    }
+    let server = Server::start().expect("server (for its ICD directory)");
+    let mut cmd = Command::new("clinfo");
+    cmd.arg("-l");
+    server.client_env(&mut cmd);
+    cmd.env("WORMHOLE_SERVER", server.dir.join("missing.sock"))
+        .env("WORMHOLE_LOG", "1");
+    let t = Instant::now();
+    let out = cmd.output().expect("clinfo");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    eprintln!("{stdout}{stderr}");
+    assert!(t.elapsed() < Duration::from_secs(10));
+    assert!(!stdout.contains("Wormhole"), "{stdout}");
+    assert_eq!(
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("wormhole: "))
+            .count(),
+        1,
+        "{stderr:?}"
+    );
+}
+
+/// The server sends, and writes back, exactly the bytes an image mapping
+/// spans (it used to read past the mapping): a real application maps part
+/// of an image, writes through the mapping, and reads the image back.
+#[test]
+fn an_image_mapping_round_trips_exactly_its_region() {
+    let server = Server::start().expect("server");
+    let mut probe = Probe::start(&server, &["map-image"]);
+    probe.expect_line("map-image ok");
+    let status = probe.wait(Duration::from_secs(10)).expect("probe exits");
+    assert!(status.success());
+}
+
+/// The main process only accepts: when it dies, connected tenants keep
+/// serving their clients, and a new application sees no platform, promptly.
+#[test]
+fn the_main_process_dying_leaves_tenants_serving() {
+    let mut server = Server::start().expect("server");
+    let mut s = Session::open(&server.socket).expect("tenant");
+    assert!(s.round_trip(1).expect("before"));
+    let tenants = server.tenants();
+    let _ = server.child.kill();
+    let _ = server.child.wait();
+    for round in 2..10 {
+        assert!(s.round_trip(round).expect("after the main process died"));
+    }
+    let mut cmd = Command::new(PROBE);
+    cmd.arg("platforms");
+    server.client_env(&mut cmd);
+    cmd.env("WORMHOLE_LOG", "1");
+    let t = Instant::now();
+    let out = cmd.output().expect("probe");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("platforms 0 "), "{stdout}");
+    assert!(t.elapsed() < Duration::from_secs(5));
+    // The tenants are no longer the server's children: end them here.
+    for p in tenants {
+        kill9(p);
+    }
+}

@@ -1,0 +1,12 @@
+//! Programs that exercise waiting (events, user events, threads, large
+//! streamed transfers) under the server's other handoff modes.
+
+#[test]
+fn handoff_spin_matches_native() {
+    wormhole_it::native_vs_wormhole_server_args(&["events", "large"], &["--handoff", "spin"]);
+}
+
+#[test]
+fn handoff_same_core_matches_native() {
+    wormhole_it::native_vs_wormhole_server_args(&["events", "large"], &["--handoff", "same-core"]);
+}

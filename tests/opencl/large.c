@@ -1,0 +1,119 @@
+/* Large transfers (which Wormhole streams outside its frames) and many
+ * batched calls, from two threads at once. */
+#include "common.h"
+#include <pthread.h>
+
+static const char *src = "__kernel void xform(__global uint *a, uint k) {\n"
+                         "  size_t i = get_global_id(0); a[i] = a[i] * 3u + k;\n"
+                         "}\n";
+
+enum { N = 24 << 20 }; /* bytes */
+
+static void large(env_t *t, cl_kernel k) {
+    unsigned *h = malloc(N), *o = malloc(N);
+    for (size_t i = 0; i < N / 4; i++) h[i] = (unsigned)(i * 2654435761u);
+    cl_mem b = buffer(t, CL_MEM_READ_WRITE, N, NULL);
+    CHECK(clEnqueueWriteBuffer(t->q, b, CL_TRUE, 0, N, h, 0, NULL, NULL));
+    /* A non-blocking write at an odd offset, then a read spanning it. */
+    CHECK(clEnqueueWriteBuffer(t->q, b, CL_FALSE, 4096 + 12, N / 2, h, 0, NULL, NULL));
+    memset(o, 0, N);
+    CHECK(clEnqueueReadBuffer(t->q, b, CL_TRUE, 0, N, o, 0, NULL, NULL));
+    ASSERT(o[0] == h[0] && o[(4096 + 12) / 4] == h[0] && o[(4096 + 12) / 4 + 1000] == h[1000]);
+    ASSERT(o[N / 4 - 1] == h[N / 4 - 1]);
+    printf("large write/read: hash %08x\n", fnv(o, N));
+    /* A kernel over all of it, many times (batched), then one read. */
+    CHECK(clSetKernelArg(k, 0, sizeof b, &b));
+    size_t g = N / 4;
+    for (unsigned r = 0; r < 50; r++) {
+        CHECK(clSetKernelArg(k, 1, sizeof r, &r));
+        CHECK(clEnqueueNDRangeKernel(t->q, k, 1, NULL, &g, NULL, 0, NULL, NULL));
+    }
+    CHECK(clEnqueueReadBuffer(t->q, b, CL_TRUE, 0, N, o, 0, NULL, NULL));
+    printf("large kernels: hash %08x\n", fnv(o, N));
+    /* A large map, written through, read back after unmap. */
+    cl_int e;
+    unsigned *m = clEnqueueMapBuffer(t->q, b, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 64, N - 128, 0, NULL, NULL, &e);
+    CHECK_ERR(e, "large map");
+    ASSERT(m[0] == o[16] && m[(N - 128) / 4 - 1] == o[(N - 64) / 4 - 1]);
+    for (size_t i = 0; i < (N - 128) / 4; i += 1024) m[i] = (unsigned)i;
+    CHECK(clEnqueueUnmapMemObject(t->q, b, m, 0, NULL, NULL));
+    CHECK(clEnqueueReadBuffer(t->q, b, CL_TRUE, 0, N, o, 0, NULL, NULL));
+    ASSERT(o[16] == 0 && o[16 + 1024] == 1024);
+    printf("large map: hash %08x\n", fnv(o, N));
+    /* A large rect: every other 1 KiB row of a 2048-byte-pitch layout. */
+    size_t bo[3] = {0, 0, 0}, ho[3] = {0, 0, 0}, reg[3] = {1024, N / 2048, 1};
+    memset(o, 0xab, N);
+    CHECK(clEnqueueReadBufferRect(t->q, b, CL_TRUE, bo, ho, reg, 2048, 0, 2048, 0, o, 0, NULL, NULL));
+    unsigned char *ob = (unsigned char *)o;
+    ASSERT(ob[1024] == 0xab && ob[2047] == 0xab && ob[N - 1] == 0xab);
+    printf("large rect: hash %08x\n", fnv(o, N));
+    CHECK(clReleaseMemObject(b));
+    free(h);
+    free(o);
+}
+
+typedef struct {
+    env_t *t;
+    cl_program p;
+    int id;
+    unsigned result;
+    int ok;
+} worker_t;
+
+static void *worker(void *arg) {
+    worker_t *w = arg;
+    cl_int e;
+    cl_command_queue q = clCreateCommandQueue(w->t->ctx, w->t->device, 0, &e);
+    if (e != CL_SUCCESS) return NULL;
+    cl_kernel k = clCreateKernel(w->p, "xform", &e);
+    if (e != CL_SUCCESS) return NULL;
+    enum { M = 1 << 20 };
+    unsigned *h = malloc(M * 4);
+    for (unsigned i = 0; i < M; i++) h[i] = i + (unsigned)w->id;
+    cl_mem b = clCreateBuffer(w->t->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, M * 4, h, &e);
+    if (e != CL_SUCCESS) return NULL;
+    int ok = 1;
+    for (unsigned r = 0; r < 20 && ok; r++) {
+        ok &= clSetKernelArg(k, 0, sizeof b, &b) == CL_SUCCESS;
+        ok &= clSetKernelArg(k, 1, sizeof r, &r) == CL_SUCCESS;
+        size_t g = M;
+        ok &= clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, NULL) == CL_SUCCESS;
+        if (r % 5 == 4) ok &= clEnqueueReadBuffer(q, b, CL_TRUE, 0, M * 4, h, 0, NULL, NULL) == CL_SUCCESS;
+    }
+    ok &= clFinish(q) == CL_SUCCESS;
+    w->result = fnv(h, M * 4);
+    w->ok = ok;
+    clReleaseMemObject(b);
+    clReleaseKernel(k);
+    clReleaseCommandQueue(q);
+    free(h);
+    return NULL;
+}
+
+static void threads(env_t *t, cl_program p) {
+    worker_t w[3];
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        w[i] = (worker_t){t, p, i, 0, 0};
+        ASSERT(pthread_create(&th[i], NULL, worker, &w[i]) == 0);
+    }
+    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 3; i++) {
+        ASSERT(w[i].ok);
+        printf("thread %d: hash %08x\n", i, w[i].result);
+    }
+}
+
+int main(void) {
+    env_t t;
+    env_init(&t, 0);
+    cl_program p = build(&t, src, NULL);
+    cl_kernel k = kernel(p, "xform");
+    large(&t, k);
+    threads(&t, p);
+    CHECK(clReleaseKernel(k));
+    CHECK(clReleaseProgram(p));
+    env_done(&t);
+    printf("large: done\n");
+    return 0;
+}
