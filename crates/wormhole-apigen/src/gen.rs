@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::{kind_variant, Api, Func, InfoHandle, Ret, Scalar, Size, Slot, StubRet, Ty};
+use crate::{kind_variant, Api, Func, InfoHandle, Ret, Scalar, Settings, Size, Slot, StubRet, Ty};
 
 const ALLOW: &str = "#[allow(non_snake_case, unused_variables, unused_mut, unused_unsafe, clippy::too_many_arguments, clippy::needless_late_init, clippy::let_and_return, clippy::unnecessary_cast, clippy::redundant_closure_call, clippy::let_unit_value)]";
 
@@ -12,6 +12,17 @@ fn c_params(f: &Func) -> String {
         .map(|a| format!("{}: {}", a.name, a.ty.ctype()))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The generators spell statuses as OpenCL does; an API with other names
+/// (`api { success ...; unsupported ...; }`) gets its own spelled in.
+fn rename_statuses(code: String, s: &Settings) -> String {
+    let d = Settings::default();
+    if s.success == d.success && s.unsupported == d.unsupported {
+        return code;
+    }
+    code.replace(&d.success, &s.success)
+        .replace(&d.unsupported, &s.unsupported)
 }
 
 fn kind(k: &str) -> String {
@@ -105,6 +116,10 @@ fn client_put(o: &mut String, f: &Func) {
             }
             Ty::OutNew { .. } => format!("let n_{n} = c.out_new({n});"),
             Ty::Errcode | Ty::UserData => continue,
+            Ty::DevPtr { size } => match size {
+                Some(sz) => format!("c.devptr({n}, Some({}))?;", size_expr("", sz)),
+                None => format!("c.devptr({n}, None)?;"),
+            },
             Ty::Str => format!("c.str({n});"),
             Ty::Callback { kind: k, userdata } => {
                 format!(
@@ -285,7 +300,7 @@ fn client_func(o: &mut String, f: &Func) {
 pub fn gen_client(api: &Api) -> String {
     let mut o = String::new();
     for f in &api.funcs {
-        if !f.attrs.manual {
+        if !f.attrs.manual && !f.attrs.client_only {
             client_func(&mut o, f);
         }
     }
@@ -297,7 +312,7 @@ pub fn gen_client(api: &Api) -> String {
             Slot::Func(n) => {
                 let f = api.funcs.iter().find(|f| &f.name == n);
                 match f {
-                    Some(f) if f.attrs.client_override || f.attrs.manual => {
+                    Some(f) if f.attrs.client_override || f.attrs.manual || f.attrs.client_only => {
                         format!("overrides::{n} as *const c_void")
                     }
                     _ => format!("{n} as *const c_void"),
@@ -311,7 +326,7 @@ pub fn gen_client(api: &Api) -> String {
         let _ = writeln!(o, "        {e},");
     }
     o.push_str("    ]\n}\n");
-    o
+    rename_statuses(o, &api.settings)
 }
 
 fn server_func(o: &mut String, f: &Func) {
@@ -455,6 +470,14 @@ fn server_func(o: &mut String, f: &Func) {
                 let _ = writeln!(post, "    let mut v_{n}: i32 = 0;");
                 format!("&mut v_{n}")
             }
+            Ty::DevPtr { size } => {
+                let _ = writeln!(o, "    let v_{n} = d.u64().map_err(bad)?;");
+                let sz = size
+                    .as_ref()
+                    .map_or("0".to_string(), |s| size_expr("v_", s));
+                let _ = writeln!(post, "    let v_{n} = t.devptr(v_{n}, {sz})?;");
+                format!("v_{n}")
+            }
             Ty::Str => {
                 let _ = writeln!(o, "    let v_{n} = cstr(d.opt_bytes().map_err(bad)?)?;");
                 format!("opt_cstr(&v_{n})")
@@ -552,20 +575,24 @@ fn server_func(o: &mut String, f: &Func) {
 /// `CL_SUCCESS`, `CL_INVALID_OPERATION` and `c_void`/`c_char`.
 pub fn gen_server(api: &Api) -> String {
     let mut o = String::new();
-    o.push_str("/// The real OpenCL library, reached through the system's ICD loader.\n");
-    o.push_str("#[allow(non_snake_case, clippy::too_many_arguments, dead_code)]\npub mod ffi {\n    use std::ffi::{c_char, c_void};\n    #[link(name = \"OpenCL\")]\n    extern \"C\" {\n");
-    for f in api.funcs.iter().filter(|f| !f.attrs.unsupported) {
-        let _ = writeln!(
-            o,
-            "        pub fn {}({}) -> {};",
-            f.name,
-            c_params(f),
-            f.ret.ctype()
-        );
+    if api.settings.dlopen {
+        ffi_dlopen(&mut o, api);
+    } else {
+        o.push_str("/// The real OpenCL library, reached through the system's ICD loader.\n");
+        o.push_str("#[allow(non_snake_case, clippy::too_many_arguments, dead_code)]\npub mod ffi {\n    use std::ffi::{c_char, c_void};\n    #[link(name = \"OpenCL\")]\n    extern \"C\" {\n");
+        for f in api.funcs.iter().filter(|f| !f.attrs.unsupported) {
+            let _ = writeln!(
+                o,
+                "        pub fn {}({}) -> {};",
+                f.name,
+                c_params(f),
+                f.ret.ctype()
+            );
+        }
+        o.push_str("    }\n}\n\n");
     }
-    o.push_str("    }\n}\n\n");
     for f in &api.funcs {
-        if !f.attrs.manual && !f.attrs.unsupported {
+        if !f.attrs.manual && !f.attrs.unsupported && !f.attrs.client_only {
             server_func(&mut o, f);
         }
     }
@@ -573,7 +600,7 @@ pub fn gen_server(api: &Api) -> String {
     o.push_str("/// a request refused before reaching the library.\n");
     o.push_str("pub fn dispatch(t: &mut Tenant, func: u32, d: &mut Decoder<'_>, e: &mut Encoder) -> Result<i32, i32> {\n    match func {\n");
     for f in &api.funcs {
-        if f.attrs.unsupported {
+        if f.attrs.unsupported || f.attrs.client_only {
             continue;
         }
         if f.attrs.manual {
@@ -587,7 +614,117 @@ pub fn gen_server(api: &Api) -> String {
         }
     }
     o.push_str("        _ => Err(CL_INVALID_OPERATION),\n    }\n}\n");
+    rename_statuses(o, &api.settings)
+}
+
+/// Forwarded functions: what the server calls and the client exports.
+fn forwarded(api: &Api) -> impl Iterator<Item = &Func> {
+    api.funcs
+        .iter()
+        .filter(|f| !f.attrs.unsupported && !f.attrs.client_only)
+}
+
+/// `mod ffi` for a library opened at run time: a table of entry points
+/// that the including module fills (`table()`), and for each entry point
+/// returning a status a function that calls through it, or returns
+/// `NO_LIBRARY` when the library (or that entry point) is missing.
+fn ffi_dlopen(o: &mut String, api: &Api) {
+    o.push_str("/// The real library's entry points, opened at run time.\n");
+    o.push_str("#[allow(non_snake_case, clippy::too_many_arguments, dead_code, clippy::missing_safety_doc)]\npub mod ffi {\n    use std::ffi::{c_char, c_void};\n\n");
+    o.push_str("    /// Entry points found in the library (`None`: absent).\n    #[derive(Default)]\n    pub struct Table {\n");
+    for f in forwarded(api) {
+        let _ = writeln!(
+            o,
+            "        pub {}: Option<unsafe extern \"C\" fn({}) -> {}>,",
+            f.name,
+            c_params(f),
+            f.ret.ctype()
+        );
+    }
+    o.push_str("    }\n\n    impl Table {\n        /// Looks every entry point up with `sym` (NULL: absent).\n        ///\n        /// # Safety\n        /// `sym` returns NULL or the address of the named function, whose C\n        /// signature is the one described.\n        pub unsafe fn load(sym: &dyn Fn(&str) -> *mut c_void) -> Table {\n            Table {\n");
+    for f in forwarded(api) {
+        let _ = writeln!(
+            o,
+            "                {n}: {{ let p = sym(\"{n}\"); if p.is_null() {{ None }} else {{ // SAFETY: the caller's contract: `p` is this function.\n                    Some(unsafe {{ std::mem::transmute::<*mut c_void, unsafe extern \"C\" fn({}) -> {}>(p) }}) }} }},",
+            c_params(f),
+            f.ret.ctype(),
+            n = f.name
+        );
+    }
+    o.push_str("            }\n        }\n    }\n\n");
+    // Calls that return a status get a function that answers NO_LIBRARY
+    // when the entry point is missing; others are reached through the table.
+    for f in forwarded(api).filter(|f| f.ret == Ret::Status) {
+        let names: Vec<&str> = f.args.iter().map(|a| a.name.as_str()).collect();
+        let _ = writeln!(
+            o,
+            "    pub unsafe fn {n}({}) -> {} {{\n        match super::table().{n} {{\n            // SAFETY: the caller's contract is the library function's.\n            Some(f) => unsafe {{ f({}) }},\n            None => super::NO_LIBRARY,\n        }}\n    }}",
+            c_params(f),
+            f.ret.ctype(),
+            names.join(", "),
+            n = f.name
+        );
+    }
+    o.push_str("}\n\n");
+}
+
+/// ELF exports for a library that stands in for another: for every
+/// function the client implements, a trampoline (in `global_asm!`) that
+/// jumps to the Rust function under `path` (`PATH::gen::NAME`, or
+/// `PATH::overrides::NAME` for hand-written ones) and carries the symbol
+/// version `node` (e.g. `libcudart.so.13`), as the real library's do, so
+/// programs linked against the real library bind to ours.
+///
+/// The trampoline is a plain jump (`jmp` on x86-64, `b` on AArch64; other
+/// architectures get no exports), so the callee sees the caller's
+/// arguments untouched. A version script defining `node` (see
+/// [`gen_version_script`]) must be passed to the linker.
+pub fn gen_exports(api: &Api, path: &str, node: &str) -> String {
+    // (architecture, the assembler's type prefix, the jump instruction)
+    let arches = [("x86_64", '@', "jmp"), ("aarch64", '%', "b")];
+    let mut o = String::new();
+    for (arch, t, jump) in arches {
+        let mut lines = vec![format!(
+            ".pushsection .text.wormhole_exports,\"ax\",{t}progbits"
+        )];
+        let mut syms = Vec::new();
+        for (i, f) in api
+            .funcs
+            .iter()
+            .filter(|f| !f.attrs.unsupported)
+            .enumerate()
+        {
+            let module = if f.attrs.client_override || f.attrs.manual || f.attrs.client_only {
+                "overrides"
+            } else {
+                "gen"
+            };
+            let local = format!("wormhole_x_{}", f.name);
+            lines.push(format!(".globl {local}"));
+            lines.push(format!(".type {local},{t}function"));
+            lines.push(format!("{local}: {jump} {{f{i}}}"));
+            lines.push(format!(".symver {local}, {}@@{node}", f.name));
+            syms.push(format!("f{i} = sym {path}::{module}::{}", f.name));
+        }
+        lines.push(".popsection".into());
+        let _ = writeln!(
+            o,
+            "#[cfg(target_arch = \"{arch}\")]\nstd::arch::global_asm!("
+        );
+        for l in lines {
+            let _ = writeln!(o, "    {l:?},");
+        }
+        for s in syms {
+            let _ = writeln!(o, "    {s},");
+        }
+        o.push_str(");\n");
+    }
     o
+}
+
+/// The linker version script that defines the version `node`.
+pub fn gen_version_script(node: &str) -> String {
+    format!("{node} {{\n}};\n")
 }
 
 #[cfg(test)]

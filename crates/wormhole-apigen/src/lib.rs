@@ -19,7 +19,7 @@
 mod gen;
 mod parse;
 
-pub use gen::{gen_client, gen_common, gen_server};
+pub use gen::{gen_client, gen_common, gen_exports, gen_server, gen_version_script};
 pub use parse::parse;
 
 use thiserror::Error;
@@ -37,6 +37,40 @@ pub struct ParseError {
 pub struct Api {
     pub funcs: Vec<Func>,
     pub dispatch: Vec<Slot>,
+    /// The API's own settings (`api { ... }`); OpenCL's when absent.
+    pub settings: Settings,
+}
+
+/// What differs between described APIs: their handle kinds, status names,
+/// function-id range and how the server reaches the real library. The
+/// defaults are OpenCL's, so a description without an `api { }` block
+/// generates exactly what it did before the block existed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Handle kinds, in id order.
+    pub kinds: Vec<String>,
+    /// The status constant for success, as the generated code names it.
+    pub success: String,
+    /// The status a function not forwarded (or refused) returns.
+    pub unsupported: String,
+    /// The id of the first function: APIs one server exports side by side
+    /// need disjoint ranges.
+    pub first_id: u32,
+    /// The server opens the real library at run time (`load dlopen`), so it
+    /// builds and runs where the library is missing, rather than linking it.
+    pub dlopen: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            kinds: KINDS.iter().map(|k| k.to_string()).collect(),
+            success: "CL_SUCCESS".into(),
+            unsupported: "CL_INVALID_OPERATION".into(),
+            first_id: 0,
+            dlopen: false,
+        }
+    }
 }
 
 /// One entry of the ICD dispatch table.
@@ -81,6 +115,9 @@ pub struct Attrs {
     pub server_override: bool,
     pub manual: bool,
     pub unsupported: bool,
+    /// Answered by the client alone (`client-only`): never forwarded, the
+    /// client's `overrides::NAME` implements it.
+    pub client_only: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,6 +205,13 @@ pub enum Ty {
         ctype: String,
         deps: Vec<String>,
     },
+    /// A device address (`devptr` or `devptr[SIZE]`): a pointer value the
+    /// application got from the server, which the client checks against its
+    /// allocation tracker and the server against the tenant's allocations
+    /// (the whole `[ptr, ptr + SIZE)` range when a size is given).
+    DevPtr {
+        size: Option<Size>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -207,6 +251,7 @@ impl Ty {
             Ty::Errcode => "*mut i32".into(),
             Ty::Str => "*const c_char".into(),
             Ty::Custom { ctype, .. } => ctype.clone(),
+            Ty::DevPtr { .. } => "*mut c_void".into(),
         }
     }
 }
@@ -216,6 +261,8 @@ impl Ret {
         match self {
             Ret::Status => "i32".into(),
             Ret::New(_) => "*mut c_void".into(),
+            // A C function returning nothing (`custom NAME(void)`).
+            Ret::Custom { ctype, .. } if ctype == "void" => "()".into(),
             Ret::Custom { ctype, .. } => ctype.clone(),
         }
     }

@@ -1,12 +1,14 @@
 //! The description language's parser: small, line-aware, strict.
 
 use crate::{
-    Api, Arg, Attrs, Func, InfoHandle, ParseError, Ret, Scalar, Size, Slot, StubRet, Ty, KINDS,
+    Api, Arg, Attrs, Func, InfoHandle, ParseError, Ret, Scalar, Settings, Size, Slot, StubRet, Ty,
 };
 
 struct P<'a> {
     src: &'a str,
     pos: usize,
+    /// The handle kinds known so far (the `api { }` block may change them).
+    kinds: Vec<String>,
 }
 
 type R<T> = Result<T, ParseError>;
@@ -128,7 +130,7 @@ impl<'a> P<'a> {
 
     fn kind(&mut self) -> R<String> {
         let k = self.ident()?;
-        if !KINDS.contains(&k.as_str()) {
+        if !self.kinds.contains(&k) {
             return self.err(format!("unknown handle kind `{k}`"));
         }
         Ok(k)
@@ -234,6 +236,14 @@ impl<'a> P<'a> {
                 }
             }
             "errcode" => Ty::Errcode,
+            "devptr" => {
+                let size = if self.peek() == Some('[') {
+                    Some(self.size()?)
+                } else {
+                    None
+                };
+                Ty::DevPtr { size }
+            }
             "str" => Ty::Str,
             "userdata" => Ty::UserData,
             "callback" => {
@@ -250,7 +260,7 @@ impl<'a> P<'a> {
             w => {
                 if let Some(s) = Self::scalar(w) {
                     Ty::Scalar(s)
-                } else if KINDS.contains(&w) {
+                } else if self.kinds.iter().any(|k| k == w) {
                     Ty::Handle {
                         kind: w.to_string(),
                         optional: false,
@@ -265,6 +275,35 @@ impl<'a> P<'a> {
             *o = optional;
         }
         Ok(ty)
+    }
+
+    /// `api { kinds K ...; success NAME; unsupported NAME; first_id N; load dlopen; }`
+    fn settings(&mut self) -> R<Settings> {
+        let mut s = Settings::default();
+        self.expect("{")?;
+        while !self.eat("}") {
+            match self.ident()?.as_str() {
+                "kinds" => {
+                    s.kinds.clear();
+                    while !self.eat(";") {
+                        s.kinds.push(self.ident()?);
+                    }
+                    continue;
+                }
+                "success" => s.success = self.ident()?,
+                "unsupported" => s.unsupported = self.ident()?,
+                "first_id" => {
+                    s.first_id = u32::try_from(self.number()?).or_else(|_| self.err("first_id"))?
+                }
+                "load" => {
+                    self.expect("dlopen")?;
+                    s.dlopen = true;
+                }
+                o => return self.err(format!("unknown api setting `{o}`")),
+            }
+            self.expect(";")?;
+        }
+        Ok(s)
     }
 
     fn func(&mut self, id: u32) -> R<Func> {
@@ -313,8 +352,12 @@ impl<'a> P<'a> {
                 "retain" => attrs.retain = Some(self.kind()?),
                 "release" => attrs.release = Some(self.kind()?),
                 "client" => {
-                    self.expect("-override")?;
-                    attrs.client_override = true
+                    if self.eat("-only") {
+                        attrs.client_only = true
+                    } else {
+                        self.expect("-override")?;
+                        attrs.client_override = true
+                    }
                 }
                 "server" => {
                     self.expect("-override")?;
@@ -350,6 +393,7 @@ fn check(api: &Api) -> Result<(), String> {
                     }
                 }
                 Ty::Callback { userdata, .. } => vec![userdata],
+                Ty::DevPtr { size: Some(size) } if !size.is_const() => vec![&size.arg],
                 Ty::Custom { deps, .. } => deps.iter().collect(),
                 _ => vec![],
             };
@@ -405,14 +449,19 @@ fn check(api: &Api) -> Result<(), String> {
 
 /// Parses a description.
 pub fn parse(src: &str) -> Result<Api, ParseError> {
-    let mut p = P { src, pos: 0 };
+    let mut settings = Settings::default();
+    let mut p = P {
+        src,
+        pos: 0,
+        kinds: settings.kinds.clone(),
+    };
     let mut funcs = Vec::new();
     let mut dispatch = Vec::new();
     while p.peek().is_some() {
         let word = p.ident()?;
         match word.as_str() {
             "fn" => {
-                let f = p.func(funcs.len() as u32)?;
+                let f = p.func(settings.first_id.saturating_add(funcs.len() as u32))?;
                 if funcs.iter().any(|g: &Func| g.name == f.name) {
                     return p.err(format!("`{}` is described twice", f.name));
                 }
@@ -436,10 +485,18 @@ pub fn parse(src: &str) -> Result<Api, ParseError> {
                     dispatch.push(slot);
                 }
             }
+            "api" if funcs.is_empty() => {
+                settings = p.settings()?;
+                p.kinds = settings.kinds.clone();
+            }
             w => return p.err(format!("expected `fn` or `dispatch`, found `{w}`")),
         }
     }
-    let api = Api { funcs, dispatch };
+    let api = Api {
+        funcs,
+        dispatch,
+        settings,
+    };
     check(&api).map_err(|msg| ParseError { line: 0, msg })?;
     Ok(api)
 }
@@ -477,6 +534,28 @@ mod tests {
         let g = &api.funcs[1];
         assert!(g.attrs.is_async && g.attrs.wake);
         assert_eq!(api.dispatch.len(), 4);
+    }
+
+    #[test]
+    fn api_block_sets_kinds_ids_and_statuses() {
+        let api = parse(
+            "api { kinds stream event; success cudaSuccess; unsupported cudaErrorNotSupported;\n\
+             first_id 0x10000; load dlopen; }\n\
+             fn cudaStreamSynchronize(s: stream?) -> status syncpoint;\n\
+             fn cudaMemset(p: devptr[n], v: i32, n: usize) -> status async;\n\
+             fn cudaGetErrorName(e: i32) -> custom errname(*const c_char) client-only;",
+        )
+        .expect("parse");
+        assert_eq!(api.settings.kinds, vec!["stream", "event"]);
+        assert!(api.settings.dlopen);
+        assert_eq!(api.funcs[1].id, 0x10001);
+        assert!(matches!(&api.funcs[1].args[0].ty, Ty::DevPtr { size: Some(s) } if s.arg == "n"));
+        assert!(api.funcs[2].attrs.client_only);
+        assert!(
+            parse("api { kinds stream; }\nfn f(q: queue) -> status;").is_err(),
+            "OpenCL kinds are gone once an API names its own"
+        );
+        assert!(parse("fn f(p: devptr[m]) -> status;").is_err());
     }
 
     #[test]

@@ -52,6 +52,14 @@ pub struct Config {
     /// Shared-memory ring sizes, in bytes (powers of two).
     pub request_ring: usize,
     pub reply_ring: usize,
+    /// Export OpenCL (the platforms above).
+    pub opencl: bool,
+    /// Export the CUDA runtime API.
+    pub cuda: bool,
+    /// The libcudart to forward to (default: the loader's libcudart.so.13,
+    /// then .12). Absent or unloadable, CUDA calls answer as a machine
+    /// without the driver does.
+    pub cuda_runtime: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -65,6 +73,9 @@ impl Default for Config {
             max_alloc: 4 << 30,
             request_ring: 8 << 20,
             reply_ring: 8 << 20,
+            opencl: true,
+            cuda: true,
+            cuda_runtime: None,
         }
     }
 }
@@ -127,12 +138,13 @@ mod tests {
         let p = dir.join("ok.toml");
         std::fs::write(
             &p,
-            "socket = \"/tmp/x.sock\"\nhandoff = \"spin\"\nplatforms = [\"Portable\"]\n",
+            "socket = \"/tmp/x.sock\"\nhandoff = \"spin\"\nplatforms = [\"Portable\"]\ncuda = false\n",
         )
         .expect("write");
         let c = Config::load(&p).expect("load");
         assert_eq!(c.handoff, HandoffMode::Spin);
         assert_eq!(c.platforms, vec!["Portable".to_string()]);
+        assert!(c.opencl && !c.cuda);
         std::fs::write(&p, "sockett = 1\n").expect("write");
         assert!(matches!(Config::load(&p), Err(ConfigError::Parse { .. })));
         std::fs::write(&p, "request_ring = 1000\n").expect("write");

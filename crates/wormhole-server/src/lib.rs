@@ -7,9 +7,14 @@
 //!   futex in between;
 //! * [`opencl`]: the OpenCL backend, whose decoders are generated from the
 //!   API description, and each tenant's handle table;
+//! * [`cuda`]: the CUDA runtime backend, generated the same way from
+//!   `cuda.api`, which opens libcudart at run time;
 //! * [`harness`]: the tenant's request path without I/O, for the fuzzer.
+//!
+//! One server exports OpenCL, CUDA or both (`opencl`, `cuda` settings).
 
 pub mod config;
+pub mod cuda;
 pub mod harness;
 pub mod listen;
 pub mod opencl;

@@ -9,7 +9,7 @@ use wormhole_server::config::{Config, HandoffMode};
 use wormhole_server::{listen, serve};
 
 #[derive(Parser, Debug)]
-#[command(version, about = "Wormhole API-forwarding server (OpenCL)")]
+#[command(version, about = "Wormhole API-forwarding server (OpenCL and CUDA)")]
 struct Cli {
     /// TOML configuration file.
     #[arg(long, short)]
@@ -29,6 +29,15 @@ struct Cli {
     /// Export only platforms whose name contains this (repeatable).
     #[arg(long = "platform")]
     platforms: Vec<String>,
+    /// Do not export OpenCL.
+    #[arg(long)]
+    no_opencl: bool,
+    /// Do not export CUDA.
+    #[arg(long)]
+    no_cuda: bool,
+    /// The libcudart to forward CUDA calls to.
+    #[arg(long)]
+    cuda_runtime: Option<PathBuf>,
     #[command(subcommand)]
     cmd: Option<Cmd>,
 }
@@ -59,6 +68,15 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     if !cli.platforms.is_empty() {
         c.platforms = cli.platforms.clone();
     }
+    if cli.no_opencl {
+        c.opencl = false;
+    }
+    if cli.no_cuda {
+        c.cuda = false;
+    }
+    if let Some(p) = &cli.cuda_runtime {
+        c.cuda_runtime = Some(p.clone());
+    }
     c.validate()?;
     Ok(c)
 }
@@ -79,6 +97,15 @@ fn tenant_args(cli: &Cli) -> Vec<String> {
     }
     for p in &cli.platforms {
         a.push(format!("--platform={p}"));
+    }
+    if cli.no_opencl {
+        a.push("--no-opencl".into());
+    }
+    if cli.no_cuda {
+        a.push("--no-cuda".into());
+    }
+    if let Some(p) = &cli.cuda_runtime {
+        a.push(format!("--cuda-runtime={}", p.display()));
     }
     a
 }

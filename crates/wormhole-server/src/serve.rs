@@ -18,6 +18,7 @@ use wormhole_transport::{Channel, TransportError};
 use wormhole_wire::{Decoder, Encoder, ReplyHeader, RequestHeader, FLAG_ASYNC, REPLY_HEADER_LEN};
 
 use crate::config::Config;
+use crate::cuda;
 use crate::opencl::{self, tenant::Limits, tenant::Tenant};
 
 #[derive(Debug, Error)]
@@ -30,8 +31,14 @@ pub enum ServeError {
     Protocol,
 }
 
-/// Serves requests until the client goes away.
-pub fn serve(chan: &mut dyn Channel, t: &mut Tenant) -> Result<(), ServeError> {
+/// Serves requests until the client goes away: OpenCL requests go to `t`,
+/// CUDA ones (a disjoint id range) to `cu`, or are refused as a machine
+/// without the driver refuses them when CUDA is not exported (`cu` None).
+pub fn serve(
+    chan: &mut dyn Channel,
+    t: &mut Tenant,
+    mut cu: Option<&mut cuda::CudaTenant>,
+) -> Result<(), ServeError> {
     let mut req = Vec::new();
     let mut enc = Encoder::new();
     let mut deferred = 0i32;
@@ -41,7 +48,7 @@ pub fn serve(chan: &mut dyn Channel, t: &mut Tenant) -> Result<(), ServeError> {
             Err(TransportError::PeerGone) => return Ok(()),
             Err(e) => return Err(e.into()),
         }
-        let done = run_frame(t, &req, &mut enc);
+        let done = run_frame(t, cu.as_deref_mut(), &req, &mut enc);
         // Bulk data that follows the frame goes straight where the request
         // put it (a mapped buffer), before the reply.
         let status = opencl::overrides::finish_bulk_in(t, chan, done.status)?;
@@ -65,8 +72,14 @@ pub struct FrameDone {
 
 /// Decodes one request frame and runs it, leaving the reply's outputs in
 /// `enc`. No I/O: a bulk transfer the request asks for is left in
-/// `t.bulk` for the caller.
-pub fn run_frame(t: &mut Tenant, req: &[u8], enc: &mut Encoder) -> FrameDone {
+/// `t.bulk` for the caller. CUDA requests go to `cu` (None: CUDA is not
+/// exported, and they are refused as without a driver).
+pub fn run_frame(
+    t: &mut Tenant,
+    cu: Option<&mut cuda::CudaTenant>,
+    req: &[u8],
+    enc: &mut Encoder,
+) -> FrameDone {
     let mut d = Decoder::new(req);
     let (func, flags) = match RequestHeader::decode(&mut d) {
         Ok(h) => (h.func, h.flags),
@@ -80,6 +93,11 @@ pub fn run_frame(t: &mut Tenant, req: &[u8], enc: &mut Encoder) -> FrameDone {
     .encode(enc);
     let status = if func == u32::MAX {
         Err(CL_INVALID_VALUE)
+    } else if cuda::is_cuda(func) {
+        match cu {
+            Some(cu) => cuda::dispatch(cu, func, &mut d, enc),
+            None => cuda::disabled(func),
+        }
     } else {
         opencl::dispatch(t, func, &mut d, enc)
     };
@@ -100,7 +118,12 @@ pub fn run_frame(t: &mut Tenant, req: &[u8], enc: &mut Encoder) -> FrameDone {
 /// next reply. The client decides what is deferred, but only calls the
 /// description marks async may be.
 pub fn seal_reply(enc: &mut Encoder, done: &FrameDone, status: i32, deferred: &mut i32) -> bool {
-    if done.flags & FLAG_ASYNC != 0 && is_async(done.func) {
+    let may_defer = if cuda::is_cuda(done.func) {
+        wormhole_cuda_api::is_async(done.func)
+    } else {
+        is_async(done.func)
+    };
+    if done.flags & FLAG_ASYNC != 0 && may_defer {
         if status != 0 {
             log::debug!("deferred call {} failed: {status}", done.func);
             if *deferred == 0 {
@@ -118,15 +141,27 @@ pub fn seal_reply(enc: &mut Encoder, done: &FrameDone, status: i32, deferred: &m
 /// a bulk transfer it asks for is abandoned (mappings undone, no data
 /// moved). Returns whether there is a reply in `enc`.
 pub fn handle_frame(t: &mut Tenant, req: &[u8], enc: &mut Encoder, deferred: &mut i32) -> bool {
-    let done = run_frame(t, req, enc);
+    let done = run_frame(t, None, req, enc);
     opencl::overrides::abandon_bulk(t);
     let status = done.status;
     seal_reply(enc, &done, status, deferred)
 }
 
-/// The platforms to export, found with our own ICD (if installed) hidden.
+/// The platforms to export, found with our own ICD (if installed) hidden;
+/// none when OpenCL is not exported.
 fn export(config: &Config) -> Vec<*mut std::ffi::c_void> {
+    if !config.opencl {
+        return Vec::new();
+    }
     opencl::platforms(&config.platforms)
+}
+
+/// The tenant's CUDA state, when CUDA is exported.
+fn cuda_tenant(config: &Config) -> Option<cuda::CudaTenant> {
+    config.cuda.then(|| {
+        cuda::set_runtime_path(config.cuda_runtime.clone());
+        cuda::CudaTenant::new(config.max_alloc)
+    })
 }
 
 fn limits(config: &Config) -> Limits {
@@ -175,7 +210,8 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
         let mut t = Tenant::new(export(config), limits(config), Some(notify));
         let mut chan = ShmChannel::new(region, Side::Server, config.handoff(), None);
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
-        serve(&mut chan, &mut t)
+        let mut cu = cuda_tenant(config);
+        serve(&mut chan, &mut t, cu.as_mut())
     } else {
         // SAFETY: fd 3 is the accepted TCP socket, owned by this process.
         let mut stream = unsafe { std::net::TcpStream::from_raw_fd(fd.as_raw_fd()) };
@@ -189,6 +225,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
         let mut t = Tenant::new(export(config), limits(config), None);
         let mut chan = StreamChannel::tcp(stream)?;
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
-        serve(&mut chan, &mut t)
+        let mut cu = cuda_tenant(config);
+        serve(&mut chan, &mut t, cu.as_mut())
     }
 }

@@ -1,0 +1,877 @@
+//! The hand-written side of the description: `manual` and `client-only`
+//! functions, with the C signatures the description gives them (and their C
+//! names, hence the allowance).
+#![allow(non_snake_case)]
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void, CString};
+use std::sync::atomic::Ordering;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use wormhole_cuda_api::fatbin::{self, Kernel};
+use wormhole_cuda_api::tracker::Alloc;
+use wormhole_cuda_api::wire::{Launch, Memcpy, SymbolCopy, MEMCPY_CHUNK};
+use wormhole_cuda_api::*;
+
+use crate::rt::{self, last_error, note, tracker, Call};
+use crate::Dim3;
+
+/// Runs a call and returns its status, recording it as the last error.
+fn status_of(r: Result<i32, i32>) -> i32 {
+    match r {
+        Ok(s) | Err(s) => note(s),
+    }
+}
+
+// ---- Errors ---------------------------------------------------------------
+
+pub extern "C" fn cudaGetLastError() -> i32 {
+    last_error(true)
+}
+
+pub extern "C" fn cudaPeekAtLastError() -> i32 {
+    last_error(false)
+}
+
+fn error_text(code: i32, name: bool) -> *const c_char {
+    static TEXTS: OnceLock<HashMap<(i32, bool), CString>> = OnceLock::new();
+    let t = TEXTS.get_or_init(|| {
+        let mut m = HashMap::new();
+        for &(c, n, s) in errors::ERRORS {
+            m.insert((c, true), CString::new(n).unwrap_or_default());
+            m.insert((c, false), CString::new(s).unwrap_or_default());
+        }
+        m.insert(
+            (i32::MIN, true),
+            CString::new(errors::UNRECOGNIZED).unwrap_or_default(),
+        );
+        m
+    });
+    t.get(&(code, name))
+        .or_else(|| t.get(&(i32::MIN, true)))
+        .map_or(std::ptr::null(), |s| s.as_ptr())
+}
+
+pub extern "C" fn cudaGetErrorString(error: i32) -> *const c_char {
+    error_text(error, false)
+}
+
+pub extern "C" fn cudaGetErrorName(error: i32) -> *const c_char {
+    error_text(error, true)
+}
+
+/// # Safety
+/// `v` is NULL or writable.
+pub unsafe extern "C" fn cudaRuntimeGetVersion(v: *mut i32) -> i32 {
+    if v.is_null() {
+        return note(cudaErrorInvalidValue);
+    }
+    // SAFETY: checked non-NULL; the caller's contract.
+    unsafe { *v = runtime_version(rt::MAJOR.load(Ordering::Relaxed)) };
+    cudaSuccess
+}
+
+// ---- Devices ----------------------------------------------------------------
+
+/// # Safety
+/// `prop` is NULL or holds a `cudaDeviceProp` of this library's version.
+pub unsafe extern "C" fn cudaGetDeviceProperties(prop: *mut c_void, device: i32) -> i32 {
+    if prop.is_null() {
+        return note(cudaErrorInvalidValue);
+    }
+    let major = rt::MAJOR.load(Ordering::Relaxed);
+    status_of((|| {
+        let mut c = Call::begin(func::cudaGetDeviceProperties)?;
+        c.enc.u32(major);
+        c.enc.i32(device);
+        let mut r = c.finish()?;
+        let status = r.status();
+        if r.has_outputs() {
+            // SAFETY: the caller's contract: room for this version's struct.
+            unsafe { r.out_bytes(prop, devprop_size(major) as u64)? };
+        }
+        Ok(status)
+    })())
+}
+
+/// CUDA 12's headers rename cudaGetDeviceProperties to this.
+///
+/// # Safety
+/// As for [`cudaGetDeviceProperties`].
+pub unsafe extern "C" fn cudaGetDeviceProperties_v2(prop: *mut c_void, device: i32) -> i32 {
+    // SAFETY: same contract.
+    unsafe { cudaGetDeviceProperties(prop, device) }
+}
+
+// ---- Memory -------------------------------------------------------------------
+
+/// # Safety
+/// `dev_ptr` is NULL or writable.
+pub unsafe extern "C" fn cudaMalloc(dev_ptr: *mut *mut c_void, size: usize) -> i32 {
+    if dev_ptr.is_null() {
+        return note(cudaErrorInvalidValue);
+    }
+    status_of((|| {
+        let mut c = Call::begin(func::cudaMalloc)?;
+        c.enc.u64(size as u64);
+        let mut r = c.finish()?;
+        let status = r.status();
+        if r.has_outputs() {
+            let p = r.with(|d| d.u64().map_err(|_| cudaErrorUnknown))?;
+            let dev = r.with(|d| d.i32().map_err(|_| cudaErrorUnknown))?;
+            // A server handing out overlapping ranges is broken: refuse.
+            // (NULL, for a zero-byte allocation, is never device memory.)
+            if p != 0 {
+                tracker()
+                    .insert(Alloc {
+                        start: p,
+                        size: size as u64,
+                        device: dev,
+                    })
+                    .map_err(|_| cudaErrorUnknown)?;
+            }
+            // SAFETY: checked non-NULL; the caller's contract.
+            unsafe { *dev_ptr = p as usize as *mut c_void };
+        }
+        Ok(status)
+    })())
+}
+
+pub extern "C" fn cudaFree(dev_ptr: *mut c_void) -> i32 {
+    if dev_ptr.is_null() {
+        return cudaSuccess;
+    }
+    let p = dev_ptr as usize as u64;
+    if tracker().find(p).map(|a| a.start) != Some(p) {
+        return note(cudaErrorInvalidValue);
+    }
+    status_of((|| {
+        let mut c = Call::begin(func::cudaFree)?;
+        c.enc.u64(p);
+        let status = c.finish()?.status_with_deferred();
+        if status == cudaSuccess {
+            tracker().remove(p);
+        }
+        Ok(status)
+    })())
+}
+
+fn is_dev(p: u64) -> bool {
+    p != 0 && tracker().find(p).is_some()
+}
+
+/// One copy, split into requests of at most `MEMCPY_CHUNK` host bytes.
+///
+/// # Safety
+/// `dst` and `src` hold `count` bytes of the memory their direction says.
+unsafe fn memcpy(
+    dst: *mut c_void,
+    src: *const c_void,
+    count: usize,
+    kind: i32,
+    stream: u64,
+) -> i32 {
+    let (d, s) = (dst as usize as u64, src as usize as u64);
+    let dir = match direction(kind, is_dev(d), is_dev(s)) {
+        Ok(dir) => dir,
+        Err(e) => return note(e),
+    };
+    if count == 0 {
+        return cudaSuccess;
+    }
+    let check = |p: u64, n: u64| {
+        tracker()
+            .check(p, n)
+            .map(|_| ())
+            .map_err(|_| cudaErrorInvalidValue)
+    };
+    let res = (|| -> Result<i32, i32> {
+        match dir {
+            Direction::HostToHost => {
+                // SAFETY: the caller's contract.
+                unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, count) };
+                Ok(cudaSuccess)
+            }
+            Direction::DeviceToDevice => {
+                check(d, count as u64)?;
+                check(s, count as u64)?;
+                let mut c = Call::begin(func::cudaMemcpy)?;
+                Memcpy {
+                    dir,
+                    dst: d,
+                    src: s,
+                    count: count as u64,
+                    stream,
+                }
+                .encode(&mut c.enc);
+                Ok(c.finish()?.status_with_deferred())
+            }
+            Direction::HostToDevice | Direction::DeviceToHost => {
+                let dev = if dir == Direction::HostToDevice { d } else { s };
+                check(dev, count as u64)?;
+                let mut off = 0u64;
+                while off < count as u64 {
+                    let n = (count as u64 - off).min(MEMCPY_CHUNK);
+                    let mut c = Call::begin(func::cudaMemcpy)?;
+                    let m = if dir == Direction::HostToDevice {
+                        Memcpy {
+                            dir,
+                            dst: d + off,
+                            src: 0,
+                            count: n,
+                            stream,
+                        }
+                    } else {
+                        Memcpy {
+                            dir,
+                            dst: 0,
+                            src: s + off,
+                            count: n,
+                            stream,
+                        }
+                    };
+                    m.encode(&mut c.enc);
+                    if dir == Direction::HostToDevice {
+                        // SAFETY: the caller's contract: `src` holds `count` bytes.
+                        let data = unsafe {
+                            std::slice::from_raw_parts(
+                                (src as *const u8).add(off as usize),
+                                n as usize,
+                            )
+                        };
+                        c.enc.bytes(data);
+                    }
+                    let mut r = c.finish()?;
+                    let status = r.status_with_deferred();
+                    if status != cudaSuccess {
+                        return Ok(status);
+                    }
+                    if dir == Direction::DeviceToHost {
+                        let bytes = r.with(|d| {
+                            d.bytes().map(|b| b.to_vec()).map_err(|_| cudaErrorUnknown)
+                        })?;
+                        if bytes.len() as u64 != n {
+                            return Err(cudaErrorUnknown);
+                        }
+                        // SAFETY: the caller's contract: `dst` holds `count` bytes.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                bytes.as_ptr(),
+                                (dst as *mut u8).add(off as usize),
+                                n as usize,
+                            )
+                        };
+                    }
+                    off += n;
+                }
+                Ok(cudaSuccess)
+            }
+        }
+    })();
+    status_of(res)
+}
+
+/// # Safety
+/// As for the native cudaMemcpy.
+pub unsafe extern "C" fn cudaMemcpy(
+    dst: *mut c_void,
+    src: *const c_void,
+    count: usize,
+    kind: i32,
+) -> i32 {
+    // SAFETY: same contract.
+    unsafe { memcpy(dst, src, count, kind, 0) }
+}
+
+/// Made synchronous: the host side of the copy is done when this returns,
+/// which the native call only guarantees at the next synchronisation (a
+/// correct program cannot tell, but it loses the overlap).
+///
+/// # Safety
+/// As for the native cudaMemcpyAsync.
+pub unsafe extern "C" fn cudaMemcpyAsync(
+    dst: *mut c_void,
+    src: *const c_void,
+    count: usize,
+    kind: i32,
+    stream: *mut c_void,
+) -> i32 {
+    let sid = match rt::handle_id(stream, Kind::Stream) {
+        Ok(s) => s,
+        Err(e) => return note(e),
+    };
+    // SAFETY: same contract.
+    unsafe { memcpy(dst, src, count, kind, sid) }
+}
+
+/// `struct cudaPointerAttributes` (CUDA 11 and later).
+#[repr(C)]
+struct PointerAttributes {
+    kind: i32,
+    device: i32,
+    device_pointer: *mut c_void,
+    host_pointer: *mut c_void,
+}
+
+/// Answered from the tracker, without a round trip: device memory is ours
+/// if the tracker knows it; anything else is unregistered host memory.
+///
+/// # Safety
+/// `attributes` is NULL or writable.
+pub unsafe extern "C" fn cudaPointerGetAttributes(
+    attributes: *mut c_void,
+    ptr: *const c_void,
+) -> i32 {
+    if attributes.is_null() {
+        return note(cudaErrorInvalidValue);
+    }
+    let a = tracker().find(ptr as usize as u64);
+    let v = match a {
+        Some(a) => PointerAttributes {
+            kind: 2, // cudaMemoryTypeDevice
+            device: a.device,
+            device_pointer: ptr as *mut c_void,
+            host_pointer: std::ptr::null_mut(),
+        },
+        None => PointerAttributes {
+            kind: 0, // cudaMemoryTypeUnregistered
+            device: -2,
+            device_pointer: std::ptr::null_mut(),
+            host_pointer: ptr as *mut c_void,
+        },
+    };
+    // SAFETY: checked non-NULL; the caller's contract.
+    unsafe { std::ptr::write(attributes as *mut PointerAttributes, v) };
+    cudaSuccess
+}
+
+/// Whether the runtime can initialise, as natively calls that need no
+/// device round trip still need a driver: the first such call asks the
+/// server (its answer, an initialisation failure or success, is kept).
+fn init_status() -> i32 {
+    static S: OnceLock<i32> = OnceLock::new();
+    *S.get_or_init(|| {
+        let mut n = 0;
+        // SAFETY: a valid out-pointer.
+        match unsafe { crate::gen::cudaGetDeviceCount(&mut n) } {
+            s @ (3 | 35 | 100) => s,
+            _ => cudaSuccess,
+        }
+    })
+}
+
+/// # Safety
+/// `ptr` is NULL or writable.
+pub unsafe extern "C" fn cudaMallocHost(ptr: *mut *mut c_void, size: usize) -> i32 {
+    if ptr.is_null() {
+        return note(cudaErrorInvalidValue);
+    }
+    let init = init_status();
+    if init != cudaSuccess {
+        return note(init);
+    }
+    let mut p = std::ptr::null_mut();
+    // SAFETY: posix_memalign writes `p` on success.
+    if unsafe { libc::posix_memalign(&mut p, 4096, size.max(1)) } != 0 {
+        return note(cudaErrorMemoryAllocation);
+    }
+    // SAFETY: checked non-NULL.
+    unsafe { *ptr = p };
+    cudaSuccess
+}
+
+/// # Safety
+/// As for [`cudaMallocHost`].
+pub unsafe extern "C" fn cudaHostAlloc(ptr: *mut *mut c_void, size: usize, _flags: u32) -> i32 {
+    // SAFETY: same contract.
+    unsafe { cudaMallocHost(ptr, size) }
+}
+
+/// # Safety
+/// `ptr` is NULL or from [`cudaMallocHost`].
+pub unsafe extern "C" fn cudaFreeHost(ptr: *mut c_void) -> i32 {
+    // SAFETY: the caller's contract: our posix_memalign'd block or NULL.
+    unsafe { libc::free(ptr) };
+    cudaSuccess
+}
+
+pub extern "C" fn cudaHostRegister(_ptr: *mut c_void, _size: usize, _flags: u32) -> i32 {
+    cudaSuccess
+}
+
+pub extern "C" fn cudaHostUnregister(_ptr: *mut c_void) -> i32 {
+    cudaSuccess
+}
+
+// ---- Kernels ----------------------------------------------------------------
+
+/// A registered fat binary: what `__cudaRegisterFatBinary` returns.
+struct Module {
+    id: u64,
+    kernels: Vec<Kernel>,
+}
+
+/// A registered kernel, by host stub address.
+#[derive(Clone)]
+struct Func {
+    layout: Option<Kernel>,
+}
+
+fn funcs() -> MutexGuard<'static, HashMap<u64, Func>> {
+    static F: OnceLock<Mutex<HashMap<u64, Func>>> = OnceLock::new();
+    F.get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// `__fatBinC_Wrapper_t`.
+#[repr(C)]
+struct Wrapper {
+    magic: u32,
+    version: u32,
+    data: *const u8,
+    filename_or_fatbins: *mut c_void,
+}
+
+/// Copies the fat binary nvcc embedded and sends it to the server, which
+/// registers it with the real runtime. Registration cannot fail visibly
+/// (it returns no status); a failure shows at launch.
+///
+/// # Safety
+/// `fat_cubin` is nvcc's wrapper for an embedded fat binary.
+pub unsafe extern "C" fn __cudaRegisterFatBinary(fat_cubin: *mut c_void) -> *mut *mut c_void {
+    let id = rt::fresh_id();
+    let mut kernels = Vec::new();
+    // SAFETY: the caller's contract: NULL or nvcc's wrapper.
+    let w = unsafe { (fat_cubin as *const Wrapper).as_ref() };
+    if let Some(w) = w.filter(|w| w.magic == fatbin::WRAPPER_MAGIC && !w.data.is_null()) {
+        // SAFETY: the wrapper points to a fat binary, whose header is 16 bytes.
+        let header = unsafe { std::slice::from_raw_parts(w.data, 16) };
+        if let Ok(len) = fatbin::fatbin_len(header) {
+            // SAFETY: the header says how long the fat binary is.
+            let fb = unsafe { std::slice::from_raw_parts(w.data, len as usize) };
+            match fatbin::kernels(fb) {
+                Ok(k) => kernels = k,
+                Err(e) => rt::log(&format!("fat binary: {e}")),
+            }
+            let _ = (|| -> Result<(), i32> {
+                let mut c = Call::begin(func::__cudaRegisterFatBinary)?;
+                c.enc.u64(id);
+                c.enc.bytes(fb);
+                c.finish()?;
+                Ok(())
+            })();
+        }
+    }
+    Box::into_raw(Box::new(Module { id, kernels })) as *mut *mut c_void
+}
+
+/// Ends a module's registration (after its kernels and variables).
+pub extern "C" fn __cudaRegisterFatBinaryEnd(h: *mut *mut c_void) {
+    let Some(m) = module_of(h) else { return };
+    let _ = (|| -> Result<(), i32> {
+        let mut c = Call::begin(func::__cudaRegisterFatBinaryEnd)?;
+        c.enc.u64(m.id);
+        c.finish()?;
+        Ok(())
+    })();
+}
+
+/// Modules live as long as the process: the server frees them with the
+/// tenant.
+pub extern "C" fn __cudaUnregisterFatBinary(_h: *mut *mut c_void) {}
+
+fn module_of(h: *mut *mut c_void) -> Option<&'static Module> {
+    // SAFETY: `h` is what __cudaRegisterFatBinary returned (a leaked Module).
+    (!h.is_null()).then(|| unsafe { &*(h as *const Module) })
+}
+
+/// # Safety
+/// As nvcc's host code calls it: `h` from __cudaRegisterFatBinary,
+/// `device_name` a NUL-terminated string.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __cudaRegisterFunction(
+    h: *mut *mut c_void,
+    host_fun: *const c_char,
+    _device_fun: *mut c_char,
+    device_name: *const c_char,
+    _thread_limit: i32,
+    _tid: *mut c_void,
+    _bid: *mut c_void,
+    _bdim: *mut c_void,
+    _gdim: *mut c_void,
+    _wsize: *mut i32,
+) {
+    let Some(m) = module_of(h) else { return };
+    if device_name.is_null() {
+        return;
+    }
+    // SAFETY: the caller's contract.
+    let name = unsafe { std::ffi::CStr::from_ptr(device_name) }.to_bytes();
+    let layout = m
+        .kernels
+        .iter()
+        .find(|k| k.name.as_bytes() == name)
+        .cloned();
+    funcs().insert(host_fun as usize as u64, Func { layout });
+    let _ = (|| -> Result<(), i32> {
+        let mut c = Call::begin(func::__cudaRegisterFunction)?;
+        c.enc.u64(m.id);
+        c.enc.u64(host_fun as usize as u64);
+        c.enc.bytes(name);
+        c.finish()?;
+        Ok(())
+    })();
+}
+
+/// Device variables are registered with the server under the host
+/// shadow's address, which symbol copies name.
+///
+/// # Safety
+/// As nvcc's host code calls it.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn __cudaRegisterVar(
+    h: *mut *mut c_void,
+    host_var: *mut c_char,
+    _device_address: *mut c_char,
+    device_name: *const c_char,
+    ext: i32,
+    size: usize,
+    constant: i32,
+    global: i32,
+) {
+    let Some(m) = module_of(h) else { return };
+    if device_name.is_null() {
+        return;
+    }
+    // SAFETY: the caller's contract.
+    let name = unsafe { std::ffi::CStr::from_ptr(device_name) }.to_bytes();
+    vars().insert(host_var as usize as u64, size as u64);
+    let _ = (|| -> Result<(), i32> {
+        let mut c = Call::begin(func::__cudaRegisterVar)?;
+        c.enc.u64(m.id);
+        c.enc.u64(host_var as usize as u64);
+        c.enc.bytes(name);
+        c.enc.i32(ext);
+        c.enc.u64(size as u64);
+        c.enc.i32(constant);
+        c.enc.i32(global);
+        c.finish()?;
+        Ok(())
+    })();
+}
+
+/// Registered device variables: host shadow address -> size.
+fn vars() -> MutexGuard<'static, HashMap<u64, u64>> {
+    static V: OnceLock<Mutex<HashMap<u64, u64>>> = OnceLock::new();
+    V.get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// Checks a symbol copy against the variable's registered size.
+fn symbol_range(symbol: *const c_void, count: usize, offset: usize) -> Result<u64, i32> {
+    let id = symbol as usize as u64;
+    let size = *vars().get(&id).ok_or(cudaErrorInvalidSymbol)?;
+    match offset.checked_add(count) {
+        Some(end) if end as u64 <= size => Ok(id),
+        _ => Err(cudaErrorInvalidValue),
+    }
+}
+
+/// The variable's id and, when the other side of a symbol copy is device
+/// memory, its address (0: host memory).
+fn symbol_args(
+    to: bool,
+    symbol: *const c_void,
+    other: u64,
+    count: usize,
+    offset: usize,
+    kind: i32,
+) -> Result<(u64, u64), i32> {
+    let id = symbol_range(symbol, count, offset)?;
+    let other_dev = is_dev(other);
+    let dir = if to {
+        direction(kind, true, other_dev)?
+    } else {
+        direction(kind, other_dev, true)?
+    };
+    match dir {
+        Direction::DeviceToDevice => Ok((id, other)),
+        Direction::HostToDevice | Direction::DeviceToHost => Ok((id, 0)),
+        Direction::HostToHost => Err(cudaErrorInvalidMemcpyDirection),
+    }
+}
+
+/// One symbol copy; host data in chunks of at most `MEMCPY_CHUNK`.
+///
+/// # Safety
+/// `host` holds `count` bytes (readable for `to`, writable otherwise)
+/// unless `dev` is a device address.
+unsafe fn symbol_copy(
+    to: bool,
+    symbol: u64,
+    host: *mut u8,
+    dev: u64,
+    count: usize,
+    offset: usize,
+) -> i32 {
+    status_of((|| {
+        if dev != 0 {
+            tracker()
+                .check(dev, count as u64)
+                .map_err(|_| cudaErrorInvalidValue)?;
+            let mut c = Call::begin(func::cudaMemcpyToSymbol)?;
+            SymbolCopy {
+                to,
+                symbol,
+                offset: offset as u64,
+                count: count as u64,
+                device: dev,
+            }
+            .encode(&mut c.enc);
+            return Ok(c.finish()?.status_with_deferred());
+        }
+        let mut done = 0usize;
+        while done < count {
+            let n = (count - done).min(MEMCPY_CHUNK as usize);
+            let mut c = Call::begin(func::cudaMemcpyToSymbol)?;
+            SymbolCopy {
+                to,
+                symbol,
+                offset: (offset + done) as u64,
+                count: n as u64,
+                device: 0,
+            }
+            .encode(&mut c.enc);
+            if to {
+                // SAFETY: the caller's contract: `host` holds `count` bytes.
+                c.enc
+                    .bytes(unsafe { std::slice::from_raw_parts(host.add(done), n) });
+            }
+            let mut r = c.finish()?;
+            let status = r.status_with_deferred();
+            if status != cudaSuccess {
+                return Ok(status);
+            }
+            if !to {
+                let b = r.with(|d| d.bytes().map(|b| b.to_vec()).map_err(|_| cudaErrorUnknown))?;
+                if b.len() != n {
+                    return Err(cudaErrorUnknown);
+                }
+                // SAFETY: the caller's contract: `host` holds `count` bytes.
+                unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), host.add(done), n) };
+            }
+            done += n;
+        }
+        Ok(cudaSuccess)
+    })())
+}
+
+/// # Safety
+/// As for the native call.
+pub unsafe extern "C" fn cudaMemcpyToSymbol(
+    symbol: *const c_void,
+    src: *const c_void,
+    count: usize,
+    offset: usize,
+    kind: i32,
+) -> i32 {
+    let (id, dev) = match symbol_args(true, symbol, src as usize as u64, count, offset, kind) {
+        Ok(v) => v,
+        Err(e) => return note(e),
+    };
+    // SAFETY: the caller's contract.
+    unsafe { symbol_copy(true, id, src as *mut u8, dev, count, offset) }
+}
+
+/// # Safety
+/// As for the native call.
+pub unsafe extern "C" fn cudaMemcpyFromSymbol(
+    dst: *mut c_void,
+    symbol: *const c_void,
+    count: usize,
+    offset: usize,
+    kind: i32,
+) -> i32 {
+    let (id, dev) = match symbol_args(false, symbol, dst as usize as u64, count, offset, kind) {
+        Ok(v) => v,
+        Err(e) => return note(e),
+    };
+    // SAFETY: the caller's contract.
+    unsafe { symbol_copy(false, id, dst as *mut u8, dev, count, offset) }
+}
+
+/// The variable's device address, which the tracker then knows (so copies
+/// and kernels may use it like an allocation).
+///
+/// # Safety
+/// `dev_ptr` is NULL or writable.
+pub unsafe extern "C" fn cudaGetSymbolAddress(
+    dev_ptr: *mut *mut c_void,
+    symbol: *const c_void,
+) -> i32 {
+    if dev_ptr.is_null() {
+        return note(cudaErrorInvalidValue);
+    }
+    let id = symbol as usize as u64;
+    let Some(size) = vars().get(&id).copied() else {
+        return note(cudaErrorInvalidSymbol);
+    };
+    status_of((|| {
+        let mut c = Call::begin(func::cudaGetSymbolAddress)?;
+        c.enc.u64(id);
+        let mut r = c.finish()?;
+        let status = r.status();
+        if r.has_outputs() {
+            let p = r.with(|d| d.u64().map_err(|_| cudaErrorUnknown))?;
+            let mut t = tracker();
+            if t.find(p).is_none() {
+                t.insert(Alloc {
+                    start: p,
+                    size,
+                    device: 0,
+                })
+                .map_err(|_| cudaErrorUnknown)?;
+            }
+            // SAFETY: checked non-NULL; the caller's contract.
+            unsafe { *dev_ptr = p as usize as *mut c_void };
+        }
+        Ok(status)
+    })())
+}
+
+#[derive(Clone, Copy)]
+struct Config {
+    grid: Dim3,
+    block: Dim3,
+    shared_mem: usize,
+    stream: *mut c_void,
+}
+
+thread_local! {
+    /// `<<<...>>>` configurations pushed and not yet popped.
+    static CONFIGS: RefCell<Vec<Config>> = const { RefCell::new(Vec::new()) };
+}
+
+pub extern "C" fn __cudaPushCallConfiguration(
+    grid: Dim3,
+    block: Dim3,
+    shared_mem: usize,
+    stream: *mut c_void,
+) -> u32 {
+    CONFIGS.with(|c| {
+        c.borrow_mut().push(Config {
+            grid,
+            block,
+            shared_mem,
+            stream,
+        })
+    });
+    0
+}
+
+/// # Safety
+/// Every pointer is writable (nvcc's host code passes locals).
+pub unsafe extern "C" fn __cudaPopCallConfiguration(
+    grid: *mut Dim3,
+    block: *mut Dim3,
+    shared_mem: *mut usize,
+    stream: *mut *mut c_void,
+) -> i32 {
+    let Some(c) = CONFIGS.with(|c| c.borrow_mut().pop()) else {
+        return note(cudaErrorInvalidValue);
+    };
+    // SAFETY: the caller's contract.
+    unsafe {
+        if !grid.is_null() {
+            *grid = c.grid;
+        }
+        if !block.is_null() {
+            *block = c.block;
+        }
+        if !shared_mem.is_null() {
+            *shared_mem = c.shared_mem;
+        }
+        if !stream.is_null() {
+            *stream = c.stream;
+        }
+    }
+    cudaSuccess
+}
+
+/// Packs the arguments by value (the kernel's layout from its cubin) and
+/// queues the launch: like the OpenCL path's enqueues, it is batched until
+/// the next synchronising call once a launch of the same shape succeeded.
+///
+/// # Safety
+/// `args` holds one pointer per kernel parameter, each to that parameter's
+/// value, as for the native call.
+pub unsafe extern "C" fn cudaLaunchKernel(
+    func: *const c_void,
+    grid: Dim3,
+    block: Dim3,
+    args: *mut *mut c_void,
+    shared_mem: usize,
+    stream: *mut c_void,
+) -> i32 {
+    let f = funcs().get(&(func as usize as u64)).cloned();
+    let Some(f) = f else {
+        return note(cudaErrorInvalidDeviceFunction);
+    };
+    let Some(layout) = f.layout else {
+        // The kernel's cubin was compressed or absent: no layout to pack by.
+        return note(cudaErrorInvalidKernelImage);
+    };
+    let sid = match rt::handle_id(stream, Kind::Stream) {
+        Ok(s) => s,
+        Err(e) => return note(e),
+    };
+    if args.is_null() && !layout.params.is_empty() {
+        return note(cudaErrorInvalidValue);
+    }
+    let packed = wormhole_cuda_api::launch::pack(&layout, |i, size| {
+        // SAFETY: the caller's contract: args[i] points to parameter i's
+        // value, `size` bytes (the kernel's own layout says so).
+        unsafe { std::slice::from_raw_parts(*args.add(i) as *const u8, size) }
+    });
+    let l = Launch {
+        func: func as usize as u64,
+        grid: [grid.x, grid.y, grid.z],
+        block: [block.x, block.y, block.z],
+        shared_mem: shared_mem as u64,
+        stream: sid,
+        args: packed,
+    };
+    status_of((|| {
+        let mut c = Call::begin(func::cudaLaunchKernel)?;
+        l.encode(&mut c.enc);
+        for v in [
+            l.func,
+            u64::from(grid.x),
+            u64::from(block.x),
+            l.shared_mem,
+            sid,
+        ] {
+            c.shape(v);
+        }
+        c.finish_async(false)
+    })())
+}
+
+/// The native runtime answers 0 with success where there is no driver;
+/// with no server, so do we.
+///
+/// # Safety
+/// `v` is NULL or writable.
+pub unsafe extern "C" fn cudaDriverGetVersion(v: *mut i32) -> i32 {
+    // SAFETY: same contract.
+    let s = unsafe { crate::gen::cudaDriverGetVersion(v) };
+    if s == rt::NO_SERVER && !v.is_null() {
+        // SAFETY: checked non-NULL; the caller's contract.
+        unsafe { *v = 0 };
+        return cudaSuccess;
+    }
+    s
+}

@@ -1,0 +1,513 @@
+//! The client runtime the generated stubs call: the connection to the
+//! server, the call/reply cycle, handles, the allocation tracker and the
+//! last error.
+//!
+//! CUDA handles (streams, events) are opaque pointers to the application;
+//! ours are the server's ids for them, which the client checks against the
+//! ids it was given before sending them. The server never sees our
+//! pointers and we never dereference theirs.
+
+use std::cell::Cell;
+use std::collections::{HashMap, HashSet};
+use std::ffi::c_void;
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use wormhole_cuda_api::tracker::Tracker;
+use wormhole_cuda_api::{cudaErrorInsufficientDriver, cudaErrorInvalidValue, cudaSuccess, Kind};
+use wormhole_transport::hello::{recv_hello, Hello};
+use wormhole_transport::shm::{Region, ShmChannel, Side};
+use wormhole_transport::stream::StreamChannel;
+use wormhole_transport::Channel;
+use wormhole_wire::{Decoder, Encoder, ReplyHeader, RequestHeader, FLAG_ASYNC, REPLY_HEADER_LEN};
+
+/// Prints one line on stderr when `WORMHOLE_LOG` is set.
+pub fn log(msg: &str) {
+    if std::env::var_os("WORMHOLE_LOG").is_some() {
+        eprintln!("wormhole-cudart: {msg}");
+    }
+}
+
+/// The soname major this library stands in for (12 or 13), set by the
+/// stand-in library's constructor.
+pub static MAJOR: AtomicU32 = AtomicU32::new(13);
+
+/// What every call returns when there is no server: what the native
+/// runtime returns on a machine without the NVIDIA driver.
+pub const NO_SERVER: i32 = cudaErrorInsufficientDriver;
+
+thread_local! {
+    /// The last error of this thread's calls, as cudaGetLastError reports.
+    static LAST: Cell<i32> = const { Cell::new(0) };
+}
+
+/// A failure to initialise: native runtimes report it from every later
+/// call, cudaGetLastError included, so it is never reset.
+static STICKY: AtomicI32 = AtomicI32::new(0);
+
+/// Records a call's status as the thread's last error.
+pub fn note(status: i32) -> i32 {
+    if status != cudaSuccess {
+        LAST.with(|l| l.set(status));
+        if matches!(status, 3 | 35 | 100) {
+            let _ = STICKY.compare_exchange(0, status, Ordering::Relaxed, Ordering::Relaxed);
+        }
+    }
+    status
+}
+
+/// cudaGetLastError (`reset`) and cudaPeekAtLastError.
+pub fn last_error(reset: bool) -> i32 {
+    let sticky = STICKY.load(Ordering::Relaxed);
+    let v = LAST.with(|l| if reset { l.replace(0) } else { l.get() });
+    if sticky != 0 {
+        sticky
+    } else {
+        v
+    }
+}
+
+/// The device allocations this process has (the published UVA tracker).
+pub fn tracker() -> MutexGuard<'static, Tracker> {
+    static T: OnceLock<Mutex<Tracker>> = OnceLock::new();
+    T.get_or_init(|| Mutex::new(Tracker::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+fn handles() -> MutexGuard<'static, HashMap<u64, Kind>> {
+    static H: OnceLock<Mutex<HashMap<u64, Kind>>> = OnceLock::new();
+    H.get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// The application's handle for a new server object.
+pub fn adopt(id: u64, kind: Kind) -> *mut c_void {
+    handles().insert(id, kind);
+    id as usize as *mut c_void
+}
+
+/// The special stream handles `cudaStreamLegacy` (1) and
+/// `cudaStreamPerThread` (2): they travel as themselves, and no id we
+/// hand out is below [`FIRST_ID`].
+pub const SPECIAL_STREAMS: [u64; 2] = [1, 2];
+const FIRST_ID: u64 = 0x100;
+
+/// The server id of an application handle (NULL: 0, the default stream).
+pub fn handle_id(p: *mut c_void, kind: Kind) -> Result<u64, i32> {
+    let id = p as usize as u64;
+    if id == 0 || (kind == Kind::Stream && SPECIAL_STREAMS.contains(&id)) {
+        return Ok(id);
+    }
+    match handles().get(&id) {
+        Some(&k) if k == kind => Ok(id),
+        _ => Err(kind.invalid()),
+    }
+}
+
+pub fn retained(_p: *mut c_void, _kind: Kind) {}
+
+/// Forgets a destroyed handle.
+pub fn released(p: *mut c_void, kind: Kind) {
+    let mut h = handles();
+    if h.get(&(p as usize as u64)) == Some(&kind) {
+        h.remove(&(p as usize as u64));
+    }
+}
+
+/// # Safety
+/// `p` is NULL or a writable handle slot.
+pub unsafe fn adopt_new(id: Option<u64>, p: *mut *mut c_void, kind: Kind) {
+    if let (Some(id), false) = (id, p.is_null()) {
+        // SAFETY: caller's contract.
+        unsafe { *p = adopt(id, kind) };
+    }
+}
+
+/// Unused: no CUDA function takes an errcode argument.
+///
+/// # Safety
+/// `e` is NULL or writable.
+#[allow(dead_code)]
+pub unsafe fn set_errcode(e: *mut i32, v: i32) {
+    if !e.is_null() {
+        // SAFETY: caller's contract.
+        unsafe { *e = v };
+    }
+}
+
+struct ChanState {
+    chan: Box<dyn Channel>,
+    deferred: i32,
+    rx: Vec<u8>,
+    tx: Vec<u8>,
+    dead: bool,
+}
+
+/// The connection to one server.
+pub struct Conn {
+    state: Mutex<ChanState>,
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(FIRST_ID);
+
+/// A fresh id for an object the client names (the server maps it).
+pub fn fresh_id() -> u64 {
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+fn alive_check(sock: UnixStream) -> impl Fn() -> bool + Send + Sync {
+    move || {
+        let mut b = [0u8; 1];
+        // SAFETY: a non-blocking peek into a 1-byte buffer.
+        let n = unsafe {
+            libc::recv(
+                sock.as_raw_fd(),
+                b.as_mut_ptr().cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        !(n == 0
+            || (n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::WouldBlock))
+    }
+}
+
+fn connect() -> Result<Conn, String> {
+    if std::env::var_os("WORMHOLE_IN_SERVER").is_some() {
+        return Err("inside a Wormhole server: no forwarding to itself".into());
+    }
+    let target = std::env::var("WORMHOLE_SERVER").unwrap_or_default();
+    let chan: Box<dyn Channel> = if let Some(addr) = target.strip_prefix("tcp:") {
+        let mut s = std::net::TcpStream::connect(addr)
+            .map_err(|e| format!("cannot reach server at tcp:{addr}: {e}"))?;
+        let mut b = [0u8; 40];
+        s.read_exact(&mut b)
+            .map_err(|e| format!("no greeting from tcp:{addr}: {e}"))?;
+        Hello::from_bytes(&b).map_err(|e| e.to_string())?;
+        Box::new(StreamChannel::tcp(s).map_err(|e| e.to_string())?)
+    } else {
+        let path = match target.strip_prefix("unix:").unwrap_or(&target) {
+            "" => wormhole_transport::default_socket_path(),
+            p => p.into(),
+        };
+        let sock = UnixStream::connect(&path)
+            .map_err(|e| format!("no Wormhole server at {} ({e})", path.display()))?;
+        let (hello, fd) =
+            recv_hello(&sock).map_err(|e| format!("bad greeting from {}: {e}", path.display()))?;
+        let (layout, fd) = match (hello.layout, fd) {
+            (Some(l), Some(fd)) => (l, fd),
+            _ => return Err("server sent no shared memory".into()),
+        };
+        let region = Region::open(fd, layout).map_err(|e| e.to_string())?;
+        let alive = alive_check(sock.try_clone().map_err(|e| e.to_string())?);
+        let chan = ShmChannel::new(region, Side::Client, hello.handoff, Some(Box::new(alive)));
+        // Closing the socket is how the server learns we are gone: it stays
+        // open for the process's life.
+        std::mem::forget(sock);
+        Box::new(chan)
+    };
+    Ok(Conn {
+        state: Mutex::new(ChanState {
+            chan,
+            deferred: 0,
+            rx: Vec::new(),
+            tx: Vec::new(),
+            dead: false,
+        }),
+    })
+}
+
+/// The connection, made on first use; `None` when there is no server.
+pub fn conn() -> Option<&'static Conn> {
+    static C: OnceLock<Option<Conn>> = OnceLock::new();
+    C.get_or_init(|| match connect() {
+        Ok(c) => Some(c),
+        Err(e) => {
+            log(&e);
+            None
+        }
+    })
+    .as_ref()
+}
+
+/// A call being marshalled; holds the channel.
+pub struct Call<'a> {
+    guard: MutexGuard<'a, ChanState>,
+    pub enc: Encoder,
+    shape: u64,
+}
+
+impl Call<'static> {
+    pub fn begin(func: u32) -> Result<Call<'static>, i32> {
+        let conn = conn().ok_or(NO_SERVER).map_err(note)?;
+        let mut guard = conn.state.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.dead {
+            return Err(note(NO_SERVER));
+        }
+        let mut enc = Encoder::with_buffer(std::mem::take(&mut guard.tx));
+        RequestHeader { func, flags: 0 }.encode(&mut enc);
+        Ok(Call {
+            guard,
+            enc,
+            shape: 0xcbf2_9ce4_8422_2325 ^ func as u64,
+        })
+    }
+}
+
+impl<'a> Call<'a> {
+    /// Adds a value to the call's shape (what can make it fail).
+    pub fn shape(&mut self, v: u64) {
+        self.shape = (self.shape ^ v)
+            .wrapping_mul(0x0000_0100_0000_01b3)
+            .rotate_left(29);
+    }
+
+    pub fn handle(&mut self, p: *mut c_void, kind: Kind) -> Result<(), i32> {
+        let id = handle_id(p, kind).map_err(note)?;
+        self.shape(id);
+        self.enc.u64(id);
+        Ok(())
+    }
+
+    /// A device address, checked against the allocation tracker (the whole
+    /// range when `size` is given).
+    pub fn devptr(&mut self, p: *mut c_void, size: Option<u64>) -> Result<(), i32> {
+        let a = p as usize as u64;
+        tracker()
+            .check(a, size.unwrap_or(0))
+            .map_err(|_| note(cudaErrorInvalidValue))?;
+        self.shape(size.unwrap_or(0));
+        self.enc.u64(a);
+        Ok(())
+    }
+
+    /// # Safety
+    /// `p` is NULL or points to `size` readable bytes.
+    pub unsafe fn in_bytes(&mut self, p: *const c_void, size: u64) {
+        if p.is_null() {
+            self.enc.opt_bytes(None);
+        } else {
+            // SAFETY: caller's contract.
+            let s = unsafe { std::slice::from_raw_parts(p as *const u8, size as usize) };
+            self.enc.opt_bytes(Some(s));
+            self.shape(s.len() as u64);
+        }
+    }
+
+    /// A slot for a new handle returned through a pointer.
+    pub fn out_new(&mut self, p: *mut *mut c_void) -> Option<u64> {
+        if p.is_null() {
+            self.enc.bool(false);
+            None
+        } else {
+            let id = fresh_id();
+            self.enc.bool(true);
+            self.enc.u64(id);
+            Some(id)
+        }
+    }
+
+    /// Sends the request and waits for the reply.
+    pub fn finish(mut self) -> Result<Reply<'a>, i32> {
+        let st = &mut *self.guard;
+        let sent = st
+            .chan
+            .send(self.enc.as_slice())
+            .and_then(|_| st.chan.flush());
+        st.tx = self.enc.into_vec();
+        let mut rx = std::mem::take(&mut st.rx);
+        if let Err(e) = sent.and_then(|_| st.chan.recv(&mut rx)) {
+            st.dead = true;
+            log(&format!("lost the server: {e}"));
+            return Err(note(NO_SERVER));
+        }
+        let mut d = Decoder::new(&rx);
+        let hdr = ReplyHeader::decode(&mut d).map_err(|_| note(NO_SERVER))?;
+        let has_outputs = matches!(d.u8(), Ok(1));
+        if hdr.deferred_status != 0 && st.deferred == 0 {
+            log(&format!(
+                "a deferred call failed with {}",
+                hdr.deferred_status
+            ));
+            st.deferred = hdr.deferred_status;
+        }
+        Ok(Reply {
+            guard: self.guard,
+            buf: rx,
+            pos: REPLY_HEADER_LEN + 1,
+            status: hdr.status,
+            has_outputs,
+        })
+    }
+
+    /// Queues a call the description marks async (a launch, a memset): it
+    /// stays in the ring until the next synchronising call, and cudaSuccess
+    /// is returned. As in the OpenCL path, a call is deferred only once one
+    /// of the same shape succeeded synchronously, so the first of a kind
+    /// reports its own error as natively; a deferred failure is reported by
+    /// the next synchronising call. WORMHOLE_SYNC=1 forwards every call
+    /// synchronously.
+    pub fn finish_async(mut self, wake: bool) -> Result<i32, i32> {
+        let shape = self.shape;
+        if force_sync() || !learned(shape, false) {
+            let mut r = self.finish()?;
+            let own = r.status();
+            let status = r.status_with_deferred();
+            if own == cudaSuccess {
+                learned(shape, true);
+            }
+            return Ok(note(status));
+        }
+        self.enc.patch_i32(4, FLAG_ASYNC as i32);
+        let st = &mut *self.guard;
+        let mut r = st.chan.send(self.enc.as_slice());
+        if wake && r.is_ok() {
+            r = st.chan.flush();
+        }
+        st.tx = self.enc.into_vec();
+        match r {
+            Ok(()) => Ok(cudaSuccess),
+            Err(e) => {
+                st.dead = true;
+                log(&format!("lost the server: {e}"));
+                Err(note(NO_SERVER))
+            }
+        }
+    }
+}
+
+/// Whether a call shape is known to succeed; `insert` records one.
+fn learned(shape: u64, insert: bool) -> bool {
+    static SET: OnceLock<Mutex<HashSet<u64>>> = OnceLock::new();
+    let mut set = SET
+        .get_or_init(|| Mutex::new(HashSet::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if insert {
+        if set.len() >= 1 << 16 {
+            set.clear();
+        }
+        set.insert(shape)
+    } else {
+        set.contains(&shape)
+    }
+}
+
+/// Whether every call is forwarded synchronously (WORMHOLE_SYNC=1).
+pub fn force_sync() -> bool {
+    static S: OnceLock<bool> = OnceLock::new();
+    *S.get_or_init(|| std::env::var_os("WORMHOLE_SYNC").is_some_and(|v| v != "0"))
+}
+
+/// A reply being unmarshalled; still holds the channel.
+pub struct Reply<'a> {
+    guard: MutexGuard<'a, ChanState>,
+    buf: Vec<u8>,
+    pos: usize,
+    status: i32,
+    has_outputs: bool,
+}
+
+impl Drop for Reply<'_> {
+    fn drop(&mut self) {
+        self.guard.rx = std::mem::take(&mut self.buf);
+    }
+}
+
+fn proto<T>(_: T) -> i32 {
+    note(cudaErrorInsufficientDriver)
+}
+
+impl Reply<'_> {
+    /// The call's status (recorded as the last error).
+    pub fn status(&self) -> i32 {
+        note(self.status)
+    }
+
+    /// The call's status, or, if it succeeded, the failure of an earlier
+    /// deferred call not yet reported.
+    pub fn status_with_deferred(&mut self) -> i32 {
+        if self.status == cudaSuccess {
+            let d = std::mem::take(&mut self.guard.deferred);
+            if d != 0 {
+                return note(d);
+            }
+        }
+        note(self.status)
+    }
+
+    /// Outputs are written only when the call succeeded: the native
+    /// runtime leaves them untouched on failure.
+    pub fn has_outputs(&self) -> bool {
+        self.has_outputs && self.status == cudaSuccess
+    }
+
+    /// Runs `f` over the rest of the reply.
+    pub fn with<T>(
+        &mut self,
+        f: impl FnOnce(&mut Decoder<'_>) -> Result<T, i32>,
+    ) -> Result<T, i32> {
+        let start = self.pos.min(self.buf.len());
+        let mut d = Decoder::new(&self.buf[start..]);
+        let v = f(&mut d)?;
+        self.pos = start + d.position();
+        Ok(v)
+    }
+
+    /// # Safety
+    /// `p` is NULL or holds `cap` bytes.
+    pub unsafe fn out_bytes(&mut self, p: *mut c_void, cap: u64) -> Result<(), i32> {
+        self.with(|d| {
+            if let Some(b) = d.opt_bytes().map_err(proto)? {
+                if !p.is_null() {
+                    let n = b.len().min(cap as usize);
+                    // SAFETY: caller's contract; n <= cap.
+                    unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), p as *mut u8, n) };
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// # Safety
+    /// `p` is NULL or a writable i32.
+    pub unsafe fn out_i32(&mut self, p: *mut i32) -> Result<(), i32> {
+        let v = self.with(|d| d.i32().map_err(proto))?;
+        if !p.is_null() {
+            // SAFETY: caller's contract.
+            unsafe { *p = v };
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// `p` is NULL or a writable size_t.
+    pub unsafe fn out_usize(&mut self, p: *mut usize) -> Result<(), i32> {
+        let v = self.with(|d| d.usize().map_err(proto))?;
+        if !p.is_null() {
+            // SAFETY: caller's contract.
+            unsafe { *p = v };
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// `p` is NULL or a writable handle slot.
+    pub unsafe fn out_new(
+        &mut self,
+        id: Option<u64>,
+        p: *mut *mut c_void,
+        kind: Kind,
+        status: i32,
+    ) {
+        if let (Some(id), false, true) = (id, p.is_null(), status == cudaSuccess) {
+            // SAFETY: caller's contract.
+            unsafe { *p = adopt(id, kind) };
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! The CUDA backend: decoders generated from `cuda.api` plus the
+//! hand-written ones it names (memory, copies, kernels).
+//!
+//! The real runtime (libcudart) is opened at run time, so the server builds
+//! and runs on machines without CUDA. Where it is missing (or is one of
+//! Wormhole's own stand-ins) every forwarded call answers what the native
+//! runtime answers on a machine without the NVIDIA driver:
+//! cudaErrorInsufficientDriver. Where it is present but finds no driver or
+//! no device, its own answers (cudaErrorInsufficientDriver,
+//! cudaErrorNoDevice) are forwarded unchanged.
+//!
+//! Raw pointers that functions here take are device addresses and CUDA
+//! handles from a tenant's tables, which we pass to the runtime and never
+//! dereference, hence the allowance below.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
+pub mod overrides;
+pub mod tenant;
+
+use std::ffi::{c_void, CString};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use wormhole_cuda_api::{cudaErrorInsufficientDriver, func, Kind};
+use wormhole_cuda_api::{cudaErrorNotSupported, cudaSuccess};
+use wormhole_wire::{Decoder, Encoder};
+
+pub use tenant::CudaTenant;
+use tenant::{bad, opt_mut_ptr, CudaTenant as Tenant};
+
+/// What a forwarded call answers when the runtime (or the entry point) is
+/// missing: the native answer without a driver.
+pub const NO_LIBRARY: i32 = cudaErrorInsufficientDriver;
+
+/// `dim3`, passed by value.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Dim3 {
+    pub x: u32,
+    pub y: u32,
+    pub z: u32,
+}
+
+/// `__fatBinC_Wrapper_t`, built by the server around a client's fat binary.
+#[repr(C)]
+pub struct Wrapper {
+    pub magic: u32,
+    pub version: u32,
+    pub data: *const u8,
+    pub filename_or_fatbins: *mut c_void,
+}
+
+#[allow(
+    clippy::needless_return,
+    clippy::match_single_binding,
+    clippy::missing_safety_doc,
+    unused_imports
+)]
+mod generated {
+    use super::*;
+    include!(concat!(env!("OUT_DIR"), "/cuda_server_gen.rs"));
+}
+pub use generated::{dispatch, ffi};
+
+/// The loaded runtime: its entry points and its major version.
+struct Runtime {
+    table: ffi::Table,
+    major: u32,
+}
+
+static RUNTIME_PATH: OnceLock<Option<PathBuf>> = OnceLock::new();
+
+/// Where to find libcudart (the configuration's `cuda_runtime`); by default
+/// the dynamic loader's search for libcudart.so.13, then .12. Call before
+/// the first CUDA request.
+pub fn set_runtime_path(p: Option<PathBuf>) {
+    let _ = RUNTIME_PATH.set(p);
+}
+
+fn open(name: &str) -> Option<*mut c_void> {
+    let c = CString::new(name).ok()?;
+    // SAFETY: a NUL-terminated path; dlopen has no other precondition.
+    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    if h.is_null() {
+        return None;
+    }
+    let marker = c"wormhole_cudart_stub";
+    // SAFETY: `h` is a live handle; the name is NUL-terminated.
+    if !unsafe { libc::dlsym(h, marker.as_ptr()) }.is_null() {
+        log::warn!("{name} is a Wormhole stand-in, not NVIDIA's runtime: not loading it");
+        // SAFETY: `h` came from dlopen above and nothing from it is in use.
+        unsafe { libc::dlclose(h) };
+        return None;
+    }
+    Some(h)
+}
+
+fn runtime() -> Option<&'static Runtime> {
+    static RT: OnceLock<Option<Runtime>> = OnceLock::new();
+    RT.get_or_init(|| {
+        let names: Vec<String> = match RUNTIME_PATH.get().cloned().flatten() {
+            Some(p) => vec![p.display().to_string()],
+            None => vec!["libcudart.so.13".into(), "libcudart.so.12".into()],
+        };
+        let h = names.iter().find_map(|n| open(n))?;
+        let sym = |name: &str| -> *mut c_void {
+            match CString::new(name) {
+                // SAFETY: `h` is a live handle we never close.
+                Ok(c) => unsafe { libc::dlsym(h, c.as_ptr()) },
+                Err(_) => std::ptr::null_mut(),
+            }
+        };
+        // SAFETY: every name is looked up in libcudart, whose functions have
+        // the signatures cuda.api describes (from its headers).
+        let table = unsafe { ffi::Table::load(&sym) };
+        let mut v = 0i32;
+        let rv = sym("cudaRuntimeGetVersion");
+        if !rv.is_null() {
+            // SAFETY: cudaRuntimeGetVersion(int *).
+            let f = unsafe {
+                std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut i32) -> i32>(rv)
+            };
+            // SAFETY: a valid out-pointer.
+            unsafe { f(&mut v) };
+        }
+        log::info!("CUDA runtime loaded: version {v}");
+        Some(Runtime {
+            table,
+            major: (v / 1000) as u32,
+        })
+    })
+    .as_ref()
+}
+
+/// The runtime's entry points (all absent without a runtime).
+fn table() -> &'static ffi::Table {
+    static EMPTY: OnceLock<ffi::Table> = OnceLock::new();
+    match runtime() {
+        Some(r) => &r.table,
+        None => EMPTY.get_or_init(ffi::Table::default),
+    }
+}
+
+/// The loaded runtime's major version (0: none).
+pub fn runtime_major() -> u32 {
+    runtime().map_or(0, |r| r.major)
+}
+
+/// Whether a function id is CUDA's.
+pub fn is_cuda(func: u32) -> bool {
+    func >= func::cudaGetDeviceCount
+        && (func as usize) < func::cudaGetDeviceCount as usize + wormhole_cuda_api::FUNC_NAMES.len()
+}
+
+/// Answers a CUDA request on a server that does not export CUDA: what the
+/// native runtime answers without a driver.
+pub fn disabled(_func: u32) -> Result<i32, i32> {
+    Err(NO_LIBRARY)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wormhole_cuda_api::fatbin::synth;
+    use wormhole_cuda_api::tracker::Alloc;
+    use wormhole_cuda_api::wire::Launch;
+    use wormhole_cuda_api::{
+        cudaErrorInvalidDeviceFunction, cudaErrorInvalidKernelImage, cudaErrorInvalidValue,
+    };
+
+    /// Runs one request through the tenant's dispatch, as the serve loop does.
+    fn call(t: &mut CudaTenant, func: u32, args: impl FnOnce(&mut Encoder)) -> Result<i32, i32> {
+        let mut e = Encoder::new();
+        args(&mut e);
+        let mut out = Encoder::new();
+        dispatch(t, func, &mut Decoder::new(e.as_slice()), &mut out)
+    }
+
+    // No test here can reach a real runtime (CI has none); each request is
+    // one the tenant must refuse before calling the library.
+    #[test]
+    fn refuses_what_a_tenant_does_not_own() {
+        let mut t = CudaTenant::new(1 << 20);
+        t.allocs
+            .insert(Alloc {
+                start: 0x7000_0000,
+                size: 4096,
+                device: 0,
+            })
+            .expect("insert");
+        // A memset past the tenant's allocation, or on an address it never
+        // got, is refused; so is a stream it never created.
+        let memset = |p: u64, n: u64| {
+            move |e: &mut Encoder| {
+                e.u64(p);
+                e.i32(0);
+                e.usize(n as usize);
+            }
+        };
+        assert_eq!(
+            call(&mut t, func::cudaMemset, memset(0x7000_0000, 4097)),
+            Err(cudaErrorInvalidValue)
+        );
+        assert_eq!(
+            call(&mut t, func::cudaMemset, memset(0x1234, 1)),
+            Err(cudaErrorInvalidValue)
+        );
+        assert_eq!(
+            call(&mut t, func::cudaStreamSynchronize, |e| e.u64(99)),
+            Err(Kind::Stream.invalid())
+        );
+        assert_eq!(
+            call(&mut t, func::cudaFree, |e| e.u64(0x7000_0010)),
+            Err(cudaErrorInvalidValue),
+            "only an allocation's start can be freed"
+        );
+        // Truncated requests are malformed, not crashes.
+        assert_eq!(
+            call(&mut t, func::cudaMemset, |e| e.u64(0x7000_0000)),
+            Err(cudaErrorInvalidValue)
+        );
+        assert!(call(&mut t, u32::MAX - 1, |_| {}).is_err());
+    }
+
+    #[test]
+    fn registers_the_fixture_and_checks_launches_against_its_layouts() {
+        let mut t = CudaTenant::new(1 << 20);
+        let mut bad = synth::fixture();
+        bad.truncate(100);
+        assert_eq!(
+            call(&mut t, func::__cudaRegisterFatBinary, |e| {
+                e.u64(1);
+                e.bytes(&bad);
+            }),
+            Err(cudaErrorInvalidKernelImage)
+        );
+        let fb = synth::fixture();
+        let reg = |e: &mut Encoder| {
+            e.u64(1);
+            e.bytes(&fb);
+        };
+        assert_eq!(call(&mut t, func::__cudaRegisterFatBinary, reg), Ok(0));
+        assert_eq!(
+            call(&mut t, func::__cudaRegisterFatBinary, |e| {
+                e.u64(1);
+                e.bytes(&synth::fixture());
+            }),
+            Err(cudaErrorInvalidValue),
+            "module ids are fresh"
+        );
+        assert_eq!(
+            call(&mut t, func::__cudaRegisterFunction, |e| {
+                e.u64(1);
+                e.u64(0x401000);
+                e.bytes(b"vecAdd");
+            }),
+            Ok(0)
+        );
+        let launch = |func: u64, args: Vec<u8>| {
+            move |e: &mut Encoder| {
+                Launch {
+                    func,
+                    grid: [1, 1, 1],
+                    block: [32, 1, 1],
+                    shared_mem: 0,
+                    stream: 0,
+                    args,
+                }
+                .encode(e)
+            }
+        };
+        assert_eq!(
+            call(
+                &mut t,
+                func::cudaLaunchKernel,
+                launch(0x402000, vec![0; 28])
+            ),
+            Err(cudaErrorInvalidDeviceFunction)
+        );
+        assert_eq!(
+            call(
+                &mut t,
+                func::cudaLaunchKernel,
+                launch(0x401000, vec![0; 27])
+            ),
+            Err(cudaErrorInvalidValue),
+            "vecAdd takes 28 bytes of arguments"
+        );
+        // A device variable of 16 bytes: copies must stay inside it.
+        assert_eq!(
+            call(&mut t, func::__cudaRegisterVar, |e| {
+                e.u64(1);
+                e.u64(0x601000);
+                e.bytes(b"coeffs");
+                e.i32(0);
+                e.u64(16);
+                e.i32(1);
+                e.i32(0);
+            }),
+            Ok(0)
+        );
+        let copy = |symbol: u64, offset: u64, count: u64| {
+            move |e: &mut Encoder| {
+                wormhole_cuda_api::wire::SymbolCopy {
+                    to: false,
+                    symbol,
+                    offset,
+                    count,
+                    device: 0,
+                }
+                .encode(e)
+            }
+        };
+        assert_eq!(
+            call(&mut t, func::cudaMemcpyToSymbol, copy(0x601000, 8, 9)),
+            Err(cudaErrorInvalidValue)
+        );
+        assert_eq!(
+            call(&mut t, func::cudaMemcpyToSymbol, copy(0x602000, 0, 4)),
+            Err(wormhole_cuda_api::cudaErrorInvalidSymbol)
+        );
+        assert!(matches!(
+            call(&mut t, func::cudaMemcpyToSymbol, copy(0x601000, 8, 8)),
+            Ok(s) if s != 0
+        ));
+        // The right shape passes validation and reaches the runtime, whose
+        // answer (without one: NO_LIBRARY) is the call's status.
+        let r = call(
+            &mut t,
+            func::cudaLaunchKernel,
+            launch(0x401000, vec![0; 28]),
+        );
+        assert!(matches!(r, Ok(s) if s != 0), "{r:?}");
+        if runtime().is_none() {
+            assert_eq!(r, Ok(NO_LIBRARY));
+        }
+    }
+}

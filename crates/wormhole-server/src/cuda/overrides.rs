@@ -1,0 +1,470 @@
+//! The server's hand-written CUDA decoders (the description's `manual`
+//! functions) and overrides, named after the C functions they stand for.
+#![allow(non_snake_case)]
+
+use std::ffi::{c_char, c_void, CString};
+
+use wormhole_cuda_api::fatbin::{self, FATBIN_MAGIC, WRAPPER_MAGIC};
+use wormhole_cuda_api::launch;
+use wormhole_cuda_api::tracker::Alloc;
+use wormhole_cuda_api::wire::{Launch, Memcpy, SymbolCopy};
+use wormhole_cuda_api::*;
+use wormhole_wire::{Decoder, Encoder};
+
+use super::tenant::{bad, CudaTenant as Tenant, Func, Module};
+use super::{ffi, runtime_major, Dim3, Wrapper};
+
+/// Without a driver the native runtime reports version 0, successfully.
+///
+/// # Safety
+/// `v` is NULL or writable.
+pub unsafe fn cudaDriverGetVersion(_t: &mut Tenant, v: *mut i32) -> i32 {
+    // SAFETY: the caller's contract.
+    let s = unsafe { ffi::cudaDriverGetVersion(v) };
+    if s == super::NO_LIBRARY && !v.is_null() {
+        // SAFETY: checked non-NULL.
+        unsafe { *v = 0 };
+        return cudaSuccess;
+    }
+    s
+}
+
+pub fn d_cudaGetDeviceProperties(
+    _t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    let major = d.u32().map_err(bad)?;
+    let device = d.i32().map_err(bad)?;
+    d.finish().map_err(bad)?;
+    // The struct's layout is the runtime's: a client of another major
+    // would read it wrongly.
+    let have = runtime_major();
+    if have != 0 && have != major {
+        return Err(cudaErrorNotSupported);
+    }
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: 4096 bytes is more than any version's cudaDeviceProp.
+    let status = unsafe { ffi::cudaGetDeviceProperties(buf.as_mut_ptr().cast(), device) };
+    buf.truncate(devprop_size(major));
+    e.u8(1);
+    e.opt_bytes(Some(&buf));
+    Ok(status)
+}
+
+pub fn d_cudaMalloc(t: &mut Tenant, d: &mut Decoder<'_>, e: &mut Encoder) -> Result<i32, i32> {
+    let size = d.u64().map_err(bad)?;
+    d.finish().map_err(bad)?;
+    if size > t.max_alloc {
+        return Err(cudaErrorMemoryAllocation);
+    }
+    let mut p: *mut c_void = std::ptr::null_mut();
+    // SAFETY: a valid out-pointer.
+    let status = unsafe { ffi::cudaMalloc(&mut p, size as usize) };
+    if status != cudaSuccess {
+        return Ok(status);
+    }
+    if p.is_null() {
+        // A zero-byte allocation: nothing to track.
+        e.u8(1);
+        e.u64(0);
+        e.i32(0);
+        return Ok(status);
+    }
+    let mut dev = 0i32;
+    // SAFETY: a valid out-pointer.
+    unsafe { ffi::cudaGetDevice(&mut dev) };
+    let a = Alloc {
+        start: p as usize as u64,
+        size,
+        device: dev,
+    };
+    if t.allocs.insert(a).is_err() {
+        // SAFETY: `p` was just allocated and is not recorded anywhere.
+        unsafe { ffi::cudaFree(p) };
+        return Err(cudaErrorUnknown);
+    }
+    e.u8(1);
+    e.u64(a.start);
+    e.i32(dev);
+    Ok(status)
+}
+
+pub fn d_cudaFree(t: &mut Tenant, d: &mut Decoder<'_>, _e: &mut Encoder) -> Result<i32, i32> {
+    let p = d.u64().map_err(bad)?;
+    d.finish().map_err(bad)?;
+    if t.allocs.find(p).map(|a| a.start) != Some(p) {
+        return Err(cudaErrorInvalidValue);
+    }
+    // SAFETY: the start of one of this tenant's allocations.
+    let status = unsafe { ffi::cudaFree(p as usize as *mut c_void) };
+    if status == cudaSuccess {
+        t.allocs.remove(p);
+    }
+    Ok(status)
+}
+
+pub fn d_cudaMemcpy(t: &mut Tenant, d: &mut Decoder<'_>, e: &mut Encoder) -> Result<i32, i32> {
+    let m = Memcpy::decode(d).map_err(bad)?;
+    let stream = t.lookup(m.stream, Kind::Stream)?;
+    let n = m.count as usize;
+    let copy = |dst: *mut c_void, src: *const c_void, kind: i32| -> i32 {
+        // SAFETY: both ranges were checked (device: in this tenant's
+        // allocations; host: our own buffer of `n` bytes).
+        unsafe {
+            if stream.is_null() {
+                ffi::cudaMemcpy(dst, src, n, kind)
+            } else {
+                let s = ffi::cudaMemcpyAsync(dst, src, n, kind, stream);
+                if s != cudaSuccess {
+                    return s;
+                }
+                // The host side is a request or reply buffer, reused next.
+                ffi::cudaStreamSynchronize(stream)
+            }
+        }
+    };
+    match m.dir {
+        Direction::HostToDevice => {
+            let data = d.bytes().map_err(bad)?;
+            d.finish().map_err(bad)?;
+            if data.len() != n {
+                return Err(cudaErrorInvalidValue);
+            }
+            let dst = t.devptr(m.dst, m.count)?;
+            Ok(copy(
+                dst,
+                data.as_ptr().cast(),
+                memcpy_kind::cudaMemcpyHostToDevice,
+            ))
+        }
+        Direction::DeviceToHost => {
+            d.finish().map_err(bad)?;
+            let src = t.devptr(m.src, m.count)?;
+            let mut buf = vec![0u8; n];
+            let s = copy(
+                buf.as_mut_ptr().cast(),
+                src,
+                memcpy_kind::cudaMemcpyDeviceToHost,
+            );
+            if s == cudaSuccess {
+                e.u8(1);
+                e.bytes(&buf);
+            }
+            Ok(s)
+        }
+        Direction::DeviceToDevice => {
+            d.finish().map_err(bad)?;
+            let dst = t.devptr(m.dst, m.count)?;
+            let src = t.devptr(m.src, m.count)?;
+            Ok(copy(dst, src, memcpy_kind::cudaMemcpyDeviceToDevice))
+        }
+        Direction::HostToHost => Err(cudaErrorInvalidMemcpyDirection),
+    }
+}
+
+/// The client sends every copy as cudaMemcpy (with its stream).
+pub fn d_cudaMemcpyAsync(t: &mut Tenant, d: &mut Decoder<'_>, e: &mut Encoder) -> Result<i32, i32> {
+    d_cudaMemcpy(t, d, e)
+}
+
+pub fn d___cudaRegisterFatBinary(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    _e: &mut Encoder,
+) -> Result<i32, i32> {
+    let id = d.u64().map_err(bad)?;
+    let image: Box<[u8]> = d.bytes().map_err(bad)?.into();
+    d.finish().map_err(bad)?;
+    if t.modules.contains_key(&id) || t.modules.len() >= 1 << 16 {
+        return Err(cudaErrorInvalidValue);
+    }
+    // Checked here, not by the runtime: a damaged image is refused.
+    let kernels = fatbin::kernels(&image).map_err(|_| cudaErrorInvalidKernelImage)?;
+    debug_assert_eq!(image.get(..4), Some(FATBIN_MAGIC.to_le_bytes().as_slice()));
+    let wrapper = Box::new(Wrapper {
+        magic: WRAPPER_MAGIC,
+        version: 1,
+        data: image.as_ptr(),
+        filename_or_fatbins: std::ptr::null_mut(),
+    });
+    let handle = match super::table().__cudaRegisterFatBinary {
+        // SAFETY: a wrapper around a checked fat binary; both live as long
+        // as the tenant (they are kept in its module table).
+        Some(f) => unsafe { f((&*wrapper as *const Wrapper).cast_mut().cast()) },
+        None => std::ptr::null_mut(),
+    };
+    t.modules.insert(
+        id,
+        Module {
+            handle,
+            _image: image,
+            _wrapper: wrapper,
+            kernels,
+        },
+    );
+    Ok(cudaSuccess)
+}
+
+/// After the module's kernels and variables are registered (CUDA 10.1+).
+pub fn d___cudaRegisterFatBinaryEnd(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    _e: &mut Encoder,
+) -> Result<i32, i32> {
+    let id = d.u64().map_err(bad)?;
+    d.finish().map_err(bad)?;
+    let m = t.modules.get(&id).ok_or(cudaErrorInvalidResourceHandle)?;
+    if let (Some(end), false) = (
+        super::table().__cudaRegisterFatBinaryEnd,
+        m.handle.is_null(),
+    ) {
+        // SAFETY: the handle the runtime returned for this module.
+        unsafe { end(m.handle) };
+    }
+    Ok(cudaSuccess)
+}
+
+fn module_and_name<'a>(
+    t: &'a Tenant,
+    d: &mut Decoder<'_>,
+) -> Result<(&'a Module, u64, CString), i32> {
+    let module = d.u64().map_err(bad)?;
+    let host = d.u64().map_err(bad)?;
+    let name = CString::new(d.bytes().map_err(bad)?).map_err(|_| cudaErrorInvalidValue)?;
+    let m = t
+        .modules
+        .get(&module)
+        .ok_or(cudaErrorInvalidResourceHandle)?;
+    Ok((m, host, name))
+}
+
+pub fn d___cudaRegisterFunction(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    _e: &mut Encoder,
+) -> Result<i32, i32> {
+    let (m, host, name) = module_and_name(t, d)?;
+    d.finish().map_err(bad)?;
+    let layout = m
+        .kernels
+        .iter()
+        .find(|k| k.name.as_bytes() == name.as_bytes())
+        .cloned();
+    let handle = m.handle;
+    let stand_in = Box::new(0u8);
+    if let (Some(f), false) = (super::table().__cudaRegisterFunction, handle.is_null()) {
+        let hp = (&*stand_in as *const u8).cast::<c_char>();
+        // SAFETY: the runtime's module handle; `hp` is a unique address we
+        // keep for the tenant's life; `name` is NUL-terminated and kept by
+        // the runtime only as a string it copies.
+        unsafe {
+            f(
+                handle,
+                hp,
+                name.as_ptr().cast_mut(),
+                name.as_ptr(),
+                -1,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            )
+        };
+        // The runtime may keep `name`: it lives as long as the tenant.
+        std::mem::forget(name);
+    }
+    t.funcs.insert(
+        host,
+        Func {
+            host: stand_in,
+            layout,
+        },
+    );
+    Ok(cudaSuccess)
+}
+
+pub fn d___cudaRegisterVar(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    _e: &mut Encoder,
+) -> Result<i32, i32> {
+    let (m, host, name) = module_and_name(t, d)?;
+    let handle = m.handle;
+    let ext = d.i32().map_err(bad)?;
+    let size = d.u64().map_err(bad)?;
+    let constant = d.i32().map_err(bad)?;
+    let global = d.i32().map_err(bad)?;
+    d.finish().map_err(bad)?;
+    if size > t.max_alloc {
+        return Err(cudaErrorMemoryAllocation);
+    }
+    if t.vars.contains_key(&host) || t.vars.len() >= 1 << 20 {
+        return Err(cudaErrorInvalidValue);
+    }
+    let stand_in: Box<[u8]> = vec![0u8; (size as usize).max(1)].into();
+    if let (Some(f), false) = (super::table().__cudaRegisterVar, handle.is_null()) {
+        // SAFETY: as for __cudaRegisterFunction; `stand_in` holds `size`
+        // bytes and lives as long as the tenant.
+        unsafe {
+            f(
+                handle,
+                stand_in.as_ptr().cast_mut().cast(),
+                name.as_ptr().cast_mut(),
+                name.as_ptr(),
+                ext,
+                size as usize,
+                constant,
+                global,
+            )
+        };
+        std::mem::forget(name);
+    }
+    t.vars.insert(host, stand_in);
+    Ok(cudaSuccess)
+}
+
+pub fn d_cudaLaunchKernel(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    _e: &mut Encoder,
+) -> Result<i32, i32> {
+    let l = Launch::decode(d).map_err(bad)?;
+    d.finish().map_err(bad)?;
+    let stream = t.lookup(l.stream, Kind::Stream)?;
+    let f = t.funcs.get(&l.func).ok_or(cudaErrorInvalidDeviceFunction)?;
+    let layout = f.layout.as_ref().ok_or(cudaErrorInvalidKernelImage)?;
+    let mut args = l.args;
+    let offsets = launch::unpack(layout, &args).map_err(|_| cudaErrorInvalidValue)?;
+    let base = args.as_mut_ptr();
+    // SAFETY: every offset was checked to lie inside `args`.
+    let mut argv: Vec<*mut c_void> = offsets
+        .iter()
+        .map(|&o| unsafe { base.add(o) }.cast())
+        .collect();
+    let dim = |v: [u32; 3]| Dim3 {
+        x: v[0],
+        y: v[1],
+        z: v[2],
+    };
+    // SAFETY: the kernel's stand-in address as registered; the arguments
+    // match the kernel's own parameter layout; the launch copies them
+    // before returning.
+    Ok(unsafe {
+        ffi::cudaLaunchKernel(
+            (&*f.host as *const u8).cast(),
+            dim(l.grid),
+            dim(l.block),
+            argv.as_mut_ptr(),
+            l.shared_mem as usize,
+            stream,
+        )
+    })
+}
+
+/// Both symbol copies arrive as cudaMemcpyToSymbol (with a direction).
+pub fn d_cudaMemcpyToSymbol(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    let c = SymbolCopy::decode(d).map_err(bad)?;
+    let shadow = t.vars.get(&c.symbol).ok_or(cudaErrorInvalidSymbol)?;
+    // The variable's size is the shadow's (at least one byte).
+    match c.offset.checked_add(c.count) {
+        Some(end) if end <= shadow.len() as u64 => {}
+        _ => return Err(cudaErrorInvalidValue),
+    }
+    let sym: *const c_void = shadow.as_ptr().cast();
+    let (n, off) = (c.count as usize, c.offset as usize);
+    if c.device != 0 {
+        d.finish().map_err(bad)?;
+        let p = t.devptr(c.device, c.count)?;
+        // SAFETY: the symbol is registered; the device range is the tenant's.
+        return Ok(unsafe {
+            if c.to {
+                ffi::cudaMemcpyToSymbol(sym, p, n, off, memcpy_kind::cudaMemcpyDeviceToDevice)
+            } else {
+                ffi::cudaMemcpyFromSymbol(p, sym, n, off, memcpy_kind::cudaMemcpyDeviceToDevice)
+            }
+        });
+    }
+    if c.to {
+        let data = d.bytes().map_err(bad)?;
+        d.finish().map_err(bad)?;
+        if data.len() != n {
+            return Err(cudaErrorInvalidValue);
+        }
+        // SAFETY: `data` holds `n` bytes; the range fits the variable.
+        Ok(unsafe {
+            ffi::cudaMemcpyToSymbol(
+                sym,
+                data.as_ptr().cast(),
+                n,
+                off,
+                memcpy_kind::cudaMemcpyHostToDevice,
+            )
+        })
+    } else {
+        d.finish().map_err(bad)?;
+        let mut buf = vec![0u8; n];
+        // SAFETY: `buf` holds `n` bytes; the range fits the variable.
+        let s = unsafe {
+            ffi::cudaMemcpyFromSymbol(
+                buf.as_mut_ptr().cast(),
+                sym,
+                n,
+                off,
+                memcpy_kind::cudaMemcpyDeviceToHost,
+            )
+        };
+        if s == cudaSuccess {
+            e.u8(1);
+            e.bytes(&buf);
+        }
+        Ok(s)
+    }
+}
+
+/// The client sends both directions as cudaMemcpyToSymbol.
+pub fn d_cudaMemcpyFromSymbol(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    d_cudaMemcpyToSymbol(t, d, e)
+}
+
+/// A variable's device address, which the tenant may then use like an
+/// allocation of the variable's size.
+pub fn d_cudaGetSymbolAddress(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    let id = d.u64().map_err(bad)?;
+    d.finish().map_err(bad)?;
+    let shadow = t.vars.get(&id).ok_or(cudaErrorInvalidSymbol)?;
+    let size = shadow.len() as u64;
+    let sym: *const c_void = shadow.as_ptr().cast();
+    let mut p: *mut c_void = std::ptr::null_mut();
+    // SAFETY: a registered symbol and a valid out-pointer.
+    let status = unsafe { ffi::cudaGetSymbolAddress(&mut p, sym) };
+    if status != cudaSuccess {
+        return Ok(status);
+    }
+    let start = p as usize as u64;
+    if start != 0 && t.allocs.find(start).is_none() {
+        t.allocs
+            .insert(Alloc {
+                start,
+                size,
+                device: 0,
+            })
+            .map_err(|_| cudaErrorUnknown)?;
+    }
+    e.u8(1);
+    e.u64(start);
+    Ok(status)
+}

@@ -1,0 +1,241 @@
+//! One tenant's CUDA state: its handle table (streams, events), its device
+//! allocations, its modules and kernels, and the helpers the generated
+//! decoders call. As in the OpenCL core, nothing a client sends is trusted:
+//! handle ids are looked up in this tenant's table and checked for kind,
+//! every device address must lie inside one of this tenant's allocations,
+//! sizes are bounded before anything is allocated, and new ids must be
+//! fresh. Each tenant is its own process, hence its own CUDA context: a
+//! kernel cannot reach another tenant's memory either.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+
+use wormhole_cuda_api::fatbin::Kernel;
+use wormhole_cuda_api::tracker::Tracker;
+use wormhole_cuda_api::{cudaErrorInvalidValue, cudaErrorMemoryAllocation, cudaSuccess, Kind};
+use wormhole_wire::{Decoder, WireError};
+
+/// `cudaStreamLegacy` and `cudaStreamPerThread`.
+const SPECIAL_STREAMS: [u64; 2] = [1, 2];
+
+/// A malformed request: reported as cudaErrorInvalidValue.
+pub fn bad(_: WireError) -> i32 {
+    cudaErrorInvalidValue
+}
+
+/// A registered fat binary.
+pub struct Module {
+    /// The runtime's handle (NULL where there is no runtime).
+    pub handle: *mut *mut c_void,
+    /// The fat binary and its wrapper: the runtime keeps pointers to both
+    /// for the module's life, which is the tenant's.
+    pub _image: Box<[u8]>,
+    pub _wrapper: Box<super::Wrapper>,
+    /// Kernel layouts, read by the server itself from the cubins.
+    pub kernels: Vec<Kernel>,
+}
+
+/// A registered kernel.
+pub struct Func {
+    /// The address the runtime knows the kernel by: a byte of ours that
+    /// stands for the client's host stub.
+    pub host: Box<u8>,
+    pub layout: Option<Kernel>,
+}
+
+/// A tenant's CUDA objects.
+pub struct CudaTenant {
+    handles: HashMap<u64, (Kind, usize)>,
+    pub allocs: Tracker,
+    pub modules: HashMap<u64, Module>,
+    pub funcs: HashMap<u64, Func>,
+    /// Device variables by the client's id (its host shadow's address):
+    /// our stand-in shadow, which the runtime knows them by.
+    pub vars: HashMap<u64, Box<[u8]>>,
+    pub max_alloc: u64,
+    pub max_handles: usize,
+}
+
+/// The slot a call writes a new handle into.
+pub struct NewSlot {
+    id: Option<u64>,
+    raw: *mut c_void,
+}
+
+impl NewSlot {
+    pub fn ptr(&mut self) -> *mut *mut c_void {
+        if self.id.is_some() {
+            &mut self.raw
+        } else {
+            std::ptr::null_mut()
+        }
+    }
+}
+
+impl CudaTenant {
+    pub fn new(max_alloc: u64) -> Self {
+        CudaTenant {
+            handles: HashMap::new(),
+            allocs: Tracker::new(),
+            modules: HashMap::new(),
+            funcs: HashMap::new(),
+            vars: HashMap::new(),
+            max_alloc,
+            max_handles: 1 << 20,
+        }
+    }
+
+    /// Looks up a handle of `kind`; id 0 is NULL (the default stream), and
+    /// the special streams `cudaStreamLegacy` (1) and `cudaStreamPerThread`
+    /// (2) stand for themselves.
+    pub fn lookup(&self, id: u64, kind: Kind) -> Result<*mut c_void, i32> {
+        if id == 0 || (kind == Kind::Stream && SPECIAL_STREAMS.contains(&id)) {
+            return Ok(id as usize as *mut c_void);
+        }
+        match self.handles.get(&id) {
+            Some(&(k, raw)) if k == kind => Ok(raw as *mut c_void),
+            _ => Err(kind.invalid()),
+        }
+    }
+
+    /// A handle the API requires (declared `KIND`): NULL is refused.
+    pub fn handle(&mut self, d: &mut Decoder<'_>, kind: Kind) -> Result<*mut c_void, i32> {
+        let id = d.u64().map_err(bad)?;
+        if id == 0 {
+            return Err(kind.invalid());
+        }
+        self.lookup(id, kind)
+    }
+
+    /// A handle the API lets be NULL (declared `KIND?`: the default stream).
+    pub fn opt_handle(&mut self, d: &mut Decoder<'_>, kind: Kind) -> Result<*mut c_void, i32> {
+        let id = d.u64().map_err(bad)?;
+        self.lookup(id, kind)
+    }
+
+    /// Before a destroy call: the id must be one of ours, of `kind`.
+    pub fn check_release(&self, id: u64, kind: Kind) -> Result<(), i32> {
+        match self.handles.get(&id) {
+            Some(&(k, _)) if k == kind => Ok(()),
+            _ => Err(kind.invalid()),
+        }
+    }
+
+    /// For destroy calls: a non-NULL handle and its id.
+    pub fn handle_with_id(
+        &mut self,
+        d: &mut Decoder<'_>,
+        kind: Kind,
+    ) -> Result<(*mut c_void, u64), i32> {
+        let id = d.u64().map_err(bad)?;
+        if id == 0 {
+            return Err(kind.invalid());
+        }
+        Ok((self.lookup(id, kind)?, id))
+    }
+
+    pub fn retained(&mut self, _id: u64, _kind: Kind) {}
+
+    /// Forgets a destroyed handle.
+    pub fn released(&mut self, id: u64, _kind: Kind) {
+        self.handles.remove(&id);
+    }
+
+    /// Reads the slot for a new handle; the client's id must be fresh.
+    pub fn out_new(&mut self, d: &mut Decoder<'_>) -> Result<NewSlot, i32> {
+        if !d.bool().map_err(bad)? {
+            return Ok(NewSlot {
+                id: None,
+                raw: std::ptr::null_mut(),
+            });
+        }
+        let id = d.u64().map_err(bad)?;
+        if id < 0x100 || self.handles.contains_key(&id) || self.handles.len() >= self.max_handles {
+            return Err(cudaErrorInvalidValue);
+        }
+        Ok(NewSlot {
+            id: Some(id),
+            raw: std::ptr::null_mut(),
+        })
+    }
+
+    pub fn commit_new(&mut self, slot: &mut NewSlot, kind: Kind, status: i32) {
+        if let (Some(id), true) = (slot.id, status == cudaSuccess) {
+            self.handles.insert(id, (kind, slot.raw as usize));
+        }
+    }
+
+    /// A buffer for a call to write into, bounded by the tenant's limits.
+    pub fn out_buf(&mut self, present: bool, size: u64) -> Result<Option<Vec<u8>>, i32> {
+        if !present {
+            return Ok(None);
+        }
+        if size > self.max_alloc {
+            return Err(cudaErrorMemoryAllocation);
+        }
+        Ok(Some(vec![0u8; size as usize]))
+    }
+
+    /// A device address the client sent: it must lie in one of this
+    /// tenant's allocations (with `[p, p + len)` inside it).
+    pub fn devptr(&self, p: u64, len: u64) -> Result<*mut c_void, i32> {
+        self.allocs
+            .check(p, len)
+            .map(|_| p as usize as *mut c_void)
+            .map_err(|_| cudaErrorInvalidValue)
+    }
+}
+
+pub fn opt_mut_ptr(b: &mut Option<Vec<u8>>) -> *mut c_void {
+    b.as_mut()
+        .map_or(std::ptr::null_mut(), |v| v.as_mut_ptr().cast())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wormhole_cuda_api::tracker::Alloc;
+    use wormhole_wire::Encoder;
+
+    #[test]
+    fn refuses_foreign_handles_and_addresses() {
+        let mut t = CudaTenant::new(1 << 20);
+        let mut e = Encoder::new();
+        e.bool(true);
+        e.u64(0x107);
+        let mut slot = t.out_new(&mut Decoder::new(e.as_slice())).expect("fresh");
+        slot.raw = 0x1234 as *mut c_void;
+        t.commit_new(&mut slot, Kind::Stream, cudaSuccess);
+        assert_eq!(t.lookup(0x107, Kind::Stream), Ok(0x1234 as *mut c_void));
+        assert!(t.lookup(0x107, Kind::Event).is_err(), "wrong kind");
+        assert!(t.lookup(0x108, Kind::Stream).is_err(), "unknown id");
+        assert_eq!(
+            t.lookup(2, Kind::Stream),
+            Ok(2 as *mut c_void),
+            "cudaStreamPerThread"
+        );
+        assert!(t.lookup(2, Kind::Event).is_err());
+        let mut low = Encoder::new();
+        low.bool(true);
+        low.u64(2);
+        assert!(
+            t.out_new(&mut Decoder::new(low.as_slice())).is_err(),
+            "ids of special handles are never new"
+        );
+        assert!(
+            t.out_new(&mut Decoder::new(e.as_slice())).is_err(),
+            "an id in use is not fresh"
+        );
+        t.allocs
+            .insert(Alloc {
+                start: 0x7000_0000,
+                size: 256,
+                device: 0,
+            })
+            .expect("insert");
+        assert!(t.devptr(0x7000_0080, 128).is_ok());
+        assert!(t.devptr(0x7000_0080, 129).is_err(), "overrun");
+        assert!(t.devptr(0x6fff_ffff, 1).is_err(), "not ours");
+        assert!(t.out_buf(true, 2 << 20).is_err(), "over the limit");
+    }
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Wormhole for CUDA, the part that needs no GPU (CI has none): builds the
+# libcudart.so.12/.13 stand-ins and the server, runs the unit tests
+# (allocation tracker, fat binary and .nv.info parsing, argument packing,
+# wire requests, tenant validation, description parsing), checks the
+# stand-ins' sonames and symbol versions, and runs the host-only samples
+# (examples/cuda, built with the system compiler) with no server, through a
+# server without a CUDA runtime and through one with CUDA disabled: every
+# answer must be the one native CUDA gives without a GPU, never a crash or
+# a hang. Needs no NVIDIA download.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+command -v readelf >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq binutils >/dev/null; }
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+
+cargo build -p wormhole-server -p wormhole-cudart-12 -p wormhole-cudart-13
+cargo test -p wormhole-apigen -p wormhole-cuda-api -p wormhole-cudart -p wormhole-server
+
+work=$(mktemp -d /tmp/wormhole-cuda-test.XXXXXX)
+server_pid=""
+cleanup() {
+  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail=0
+check() { # NAME COMMAND...: runs a check, bounded in time
+  if timeout 60 "${@:2}" > "$work/out" 2>&1; then
+    echo "ok   $1"
+  else
+    echo "FAIL $1 (rc $?)"; sed 's/^/     /' "$work/out"; fail=1
+  fi
+}
+
+for major in 12 13; do
+  lib="$work/lib$major"; mkdir -p "$lib"
+  so="$PWD/target/debug/libwormhole_cudart$major.so"
+  ln -s "$so" "$lib/libcudart.so.$major"
+  ln -s "libcudart.so.$major" "$lib/libcudart.so"
+  check "libcudart.so.$major: soname" sh -c "readelf -d '$so' | grep -q 'Library soname: \[libcudart.so.$major\]'"
+  check "libcudart.so.$major: cudaMalloc@@libcudart.so.$major" sh -c "readelf --dyn-syms -W '$so' | grep -q ' cudaMalloc@@libcudart.so.$major\$'"
+  [ "$major" = 12 ] && check "libcudart.so.12: cudaGetDeviceProperties_v2 (CUDA 12 headers' name)" sh -c "readelf --dyn-syms -W '$so' | grep -q ' cudaGetDeviceProperties_v2@@libcudart.so.12\$'"
+  check "libcudart.so.$major: __cudaRegisterFatBinary versioned" sh -c "readelf --dyn-syms -W '$so' | grep -q ' __cudaRegisterFatBinary@@libcudart.so.$major\$'"
+  gcc -Wall -Werror -o "$work/nodevice$major" examples/cuda/nodevice.c -L"$lib" -lcudart
+  gcc -Wall -Werror -o "$work/launch$major" examples/cuda/launch_fixture.c -L"$lib" -lcudart
+  check "nodevice$major binds libcudart.so.$major versions" sh -c "readelf -V '$work/nodevice$major' | grep -q 'Name: libcudart.so.$major'"
+done
+
+# Our test kernels: a synthetic fat binary, and nvcc 13.5's build of
+# crates/wormhole-cuda-api/fixtures/testkernels.cu (both checked in).
+fixture=crates/wormhole-cuda-api/fixtures/testkernels.fatbin
+nvcc_fixture=crates/wormhole-cuda-api/fixtures/nvcc13-sm90.fatbin
+if command -v nvcc >/dev/null 2>&1; then
+  for p in vectorAdd matmul; do
+    nvcc -O2 -cudart shared -arch=sm_90 -o "$work/$p" "examples/cuda/$p.cu"
+  done
+fi
+run_samples() { # LABEL connected|offline, with WORMHOLE_SERVER set by the caller
+  for major in 12 13; do
+    check "$1: nodevice ($major)" env WORMHOLE_LOG=1 LD_LIBRARY_PATH="$work/lib$major" "$work/nodevice$major"
+    # The answers are the same with and without a server: make sure this
+    # one really went through the server.
+    if [ "$2" = connected ] && grep -q "no Wormhole server" "$work/out"; then
+      echo "FAIL $1: the client did not reach the server"; fail=1
+    fi
+    if [ "$2" = offline ] && ! grep -q "no Wormhole server" "$work/out"; then
+      echo "FAIL $1: the client did not notice there is no server"; fail=1
+    fi
+    for fb in "$fixture" "$nvcc_fixture"; do
+      check "$1: kernels from $(basename "$fb") ($major)" env LD_LIBRARY_PATH="$work/lib$major" "$work/launch$major" "$fb"
+    done
+    # Programs built by nvcc (where it exists): nvcc's own registration
+    # code and <<<>>>; without a GPU they must stop at their first CUDA call
+    # with the native runtime's message, not crash.
+    if [ -x "$work/vectorAdd" ] && [ "$major" = 13 ]; then
+      for p in vectorAdd matmul; do
+        check "$1: nvcc-built $p stops with the native error" sh -c \
+          "LD_LIBRARY_PATH='$work/lib13' '$work/$p' | tee /dev/stderr | grep -q 'CUDA driver version is insufficient'; [ \$? -eq 0 ]"
+      done
+    fi
+  done
+}
+
+export WORMHOLE_SERVER="$work/none.sock"
+run_samples "no server" offline
+
+start_server() { # ARGS...
+  ./target/debug/wormhole-server --socket "$work/s.sock" -q "$@" &
+  server_pid=$!
+  for _ in $(seq 50); do [ -S "$work/s.sock" ] && return 0; sleep 0.1; done
+  echo "server did not start"; return 1
+}
+stop_server() { kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; server_pid=""; rm -f "$work/s.sock"; }
+
+export WORMHOLE_SERVER="$work/s.sock"
+# A runtime that cannot be loaded: the server answers as a machine
+# without the driver does. (Pointing it at our own stand-in must be
+# refused too, never forwarded to itself.)
+start_server --cuda-runtime "$work/lib13/libcudart.so.13"
+run_samples "server, stand-in refused" connected
+stop_server
+start_server --cuda-runtime /nonexistent/libcudart.so.13
+run_samples "server without a CUDA runtime" connected
+stop_server
+start_server --no-cuda
+run_samples "server with CUDA disabled" connected
+stop_server
+# The same server still exports OpenCL (PoCL) next to CUDA.
+start_server
+check "OpenCL next to CUDA: platforms listed" sh -c "./target/debug/wormhole-server platforms | grep -q ."
+run_samples "server exporting OpenCL and CUDA" connected
+stop_server
+
+if [ "$fail" -ne 0 ]; then
+  echo "wormhole-cuda: FAILED"
+  exit 1
+fi
+echo "wormhole-cuda: all no-GPU checks passed"
