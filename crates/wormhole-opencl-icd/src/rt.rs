@@ -8,18 +8,12 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::c_void;
-use std::io::Read;
-use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use wormhole_opencl_api::{
     info_handle, CallbackKind, InfoHandle, Kind, CL_OUT_OF_RESOURCES, CL_SUCCESS,
 };
-use wormhole_transport::hello::{recv_hello, Hello};
-use wormhole_transport::shm::{NotifyReceiver, Region, ShmChannel, Side};
-use wormhole_transport::stream::StreamChannel;
 use wormhole_transport::Channel;
 use wormhole_wire::{Decoder, Encoder, ReplyHeader, RequestHeader, FLAG_ASYNC, REPLY_HEADER_LEN};
 
@@ -201,69 +195,17 @@ pub fn fresh_id() -> u64 {
     NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
-fn alive_check(sock: UnixStream) -> impl Fn() -> bool + Send + Sync {
-    move || {
-        let mut b = [0u8; 1];
-        // SAFETY: a non-blocking peek into a 1-byte buffer.
-        let n = unsafe {
-            libc::recv(
-                sock.as_raw_fd(),
-                b.as_mut_ptr().cast(),
-                1,
-                libc::MSG_PEEK | libc::MSG_DONTWAIT,
-            )
-        };
-        !(n == 0
-            || (n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::WouldBlock))
-    }
-}
-
 fn connect() -> Result<Conn, String> {
-    if std::env::var_os("WORMHOLE_IN_SERVER").is_some() {
-        return Err("inside a Wormhole server: no forwarding to itself".into());
-    }
-    let target = std::env::var("WORMHOLE_SERVER").unwrap_or_default();
-    let chan: Box<dyn Channel> = if let Some(addr) = target.strip_prefix("tcp:") {
-        let mut s = std::net::TcpStream::connect(addr)
-            .map_err(|e| format!("cannot reach server at tcp:{addr}: {e}"))?;
-        let mut b = [0u8; 40];
-        s.read_exact(&mut b)
-            .map_err(|e| format!("no greeting from tcp:{addr}: {e}"))?;
-        Hello::from_bytes(&b).map_err(|e| e.to_string())?;
-        Box::new(StreamChannel::tcp(s).map_err(|e| e.to_string())?)
-    } else {
-        let path = match target.strip_prefix("unix:").unwrap_or(&target) {
-            "" => wormhole_transport::default_socket_path(),
-            p => p.into(),
-        };
-        let sock = UnixStream::connect(&path).map_err(|e| {
-            format!(
-                "no Wormhole server at {} ({e}); no Wormhole platform",
-                path.display()
-            )
-        })?;
-        let (hello, fd) =
-            recv_hello(&sock).map_err(|e| format!("bad greeting from {}: {e}", path.display()))?;
-        let (layout, fd) = match (hello.layout, fd) {
-            (Some(l), Some(fd)) => (l, fd),
-            _ => return Err("server sent no shared memory".into()),
-        };
-        let region = Region::open(fd, layout).map_err(|e| e.to_string())?;
-        let alive = alive_check(sock.try_clone().map_err(|e| e.to_string())?);
-        let chan = ShmChannel::new(
-            region.clone(),
-            Side::Client,
-            hello.handoff,
-            Some(Box::new(alive)),
-        );
-        let notify_alive = alive_check(sock.try_clone().map_err(|e| e.to_string())?);
-        let rx = NotifyReceiver::new(region, Some(Box::new(notify_alive)));
+    let c = wormhole_transport::client::connect_from_env().map_err(|e| match e {
+        wormhole_transport::client::ConnectError::Unreachable { .. } => {
+            format!("{e}; no Wormhole platform")
+        }
+        e => e.to_string(),
+    })?;
+    if let Some(rx) = c.notify {
         crate::callbacks::start_notifier(rx);
-        // The socket stays open for the process's life: closing it is how
-        // the server learns that we are gone.
-        std::mem::forget(sock);
-        Box::new(chan)
-    };
+    }
+    let chan = c.chan;
     let mut conn = Conn {
         state: Mutex::new(ChanState {
             chan,

@@ -9,6 +9,7 @@
 //!
 //! Both implement [`Channel`], which is all the client and server see.
 
+pub mod client;
 pub mod futex;
 pub mod hello;
 pub mod ring;

@@ -1,0 +1,132 @@
+//! The client's side of connecting: find the server the environment names,
+//! take its greeting and, on one host, its shared memory. Every API's client
+//! library (OpenCL, CUDA) connects through this.
+
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+
+use thiserror::Error;
+
+use crate::hello::{recv_hello, Hello};
+use crate::shm::{NotifyReceiver, Region, ShmChannel, Side};
+use crate::stream::StreamChannel;
+use crate::{Channel, TransportError};
+
+/// Environment variable a server sets in its tenants, so that a client
+/// library loaded there never forwards to the server itself.
+pub const IN_SERVER_ENV: &str = "WORMHOLE_IN_SERVER";
+
+/// Why there is no connection. Each is one line for the user.
+#[derive(Debug, Error)]
+pub enum ConnectError {
+    #[error("inside a Wormhole server: no forwarding to itself")]
+    InServer,
+    #[error("no Wormhole server at {target} ({source})")]
+    Unreachable {
+        target: String,
+        source: std::io::Error,
+    },
+    #[error("bad greeting from {target}: {source}")]
+    BadGreeting {
+        target: String,
+        source: TransportError,
+    },
+    #[error("the server at {0} sent no shared memory")]
+    NoSharedMemory(String),
+    #[error("transport: {0}")]
+    Transport(#[from] TransportError),
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A connection: the call channel and, over shared memory, the ring on
+/// which the server posts notifications (callbacks).
+pub struct Connection {
+    pub chan: Box<dyn Channel>,
+    pub notify: Option<NotifyReceiver>,
+}
+
+/// Whether the server is still there: a peek at the control socket, on
+/// which the server never writes after its greeting, so readable means
+/// closed.
+fn alive_check(sock: UnixStream) -> impl Fn() -> bool + Send + Sync {
+    move || {
+        let mut b = [0u8; 1];
+        // SAFETY: a non-blocking peek into a 1-byte buffer we own.
+        let n = unsafe {
+            libc::recv(
+                sock.as_raw_fd(),
+                b.as_mut_ptr().cast(),
+                1,
+                libc::MSG_PEEK | libc::MSG_DONTWAIT,
+            )
+        };
+        !(n == 0
+            || (n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::WouldBlock))
+    }
+}
+
+/// Connects to the server `WORMHOLE_SERVER` names: `tcp:HOST:PORT`,
+/// `unix:PATH` or a socket path; by default the default socket.
+pub fn connect_from_env() -> Result<Connection, ConnectError> {
+    if std::env::var_os(IN_SERVER_ENV).is_some() {
+        return Err(ConnectError::InServer);
+    }
+    let target = std::env::var("WORMHOLE_SERVER").unwrap_or_default();
+    if let Some(addr) = target.strip_prefix("tcp:") {
+        let unreachable = |source| ConnectError::Unreachable {
+            target: target.clone(),
+            source,
+        };
+        let mut s = std::net::TcpStream::connect(addr).map_err(unreachable)?;
+        let mut b = [0u8; 40];
+        s.read_exact(&mut b)
+            .map_err(|source| ConnectError::Unreachable {
+                target: target.clone(),
+                source,
+            })?;
+        Hello::from_bytes(&b).map_err(|source| ConnectError::BadGreeting {
+            target: target.clone(),
+            source,
+        })?;
+        return Ok(Connection {
+            chan: Box::new(StreamChannel::tcp(s)?),
+            notify: None,
+        });
+    }
+    let path = match target.strip_prefix("unix:").unwrap_or(&target) {
+        "" => crate::default_socket_path(),
+        p => p.into(),
+    };
+    let shown = path.display().to_string();
+    let sock = UnixStream::connect(&path).map_err(|source| ConnectError::Unreachable {
+        target: shown.clone(),
+        source,
+    })?;
+    let (hello, fd) = recv_hello(&sock).map_err(|source| ConnectError::BadGreeting {
+        target: shown.clone(),
+        source,
+    })?;
+    let (layout, fd) = match (hello.layout, fd) {
+        (Some(l), Some(fd)) => (l, fd),
+        _ => return Err(ConnectError::NoSharedMemory(shown)),
+    };
+    let region = Region::open(fd, layout)?;
+    let alive = alive_check(sock.try_clone()?);
+    let chan = ShmChannel::new(
+        region.clone(),
+        Side::Client,
+        hello.handoff,
+        Some(Box::new(alive)),
+    );
+    let notify_alive = alive_check(sock.try_clone()?);
+    let notify = NotifyReceiver::new(region, Some(Box::new(notify_alive)));
+    // The socket stays open for the process's life: closing it is how the
+    // server learns that we are gone.
+    std::mem::forget(sock);
+    Ok(Connection {
+        chan: Box::new(chan),
+        notify: Some(notify),
+    })
+}
