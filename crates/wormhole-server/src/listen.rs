@@ -28,10 +28,10 @@ pub enum ListenError {
 /// The file descriptor a tenant process finds its connection on.
 pub const TENANT_FD: RawFd = 3;
 
-/// Environment variable set in tenant processes; our own ICD, if the
-/// system has it registered, then exposes no platform, so a server never
-/// forwards to itself.
-pub const IN_SERVER_ENV: &str = "WORMHOLE_IN_SERVER";
+/// Set in tenant processes: our own client libraries, if the system has
+/// them registered, then offer no platform, so a server never forwards to
+/// itself.
+pub use wormhole_transport::client::IN_SERVER_ENV;
 
 fn spawn_tenant(fd: RawFd, config_args: &[String]) -> std::io::Result<()> {
     let exe = std::env::current_exe()?;
