@@ -521,6 +521,12 @@ fn server_func(o: &mut String, f: &Func) {
     }
     o.push_str("    d.finish().map_err(bad)?;\n");
     o.push_str(&post);
+    for c in &f.attrs.checks {
+        let _ = writeln!(
+            o,
+            "    // SAFETY: the check reads only what the decoder validated (handles\n    // from the table, buffers of the sizes checked above).\n    unsafe {{ {c} }}?;"
+        );
+    }
     let args = exprs.join(", ");
     o.push_str("    // SAFETY: every pointer passed is to memory owned by this frame, sized as\n");
     o.push_str(

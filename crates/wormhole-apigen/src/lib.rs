@@ -114,6 +114,11 @@ pub struct Attrs {
     pub client_override: bool,
     pub server_override: bool,
     pub manual: bool,
+    /// `check=name(args)`: server-side checks run after decoding and before
+    /// the library is called (each an `unsafe` Rust call over the decoded
+    /// `v_NAME`s returning `Result<_, i32>`), for what the library itself
+    /// does not check.
+    pub checks: Vec<String>,
     pub unsupported: bool,
     /// Answered by the client alone (`client-only`): never forwarded, the
     /// client's `overrides::NAME` implements it.

@@ -105,6 +105,38 @@ impl<'a> P<'a> {
         rest[..n].trim().to_string()
     }
 
+    /// A call expression `name(...)`, up to its matching parenthesis.
+    fn call_expr(&mut self) -> R<String> {
+        self.skip_ws();
+        let rest = &self.src[self.pos..];
+        let open = match rest.find('(') {
+            Some(i)
+                if rest[..i]
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+                    && i > 0 =>
+            {
+                i
+            }
+            _ => return self.err("a check is a call: name(args)"),
+        };
+        let mut depth = 0i32;
+        for (i, c) in rest.char_indices().skip(open) {
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        self.pos += i + 1;
+                        return Ok(rest[..=i].to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.err("unterminated check")
+    }
+
     /// A Rust expression, up to a `,` or `)` outside any brackets.
     fn expr(&mut self) -> R<String> {
         self.skip_ws();
@@ -364,6 +396,10 @@ impl<'a> P<'a> {
                     attrs.server_override = true
                 }
                 "manual" => attrs.manual = true,
+                "check" => {
+                    self.expect("=")?;
+                    attrs.checks.push(self.call_expr()?);
+                }
                 "unsupported" => attrs.unsupported = true,
                 a => return self.err(format!("unknown attribute `{a}`")),
             }
@@ -533,6 +569,13 @@ mod tests {
         assert_eq!(f.args[14].server.as_deref(), Some("f(v_c.arg(), (1, 2))"));
         let g = &api.funcs[1];
         assert!(g.attrs.is_async && g.attrs.wake);
+        let c = parse("fn f(a: u32) -> status check=m::ok(v_a, (1, 2)) check=m::also(v_a);")
+            .expect("checks");
+        assert_eq!(
+            c.funcs[0].attrs.checks,
+            vec!["m::ok(v_a, (1, 2))".to_string(), "m::also(v_a)".to_string()]
+        );
+        assert!(parse("fn f(a: u32) -> status check=nocall;").is_err());
         assert_eq!(api.dispatch.len(), 4);
     }
 

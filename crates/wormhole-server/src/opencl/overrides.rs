@@ -10,7 +10,7 @@ use wormhole_opencl_api::{
 };
 use wormhole_wire::{Decoder, Encoder};
 
-use super::{ffi, ZERO_ORIGIN};
+use super::ffi;
 use wormhole_transport::{Channel, TransportError};
 
 use super::tenant::{alloc_zeroed, bad, check_count, opt_vec_ptr, NewSlot, Tenant};
@@ -338,7 +338,7 @@ unsafe fn triple_at(p: *const c_void) -> Option<[u64; 3]> {
 /// # Safety
 /// `buf` is a memory object from the table; `origin` and `region` are NULL
 /// or 24 bytes each.
-unsafe fn buffer_rect_ok(
+pub(crate) unsafe fn buffer_rect_ok(
     buf: *mut c_void,
     origin: *const c_void,
     region: *const c_void,
@@ -373,138 +373,6 @@ unsafe fn buffer_rect_ok(
         return Err(CL_INVALID_VALUE);
     }
     Ok(())
-}
-
-/// The host window starts at the client's host origin, so the library sees
-/// a zero origin into it.
-///
-/// # Safety
-/// As for `clEnqueueReadBufferRect`; `ptr` holds the window's extent.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueReadBufferRect(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    buf: *mut c_void,
-    _blocking: u32,
-    buffer_origin: *const c_void,
-    _host_origin: *const c_void,
-    region: *const c_void,
-    brp: usize,
-    bsp: usize,
-    hrp: usize,
-    hsp: usize,
-    ptr: *mut c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: the caller's contract.
-    if let Err(e) = unsafe { buffer_rect_ok(buf, buffer_origin, region, brp, bsp) } {
-        return e;
-    }
-    let origin = ZERO_ORIGIN.as_ptr() as *const c_void;
-    // SAFETY: as documented above.
-    unsafe {
-        ffi::clEnqueueReadBufferRect(
-            q,
-            buf,
-            CL_TRUE,
-            buffer_origin,
-            origin,
-            region,
-            brp,
-            bsp,
-            hrp,
-            hsp,
-            ptr,
-            n,
-            wl,
-            ev,
-        )
-    }
-}
-
-/// # Safety
-/// As for `clEnqueueWriteBufferRect`; `ptr` holds the window's extent.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueWriteBufferRect(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    buf: *mut c_void,
-    _blocking: u32,
-    buffer_origin: *const c_void,
-    _host_origin: *const c_void,
-    region: *const c_void,
-    brp: usize,
-    bsp: usize,
-    hrp: usize,
-    hsp: usize,
-    ptr: *const c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: the caller's contract.
-    if let Err(e) = unsafe { buffer_rect_ok(buf, buffer_origin, region, brp, bsp) } {
-        return e;
-    }
-    let origin = ZERO_ORIGIN.as_ptr() as *const c_void;
-    // SAFETY: as documented above.
-    unsafe {
-        ffi::clEnqueueWriteBufferRect(
-            q,
-            buf,
-            CL_TRUE,
-            buffer_origin,
-            origin,
-            region,
-            brp,
-            bsp,
-            hrp,
-            hsp,
-            ptr,
-            n,
-            wl,
-            ev,
-        )
-    }
-}
-
-/// Both rectangles are bounded by their buffers (see [`buffer_rect_ok`]).
-///
-/// # Safety
-/// As for `clEnqueueCopyBufferRect`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueCopyBufferRect(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    src: *mut c_void,
-    dst: *mut c_void,
-    src_origin: *const c_void,
-    dst_origin: *const c_void,
-    region: *const c_void,
-    srp: usize,
-    ssp: usize,
-    drp: usize,
-    dsp: usize,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: the caller's contract.
-    let ok = unsafe {
-        buffer_rect_ok(src, src_origin, region, srp, ssp)
-            .and_then(|()| buffer_rect_ok(dst, dst_origin, region, drp, dsp))
-    };
-    if let Err(e) = ok {
-        return e;
-    }
-    // SAFETY: as checked above; handles from the table.
-    unsafe {
-        ffi::clEnqueueCopyBufferRect(
-            q, src, dst, src_origin, dst_origin, region, srp, ssp, drp, dsp, n, wl, ev,
-        )
-    }
 }
 
 /// Queries one size_t property of an image.
@@ -555,7 +423,7 @@ fn mem_type(mem: *mut c_void) -> Result<u32, i32> {
 /// # Safety
 /// `img` is a memory object from the table; `origin` and `region` are NULL
 /// or 24 bytes each.
-unsafe fn image_box_ok(
+pub(crate) unsafe fn image_box_ok(
     img: *mut c_void,
     origin: *const c_void,
     region: *const c_void,
@@ -607,6 +475,33 @@ fn buffer_span_ok(buf: *mut c_void, offset: u64, bytes: u64) -> Result<(), i32> 
     }
 }
 
+/// A copy between an image box and a buffer span: the box within the
+/// image, the span (`offset` and the box's bytes) within the buffer.
+///
+/// # Safety
+/// As for [`image_box_ok`]; `buf` is a memory object from the table.
+pub(crate) unsafe fn image_span_ok(
+    img: *mut c_void,
+    origin: *const c_void,
+    region: *const c_void,
+    buf: *mut c_void,
+    offset: usize,
+) -> Result<(), i32> {
+    // SAFETY: the caller's contract.
+    let elem = unsafe { image_box_ok(img, origin, region) }?;
+    // SAFETY: `region` was checked non-NULL by `image_box_ok`.
+    let bytes = unsafe { box_bytes(region, elem) }?;
+    buffer_span_ok(buf, offset as u64, bytes)
+}
+
+/// A value the API requires (a fill colour, say) that the client sent NULL.
+///
+/// # Safety
+/// None: `unsafe` only to share the form of the other checks.
+pub(crate) unsafe fn present(v: Option<&[u8]>) -> Result<(), i32> {
+    v.map(|_| ()).ok_or(CL_INVALID_VALUE)
+}
+
 /// Bytes in an image box of `region` elements of `elem` bytes.
 ///
 /// # Safety
@@ -617,171 +512,6 @@ unsafe fn box_bytes(region: *const c_void, elem: u64) -> Result<u64, i32> {
     r.iter()
         .try_fold(elem, |acc, &x| acc.checked_mul(x))
         .ok_or(CL_INVALID_VALUE)
-}
-
-/// # Safety
-/// As for `clEnqueueFillImage`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueFillImage(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    img: *mut c_void,
-    color: *const c_void,
-    origin: *const c_void,
-    region: *const c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: the caller's contract.
-    if let Err(e) = unsafe { image_box_ok(img, origin, region) } {
-        return e;
-    }
-    if color.is_null() {
-        return CL_INVALID_VALUE;
-    }
-    // SAFETY: checked above; the colour is 16 bytes (the decoder checked).
-    unsafe { ffi::clEnqueueFillImage(q, img, color, origin, region, n, wl, ev) }
-}
-
-/// # Safety
-/// As for `clEnqueueCopyImage`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueCopyImage(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    src: *mut c_void,
-    dst: *mut c_void,
-    src_origin: *const c_void,
-    dst_origin: *const c_void,
-    region: *const c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: the caller's contract.
-    let ok = unsafe {
-        image_box_ok(src, src_origin, region).and_then(|_| image_box_ok(dst, dst_origin, region))
-    };
-    if let Err(e) = ok {
-        return e;
-    }
-    // SAFETY: checked above.
-    unsafe { ffi::clEnqueueCopyImage(q, src, dst, src_origin, dst_origin, region, n, wl, ev) }
-}
-
-/// # Safety
-/// As for `clEnqueueCopyImageToBuffer`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueCopyImageToBuffer(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    img: *mut c_void,
-    buf: *mut c_void,
-    origin: *const c_void,
-    region: *const c_void,
-    offset: usize,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: the caller's contract.
-    let ok = unsafe {
-        image_box_ok(img, origin, region)
-            .and_then(|elem| box_bytes(region, elem))
-            .and_then(|bytes| buffer_span_ok(buf, offset as u64, bytes))
-    };
-    if let Err(e) = ok {
-        return e;
-    }
-    // SAFETY: checked above.
-    unsafe { ffi::clEnqueueCopyImageToBuffer(q, img, buf, origin, region, offset, n, wl, ev) }
-}
-
-/// # Safety
-/// As for `clEnqueueCopyBufferToImage`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueCopyBufferToImage(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    buf: *mut c_void,
-    img: *mut c_void,
-    offset: usize,
-    origin: *const c_void,
-    region: *const c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: the caller's contract.
-    let ok = unsafe {
-        image_box_ok(img, origin, region)
-            .and_then(|elem| box_bytes(region, elem))
-            .and_then(|bytes| buffer_span_ok(buf, offset as u64, bytes))
-    };
-    if let Err(e) = ok {
-        return e;
-    }
-    // SAFETY: checked above.
-    unsafe { ffi::clEnqueueCopyBufferToImage(q, buf, img, offset, origin, region, n, wl, ev) }
-}
-
-/// # Safety
-/// As for `clEnqueueReadImage`; `ptr` holds the transfer's extent.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueReadImage(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    image: *mut c_void,
-    _blocking: u32,
-    origin: *const c_void,
-    region: *const c_void,
-    row: usize,
-    slice: usize,
-    ptr: *mut c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: the caller's contract.
-    if let Err(e) = unsafe { image_box_ok(image, origin, region) } {
-        return e;
-    }
-    // SAFETY: as documented above.
-    unsafe {
-        ffi::clEnqueueReadImage(
-            q, image, CL_TRUE, origin, region, row, slice, ptr, n, wl, ev,
-        )
-    }
-}
-
-/// # Safety
-/// As for `clEnqueueWriteImage`; `ptr` holds the transfer's extent.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn clEnqueueWriteImage(
-    _t: &mut Tenant,
-    q: *mut c_void,
-    image: *mut c_void,
-    _blocking: u32,
-    origin: *const c_void,
-    region: *const c_void,
-    row: usize,
-    slice: usize,
-    ptr: *const c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: the caller's contract.
-    if let Err(e) = unsafe { image_box_ok(image, origin, region) } {
-        return e;
-    }
-    // SAFETY: as documented above.
-    unsafe {
-        ffi::clEnqueueWriteImage(
-            q, image, CL_TRUE, origin, region, row, slice, ptr, n, wl, ev,
-        )
-    }
 }
 
 /// Unmaps whatever the client left mapped, through `queue` (the harness's
