@@ -331,6 +331,15 @@ fn image_shape(image: *mut c_void) -> Result<(u32, u64), i32> {
     }
 }
 
+/// Queries the image's shape before the transfer is marshalled (a query
+/// cannot be made while the call holds the channel) and leaves it where
+/// the `image_in`/`image_out` arguments find it.
+fn stash_image_shape(image: *mut c_void) -> Result<(), i32> {
+    let shape = image_shape(image)?;
+    crate::custom::IMAGE_SHAPE.with(|c| c.set(shape));
+    Ok(())
+}
+
 /// # Safety
 /// As for `clEnqueueReadImage`.
 #[allow(clippy::too_many_arguments)]
@@ -347,11 +356,9 @@ pub unsafe extern "C" fn clEnqueueReadImage(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
-    let shape = match image_shape(image) {
-        Ok(s) => s,
-        Err(e) => return e,
-    };
-    crate::custom::IMAGE_SHAPE.with(|c| c.set(shape));
+    if let Err(e) = stash_image_shape(image) {
+        return e;
+    }
     // SAFETY: forwarded contract.
     unsafe {
         gen::clEnqueueReadImage(
@@ -376,11 +383,9 @@ pub unsafe extern "C" fn clEnqueueWriteImage(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
-    let shape = match image_shape(image) {
-        Ok(s) => s,
-        Err(e) => return e,
-    };
-    crate::custom::IMAGE_SHAPE.with(|c| c.set(shape));
+    if let Err(e) = stash_image_shape(image) {
+        return e;
+    }
     // SAFETY: forwarded contract.
     unsafe {
         gen::clEnqueueWriteImage(
