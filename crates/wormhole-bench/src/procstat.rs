@@ -129,7 +129,14 @@ mod tests {
             .arg("5")
             .spawn()
             .expect("sleep");
-        let kids = children(me, "sleep 5");
+        // The child may still be between fork and exec when spawn returns on
+        // some kernels: look again for a bounded while.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        let mut kids = children(me, "sleep 5");
+        while kids.is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            kids = children(me, "sleep 5");
+        }
         child.kill().ok();
         child.wait().ok();
         assert_eq!(kids, vec![child.id() as i32]);
