@@ -52,6 +52,54 @@ static void large(env_t *t, cl_kernel k) {
     free(o);
 }
 
+/* Large transfers through sub-buffers, with wait lists and events, and
+ * buffers made and released in turn (Wormhole may keep CPU devices' buffers
+ * in memory shared with the client, and reuse it). */
+static void sub_and_reuse(env_t *t) {
+    enum { S = 4 << 20 };
+    unsigned char *h = malloc(S), *o = malloc(S);
+    for (size_t i = 0; i < S; i++) h[i] = (unsigned char)(i * 7 + 1);
+    cl_mem b = buffer(t, CL_MEM_READ_WRITE, 2 * S, NULL);
+    cl_buffer_region r = {S, S};
+    cl_int e;
+    cl_mem sub = clCreateSubBuffer(b, CL_MEM_READ_ONLY, CL_BUFFER_CREATE_TYPE_REGION, &r, &e);
+    CHECK_ERR(e, "large sub-buffer");
+    cl_mem_flags fb = 0, fs = 0;
+    CHECK(clGetMemObjectInfo(b, CL_MEM_FLAGS, sizeof fb, &fb, NULL));
+    CHECK(clGetMemObjectInfo(sub, CL_MEM_FLAGS, sizeof fs, &fs, NULL));
+    printf("sub flags: buffer %lx sub %lx\n", (unsigned long)fb, (unsigned long)fs);
+    cl_event user = clCreateUserEvent(t->ctx, &e);
+    CHECK_ERR(e, "user event");
+    CHECK(clSetUserEventStatus(user, CL_COMPLETE));
+    cl_event wev = NULL;
+    CHECK(clEnqueueWriteBuffer(t->q, b, CL_FALSE, S, S, h, 1, &user, &wev));
+    CHECK(clWaitForEvents(1, &wev));
+    cl_int st = 0;
+    CHECK(clGetEventInfo(wev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
+    printf("write event complete %d\n", st == CL_COMPLETE);
+    memset(o, 0, S);
+    CHECK(clEnqueueReadBuffer(t->q, sub, CL_TRUE, 0, S, o, 1, &wev, NULL));
+    printf("sub read back %d\n", memcmp(h, o, S) == 0);
+    CHECK(clReleaseEvent(wev));
+    CHECK(clReleaseEvent(user));
+    CHECK(clReleaseMemObject(sub));
+    CHECK(clReleaseMemObject(b));
+    /* Made and released in turn: each new buffer starts as its own. */
+    int fresh = 1;
+    for (int i = 0; i < 8; i++) {
+        cl_mem c = buffer(t, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, S, h);
+        memset(o, 0, S);
+        CHECK(clEnqueueReadBuffer(t->q, c, CL_TRUE, 0, S, o, 0, NULL, NULL));
+        fresh &= memcmp(h, o, S) == 0;
+        h[i] ^= 0xff;
+        CHECK(clEnqueueWriteBuffer(t->q, c, CL_TRUE, 0, S, h, 0, NULL, NULL));
+        CHECK(clReleaseMemObject(c));
+    }
+    printf("reuse: each buffer its own %d\n", fresh);
+    free(h);
+    free(o);
+}
+
 typedef struct {
     env_t *t;
     cl_program p;
@@ -110,6 +158,7 @@ int main(void) {
     cl_program p = build(&t, src, NULL);
     cl_kernel k = kernel(p, "xform");
     large(&t, k);
+    sub_and_reuse(&t);
     threads(&t, p);
     CHECK(clReleaseKernel(k));
     CHECK(clReleaseProgram(p));

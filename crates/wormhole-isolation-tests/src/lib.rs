@@ -74,6 +74,11 @@ pub struct Server {
 
 impl Server {
     pub fn start() -> Result<Self, TestError> {
+        Self::start_with(&[])
+    }
+
+    /// A server started with these extra flags.
+    pub fn start_with(args: &[&str]) -> Result<Self, TestError> {
         let bin = artifact("wormhole-server")?;
         let icd = artifact("libwormhole_opencl.so")?;
         let dir = std::env::temp_dir().join(format!(
@@ -90,6 +95,7 @@ impl Server {
         let child = Command::new(bin)
             .arg("--socket")
             .arg(&socket)
+            .args(args)
             .env("RUST_LOG", "info")
             .env("WORMHOLE_LOG", "info")
             .stdin(Stdio::null())
@@ -201,6 +207,23 @@ pub fn rss_kib(pid: i32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Memory in the buffer arena a process holds open (shared with its peer,
+/// so not in its resident set until it touches it), in KiB.
+pub fn arena_kib(pid: i32) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return 0;
+    };
+    rd.flatten()
+        .filter(|e| {
+            std::fs::read_link(e.path())
+                .is_ok_and(|l| l.to_string_lossy().contains("memfd:wormhole-buffers"))
+        })
+        .filter_map(|e| std::fs::metadata(e.path()).ok())
+        .map(|m| m.blocks() / 2)
+        .sum()
+}
+
 /// A reply: its status and outputs (after the has-outputs byte).
 pub struct Reply {
     pub status: i32,
@@ -231,8 +254,8 @@ pub struct RawClient {
 impl RawClient {
     pub fn connect(path: &Path) -> Result<Self, TestError> {
         let sock = UnixStream::connect(path)?;
-        let (hello, fd) = recv_hello(&sock)?;
-        let (layout, fd) = match (hello.layout, fd) {
+        let (hello, fds) = recv_hello(&sock)?;
+        let (layout, fd) = match (hello.layout, fds.into_iter().next()) {
             (Some(l), Some(fd)) => (l, fd),
             _ => return Err(TestError::Protocol("no shared memory in greeting".into())),
         };

@@ -1,5 +1,6 @@
 //! Programs that exercise waiting (events, user events, threads, large
-//! streamed transfers) under the server's other handoff modes.
+//! streamed transfers) under the server's other handoff modes, and with
+//! buffers kept in the tenant's own memory.
 
 #[test]
 fn handoff_spin_matches_native() {
@@ -9,4 +10,9 @@ fn handoff_spin_matches_native() {
 #[test]
 fn handoff_same_core_matches_native() {
     wormhole_it::native_vs_wormhole_server_args(&["events", "large"], &["--handoff", "same-core"]);
+}
+
+#[test]
+fn without_shared_buffers_matches_native() {
+    wormhole_it::native_vs_wormhole_server_args(&["buffers", "large"], &["--no-shared-buffers"]);
 }

@@ -9,13 +9,13 @@ use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock};
 
 use wormhole_opencl_api::{
-    func, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_VALUE, CL_MAP_WRITE,
+    func, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_VALUE, CL_MAP_READ, CL_MAP_WRITE,
     CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_TYPE, CL_MEM_USE_HOST_PTR, CL_OUT_OF_HOST_MEMORY,
-    CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS,
+    CL_OUT_OF_RESOURCES, CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS,
 };
 
 use crate::gen;
-use crate::rt::{conn, fresh_id, obj, object_for, set_errcode, Call, Reply};
+use crate::rt::{conn, fresh_id, obj, object_for, set_errcode, Call, Placement, Reply};
 
 /// # Safety
 /// As for `clGetPlatformIDs`.
@@ -401,6 +401,9 @@ struct Mapped {
     flags: u64,
     /// Allocated here (freed on unmap), or the application's host pointer.
     owned: Option<std::alloc::Layout>,
+    /// The buffer's own storage, in memory shared with the server: nothing
+    /// to write back.
+    direct: bool,
 }
 
 fn maps() -> std::sync::MutexGuard<'static, HashMap<usize, Vec<Mapped>>> {
@@ -441,21 +444,44 @@ fn finish_map(
     flags: u64,
 ) -> Result<*mut c_void, i32> {
     let raw = r.opt_flag()?;
-    let mut len = 0u64;
-    // SAFETY: a local out-value.
-    unsafe { r.out_u64(&mut len)? };
-    let len = usize::try_from(len).map_err(|_| CL_OUT_OF_HOST_MEMORY)?;
-    let (p, owned) = map_memory(host, offset, len)?;
-    if raw {
-        // SAFETY: `p` spans `len` bytes (just allocated, or the
-        // application's host buffer from `offset`, as the API promises).
-        r.recv_raw(unsafe { std::slice::from_raw_parts_mut(p, len) })?;
+    let (mut len, mut at) = (0u64, u64::MAX);
+    // SAFETY: local out-values.
+    unsafe {
+        r.out_u64(&mut len)?;
+        r.out_u64(&mut at)?;
     }
+    let len = usize::try_from(len).map_err(|_| CL_OUT_OF_HOST_MEMORY)?;
+    let shared = match at {
+        u64::MAX => None,
+        at => Some(
+            crate::rt::arena()
+                .and_then(|a| a.ptr_at(at, len))
+                .ok_or(CL_OUT_OF_RESOURCES)?,
+        ),
+    };
+    let (p, owned, direct) = match shared {
+        Some(sp) if host == 0 => (sp, None, true),
+        _ => {
+            let (p, owned) = map_memory(host, offset, len)?;
+            if let Some(sp) = shared {
+                // A USE_HOST_PTR mapping must be the application's memory.
+                // SAFETY: both span `len` bytes (checked against the arena;
+                // the host buffer from `offset`, as the API promises).
+                unsafe { std::ptr::copy_nonoverlapping(sp, p, len) };
+            } else if raw {
+                // SAFETY: `p` spans `len` bytes (just allocated, or the
+                // application's host buffer from `offset`, as the API promises).
+                r.recv_raw(unsafe { std::slice::from_raw_parts_mut(p, len) })?;
+            }
+            (p, owned, false)
+        }
+    };
     maps().entry(p as usize).or_default().push(Mapped {
         id,
         len,
         flags,
         owned,
+        direct,
     });
     Ok(p as *mut c_void)
 }
@@ -613,7 +639,8 @@ pub unsafe extern "C" fn clEnqueueUnmapMemObject(
         let mut c = Call::begin(func::clEnqueueUnmapMemObject)?;
         // What the server needs to follow the stream comes first.
         c.enc.u64(m.id);
-        let write_back = m.flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0;
+        let write_back =
+            !m.direct && m.flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0;
         c.enc.bool(write_back);
         c.enc.u64(m.len as u64);
         if write_back {
@@ -672,8 +699,80 @@ pub unsafe extern "C" fn clGetExtensionFunctionAddressForPlatform(
 }
 
 /// Transfers at least this large stream through the channel outside the
-/// frame (see `whEnqueueWriteBufferBulk`).
+/// frame (see `whEnqueueWriteBufferBulk`), or, into buffers in memory shared
+/// with the server, are a copy here.
 const BULK_MIN: usize = 256 << 10;
+
+/// A buffer whose large transfers should go through a map, because the
+/// server may keep it in memory this process maps too (not yet known not
+/// to; a USE_HOST_PTR buffer never is).
+fn shared_candidate(buf: *mut c_void) -> Option<&'static crate::rt::Obj> {
+    crate::rt::arena()?;
+    let o = obj(buf, Kind::Mem).ok()??;
+    (o.placement() != Placement::Server && o.host_ptr.load(Ordering::Relaxed) == 0).then_some(o)
+}
+
+/// A transfer as a blocking map, a copy and an unmap (whose event is the
+/// transfer's). The map runs after the wait list and, in order, after
+/// earlier commands, as the transfer would; when the buffer lives in shared
+/// memory nothing crosses the channel but the two calls. Otherwise the map
+/// moved the bytes through the channel: the buffer is remembered as the
+/// server's, and later transfers stream (one copy fewer).
+///
+/// # Safety
+/// As for `clEnqueueWriteBuffer` (`map_flags` WRITE_INVALIDATE_REGION) or
+/// `clEnqueueReadBuffer` (READ): `ptr` holds `size` bytes.
+#[allow(clippy::too_many_arguments)]
+unsafe fn transfer_via_map(
+    o: &crate::rt::Obj,
+    q: *mut c_void,
+    buf: *mut c_void,
+    map_flags: u64,
+    offset: usize,
+    size: usize,
+    ptr: *mut u8,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    let mut err = CL_SUCCESS;
+    // SAFETY: forwarded contract; no event for the map itself.
+    let m = unsafe {
+        clEnqueueMapBuffer(
+            q,
+            buf,
+            1,
+            map_flags,
+            offset,
+            size,
+            n,
+            wl,
+            std::ptr::null_mut(),
+            &mut err,
+        )
+    };
+    if err != CL_SUCCESS {
+        return err;
+    }
+    let m = m as *mut u8;
+    let shared = crate::rt::arena().is_some_and(|a| a.offset_of(m, size).is_some());
+    o.set_placement(if shared {
+        Placement::Shared
+    } else {
+        Placement::Server
+    });
+    // SAFETY: the mapping spans `size` bytes until unmapped; `ptr` holds
+    // `size` bytes (the caller's contract); they are distinct memory.
+    unsafe {
+        if map_flags == CL_MAP_READ {
+            std::ptr::copy_nonoverlapping(m, ptr, size);
+        } else {
+            std::ptr::copy_nonoverlapping(ptr as *const u8, m, size);
+        }
+    }
+    // SAFETY: our own mapping, given back once.
+    unsafe { clEnqueueUnmapMemObject(q, buf, m.cast(), 0, std::ptr::null(), ev) }
+}
 
 /// # Safety
 /// As for `clEnqueueWriteBuffer`.
@@ -693,6 +792,23 @@ pub unsafe extern "C" fn clEnqueueWriteBuffer(
         // SAFETY: forwarded contract.
         return unsafe {
             gen::clEnqueueWriteBuffer(q, buf, blocking, offset, size, ptr, n, wl, ev)
+        };
+    }
+    if let Some(o) = shared_candidate(buf) {
+        // SAFETY: forwarded contract.
+        return unsafe {
+            transfer_via_map(
+                o,
+                q,
+                buf,
+                CL_MAP_WRITE_INVALIDATE_REGION,
+                offset,
+                size,
+                ptr as *mut u8,
+                n,
+                wl,
+                ev,
+            )
         };
     }
     let run = || -> Result<i32, i32> {
@@ -741,6 +857,23 @@ pub unsafe extern "C" fn clEnqueueReadBuffer(
     if size < BULK_MIN || ptr.is_null() {
         // SAFETY: forwarded contract.
         return unsafe { gen::clEnqueueReadBuffer(q, buf, blocking, offset, size, ptr, n, wl, ev) };
+    }
+    if let Some(o) = shared_candidate(buf) {
+        // SAFETY: forwarded contract.
+        return unsafe {
+            transfer_via_map(
+                o,
+                q,
+                buf,
+                CL_MAP_READ,
+                offset,
+                size,
+                ptr as *mut u8,
+                n,
+                wl,
+                ev,
+            )
+        };
     }
     let run = || -> Result<i32, i32> {
         let mut c = Call::begin(func::whEnqueueReadBufferBulk)?;

@@ -40,6 +40,34 @@ pub struct Obj {
     pub host_ptr: AtomicUsize,
     /// A user event whose status the application has not set yet.
     pub user_pending: std::sync::atomic::AtomicBool,
+    /// For buffers: whether the server keeps them in the shared arena, as
+    /// learned from the first large transfer (see [`Placement`]).
+    pub placement: std::sync::atomic::AtomicU8,
+}
+
+/// Where a buffer's storage lives, as far as this side knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Placement {
+    Unknown = 0,
+    /// In memory this process maps too: transfers are a local copy.
+    Shared = 1,
+    /// Only on the server: transfers stream through the channel.
+    Server = 2,
+}
+
+impl Obj {
+    pub fn placement(&self) -> Placement {
+        match self.placement.load(Ordering::Relaxed) {
+            1 => Placement::Shared,
+            2 => Placement::Server,
+            _ => Placement::Unknown,
+        }
+    }
+
+    pub fn set_placement(&self, p: Placement) {
+        self.placement.store(p as u8, Ordering::Relaxed);
+    }
 }
 
 struct Registry {
@@ -88,6 +116,7 @@ pub fn object_for(id: u64, kind: Kind, refs: u32) -> *mut c_void {
         refs: AtomicU32::new(refs),
         host_ptr: AtomicUsize::new(0),
         user_pending: std::sync::atomic::AtomicBool::new(false),
+        placement: std::sync::atomic::AtomicU8::new(Placement::Unknown as u8),
     }));
     r.by_id.insert(id, obj as usize);
     r.live.insert(obj as usize);
@@ -184,6 +213,8 @@ struct ChanState {
 pub struct Conn {
     state: Mutex<ChanState>,
     pub platforms: Vec<u64>,
+    /// Memory the server may place buffers in (shared memory only).
+    pub arena: Option<std::sync::Arc<wormhole_transport::arena::Arena>>,
     /// The process that connected. A child made by fork() shares our rings
     /// and must not use them: it would corrupt its parent's calls.
     pid: u32,
@@ -206,6 +237,7 @@ fn connect() -> Result<Conn, String> {
         crate::callbacks::start_notifier(rx);
     }
     let chan = c.chan;
+    let arena = c.arena;
     let mut conn = Conn {
         state: Mutex::new(ChanState {
             chan,
@@ -215,6 +247,7 @@ fn connect() -> Result<Conn, String> {
             dead: false,
         }),
         platforms: Vec::new(),
+        arena,
         pid: std::process::id(),
     };
     conn.platforms = fetch_platforms(&conn)?;
@@ -253,6 +286,11 @@ pub fn conn() -> Option<&'static Conn> {
         }
     })
     .as_ref()
+}
+
+/// The memory shared with the server for buffers, if any.
+pub fn arena() -> Option<&'static wormhole_transport::arena::Arena> {
+    conn().and_then(|c| c.arena.as_deref())
 }
 
 /// A call being marshalled; holds the channel.

@@ -60,6 +60,10 @@ pub struct Config {
     /// then .12). Absent or unloadable, CUDA calls answer as a machine
     /// without the driver does.
     pub cuda_runtime: Option<PathBuf>,
+    /// Bytes of address space each tenant shares with its client for the
+    /// buffers of CPU devices, so that their transfers are one copy as
+    /// natively (memory is used only as buffers fill it); 0 turns it off.
+    pub shared_buffers: u64,
 }
 
 impl Default for Config {
@@ -76,6 +80,7 @@ impl Default for Config {
             opencl: true,
             cuda: true,
             cuda_runtime: None,
+            shared_buffers: 64 << 30,
         }
     }
 }

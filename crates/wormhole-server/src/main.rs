@@ -38,6 +38,10 @@ struct Cli {
     /// The libcudart to forward CUDA calls to.
     #[arg(long)]
     cuda_runtime: Option<PathBuf>,
+    /// Keep CPU devices' buffers in the tenant's own memory (transfers then
+    /// stream through the channel) instead of memory shared with the client.
+    #[arg(long)]
+    no_shared_buffers: bool,
     #[command(subcommand)]
     cmd: Option<Cmd>,
 }
@@ -77,6 +81,9 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     if let Some(p) = &cli.cuda_runtime {
         c.cuda_runtime = Some(p.clone());
     }
+    if cli.no_shared_buffers {
+        c.shared_buffers = 0;
+    }
     c.validate()?;
     Ok(c)
 }
@@ -106,6 +113,9 @@ fn tenant_args(cli: &Cli) -> Vec<String> {
     }
     if let Some(p) = &cli.cuda_runtime {
         a.push(format!("--cuda-runtime={}", p.display()));
+    }
+    if cli.no_shared_buffers {
+        a.push("--no-shared-buffers".into());
     }
     a
 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use thiserror::Error;
 use wormhole_opencl_api::{is_async, CL_INVALID_VALUE};
+use wormhole_transport::arena::Arena;
 use wormhole_transport::hello::{send_hello, Hello, PROTOCOL_VERSION};
 use wormhole_transport::shm::{NotifySender, Region, ShmChannel, Side};
 use wormhole_transport::stream::StreamChannel;
@@ -171,6 +172,23 @@ fn limits(config: &Config) -> Limits {
     }
 }
 
+/// The memory a tenant shares with its client for buffers, if configured;
+/// without it transfers stream through the channel, so a failure to make
+/// it is worth a warning, not the tenant.
+fn shared_arena(config: &Config) -> Option<Arc<Arena>> {
+    if !config.opencl || config.shared_buffers == 0 {
+        return None;
+    }
+    let len = usize::try_from(config.shared_buffers).ok()?;
+    match Arena::create(len) {
+        Ok(a) => Some(a),
+        Err(e) => {
+            log::warn!("no shared buffers ({e}): transfers go through the channel");
+            None
+        }
+    }
+}
+
 /// Runs a tenant on an accepted connection (fd 3 in the tenant process).
 pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
     let is_unix =
@@ -178,12 +196,16 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
     if is_unix {
         let sock = UnixStream::from(fd);
         let region = Region::create(config.layout())?;
+        let arena = shared_arena(config);
         let hello = Hello {
             version: PROTOCOL_VERSION,
             handoff: config.handoff(),
             layout: Some(region.layout()),
+            arena: arena.as_ref().map_or(0, |a| a.len() as u64),
         };
-        match send_hello(&sock, &hello, Some(region.fd().as_raw_fd())) {
+        let mut fds = vec![region.fd().as_raw_fd()];
+        fds.extend(arena.as_ref().map(|a| a.fd().as_raw_fd()));
+        match send_hello(&sock, &hello, &fds) {
             Ok(()) => {}
             // The client left before we greeted it (a probe, say): done.
             Err(TransportError::Sys(nix::errno::Errno::EPIPE | nix::errno::Errno::ECONNRESET)) => {
@@ -208,6 +230,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
         });
         let notify = Arc::new(NotifySender::new(region.clone()));
         let mut t = Tenant::new(export(config), limits(config), Some(notify));
+        t.shared = arena.map(opencl::shared::SharedBuffers::new);
         let mut chan = ShmChannel::new(region, Side::Server, config.handoff(), None);
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
         let mut cu = cuda_tenant(config);
@@ -220,6 +243,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
             version: PROTOCOL_VERSION,
             handoff: config.handoff(),
             layout: None,
+            arena: 0,
         };
         stream.write_all(&hello.to_bytes())?;
         let mut t = Tenant::new(export(config), limits(config), None);

@@ -8,7 +8,8 @@ use std::os::unix::net::UnixStream;
 
 use thiserror::Error;
 
-use crate::hello::{recv_hello, Hello};
+use crate::arena::Arena;
+use crate::hello::{recv_hello, Hello, HELLO_LEN};
 use crate::shm::{NotifyReceiver, Region, ShmChannel, Side};
 use crate::stream::StreamChannel;
 use crate::{Channel, TransportError};
@@ -41,10 +42,12 @@ pub enum ConnectError {
 }
 
 /// A connection: the call channel and, over shared memory, the ring on
-/// which the server posts notifications (callbacks).
+/// which the server posts notifications (callbacks) and the arena in which
+/// it may place device buffers.
 pub struct Connection {
     pub chan: Box<dyn Channel>,
     pub notify: Option<NotifyReceiver>,
+    pub arena: Option<std::sync::Arc<Arena>>,
 }
 
 /// Whether the server is still there: a peek at the control socket, on
@@ -80,7 +83,7 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
             source,
         };
         let mut s = std::net::TcpStream::connect(addr).map_err(unreachable)?;
-        let mut b = [0u8; 40];
+        let mut b = [0u8; HELLO_LEN];
         s.read_exact(&mut b)
             .map_err(|source| ConnectError::Unreachable {
                 target: target.clone(),
@@ -93,6 +96,7 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
         return Ok(Connection {
             chan: Box::new(StreamChannel::tcp(s)?),
             notify: None,
+            arena: None,
         });
     }
     let path = match target.strip_prefix("unix:").unwrap_or(&target) {
@@ -104,15 +108,26 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
         target: shown.clone(),
         source,
     })?;
-    let (hello, fd) = recv_hello(&sock).map_err(|source| ConnectError::BadGreeting {
+    let (hello, fds) = recv_hello(&sock).map_err(|source| ConnectError::BadGreeting {
         target: shown.clone(),
         source,
     })?;
-    let (layout, fd) = match (hello.layout, fd) {
+    let mut fds = fds.into_iter();
+    let (layout, fd) = match (hello.layout, fds.next()) {
         (Some(l), Some(fd)) => (l, fd),
         _ => return Err(ConnectError::NoSharedMemory(shown)),
     };
     let region = Region::open(fd, layout)?;
+    // The server may hand us buffer memory it will then answer transfers
+    // with; a client that cannot map it could not read those answers.
+    let arena = match (hello.arena, fds.next()) {
+        (0, _) => None,
+        (len, Some(fd)) => {
+            let len = usize::try_from(len).map_err(|_| TransportError::BadLayout)?;
+            Some(Arena::open(fd, len)?)
+        }
+        (_, None) => return Err(ConnectError::NoSharedMemory(shown)),
+    };
     let alive = alive_check(sock.try_clone()?);
     let chan = ShmChannel::new(
         region.clone(),
@@ -128,5 +143,6 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
     Ok(Connection {
         chan: Box::new(chan),
         notify: Some(notify),
+        arena,
     })
 }

@@ -1,6 +1,7 @@
 //! The greeting a tenant process sends on the control socket when a client
 //! connects: protocol version, handoff mode and, for shared memory, the ring
-//! layout with the region's file descriptor attached (SCM_RIGHTS).
+//! layout with the region's file descriptor attached (SCM_RIGHTS), and the
+//! length of the buffer arena whose descriptor follows the region's.
 
 use std::io::IoSlice;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -14,8 +15,9 @@ use crate::TransportError;
 
 const MAGIC: u32 = u32::from_le_bytes(*b"WHOL");
 /// Bumped whenever the wire format or the ring layout changes.
-pub const PROTOCOL_VERSION: u32 = 2;
-const HELLO_LEN: usize = 40;
+pub const PROTOCOL_VERSION: u32 = 3;
+/// Bytes of a greeting.
+pub const HELLO_LEN: usize = 48;
 
 /// What the server tells a new client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +26,8 @@ pub struct Hello {
     pub handoff: Handoff,
     /// `None` for a stream transport (no shared memory).
     pub layout: Option<Layout>,
+    /// Bytes of the shared buffer arena (0: none).
+    pub arena: u64,
 }
 
 impl Hello {
@@ -46,6 +50,7 @@ impl Hello {
         b[16..24].copy_from_slice(&(l.request as u64).to_le_bytes());
         b[24..32].copy_from_slice(&(l.reply as u64).to_le_bytes());
         b[32..40].copy_from_slice(&(l.notify as u64).to_le_bytes());
+        b[40..48].copy_from_slice(&self.arena.to_le_bytes());
         b
     }
 
@@ -89,45 +94,43 @@ impl Hello {
             version,
             handoff,
             layout,
+            arena: u64_at(40),
         })
     }
 }
 
-/// Sends the greeting, with `fd` attached when given.
-pub fn send_hello(
-    sock: &UnixStream,
-    hello: &Hello,
-    fd: Option<RawFd>,
-) -> Result<(), TransportError> {
+/// Sends the greeting, with `fds` attached (the region's, then the
+/// arena's).
+pub fn send_hello(sock: &UnixStream, hello: &Hello, fds: &[RawFd]) -> Result<(), TransportError> {
     let bytes = hello.to_bytes();
     let iov = [IoSlice::new(&bytes)];
-    let fds: Vec<RawFd> = fd.into_iter().collect();
-    let cmsg = [ControlMessage::ScmRights(&fds)];
+    let cmsg = [ControlMessage::ScmRights(fds)];
     let cmsgs: &[ControlMessage] = if fds.is_empty() { &[] } else { &cmsg };
     sendmsg::<()>(sock.as_raw_fd(), &iov, cmsgs, MsgFlags::MSG_NOSIGNAL, None)?;
     Ok(())
 }
 
-/// Receives the greeting and the file descriptor that came with it.
-pub fn recv_hello(sock: &UnixStream) -> Result<(Hello, Option<OwnedFd>), TransportError> {
+/// Receives the greeting and the file descriptors that came with it, in
+/// order (at most two; any more are closed).
+pub fn recv_hello(sock: &UnixStream) -> Result<(Hello, Vec<OwnedFd>), TransportError> {
     let mut bytes = [0u8; HELLO_LEN];
     let mut iov = [std::io::IoSliceMut::new(&mut bytes)];
-    let mut space = nix::cmsg_space!([RawFd; 1]);
+    let mut space = nix::cmsg_space!([RawFd; 2]);
     let msg = recvmsg::<()>(
         sock.as_raw_fd(),
         &mut iov,
         Some(&mut space),
         MsgFlags::MSG_CMSG_CLOEXEC,
     )?;
-    let mut fd = None;
+    let mut fds = Vec::new();
     for c in msg.cmsgs()? {
-        if let ControlMessageOwned::ScmRights(fds) = c {
-            for f in fds {
+        if let ControlMessageOwned::ScmRights(got) = c {
+            for f in got {
                 // SAFETY: the kernel just installed this descriptor for us;
                 // nothing else owns it.
                 let owned = unsafe { OwnedFd::from_raw_fd(f) };
-                if fd.is_none() {
-                    fd = Some(owned);
+                if fds.len() < 2 {
+                    fds.push(owned);
                 }
             }
         }
@@ -137,7 +140,7 @@ pub fn recv_hello(sock: &UnixStream) -> Result<(Hello, Option<OwnedFd>), Transpo
         return Err(TransportError::PeerGone);
     }
     let hello = Hello::from_bytes(&bytes[..n])?;
-    Ok((hello, fd))
+    Ok((hello, fds))
 }
 
 #[cfg(test)]
@@ -150,9 +153,10 @@ mod tests {
             version: PROTOCOL_VERSION,
             handoff: Handoff::Spin { polls: 7 },
             layout: Some(Layout::default()),
+            arena: 1 << 30,
         };
         assert_eq!(Hello::from_bytes(&h.to_bytes()).expect("decode"), h);
-        assert!(Hello::from_bytes(&[0u8; 40]).is_err());
+        assert!(Hello::from_bytes(&[0u8; HELLO_LEN]).is_err());
         assert!(Hello::from_bytes(&[0u8; 3]).is_err());
     }
 
@@ -164,10 +168,12 @@ mod tests {
             version: PROTOCOL_VERSION,
             handoff: Handoff::Futex,
             layout: Some(r.layout()),
+            arena: 1 << 20,
         };
-        send_hello(&a, &h, Some(r.fd().as_raw_fd())).expect("send");
-        let (got, fd) = recv_hello(&b).expect("recv");
+        let arena = crate::arena::Arena::create(1 << 20).expect("arena");
+        send_hello(&a, &h, &[r.fd().as_raw_fd(), arena.fd().as_raw_fd()]).expect("send");
+        let (got, fds) = recv_hello(&b).expect("recv");
         assert_eq!(got, h);
-        assert!(fd.is_some());
+        assert_eq!(fds.len(), 2);
     }
 }

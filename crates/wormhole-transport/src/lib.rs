@@ -6,9 +6,12 @@
 //!   wakes it. No socket is touched on this path.
 //! * [`stream::StreamChannel`]: length-prefixed frames over TCP (between
 //!   hosts; also our GVirtuS-like baseline) or a Unix socket.
+//! * [`arena::Arena`]: memory shared for device buffers, so that a CPU
+//!   device's transfers need no trip through the channel.
 //!
 //! Both implement [`Channel`], which is all the client and server see.
 
+pub mod arena;
 pub mod client;
 pub mod futex;
 pub mod hello;

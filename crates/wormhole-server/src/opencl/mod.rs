@@ -9,6 +9,7 @@
 pub mod callbacks;
 pub mod custom;
 pub mod overrides;
+pub mod shared;
 pub mod tenant;
 
 use std::ffi::c_void;
@@ -44,7 +45,7 @@ const ZERO_ORIGIN: [usize; 3] = [0, 0, 0];
 /// semantics where it can (maps return it). A combination the API forbids
 /// (USE with ALLOC or COPY) goes through unchanged so that the library
 /// rejects it as it would natively.
-fn host_flags(flags: u64) -> u64 {
+pub(crate) fn host_flags(flags: u64) -> u64 {
     use wormhole_opencl_api::{CL_MEM_ALLOC_HOST_PTR, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR};
     let exclusive = CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR;
     if flags & CL_MEM_USE_HOST_PTR != 0 && flags & exclusive == 0 {

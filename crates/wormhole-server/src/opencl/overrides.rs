@@ -221,6 +221,48 @@ pub unsafe fn clGetDeviceInfo(
     s
 }
 
+/// # Safety
+/// As for `clCreateBuffer`; `host_ptr` is NULL or the request's copy of
+/// the initial contents, `size` bytes.
+pub unsafe fn clCreateBuffer(
+    t: &mut Tenant,
+    ctx: *mut c_void,
+    flags: u64,
+    size: usize,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    if let Some(sb) = &t.shared {
+        // SAFETY: forwarded contract.
+        if let Some(m) = unsafe { super::shared::create(sb, ctx, flags, size, host_ptr) } {
+            // SAFETY: `err` is the decoder's local.
+            unsafe { *err = CL_SUCCESS };
+            return m;
+        }
+    }
+    // SAFETY: forwarded contract.
+    unsafe { ffi::clCreateBuffer(ctx, super::host_flags(flags), size, host_ptr, err) }
+}
+
+/// # Safety
+/// As for `clGetMemObjectInfo`.
+pub unsafe fn clGetMemObjectInfo(
+    t: &mut Tenant,
+    mem: *mut c_void,
+    param: u32,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    let s = unsafe { ffi::clGetMemObjectInfo(mem, param, size, value, size_ret) };
+    if let (Some(sb), CL_SUCCESS) = (&t.shared, s) {
+        // SAFETY: the library wrote up to `size` bytes into `value`.
+        unsafe { super::shared::fix_flags(sb, mem, param, size, value) };
+    }
+    s
+}
+
 const CL_PROGRAM_NUM_DEVICES: u32 = 0x1162;
 const CL_PROGRAM_BINARY_SIZES: u32 = 0x1165;
 const CL_PROGRAM_BINARIES: u32 = 0x1166;
@@ -701,8 +743,9 @@ fn wait_list_and_event(
 
 /// Records a mapping and arranges for its current contents to stream after
 /// the reply, unless the application will overwrite them all
-/// (WRITE_INVALIDATE_REGION). The reply says whether they follow, and how
-/// long the mapping is.
+/// (WRITE_INVALIDATE_REGION) or the mapping lies in memory the client maps
+/// too. The reply says whether they follow, how long the mapping is, and
+/// where in the arena it lies (`u64::MAX`: not there).
 fn publish_mapping(
     t: &mut Tenant,
     e: &mut Encoder,
@@ -724,9 +767,15 @@ fn publish_mapping(
             len,
         },
     );
-    let send = flags & CL_MAP_WRITE_INVALIDATE_REGION == 0;
+    // Memory the client maps too needs no bytes sent: it uses it directly.
+    let direct = t
+        .shared
+        .as_ref()
+        .and_then(|sb| sb.arena().offset_of(ptr as *const u8, len as usize));
+    let send = flags & CL_MAP_WRITE_INVALIDATE_REGION == 0 && direct.is_none();
     e.bool(send);
     e.u64(len);
+    e.u64(direct.unwrap_or(u64::MAX));
     if send {
         t.bulk = Some(Bulk::Send {
             ptr: ptr as usize,
@@ -785,6 +834,7 @@ pub fn d_clEnqueueMapBuffer(
     } else {
         e.bool(false);
         e.u64(0);
+        e.u64(u64::MAX);
     }
     Ok(err)
 }
@@ -837,6 +887,7 @@ pub fn d_clEnqueueMapImage(
     if err != CL_SUCCESS || ptr.is_null() {
         e.bool(false);
         e.u64(0);
+        e.u64(u64::MAX);
         return Ok(err);
     }
     let (ty, elem) = super::custom::image_shape(img).ok_or(CL_INVALID_VALUE)?;

@@ -65,6 +65,9 @@ pub struct Tenant {
     /// Set when a request leaves the stream impossible to follow: the
     /// tenant is then cut off.
     pub broken: bool,
+    /// Memory shared with the client for CPU devices' buffers (none over
+    /// TCP, or when configured off).
+    pub shared: Option<Arc<super::shared::SharedBuffers>>,
 }
 
 impl Tenant {
@@ -83,6 +86,7 @@ impl Tenant {
             mappings: HashMap::new(),
             bulk: None,
             broken: false,
+            shared: None,
         };
         for &p in &platforms {
             t.id_for(Kind::Platform, p);

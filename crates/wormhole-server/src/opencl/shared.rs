@@ -1,0 +1,250 @@
+//! Buffers in memory shared with the client (the tenant's arena).
+//!
+//! A CPU device computes in host memory, so a buffer created with
+//! `CL_MEM_USE_HOST_PTR` over a piece of the arena is the device's own
+//! storage, and the client sees it too: a map of it returns arena memory,
+//! which the client hands the application (or copies a transfer into)
+//! without any bytes crossing the channel. Only buffers the application
+//! creates without a host pointer of its own, in contexts of CPU devices
+//! alone, go there; the rest are untouched. The arena holds buffer contents
+//! only, which the client may scribble on as it could on its own buffers.
+
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::ops::Range;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use range_alloc::RangeAllocator;
+use wormhole_opencl_api::{
+    CL_MEM_ALLOC_HOST_PTR, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR, CL_SUCCESS,
+};
+use wormhole_transport::arena::Arena;
+
+use super::ffi;
+
+const CL_CONTEXT_DEVICES: u32 = 0x1081;
+const CL_DEVICE_TYPE: u32 = 0x1000;
+const CL_DEVICE_TYPE_CPU: u64 = 1 << 1;
+const CL_MEM_FLAGS: u32 = 0x1101;
+const CL_MEM_ASSOCIATED_MEMOBJECT: u32 = 0x1107;
+/// Pieces start on page boundaries, which also satisfies every alignment a
+/// device may ask of a host pointer.
+const PAGE: u64 = 4096;
+
+struct State {
+    free: RangeAllocator<u64>,
+    /// Buffers placed in the arena: the flags the application would see
+    /// natively, and their piece.
+    buffers: HashMap<usize, (u64, Range<u64>)>,
+}
+
+/// A tenant's arena and what is allocated in it.
+pub struct SharedBuffers {
+    arena: Arc<Arena>,
+    state: Mutex<State>,
+}
+
+impl SharedBuffers {
+    pub fn new(arena: Arc<Arena>) -> Arc<Self> {
+        let len = arena.len() as u64 / PAGE * PAGE;
+        Arc::new(SharedBuffers {
+            arena,
+            state: Mutex::new(State {
+                free: RangeAllocator::new(0..len),
+                buffers: HashMap::new(),
+            }),
+        })
+    }
+
+    pub fn arena(&self) -> &Arena {
+        &self.arena
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn alloc(&self, size: usize) -> Option<Range<u64>> {
+        let len = (size as u64).checked_add(PAGE - 1)? / PAGE * PAGE;
+        self.state().free.allocate_range(len).ok()
+    }
+
+    fn free(&self, r: Range<u64>) {
+        // Freed pages go back to the system now, not when the tenant ends.
+        if let Err(e) = self.arena.discard(r.start, r.end - r.start) {
+            log::warn!("shared buffers: giving pages back failed: {e}");
+        }
+        self.state().free.free_range(r);
+    }
+
+    /// The flags the application would see for `mem` natively, if its
+    /// storage is (or belongs to a buffer that is) in the arena: ours added
+    /// USE_HOST_PTR, and the application's host-pointer flags come back.
+    pub fn native_flags(&self, mem: *mut c_void, reported: u64) -> u64 {
+        let mut m = mem;
+        // A sub-buffer or image inherits its buffer's host-pointer flags;
+        // the chain is at most a buffer under an image under a sub-buffer.
+        for _ in 0..4 {
+            if let Some((flags, _)) = self.state().buffers.get(&(m as usize)) {
+                let host = CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR | CL_MEM_ALLOC_HOST_PTR;
+                return (reported & !host) | (flags & host);
+            }
+            match associated(m) {
+                Some(p) => m = p,
+                None => break,
+            }
+        }
+        reported
+    }
+}
+
+fn associated(mem: *mut c_void) -> Option<*mut c_void> {
+    let mut p: *mut c_void = std::ptr::null_mut();
+    // SAFETY: a memory object from the table (or its parent, from the
+    // library); the answer is one pointer, into `p`.
+    let s = unsafe {
+        ffi::clGetMemObjectInfo(
+            mem,
+            CL_MEM_ASSOCIATED_MEMOBJECT,
+            std::mem::size_of::<*mut c_void>(),
+            &mut p as *mut *mut c_void as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    (s == CL_SUCCESS && !p.is_null()).then_some(p)
+}
+
+/// Whether every device of `ctx` is a CPU device (computes in host memory).
+fn cpu_context(ctx: *mut c_void) -> bool {
+    let mut bytes = 0usize;
+    // SAFETY: a context from the table; the size query writes one size_t.
+    let s = unsafe {
+        ffi::clGetContextInfo(ctx, CL_CONTEXT_DEVICES, 0, std::ptr::null_mut(), &mut bytes)
+    };
+    let n = bytes / std::mem::size_of::<*mut c_void>();
+    if s != CL_SUCCESS || n == 0 || n > 4096 {
+        return false;
+    }
+    let mut devs = vec![std::ptr::null_mut::<c_void>(); n];
+    // SAFETY: `devs` holds the `bytes` the library said it needs.
+    let s = unsafe {
+        ffi::clGetContextInfo(
+            ctx,
+            CL_CONTEXT_DEVICES,
+            n * std::mem::size_of::<*mut c_void>(),
+            devs.as_mut_ptr().cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    s == CL_SUCCESS
+        && devs.iter().all(|&d| {
+            let mut ty = 0u64;
+            // SAFETY: a device of the context; the answer is a cl_bitfield.
+            let s = unsafe {
+                ffi::clGetDeviceInfo(
+                    d,
+                    CL_DEVICE_TYPE,
+                    8,
+                    &mut ty as *mut u64 as *mut c_void,
+                    std::ptr::null_mut(),
+                )
+            };
+            s == CL_SUCCESS && ty & CL_DEVICE_TYPE_CPU != 0
+        })
+}
+
+struct Piece {
+    owner: Arc<SharedBuffers>,
+    range: Range<u64>,
+}
+
+/// Runs when the library destroys the buffer (not when the client lets go:
+/// commands and sub-buffers may still hold it), so a piece is never reused
+/// while the device may touch it.
+extern "C" fn piece_freed(mem: *mut c_void, user: *mut c_void) {
+    // SAFETY: `user` is the Box<Piece> leaked in `create`, and the library
+    // calls a destructor callback exactly once.
+    let piece = unsafe { Box::from_raw(user as *mut Piece) };
+    piece.owner.state().buffers.remove(&(mem as usize));
+    piece.owner.free(piece.range.clone());
+}
+
+/// Creates a buffer in the arena, if it belongs there: `flags` as the
+/// application gave them (a host pointer of its own keeps it out), `data`
+/// the initial contents for COPY_HOST_PTR. `None`: create it as usual.
+///
+/// # Safety
+/// `ctx` is a context from the table; `data`, when `flags` has
+/// COPY_HOST_PTR, points to `size` readable bytes.
+pub unsafe fn create(
+    sb: &Arc<SharedBuffers>,
+    ctx: *mut c_void,
+    flags: u64,
+    size: usize,
+    data: *const c_void,
+) -> Option<*mut c_void> {
+    if size == 0 || flags & (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR) != 0 {
+        return None;
+    }
+    let copy = flags & CL_MEM_COPY_HOST_PTR != 0;
+    if copy && data.is_null() || !cpu_context(ctx) {
+        return None;
+    }
+    let range = sb.alloc(size)?;
+    let Some(p) = sb.arena.ptr_at(range.start, size) else {
+        sb.free(range);
+        return None;
+    };
+    if copy {
+        // SAFETY: `data` holds `size` bytes (the caller's contract) and `p`
+        // is `size` bytes of a piece no buffer uses yet.
+        unsafe { std::ptr::copy_nonoverlapping(data as *const u8, p, size) };
+    }
+    let lib_flags = (flags & !CL_MEM_COPY_HOST_PTR) | CL_MEM_USE_HOST_PTR;
+    let mut err = 0;
+    // SAFETY: `p` is `size` bytes of the arena, alive as long as the tenant.
+    let mem = unsafe { ffi::clCreateBuffer(ctx, lib_flags, size, p.cast(), &mut err) };
+    if err != CL_SUCCESS || mem.is_null() {
+        sb.free(range);
+        return None;
+    }
+    let piece = Box::into_raw(Box::new(Piece {
+        owner: sb.clone(),
+        range: range.clone(),
+    }));
+    // SAFETY: a buffer the library just made; `piece_freed` takes the box.
+    let s = unsafe {
+        ffi::clSetMemObjectDestructorCallback(mem, piece_freed as *mut c_void, piece.cast())
+    };
+    if s != CL_SUCCESS {
+        // No way to learn when it dies: keep the piece for the tenant's
+        // life rather than risk handing it out twice.
+        // SAFETY: the callback was refused, so the box is still ours.
+        drop(unsafe { Box::from_raw(piece) });
+        log::warn!("shared buffers: no destructor callback ({s}); piece kept");
+    }
+    sb.state().buffers.insert(mem as usize, (flags, range));
+    Some(mem)
+}
+
+/// Fixes CL_MEM_FLAGS of a buffer in the arena to what the application
+/// asked for.
+///
+/// # Safety
+/// `value` is NULL or holds at least `size` bytes the library just wrote.
+pub unsafe fn fix_flags(
+    sb: &SharedBuffers,
+    mem: *mut c_void,
+    param: u32,
+    size: usize,
+    value: *mut c_void,
+) {
+    if param != CL_MEM_FLAGS || value.is_null() || size < 8 {
+        return;
+    }
+    // SAFETY: the caller's contract: 8 bytes written by the library.
+    unsafe {
+        let v = value as *mut u64;
+        *v = sb.native_flags(mem, *v);
+    }
+}

@@ -1,0 +1,181 @@
+//! Memory a tenant shares with its client for device buffers.
+//!
+//! On a device that computes in host memory (a CPU device such as PoCL's),
+//! a buffer whose storage lies in memory the client also maps needs no copy
+//! through the channel at all: a transfer is one `memcpy` by the client, as
+//! it is natively. The arena is one sparse memfd, sealed against resizing
+//! (the peer holds the file too), mapped once on each side; the server
+//! carves buffers out of it and punches the pages of freed ones back.
+//!
+//! Nothing the server relies on lives in the arena: the client may write any
+//! byte of it at any time and can only damage its own buffers' contents.
+
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
+
+use crate::TransportError;
+
+/// A shared mapping of the arena's file.
+pub struct Arena {
+    base: NonNull<u8>,
+    len: usize,
+    fd: OwnedFd,
+}
+
+// SAFETY: the mapping is plain shared memory for buffer contents; the
+// struct hands out raw pointers only, whose use is the caller's to justify.
+unsafe impl Send for Arena {}
+// SAFETY: as above; no method mutates the struct.
+unsafe impl Sync for Arena {}
+
+impl Arena {
+    /// A fresh arena of `len` bytes (server side). Pages cost memory only
+    /// once touched.
+    pub fn create(len: usize) -> Result<Arc<Self>, TransportError> {
+        use nix::fcntl::{fcntl, FcntlArg, SealFlag};
+        use nix::sys::memfd::MemFdCreateFlag;
+        if len == 0 {
+            return Err(TransportError::BadLayout);
+        }
+        let fd = nix::sys::memfd::memfd_create(
+            c"wormhole-buffers",
+            MemFdCreateFlag::MFD_CLOEXEC | MemFdCreateFlag::MFD_ALLOW_SEALING,
+        )?;
+        let flen = libc::off_t::try_from(len).map_err(|_| TransportError::BadLayout)?;
+        nix::unistd::ftruncate(&fd, flen)?;
+        // Sealed: the client cannot shrink the file under our mapping (our
+        // next access would fault).
+        fcntl(
+            fd.as_raw_fd(),
+            FcntlArg::F_ADD_SEALS(
+                SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW | SealFlag::F_SEAL_SEAL,
+            ),
+        )?;
+        Self::map(fd, len)
+    }
+
+    /// Maps an arena received from the server, after checking the file is
+    /// as long as announced (client side).
+    pub fn open(fd: OwnedFd, len: usize) -> Result<Arc<Self>, TransportError> {
+        let st = nix::sys::stat::fstat(fd.as_raw_fd())?;
+        if len == 0 || (st.st_size as u64) < len as u64 {
+            return Err(TransportError::BadLayout);
+        }
+        Self::map(fd, len)
+    }
+
+    fn map(fd: OwnedFd, len: usize) -> Result<Arc<Self>, TransportError> {
+        let nz = std::num::NonZeroUsize::new(len).ok_or(TransportError::BadLayout)?;
+        // SAFETY: a fresh shared mapping of a file we hold; no Rust object
+        // aliases it. It is unmapped only in Drop.
+        let ptr = unsafe {
+            mmap(
+                None,
+                nz,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED | MapFlags::MAP_NORESERVE,
+                fd.as_fd(),
+                0,
+            )?
+        };
+        Ok(Arc::new(Arena {
+            base: ptr.cast(),
+            len,
+            fd,
+        }))
+    }
+
+    /// The file to pass to the peer.
+    pub fn fd(&self) -> &OwnedFd {
+        &self.fd
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The address of byte `off`, if `len` bytes from there lie inside.
+    pub fn ptr_at(&self, off: u64, len: usize) -> Option<*mut u8> {
+        let off = usize::try_from(off).ok()?;
+        if off.checked_add(len)? > self.len {
+            return None;
+        }
+        // SAFETY: in bounds of the mapping, checked above.
+        Some(unsafe { self.base.as_ptr().add(off) })
+    }
+
+    /// Where `[p, p + len)` lies in the arena, if it lies wholly inside.
+    pub fn offset_of(&self, p: *const u8, len: usize) -> Option<u64> {
+        let off = (p as usize).checked_sub(self.base.as_ptr() as usize)?;
+        (off.checked_add(len)? <= self.len).then_some(off as u64)
+    }
+
+    /// Gives the pages of `[off, off + len)` back to the system; they read
+    /// as zeros afterwards.
+    pub fn discard(&self, off: u64, len: u64) -> Result<(), TransportError> {
+        let (o, l) = (
+            libc::off_t::try_from(off).map_err(|_| TransportError::BadLayout)?,
+            libc::off_t::try_from(len).map_err(|_| TransportError::BadLayout)?,
+        );
+        nix::fcntl::fallocate(
+            self.fd.as_raw_fd(),
+            nix::fcntl::FallocateFlags::FALLOC_FL_PUNCH_HOLE
+                | nix::fcntl::FallocateFlags::FALLOC_FL_KEEP_SIZE,
+            o,
+            l,
+        )?;
+        Ok(())
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping, of exactly this length; nothing borrowed
+        // from it outlives the Arena (callers hold the Arc while they use it).
+        unsafe {
+            let _ = munmap(self.base.cast(), self.len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_sides_see_the_same_bytes_and_discard_zeroes() {
+        let a = Arena::create(1 << 20).expect("create");
+        let dup = a.fd().try_clone().expect("dup");
+        let b = Arena::open(dup, 1 << 20).expect("open");
+        let p = a.ptr_at(8192, 4).expect("in range");
+        // SAFETY: 4 bytes inside the mapping.
+        unsafe { std::ptr::copy_nonoverlapping([1u8, 2, 3, 4].as_ptr(), p, 4) };
+        let q = b.ptr_at(8192, 4).expect("in range");
+        // SAFETY: 4 bytes inside the other mapping of the same file.
+        let got = unsafe { std::slice::from_raw_parts(q, 4) }.to_vec();
+        assert_eq!(got, [1, 2, 3, 4]);
+        assert_eq!(a.offset_of(p, 4), Some(8192));
+        a.discard(8192, 4096).expect("punch");
+        // SAFETY: as above.
+        assert_eq!(unsafe { *q }, 0);
+    }
+
+    #[test]
+    fn refuses_ranges_outside_and_a_short_file() {
+        let a = Arena::create(1 << 16).expect("create");
+        assert!(a.ptr_at(1 << 16, 1).is_none());
+        assert!(a.ptr_at(u64::MAX, 1).is_none());
+        assert!(a.offset_of(std::ptr::null(), 1).is_none());
+        let dup = a.fd().try_clone().expect("dup");
+        assert!(Arena::open(dup, 1 << 17).is_err());
+        // The seals hold: the client cannot shrink the file under us.
+        assert!(nix::unistd::ftruncate(a.fd(), 0).is_err());
+    }
+}
