@@ -290,7 +290,7 @@ pub fn markdown(r: &Results) -> String {
         );
     }
     let (nw, nr) = bulk(r, "native");
-    for mode in ["shm+futex", "shm+spin"] {
+    for mode in ["shm+futex", "shm+spin", "shm+futex-streamed"] {
         let (bw, br) = bulk(r, mode);
         if !bw.is_finite() {
             continue;

@@ -65,6 +65,10 @@ impl Target {
     }
 }
 
+/// The server whose bulk transfers stream through the channel (buffers
+/// not shared with the client), beside the default futex server.
+const STREAMED: &str = "futex-streamed";
+
 /// A server we started; killed on drop.
 struct Server {
     child: Child,
@@ -95,11 +99,17 @@ impl Server {
             None
         };
         let mut cmd = Command::new(bin_dir.join("wormhole-server"));
+        // STREAMED: futex, with buffers in the tenant's memory only, so
+        // that transfers stream through the channel.
+        let handoff = if mode == STREAMED { "futex" } else { mode };
         cmd.arg("--quiet")
             .arg("--socket")
             .arg(&socket)
             .arg("--handoff")
-            .arg(mode);
+            .arg(handoff);
+        if mode == STREAMED {
+            cmd.arg("--no-shared-buffers");
+        }
         if let Some(t) = &tcp {
             cmd.arg("--tcp").arg(t);
         }
@@ -592,6 +602,12 @@ pub fn run_all(opts: &Opts) -> anyhow::Result<Results> {
     if !ctx.servers.contains_key("futex") {
         bail!("the futex server did not start; nothing to compare");
     }
+    match Server::start(&opts.bin_dir, STREAMED, false) {
+        Ok(s) => {
+            ctx.servers.insert(STREAMED.into(), s);
+        }
+        Err(e) => res.errors.push(format!("server {STREAMED}: {e:#}")),
+    }
     let remote: Vec<Target> = modes
         .iter()
         .filter(|m| ctx.servers.contains_key(*m))
@@ -671,6 +687,10 @@ pub fn run_all(opts: &Opts) -> anyhow::Result<Results> {
     work.extend(remote.iter().cloned());
     work.push(Target::Tcp);
     work.push(Target::ShmSync);
+    let streamed = Target::Shm(STREAMED.into());
+    if ctx.servers.contains_key(STREAMED) {
+        work.push(streamed.clone());
+    }
     for r in 0..opts.work_rounds {
         if r > 0 && ctx.spent(0.7) {
             res.errors
@@ -678,6 +698,14 @@ pub fn run_all(opts: &Opts) -> anyhow::Result<Results> {
             break;
         }
         for t in round_order(&work, r) {
+            // Only transfers differ there.
+            if t == streamed {
+                match bulk_once(&ctx, &t) {
+                    Ok(b) => res.bulk.entry(t.label()).or_default().push(b),
+                    Err(e) => res.errors.push(format!("bulk {}: {e:#}", t.label())),
+                }
+                continue;
+            }
             match callheavy_once(&ctx, &t) {
                 Ok(c) => res.callheavy.entry(t.label()).or_default().push(c),
                 Err(e) => res.errors.push(format!("callheavy {}: {e:#}", t.label())),

@@ -10,12 +10,13 @@
 //! Nothing the server relies on lives in the arena: the client may write any
 //! byte of it at any time and can only damage its own buffers' contents.
 
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
+use nix::sys::mman::{munmap, MapFlags};
 
+use crate::shm::{check_file_len, map_shared, sealed_memfd};
 use crate::TransportError;
 
 /// A shared mapping of the arena's file.
@@ -35,57 +36,19 @@ impl Arena {
     /// A fresh arena of `len` bytes (server side). Pages cost memory only
     /// once touched.
     pub fn create(len: usize) -> Result<Arc<Self>, TransportError> {
-        use nix::fcntl::{fcntl, FcntlArg, SealFlag};
-        use nix::sys::memfd::MemFdCreateFlag;
-        if len == 0 {
-            return Err(TransportError::BadLayout);
-        }
-        let fd = nix::sys::memfd::memfd_create(
-            c"wormhole-buffers",
-            MemFdCreateFlag::MFD_CLOEXEC | MemFdCreateFlag::MFD_ALLOW_SEALING,
-        )?;
-        let flen = libc::off_t::try_from(len).map_err(|_| TransportError::BadLayout)?;
-        nix::unistd::ftruncate(&fd, flen)?;
-        // Sealed: the client cannot shrink the file under our mapping (our
-        // next access would fault).
-        fcntl(
-            fd.as_raw_fd(),
-            FcntlArg::F_ADD_SEALS(
-                SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW | SealFlag::F_SEAL_SEAL,
-            ),
-        )?;
-        Self::map(fd, len)
+        Self::map(sealed_memfd(c"wormhole-buffers", len)?, len)
     }
 
     /// Maps an arena received from the server, after checking the file is
     /// as long as announced (client side).
     pub fn open(fd: OwnedFd, len: usize) -> Result<Arc<Self>, TransportError> {
-        let st = nix::sys::stat::fstat(fd.as_raw_fd())?;
-        if len == 0 || (st.st_size as u64) < len as u64 {
-            return Err(TransportError::BadLayout);
-        }
+        check_file_len(&fd, len)?;
         Self::map(fd, len)
     }
 
     fn map(fd: OwnedFd, len: usize) -> Result<Arc<Self>, TransportError> {
-        let nz = std::num::NonZeroUsize::new(len).ok_or(TransportError::BadLayout)?;
-        // SAFETY: a fresh shared mapping of a file we hold; no Rust object
-        // aliases it. It is unmapped only in Drop.
-        let ptr = unsafe {
-            mmap(
-                None,
-                nz,
-                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-                MapFlags::MAP_SHARED | MapFlags::MAP_NORESERVE,
-                fd.as_fd(),
-                0,
-            )?
-        };
-        Ok(Arc::new(Arena {
-            base: ptr.cast(),
-            len,
-            fd,
-        }))
+        let base = map_shared(&fd, len, MapFlags::MAP_NORESERVE)?;
+        Ok(Arc::new(Arena { base, len, fd }))
     }
 
     /// The file to pass to the peer.

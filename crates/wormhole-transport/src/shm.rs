@@ -57,6 +57,58 @@ impl Layout {
 }
 
 /// A mapped region; unmapped when the last ring end that uses it is dropped.
+/// A memfd of `len` zero bytes, sealed so that the peer we pass it to
+/// cannot shrink it under our mapping (our next access would fault) or
+/// grow it.
+pub(crate) fn sealed_memfd(name: &std::ffi::CStr, len: usize) -> Result<OwnedFd, TransportError> {
+    use nix::fcntl::{fcntl, FcntlArg, SealFlag};
+    use nix::sys::memfd::MemFdCreateFlag;
+    let fd = nix::sys::memfd::memfd_create(
+        name,
+        MemFdCreateFlag::MFD_CLOEXEC | MemFdCreateFlag::MFD_ALLOW_SEALING,
+    )?;
+    let flen = libc::off_t::try_from(len).map_err(|_| TransportError::BadLayout)?;
+    nix::unistd::ftruncate(&fd, flen)?;
+    fcntl(
+        fd.as_raw_fd(),
+        FcntlArg::F_ADD_SEALS(
+            SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW | SealFlag::F_SEAL_SEAL,
+        ),
+    )?;
+    Ok(fd)
+}
+
+/// A file from the peer must be at least as long as it says.
+pub(crate) fn check_file_len(fd: &OwnedFd, len: usize) -> Result<(), TransportError> {
+    let st = nix::sys::stat::fstat(fd.as_raw_fd())?;
+    if len == 0 || (st.st_size as u64) < len as u64 {
+        return Err(TransportError::BadLayout);
+    }
+    Ok(())
+}
+
+/// Maps `len` bytes of `fd` shared, read-write. The caller unmaps it.
+pub(crate) fn map_shared(
+    fd: &OwnedFd,
+    len: usize,
+    extra: MapFlags,
+) -> Result<NonNull<u8>, TransportError> {
+    let nz = std::num::NonZeroUsize::new(len).ok_or(TransportError::BadLayout)?;
+    // SAFETY: a fresh shared mapping of a file we hold; no Rust object
+    // aliases it, and its owner unmaps it only when dropped.
+    let ptr = unsafe {
+        mmap(
+            None,
+            nz,
+            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+            MapFlags::MAP_SHARED | extra,
+            fd.as_fd(),
+            0,
+        )?
+    };
+    Ok(ptr.cast())
+}
+
 pub struct Region {
     base: NonNull<u8>,
     len: usize,
@@ -74,51 +126,22 @@ impl Region {
     /// Creates a fresh, zeroed memfd region (server side).
     pub fn create(layout: Layout) -> Result<Arc<Self>, TransportError> {
         let len = layout.total()?;
-        use nix::fcntl::{fcntl, FcntlArg, SealFlag};
-        use nix::sys::memfd::MemFdCreateFlag;
-        let fd = nix::sys::memfd::memfd_create(
-            c"wormhole-channel",
-            MemFdCreateFlag::MFD_CLOEXEC | MemFdCreateFlag::MFD_ALLOW_SEALING,
-        )?;
-        nix::unistd::ftruncate(&fd, len as libc::off_t)?;
-        // The peer gets this file: sealed, it cannot shrink it under our
-        // mapping (which would make our next access to the rings fault).
-        fcntl(
-            fd.as_raw_fd(),
-            FcntlArg::F_ADD_SEALS(
-                SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW | SealFlag::F_SEAL_SEAL,
-            ),
-        )?;
+        let fd = sealed_memfd(c"wormhole-channel", len)?;
         Self::map(fd, layout)
     }
 
     /// Maps a region received from the peer, after checking that the file is
     /// as large as the layout claims (client side).
     pub fn open(fd: OwnedFd, layout: Layout) -> Result<Arc<Self>, TransportError> {
-        let st = nix::sys::stat::fstat(fd.as_raw_fd())?;
-        if (st.st_size as u64) < layout.total()? as u64 {
-            return Err(TransportError::BadLayout);
-        }
+        check_file_len(&fd, layout.total()?)?;
         Self::map(fd, layout)
     }
 
     fn map(fd: OwnedFd, layout: Layout) -> Result<Arc<Self>, TransportError> {
         let len = layout.total()?;
-        let nz = std::num::NonZeroUsize::new(len).ok_or(TransportError::BadLayout)?;
-        // SAFETY: a fresh shared mapping of a file we hold; no existing Rust
-        // object aliases it. It is unmapped only in Drop.
-        let ptr = unsafe {
-            mmap(
-                None,
-                nz,
-                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-                MapFlags::MAP_SHARED,
-                fd.as_fd(),
-                0,
-            )?
-        };
+        let ptr = map_shared(&fd, len, MapFlags::empty())?;
         Ok(Arc::new(Region {
-            base: ptr.cast(),
+            base: ptr,
             len,
             layout,
             fd,
