@@ -68,7 +68,10 @@ enum Cmd {
         #[arg(long, default_value_t = 1.0)]
         idle_secs: f64,
         /// clpeak's test flags (space-separated); "" for no clpeak.
-        #[arg(long, default_value = "--kernel-latency --global-bandwidth")]
+        #[arg(
+            long,
+            default_value = "--kernel-latency --global-bandwidth --transfer-bandwidth"
+        )]
         clpeak: String,
         #[arg(long, default_value_t = 1)]
         clpeak_rounds: usize,

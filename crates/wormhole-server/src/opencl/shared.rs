@@ -170,7 +170,8 @@ extern "C" fn piece_freed(mem: *mut c_void, user: *mut c_void) {
 }
 
 /// Creates a buffer in the arena, if it belongs there: `flags` as the
-/// application gave them (a host pointer of its own keeps it out), `data`
+/// application gave them (a host pointer of its own keeps it out;
+/// ALLOC_HOST_PTR, host-accessible memory, is what the arena is), `data`
 /// the initial contents for COPY_HOST_PTR. `None`: create it as usual.
 ///
 /// # Safety
@@ -183,7 +184,8 @@ pub unsafe fn create(
     size: usize,
     data: *const c_void,
 ) -> Option<*mut c_void> {
-    if size == 0 || flags & (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR) != 0 {
+    // ALLOC_HOST_PTR asks for host-accessible memory: the arena is that.
+    if size == 0 || flags & CL_MEM_USE_HOST_PTR != 0 {
         return None;
     }
     let copy = flags & CL_MEM_COPY_HOST_PTR != 0;
@@ -200,7 +202,7 @@ pub unsafe fn create(
         // is `size` bytes of a piece no buffer uses yet.
         unsafe { std::ptr::copy_nonoverlapping(data as *const u8, p, size) };
     }
-    let lib_flags = (flags & !CL_MEM_COPY_HOST_PTR) | CL_MEM_USE_HOST_PTR;
+    let lib_flags = (flags & !(CL_MEM_COPY_HOST_PTR | CL_MEM_ALLOC_HOST_PTR)) | CL_MEM_USE_HOST_PTR;
     let mut err = 0;
     // SAFETY: `p` is `size` bytes of the arena, alive as long as the tenant.
     let mem = unsafe { ffi::clCreateBuffer(ctx, lib_flags, size, p.cast(), &mut err) };
