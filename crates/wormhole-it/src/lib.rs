@@ -346,6 +346,10 @@ pub enum Route {
     Wormhole,
     /// Through a Wormhole server over TCP on loopback.
     WormholeTcp(u16),
+    /// Through a Wormhole server on a Unix socket, with the client's
+    /// address space too small to map the shared buffer arena (and
+    /// `WORMHOLE_LOG=1`, so that it says so).
+    WormholeNoArena,
 }
 
 /// Limit on one run of one program.
@@ -358,7 +362,14 @@ pub fn run(
     server: Option<&Server>,
     scratch: &Path,
 ) -> Result<RunOutput, HarnessError> {
-    let mut cmd = Command::new(bin);
+    let mut cmd = if route == Route::WormholeNoArena {
+        // 8 GB: room for the program, not for the 64 GiB arena.
+        let mut c = Command::new("sh");
+        c.arg("-c").arg("ulimit -v 8000000 && exec \"$0\"").arg(bin);
+        c
+    } else {
+        Command::new(bin)
+    };
     for (k, _) in std::env::vars_os() {
         if k.to_string_lossy().starts_with("WORMHOLE_") {
             cmd.env_remove(k);
@@ -368,7 +379,7 @@ pub fn run(
         Route::Native => {
             cmd.env("OCL_ICD_VENDORS", native_icd()?);
         }
-        Route::Wormhole | Route::WormholeTcp(_) => {
+        Route::Wormhole | Route::WormholeTcp(_) | Route::WormholeNoArena => {
             let a = Artifacts::get()?;
             let vendors = scratch.join("vendors");
             std::fs::create_dir_all(&vendors).map_err(io("creating the ICD folder"))?;
@@ -384,6 +395,9 @@ pub fn run(
             };
             cmd.env("OCL_ICD_VENDORS", &vendors)
                 .env("WORMHOLE_SERVER", target);
+            if route == Route::WormholeNoArena {
+                cmd.env("WORMHOLE_LOG", "1");
+            }
         }
     }
     run_bounded(cmd, RUN_LIMIT)
@@ -442,6 +456,36 @@ pub fn native_vs_wormhole_tcp(names: &[&str]) {
 
 /// Runs each program natively and through one Wormhole server started
 /// with `server_args` (e.g. another handoff mode), checking each pair.
+/// Runs programs natively and through Wormhole with a client that cannot
+/// map the shared buffer arena: every transfer and map streams.
+pub fn native_vs_wormhole_without_client_arena(names: &[&str]) {
+    let setup = || -> Result<_, HarnessError> {
+        let a = Artifacts::get()?;
+        let dir = TempDir::new("no-arena")?;
+        let server = Server::start(a, dir.path())?;
+        Ok((dir, server))
+    };
+    let (dir, server) = setup().unwrap_or_else(|e| panic!("harness setup: {e}"));
+    for name in names {
+        let bin = compile(name, dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        let native = run(&bin, Route::Native, None, dir.path())
+            .unwrap_or_else(|e| panic!("running {name} natively: {e}"));
+        let remote = run(&bin, Route::WormholeNoArena, Some(&server), dir.path())
+            .unwrap_or_else(|e| panic!("running {name} without the arena: {e}"));
+        assert!(
+            remote.stderr.contains("no shared buffers"),
+            "the client should have said it could not map the arena: {}",
+            remote.stderr
+        );
+        check_pair(
+            &format!("{name} (client without the arena)"),
+            &native,
+            &remote,
+            &server.log_text(),
+        );
+    }
+}
+
 pub fn native_vs_wormhole_server_args(names: &[&str], server_args: &[&str]) {
     let setup = || -> Result<_, HarnessError> {
         let a = Artifacts::get()?;

@@ -16,3 +16,8 @@ fn handoff_same_core_matches_native() {
 fn without_shared_buffers_matches_native() {
     wormhole_it::native_vs_wormhole_server_args(&["buffers", "large"], &["--no-shared-buffers"]);
 }
+
+#[test]
+fn a_client_that_cannot_map_the_arena_matches_native() {
+    wormhole_it::native_vs_wormhole_without_client_arena(&["buffers", "large"]);
+}

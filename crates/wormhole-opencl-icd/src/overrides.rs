@@ -514,6 +514,7 @@ pub unsafe extern "C" fn clEnqueueMapBuffer(
         let n_ev = c.out_new(ev);
         let id = fresh_id();
         c.enc.u64(id);
+        c.enc.bool(crate::rt::arena().is_some());
         let host = obj(buf, Kind::Mem)?.map_or(0, |o| o.host_ptr.load(Ordering::Relaxed));
         let mut r = c.finish()?;
         let status = r.status();
@@ -578,6 +579,7 @@ pub unsafe extern "C" fn clEnqueueMapImage(
         let n_ev = c.out_new(ev);
         let id = fresh_id();
         c.enc.u64(id);
+        c.enc.bool(crate::rt::arena().is_some());
         let mut r = c.finish()?;
         let status = r.status();
         let (mut row, mut slice) = (0usize, 0usize);

@@ -236,6 +236,11 @@ fn connect() -> Result<Conn, String> {
     if let Some(rx) = c.notify {
         crate::callbacks::start_notifier(rx);
     }
+    if let Some(e) = &c.arena_error {
+        log(&format!(
+            "no shared buffers ({e}): transfers stream through the channel"
+        ));
+    }
     let chan = c.chan;
     let arena = c.arena;
     let mut conn = Conn {

@@ -491,6 +491,7 @@ pub fn templates() -> Vec<Vec<u8>> {
             .b(false)
             .b(false)
             .u64(1)
+            .b(false)
             .done(),
         // Map id, written-back bytes follow (64 of them, which the harness,
         // having no channel, abandons), then queue and buffer.
@@ -552,6 +553,7 @@ pub fn templates() -> Vec<Vec<u8>> {
             .b(false)
             .b(false)
             .u64(2)
+            .b(false)
             .done(),
         Frame::new(clEnqueueCopyImage)
             .h(QUEUE)

@@ -48,6 +48,8 @@ pub struct Connection {
     pub chan: Box<dyn Channel>,
     pub notify: Option<NotifyReceiver>,
     pub arena: Option<std::sync::Arc<Arena>>,
+    /// Why an arena the server offered could not be mapped.
+    pub arena_error: Option<TransportError>,
 }
 
 /// Whether the server is still there: a peek at the control socket, on
@@ -97,6 +99,7 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
             chan: Box::new(StreamChannel::tcp(s)?),
             notify: None,
             arena: None,
+            arena_error: None,
         });
     }
     let path = match target.strip_prefix("unix:").unwrap_or(&target) {
@@ -118,15 +121,18 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
         _ => return Err(ConnectError::NoSharedMemory(shown)),
     };
     let region = Region::open(fd, layout)?;
-    // The server may hand us buffer memory it will then answer transfers
-    // with; a client that cannot map it could not read those answers.
-    let arena = match (hello.arena, fds.next()) {
-        (0, _) => None,
-        (len, Some(fd)) => {
-            let len = usize::try_from(len).map_err(|_| TransportError::BadLayout)?;
-            Some(Arena::open(fd, len)?)
-        }
-        (_, None) => return Err(ConnectError::NoSharedMemory(shown)),
+    // Buffer memory the server offers to share. Without it (an address
+    // space limit, say) every transfer streams through the rings instead:
+    // requests say whether we map it.
+    let (arena, arena_error) = match (hello.arena, fds.next()) {
+        (0, _) | (_, None) => (None, None),
+        (len, Some(fd)) => match usize::try_from(len)
+            .map_err(|_| TransportError::BadLayout)
+            .and_then(|len| Arena::open(fd, len))
+        {
+            Ok(a) => (Some(a), None),
+            Err(e) => (None, Some(e)),
+        },
     };
     let alive = alive_check(sock.try_clone()?);
     let chan = ShmChannel::new(
@@ -144,5 +150,6 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
         chan: Box::new(chan),
         notify: Some(notify),
         arena,
+        arena_error,
     })
 }

@@ -749,12 +749,13 @@ fn wait_list_and_event(
 fn publish_mapping(
     t: &mut Tenant,
     e: &mut Encoder,
-    id: u64,
+    req: MapTail,
     mem: *mut c_void,
     ptr: *mut c_void,
     len: u64,
     flags: u64,
 ) {
+    let MapTail { id, shared_ok } = req;
     // The mapping holds a reference on the memory object, so that the
     // client releasing it cannot free the mapped memory, nor let a new
     // object reuse its address, while we may still write into it on unmap.
@@ -771,6 +772,7 @@ fn publish_mapping(
     let direct = t
         .shared
         .as_ref()
+        .filter(|_| shared_ok)
         .and_then(|sb| sb.arena().offset_of(ptr as *const u8, len as usize));
     let send = flags & CL_MAP_WRITE_INVALIDATE_REGION == 0 && direct.is_none();
     e.bool(send);
@@ -784,17 +786,27 @@ fn publish_mapping(
     }
 }
 
-fn map_id(t: &Tenant, d: &mut Decoder<'_>) -> Result<u64, i32> {
+/// The end of a map request: the client's fresh id for the mapping, and
+/// whether the client maps the arena (else arena memory is sent as bytes).
+#[derive(Clone, Copy)]
+struct MapTail {
+    id: u64,
+    shared_ok: bool,
+}
+
+fn map_tail(t: &Tenant, d: &mut Decoder<'_>) -> Result<MapTail, i32> {
     let id = d.u64().map_err(bad)?;
     if id == 0 || t.mappings.contains_key(&id) {
         return Err(CL_INVALID_VALUE);
     }
-    Ok(id)
+    let shared_ok = d.bool().map_err(bad)?;
+    Ok(MapTail { id, shared_ok })
 }
 
 /// Maps on the server, blocking, and sends the mapped bytes; the client
 /// hands the application its own copy and writes it back on unmap.
-/// Request: queue, buffer, flags, offset, size, wait list, event, map id.
+/// Request: queue, buffer, flags, offset, size, wait list, event, map id,
+/// whether the client maps the arena (else arena memory is sent as bytes).
 pub fn d_clEnqueueMapBuffer(
     t: &mut Tenant,
     d: &mut Decoder<'_>,
@@ -806,7 +818,7 @@ pub fn d_clEnqueueMapBuffer(
     let offset = d.usize().map_err(bad)?;
     let size = d.usize().map_err(bad)?;
     let (n, wl, mut ev) = wait_list_and_event(t, d)?;
-    let id = map_id(t, d)?;
+    let tail = map_tail(t, d)?;
     d.finish().map_err(bad)?;
     // The client does not say whether the map blocks; gated on an open
     // user event it would block the tenant for good either way.
@@ -830,7 +842,7 @@ pub fn d_clEnqueueMapBuffer(
     t.commit_new(&mut ev, Kind::Event, err);
     e.u8(1);
     if err == CL_SUCCESS && !ptr.is_null() {
-        publish_mapping(t, e, id, buf, ptr, size as u64, flags);
+        publish_mapping(t, e, tail, buf, ptr, size as u64, flags);
     } else {
         e.bool(false);
         e.u64(0);
@@ -839,7 +851,8 @@ pub fn d_clEnqueueMapBuffer(
     Ok(err)
 }
 
-/// Request: queue, image, flags, origin, region, wait list, event, map id.
+/// Request: queue, image, flags, origin, region, wait list, event, map id,
+/// whether the client maps the arena.
 /// Reply adds the row and slice pitches.
 pub fn d_clEnqueueMapImage(
     t: &mut Tenant,
@@ -852,7 +865,7 @@ pub fn d_clEnqueueMapImage(
     let origin = d.bytes().map_err(bad)?;
     let region = d.bytes().map_err(bad)?;
     let (n, wl, mut ev) = wait_list_and_event(t, d)?;
-    let id = map_id(t, d)?;
+    let tail = map_tail(t, d)?;
     d.finish().map_err(bad)?;
     // The client does not say whether the map blocks; gated on an open
     // user event it would block the tenant for good either way.
@@ -894,7 +907,7 @@ pub fn d_clEnqueueMapImage(
     let len = image_window(ty, r3.map(|x| x as u64), elem, row as u64, slice as u64)
         .ok_or(CL_INVALID_VALUE)?
         .extent;
-    publish_mapping(t, e, id, img, ptr, len, flags);
+    publish_mapping(t, e, tail, img, ptr, len, flags);
     Ok(err)
 }
 
