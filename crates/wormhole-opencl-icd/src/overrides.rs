@@ -356,6 +356,12 @@ pub unsafe extern "C" fn clEnqueueReadImage(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
+    if blocking != 0 {
+        // SAFETY: forwarded contract.
+        if let Err(e) = unsafe { settle(q, n, wl) } {
+            return e;
+        }
+    }
     if let Err(e) = stash_image_shape(image) {
         return e;
     }
@@ -383,6 +389,12 @@ pub unsafe extern "C" fn clEnqueueWriteImage(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
+    if blocking != 0 {
+        // SAFETY: forwarded contract.
+        if let Err(e) = unsafe { settle(q, n, wl) } {
+            return e;
+        }
+    }
     if let Err(e) = stash_image_shape(image) {
         return e;
     }
@@ -492,7 +504,7 @@ fn finish_map(
 pub unsafe extern "C" fn clEnqueueMapBuffer(
     q: *mut c_void,
     buf: *mut c_void,
-    _blocking: u32,
+    blocking: u32,
     flags: u64,
     offset: usize,
     size: usize,
@@ -501,36 +513,16 @@ pub unsafe extern "C" fn clEnqueueMapBuffer(
     ev: *mut *mut c_void,
     err: *mut i32,
 ) -> *mut c_void {
-    let run = || -> Result<*mut c_void, i32> {
-        let mut c = Call::begin(func::clEnqueueMapBuffer)?;
-        c.handle(q, Kind::Queue)?;
-        c.handle(buf, Kind::Mem)?;
-        c.enc.u64(flags);
-        c.enc.usize(offset);
-        c.enc.usize(size);
-        c.enc.u32(n);
-        // SAFETY: forwarded contract: `wl` holds `n` events.
-        unsafe { c.handles(wl, n as usize, Kind::Event)? };
-        let n_ev = c.out_new(ev);
-        let id = fresh_id();
-        c.enc.u64(id);
-        c.enc.bool(crate::rt::arena().is_some());
-        let host = obj(buf, Kind::Mem)?.map_or(0, |o| o.host_ptr.load(Ordering::Relaxed));
-        let mut r = c.finish()?;
-        let status = r.status();
-        let p = if r.has_outputs() && status == CL_SUCCESS {
-            finish_map(&mut r, host, offset, id, flags)?
-        } else {
-            std::ptr::null_mut()
-        };
+    if blocking != 0 {
         // SAFETY: forwarded contract.
-        unsafe { r.out_new(n_ev, ev, Kind::Event, status) };
-        if status != CL_SUCCESS {
-            return Err(status);
+        if let Err(e) = unsafe { settle(q, n, wl) } {
+            // SAFETY: forwarded contract.
+            unsafe { set_errcode(err, e) };
+            return std::ptr::null_mut();
         }
-        Ok(p)
-    };
-    let (v, e) = match run() {
+    }
+    let r = map_buffer(q, buf, flags, offset, size, n, wl, ev, false);
+    let (v, e) = match r {
         Ok(v) => (v, CL_SUCCESS),
         Err(e) => (std::ptr::null_mut(), e),
     };
@@ -539,13 +531,62 @@ pub unsafe extern "C" fn clEnqueueMapBuffer(
     v
 }
 
+/// The last byte of a map request: whether we map the arena, and whether
+/// the server may answer before the map is done (`defer`: only for arena
+/// memory, whose bytes we then read once the map's event completes).
+fn map_tail_bits(defer: bool) -> u8 {
+    u8::from(crate::rt::arena().is_some()) | if defer { 2 } else { 0 }
+}
+
+/// A buffer map; see [`map_tail_bits`] for `defer`.
+#[allow(clippy::too_many_arguments)]
+fn map_buffer(
+    q: *mut c_void,
+    buf: *mut c_void,
+    flags: u64,
+    offset: usize,
+    size: usize,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+    defer: bool,
+) -> Result<*mut c_void, i32> {
+    let mut c = Call::begin(func::clEnqueueMapBuffer)?;
+    c.handle(q, Kind::Queue)?;
+    c.handle(buf, Kind::Mem)?;
+    c.enc.u64(flags);
+    c.enc.usize(offset);
+    c.enc.usize(size);
+    c.enc.u32(n);
+    // SAFETY: the caller's contract: `wl` holds `n` events.
+    unsafe { c.handles(wl, n as usize, Kind::Event)? };
+    let n_ev = c.out_new(ev);
+    let id = fresh_id();
+    c.enc.u64(id);
+    c.enc.u8(map_tail_bits(defer));
+    let host = obj(buf, Kind::Mem)?.map_or(0, |o| o.host_ptr.load(Ordering::Relaxed));
+    let mut r = c.finish()?;
+    let status = r.status();
+    let p = if r.has_outputs() && status == CL_SUCCESS {
+        finish_map(&mut r, host, offset, id, flags)?
+    } else {
+        std::ptr::null_mut()
+    };
+    // SAFETY: the caller's contract: `ev` is NULL or writable.
+    unsafe { r.out_new(n_ev, ev, Kind::Event, status) };
+    if status != CL_SUCCESS {
+        return Err(status);
+    }
+    Ok(p)
+}
+
 /// # Safety
 /// As for `clEnqueueMapImage`.
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn clEnqueueMapImage(
     q: *mut c_void,
     image: *mut c_void,
-    _blocking: u32,
+    blocking: u32,
     flags: u64,
     origin: *const c_void,
     region: *const c_void,
@@ -559,6 +600,10 @@ pub unsafe extern "C" fn clEnqueueMapImage(
     let run = || -> Result<*mut c_void, i32> {
         if origin.is_null() || region.is_null() || row_pitch.is_null() {
             return Err(CL_INVALID_VALUE);
+        }
+        if blocking != 0 {
+            // SAFETY: forwarded contract.
+            unsafe { settle(q, n, wl) }?;
         }
         let mut c = Call::begin(func::clEnqueueMapImage)?;
         c.handle(q, Kind::Queue)?;
@@ -579,7 +624,7 @@ pub unsafe extern "C" fn clEnqueueMapImage(
         let n_ev = c.out_new(ev);
         let id = fresh_id();
         c.enc.u64(id);
-        c.enc.bool(crate::rt::arena().is_some());
+        c.enc.u8(map_tail_bits(false));
         let mut r = c.finish()?;
         let status = r.status();
         let (mut row, mut slice) = (0usize, 0usize);
@@ -700,6 +745,9 @@ pub unsafe extern "C" fn clGetExtensionFunctionAddressForPlatform(
     unsafe { clGetExtensionFunctionAddress(name) }
 }
 
+const CL_QUEUE_CONTEXT: u32 = 0x1090;
+const CL_COMPLETE: i32 = 0;
+
 /// Transfers at least this large stream through the channel outside the
 /// frame (see `whEnqueueWriteBufferBulk`), or, into buffers in memory shared
 /// with the server, are a copy here.
@@ -737,26 +785,20 @@ unsafe fn transfer_via_map(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
-    let mut err = CL_SUCCESS;
-    // SAFETY: forwarded contract; no event for the map itself.
-    let m = unsafe {
-        clEnqueueMapBuffer(
-            q,
-            buf,
-            1,
-            map_flags,
-            offset,
-            size,
-            n,
-            wl,
-            std::ptr::null_mut(),
-            &mut err,
-        )
+    let m = match map_buffer(
+        q,
+        buf,
+        map_flags,
+        offset,
+        size,
+        n,
+        wl,
+        std::ptr::null_mut(),
+        false,
+    ) {
+        Ok(m) => m as *mut u8,
+        Err(e) => return e,
     };
-    if err != CL_SUCCESS {
-        return err;
-    }
-    let m = m as *mut u8;
     let shared = crate::rt::arena().is_some_and(|a| a.offset_of(m, size).is_some());
     o.set_placement(if shared {
         Placement::Shared
@@ -765,15 +807,214 @@ unsafe fn transfer_via_map(
     });
     // SAFETY: the mapping spans `size` bytes until unmapped; `ptr` holds
     // `size` bytes (the caller's contract); they are distinct memory.
-    unsafe {
-        if map_flags == CL_MAP_READ {
-            std::ptr::copy_nonoverlapping(m, ptr, size);
-        } else {
-            std::ptr::copy_nonoverlapping(ptr as *const u8, m, size);
-        }
-    }
+    unsafe { copy_for(map_flags, m, ptr, size) };
     // SAFETY: our own mapping, given back once.
     unsafe { clEnqueueUnmapMemObject(q, buf, m.cast(), 0, std::ptr::null(), ev) }
+}
+
+/// Copies between a mapping and the application's memory, in the
+/// direction the map's flags say.
+///
+/// # Safety
+/// Both point to `size` bytes of distinct memory.
+unsafe fn copy_for(map_flags: u64, mapped: *mut u8, app: *mut u8, size: usize) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if map_flags == CL_MAP_READ {
+            std::ptr::copy_nonoverlapping(mapped, app, size);
+        } else {
+            std::ptr::copy_nonoverlapping(app as *const u8, mapped, size);
+        }
+    }
+}
+
+/// Before a call the server runs blocking: while a user event is open, wait
+/// (polling, with the channel free between polls) until what the call waits
+/// for is done, so that another thread can set the event meanwhile.
+///
+/// # Safety
+/// `wl` holds `n` events (the caller's contract).
+unsafe fn settle(q: *mut c_void, n: u32, wl: *const *mut c_void) -> Result<(), i32> {
+    if PENDING_USER_EVENTS.load(Ordering::Relaxed) == 0 {
+        return Ok(());
+    }
+    let mut marker = std::ptr::null_mut();
+    // SAFETY: forwarded contract; a valid out-slot for the marker.
+    let s = unsafe { gen::clEnqueueMarkerWithWaitList(q, n, wl, &mut marker) };
+    if s != CL_SUCCESS {
+        // The call itself will report what is wrong with its arguments.
+        return Ok(());
+    }
+    let r = poll_until_complete(&[marker]);
+    // SAFETY: our own reference to the marker.
+    unsafe { gen::clReleaseEvent(marker) };
+    r
+}
+
+/// A transfer that completes after we return: a map the server does not
+/// wait for, whose event fires a callback (on the notifier thread) that
+/// copies, unmaps and completes a user event standing for the transfer. A
+/// barrier on that user event keeps later commands of the queue after the
+/// copy, as they would be after the transfer.
+///
+/// # Safety
+/// As for [`transfer_via_map`]; `ptr` stays valid until the transfer
+/// completes (the API's rule for non-blocking transfers).
+#[allow(clippy::too_many_arguments)]
+unsafe fn transfer_later(
+    q: *mut c_void,
+    buf: *mut c_void,
+    map_flags: u64,
+    offset: usize,
+    size: usize,
+    ptr: *mut u8,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    let mut ctx = std::ptr::null_mut::<c_void>();
+    // SAFETY: the answer is one handle, into `ctx`.
+    let s = unsafe {
+        gen::clGetCommandQueueInfo(
+            q,
+            CL_QUEUE_CONTEXT,
+            std::mem::size_of::<*mut c_void>(),
+            (&mut ctx as *mut *mut c_void).cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    if s != CL_SUCCESS {
+        return s;
+    }
+    let mut e = CL_SUCCESS;
+    // SAFETY: `ctx` is the queue's context.
+    let user = unsafe { clCreateUserEvent(ctx, &mut e) };
+    if e != CL_SUCCESS {
+        return e;
+    }
+    let mut done_ev = std::ptr::null_mut();
+    let m = match map_buffer(q, buf, map_flags, offset, size, n, wl, &mut done_ev, true) {
+        Ok(m) => m as *mut u8,
+        Err(e) => {
+            // SAFETY: our user event, never handed out.
+            unsafe { drop_user_event(user, e) };
+            return e;
+        }
+    };
+    // SAFETY: handles the application holds; our references keep them for
+    // the callback.
+    unsafe {
+        gen::clRetainCommandQueue(q);
+        gen::clRetainMemObject(buf);
+    }
+    let later = Box::into_raw(Box::new(Later {
+        q: q as usize,
+        buf: buf as usize,
+        mapped: m as usize,
+        app: ptr as usize,
+        size,
+        map_flags,
+        user: user as usize,
+    }));
+    // SAFETY: `transfer_done` takes the box back, exactly once.
+    let s = unsafe {
+        gen::clSetEventCallback(
+            done_ev,
+            CL_COMPLETE,
+            transfer_done as *mut c_void,
+            later.cast(),
+        )
+    };
+    if s != CL_SUCCESS {
+        // No way to learn when the bytes are there: undo.
+        // SAFETY: the box was not taken; the map and references are ours.
+        unsafe {
+            drop(Box::from_raw(later));
+            clEnqueueUnmapMemObject(q, buf, m.cast(), 0, std::ptr::null(), std::ptr::null_mut());
+            gen::clReleaseEvent(done_ev);
+            gen::clReleaseCommandQueue(q);
+            gen::clReleaseMemObject(buf);
+            drop_user_event(user, s);
+        }
+        return s;
+    }
+    // SAFETY: the callback holds the event on the server; ours can go.
+    unsafe { gen::clReleaseEvent(done_ev) };
+    let barrier_on = [user];
+    // SAFETY: one event in the list; no event out.
+    let s = unsafe {
+        gen::clEnqueueBarrierWithWaitList(q, 1, barrier_on.as_ptr(), std::ptr::null_mut())
+    };
+    if s == CL_SUCCESS && !ev.is_null() {
+        // SAFETY: the application's own reference to the user event.
+        unsafe {
+            gen::clRetainEvent(user);
+            *ev = user;
+        }
+    }
+    s
+}
+
+/// What a transfer completing later needs (addresses as integers: the
+/// callback runs on another thread).
+struct Later {
+    q: usize,
+    buf: usize,
+    mapped: usize,
+    app: usize,
+    size: usize,
+    map_flags: u64,
+    user: usize,
+}
+
+/// Completes a transfer begun by [`transfer_later`] once its map is done.
+unsafe extern "C" fn transfer_done(_ev: *mut c_void, status: i32, data: *mut c_void) {
+    // SAFETY: the box `transfer_later` leaked for this callback, which runs
+    // once.
+    let l = unsafe { Box::from_raw(data as *mut Later) };
+    let (q, buf, user) = (
+        l.q as *mut c_void,
+        l.buf as *mut c_void,
+        l.user as *mut c_void,
+    );
+    if status == CL_COMPLETE {
+        // SAFETY: the map is done and lasts until the unmap below; the
+        // application keeps its memory until the transfer completes.
+        unsafe { copy_for(l.map_flags, l.mapped as *mut u8, l.app as *mut u8, l.size) };
+    }
+    // SAFETY: our mapping, given back once; then our references go.
+    unsafe {
+        clEnqueueUnmapMemObject(
+            q,
+            buf,
+            l.mapped as *mut c_void,
+            0,
+            std::ptr::null(),
+            std::ptr::null_mut(),
+        );
+        drop_user_event(
+            user,
+            if status == CL_COMPLETE {
+                CL_COMPLETE
+            } else {
+                status.min(-1)
+            },
+        );
+        gen::clReleaseCommandQueue(q);
+        gen::clReleaseMemObject(buf);
+    }
+}
+
+/// Sets our user event's status and lets our reference go.
+///
+/// # Safety
+/// `user` is a user event of ours, whose status is not set yet.
+unsafe fn drop_user_event(user: *mut c_void, status: i32) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        clSetUserEventStatus(user, status);
+        gen::clReleaseEvent(user);
+    }
 }
 
 /// # Safety
@@ -790,6 +1031,32 @@ pub unsafe extern "C" fn clEnqueueWriteBuffer(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
+    if blocking != 0 {
+        // SAFETY: forwarded contract.
+        if let Err(e) = unsafe { settle(q, n, wl) } {
+            return e;
+        }
+    } else if PENDING_USER_EVENTS.load(Ordering::Relaxed) > 0
+        && !ptr.is_null()
+        && shared_candidate(buf).is_some()
+    {
+        // It may wait for a user event that this very thread sets after we
+        // return: it completes later, as natively.
+        // SAFETY: forwarded contract.
+        return unsafe {
+            transfer_later(
+                q,
+                buf,
+                CL_MAP_WRITE_INVALIDATE_REGION,
+                offset,
+                size,
+                ptr as *mut u8,
+                n,
+                wl,
+                ev,
+            )
+        };
+    }
     if size < BULK_MIN || ptr.is_null() {
         // SAFETY: forwarded contract.
         return unsafe {
@@ -856,6 +1123,22 @@ pub unsafe extern "C" fn clEnqueueReadBuffer(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
+    if blocking != 0 {
+        // SAFETY: forwarded contract.
+        if let Err(e) = unsafe { settle(q, n, wl) } {
+            return e;
+        }
+    } else if PENDING_USER_EVENTS.load(Ordering::Relaxed) > 0
+        && !ptr.is_null()
+        && shared_candidate(buf).is_some()
+    {
+        // It may wait for a user event that this very thread sets after we
+        // return: it completes later, as natively.
+        // SAFETY: forwarded contract.
+        return unsafe {
+            transfer_later(q, buf, CL_MAP_READ, offset, size, ptr as *mut u8, n, wl, ev)
+        };
+    }
     if size < BULK_MIN || ptr.is_null() {
         // SAFETY: forwarded contract.
         return unsafe { gen::clEnqueueReadBuffer(q, buf, blocking, offset, size, ptr, n, wl, ev) };

@@ -491,7 +491,7 @@ pub fn templates() -> Vec<Vec<u8>> {
             .b(false)
             .b(false)
             .u64(1)
-            .b(false)
+            .u8(1)
             .done(),
         // Map id, written-back bytes follow (64 of them, which the harness,
         // having no channel, abandons), then queue and buffer.
@@ -553,7 +553,7 @@ pub fn templates() -> Vec<Vec<u8>> {
             .b(false)
             .b(false)
             .u64(2)
-            .b(false)
+            .u8(0)
             .done(),
         Frame::new(clEnqueueCopyImage)
             .h(QUEUE)

@@ -755,7 +755,7 @@ fn publish_mapping(
     len: u64,
     flags: u64,
 ) {
-    let MapTail { id, shared_ok } = req;
+    let MapTail { id, shared_ok, .. } = req;
     // The mapping holds a reference on the memory object, so that the
     // client releasing it cannot free the mapped memory, nor let a new
     // object reuse its address, while we may still write into it on unmap.
@@ -786,21 +786,35 @@ fn publish_mapping(
     }
 }
 
-/// The end of a map request: the client's fresh id for the mapping, and
-/// whether the client maps the arena (else arena memory is sent as bytes).
+/// The end of a map request: the client's fresh id for the mapping,
+/// whether the client maps the arena (else arena memory is sent as bytes),
+/// and whether a map of arena memory may complete later (the client then
+/// learns when from the map's event, and the tenant does not block).
 #[derive(Clone, Copy)]
 struct MapTail {
     id: u64,
     shared_ok: bool,
+    defer: bool,
 }
+
+/// Bits of a map request's last byte.
+const MAP_SHARED_OK: u8 = 1;
+const MAP_DEFER: u8 = 2;
 
 fn map_tail(t: &Tenant, d: &mut Decoder<'_>) -> Result<MapTail, i32> {
     let id = d.u64().map_err(bad)?;
     if id == 0 || t.mappings.contains_key(&id) {
         return Err(CL_INVALID_VALUE);
     }
-    let shared_ok = d.bool().map_err(bad)?;
-    Ok(MapTail { id, shared_ok })
+    let bits = d.u8().map_err(bad)?;
+    if bits & !(MAP_SHARED_OK | MAP_DEFER) != 0 {
+        return Err(CL_INVALID_VALUE);
+    }
+    Ok(MapTail {
+        id,
+        shared_ok: bits & MAP_SHARED_OK != 0,
+        defer: bits & MAP_DEFER != 0,
+    })
 }
 
 /// Maps on the server, blocking, and sends the mapped bytes; the client
@@ -820,16 +834,24 @@ pub fn d_clEnqueueMapBuffer(
     let (n, wl, mut ev) = wait_list_and_event(t, d)?;
     let tail = map_tail(t, d)?;
     d.finish().map_err(bad)?;
-    // The client does not say whether the map blocks; gated on an open
-    // user event it would block the tenant for good either way.
-    super::server_blocking(0, &wl)?;
+    // A buffer in the arena may be mapped without waiting: the client sees
+    // its memory and copies once the map's event says the data is there.
+    let defer = tail.defer
+        && tail.shared_ok
+        && !ev.ptr().is_null()
+        && t.shared.as_ref().is_some_and(|sb| sb.holds(buf));
+    if !defer {
+        // Blocking on the server, a map gated on an open user event would
+        // block the tenant for good.
+        super::server_blocking(0, &wl)?;
+    }
     let mut err = 0;
     // SAFETY: handles from the table; the wait list holds `n` events.
     let ptr = unsafe {
         ffi::clEnqueueMapBuffer(
             q,
             buf,
-            CL_TRUE,
+            if defer { 0 } else { CL_TRUE },
             flags,
             offset,
             size,
@@ -839,6 +861,18 @@ pub fn d_clEnqueueMapBuffer(
             &mut err,
         )
     };
+    if defer && err == CL_SUCCESS {
+        let in_arena = t
+            .shared
+            .as_ref()
+            .is_some_and(|sb| sb.arena().offset_of(ptr as *const u8, size).is_some());
+        if let (false, Some(m)) = (in_arena, ev.made()) {
+            // A library that does not map USE_HOST_PTR memory in place:
+            // the bytes must be there before they are sent.
+            // SAFETY: the map's own event, just made.
+            err = unsafe { ffi::clWaitForEvents(1, &m) };
+        }
+    }
     t.commit_new(&mut ev, Kind::Event, err);
     e.u8(1);
     if err == CL_SUCCESS && !ptr.is_null() {

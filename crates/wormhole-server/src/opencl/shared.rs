@@ -77,24 +77,36 @@ impl SharedBuffers {
         self.state().free.free_range(r);
     }
 
+    /// Whether `mem`'s storage is in the arena (its own, or that of the
+    /// buffer it is a sub-buffer of).
+    pub fn holds(&self, mem: *mut c_void) -> bool {
+        self.root(mem).is_some()
+    }
+
+    /// The buffer in the arena that `mem` is (or belongs to), with the
+    /// flags the application gave it.
+    fn root(&self, mem: *mut c_void) -> Option<u64> {
+        let mut m = mem;
+        // A sub-buffer or image inherits its buffer's storage; the chain is
+        // at most a buffer under an image under a sub-buffer.
+        for _ in 0..4 {
+            if let Some((flags, _)) = self.state().buffers.get(&(m as usize)) {
+                return Some(*flags);
+            }
+            m = associated(m)?;
+        }
+        None
+    }
+
     /// The flags the application would see for `mem` natively, if its
     /// storage is (or belongs to a buffer that is) in the arena: ours added
     /// USE_HOST_PTR, and the application's host-pointer flags come back.
     pub fn native_flags(&self, mem: *mut c_void, reported: u64) -> u64 {
-        let mut m = mem;
-        // A sub-buffer or image inherits its buffer's host-pointer flags;
-        // the chain is at most a buffer under an image under a sub-buffer.
-        for _ in 0..4 {
-            if let Some((flags, _)) = self.state().buffers.get(&(m as usize)) {
-                let host = CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR | CL_MEM_ALLOC_HOST_PTR;
-                return (reported & !host) | (flags & host);
-            }
-            match associated(m) {
-                Some(p) => m = p,
-                None => break,
-            }
+        let host = CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR | CL_MEM_ALLOC_HOST_PTR;
+        match self.root(mem) {
+            Some(flags) => (reported & !host) | (flags & host),
+            None => reported,
         }
-        reported
     }
 }
 

@@ -444,6 +444,11 @@ pub struct NewSlot {
 }
 
 impl NewSlot {
+    /// The object the library made, if the client asked for one.
+    pub fn made(&self) -> Option<*mut c_void> {
+        (self.id.is_some() && !self.raw.is_null()).then_some(self.raw)
+    }
+
     pub fn ptr(&mut self) -> *mut *mut c_void {
         if self.id.is_some() {
             &mut self.raw
