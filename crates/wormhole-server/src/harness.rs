@@ -19,8 +19,10 @@
 //!   are slow, not wrong.
 
 use std::ffi::c_void;
+use std::sync::Arc;
 
 use wormhole_opencl_api::{func, Kind, CL_INVALID_OPERATION, CL_SUCCESS};
+use wormhole_transport::arena::Arena;
 use wormhole_wire::{Decoder, Encoder, RequestHeader};
 
 use crate::opencl::{self, ffi, tenant::Limits, tenant::Tenant};
@@ -72,7 +74,12 @@ pub struct Harness {
     seeds: Vec<(u64, Kind, *mut c_void)>,
     queue: *mut c_void,
     enc: Encoder,
+    shared: Option<Arc<crate::opencl::shared::SharedBuffers>>,
 }
+
+/// The arena every fuzzed tenant shares (buffers it creates are freed by
+/// their destructor callbacks; when it is full, buffers are made as usual).
+const FUZZ_ARENA: usize = 64 << 20;
 
 fn check(what: &'static str, s: i32) -> Result<(), HarnessError> {
     if s == CL_SUCCESS {
@@ -115,8 +122,24 @@ impl Harness {
         };
         let buffer = mk_buffer(&mut err);
         check("clCreateBuffer", err)?;
-        let buffer2 = mk_buffer(&mut err);
-        check("clCreateBuffer", err)?;
+        // The second buffer lives in a shared arena, as a CPU device's
+        // buffers do for a real client: maps and transfers of it take the
+        // shared paths (direct and deferred maps).
+        let shared = Arena::create(FUZZ_ARENA)
+            .ok()
+            .map(crate::opencl::shared::SharedBuffers::new);
+        let buffer2 = match &shared {
+            // SAFETY: a valid context; no initial contents.
+            Some(sb) => {
+                unsafe { crate::opencl::shared::create(sb, ctx, 1, BUFFER_SIZE, std::ptr::null()) }
+                    .ok_or(HarnessError::Call("clCreateBuffer in the arena", -5))?
+            }
+            None => {
+                let b = mk_buffer(&mut err);
+                check("clCreateBuffer", err)?;
+                b
+            }
+        };
         let src = KERNEL_SRC.as_ptr() as *const std::ffi::c_char;
         let len = KERNEL_SRC.len();
         // SAFETY: one source string with its length.
@@ -179,6 +202,7 @@ impl Harness {
             seeds,
             queue,
             enc: Encoder::new(),
+            shared,
         })
     }
 
@@ -190,6 +214,7 @@ impl Harness {
             ..Limits::default()
         };
         let mut t = Tenant::new(self.platforms.clone(), limits, None);
+        t.shared = self.shared.clone();
         let dev = t.id_for(Kind::Device, self.device);
         debug_assert_eq!(dev, ids::DEVICE);
         for &(id, kind, raw) in &self.seeds {
