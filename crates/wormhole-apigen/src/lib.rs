@@ -19,7 +19,10 @@
 mod gen;
 mod parse;
 
-pub use gen::{gen_client, gen_common, gen_exports, gen_server, gen_version_script};
+pub use gen::{
+    fingerprint, gen_client, gen_common, gen_exports, gen_forward_table, gen_forwarders, gen_server,
+    gen_version_script,
+};
 pub use parse::parse;
 
 use thiserror::Error;
@@ -143,6 +146,11 @@ pub enum Scalar {
     Usize,
     Bool,
     Bitfield,
+    /// Passed by value as the C types `long long`, `float`, `double`
+    /// (cuBLAS strides, cuRAND means and deviations).
+    I64,
+    F32,
+    F64,
 }
 
 /// A buffer size: an argument's value times a constant.
@@ -238,6 +246,9 @@ impl Scalar {
             Scalar::I32 => "i32",
             Scalar::U64 | Scalar::Bitfield => "u64",
             Scalar::Usize => "usize",
+            Scalar::I64 => "i64",
+            Scalar::F32 => "f32",
+            Scalar::F64 => "f64",
         }
     }
 }
