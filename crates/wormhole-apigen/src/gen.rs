@@ -356,10 +356,12 @@ fn server_func(o: &mut String, f: &Func) {
                 };
                 match s {
                     Scalar::F32 => {
-                        let _ = writeln!(o, "    let v_{n} = f32::from_bits(d.u32().map_err(bad)?);");
+                        let _ =
+                            writeln!(o, "    let v_{n} = f32::from_bits(d.u32().map_err(bad)?);");
                     }
                     Scalar::F64 => {
-                        let _ = writeln!(o, "    let v_{n} = f64::from_bits(d.u64().map_err(bad)?);");
+                        let _ =
+                            writeln!(o, "    let v_{n} = f64::from_bits(d.u64().map_err(bad)?);");
                     }
                     _ => {
                         let _ = writeln!(o, "    let v_{n} = d.{m}().map_err(bad)?;");
@@ -704,7 +706,9 @@ fn ffi_dlopen(o: &mut String, api: &Api) {
 /// arguments untouched. A version script defining `node` (see
 /// [`gen_version_script`]) must be passed to the linker.
 pub fn gen_exports(api: &Api, path: &str, node: &str) -> String {
-    exports_to(api, node, |f| format!("{path}::{}::{}", impl_module(f), f.name))
+    exports_to(api, node, |f| {
+        format!("{path}::{}::{}", impl_module(f), f.name)
+    })
 }
 
 /// Where the client implements a function: generated, or by hand.
@@ -783,7 +787,10 @@ pub fn gen_forward_table(api: &Api) -> String {
         fingerprint(api)
     );
     let n = exported(api).count();
-    let _ = writeln!(o, "/// The number of exported functions.\npub const FORWARD_LEN: usize = {n};");
+    let _ = writeln!(
+        o,
+        "/// The number of exported functions.\npub const FORWARD_LEN: usize = {n};"
+    );
     o.push_str("/// The client's implementation of each exported function, in description order.\npub fn forward_table() -> [usize; FORWARD_LEN] {\n    [\n");
     for f in exported(api) {
         let m = impl_module(f);
@@ -792,7 +799,7 @@ pub fn gen_forward_table(api: &Api) -> String {
         } else {
             format!("overrides::{}", f.name)
         };
-        let _ = writeln!(o, "        {e} as usize,");
+        let _ = writeln!(o, "        {e} as *const () as usize,");
     }
     o.push_str("    ]\n}\n");
     o
@@ -812,8 +819,11 @@ pub fn gen_forwarders(api: &Api, node: &str) -> String {
         fingerprint(api)
     );
     let n = exported(api).count();
-    let _ = writeln!(o, "/// The number of exported functions.\npub const FORWARD_LEN: usize = {n};\n");
-    o.push_str("/// One forwarder per exported function.\n#[allow(non_snake_case, clippy::too_many_arguments, clippy::missing_safety_doc, clippy::unused_unit)]\npub mod fwd {\n    use std::ffi::{c_char, c_void};\n    use super::*;\n\n");
+    let _ = writeln!(
+        o,
+        "/// The number of exported functions.\npub const FORWARD_LEN: usize = {n};\n"
+    );
+    o.push_str("/// One forwarder per exported function.\n#[allow(non_snake_case, unused_imports, clippy::too_many_arguments, clippy::missing_safety_doc, clippy::unused_unit)]\npub mod fwd {\n    use std::ffi::{c_char, c_void};\n    use super::*;\n\n");
     for (i, f) in exported(api).enumerate() {
         let types: Vec<String> = f.args.iter().map(|a| a.ty.ctype()).collect();
         let names: Vec<&str> = f.args.iter().map(|a| a.name.as_str()).collect();

@@ -20,8 +20,8 @@ mod gen;
 mod parse;
 
 pub use gen::{
-    fingerprint, gen_client, gen_common, gen_exports, gen_forward_table, gen_forwarders, gen_server,
-    gen_version_script,
+    fingerprint, gen_client, gen_common, gen_exports, gen_forward_table, gen_forwarders,
+    gen_server, gen_version_script,
 };
 pub use parse::parse;
 
@@ -291,4 +291,28 @@ pub fn kind_variant(kind: &str) -> String {
         Some(f) => f.to_uppercase().chain(c).collect(),
         None => String::new(),
     }
+}
+
+/// The build script of a stand-in library that forwards to a client
+/// elsewhere (see [`gen_forwarders`]): parses `src`, writes
+/// `OUT_DIR/forward.rs` (the forwarders and their exports, versioned
+/// `soname` as NVIDIA's library versions its symbols) and the version
+/// script, and tells cargo to link with that soname.
+///
+/// # Panics
+/// On a description that does not parse or an unwritable `OUT_DIR`: this is
+/// for build scripts, where a panic is the error report.
+pub fn build_forwarding_stand_in(name: &str, src: &str, soname: &str) {
+    let api = match parse(src) {
+        Ok(api) => api,
+        Err(e) => panic!("{name}: {e}"),
+    };
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    std::fs::write(out.join("forward.rs"), gen_forwarders(&api, soname)).expect("write");
+    let script = out.join("version.map");
+    std::fs::write(&script, gen_version_script(soname)).expect("write");
+    println!(
+        "cargo:rustc-cdylib-link-arg=-Wl,--version-script={},-soname,{soname}",
+        script.display()
+    );
 }

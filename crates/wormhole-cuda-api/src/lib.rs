@@ -165,6 +165,7 @@ pub mod blas {
     pub const CUBLAS_STATUS_NOT_INITIALIZED: i32 = 1;
     pub const CUBLAS_STATUS_ALLOC_FAILED: i32 = 3;
     pub const CUBLAS_STATUS_INVALID_VALUE: i32 = 7;
+    pub const CUBLAS_STATUS_INTERNAL_ERROR: i32 = 14;
     pub const CUBLAS_STATUS_NOT_SUPPORTED: i32 = 15;
 
     /// cublasGetVersion's answer for the library of a CUDA major (12.9.3,
@@ -182,8 +183,14 @@ pub mod blas {
     pub fn status_text(s: i32) -> (&'static std::ffi::CStr, &'static std::ffi::CStr) {
         match s {
             0 => (c"CUBLAS_STATUS_SUCCESS", c"success"),
-            1 => (c"CUBLAS_STATUS_NOT_INITIALIZED", c"the library was not initialized"),
-            3 => (c"CUBLAS_STATUS_ALLOC_FAILED", c"the resource allocation failed"),
+            1 => (
+                c"CUBLAS_STATUS_NOT_INITIALIZED",
+                c"the library was not initialized",
+            ),
+            3 => (
+                c"CUBLAS_STATUS_ALLOC_FAILED",
+                c"the resource allocation failed",
+            ),
             7 => (
                 c"CUBLAS_STATUS_INVALID_VALUE",
                 c"an unsupported value or parameter was passed to the function",
@@ -192,10 +199,22 @@ pub mod blas {
                 c"CUBLAS_STATUS_ARCH_MISMATCH",
                 c"the function requires an architectural feature absent from the device",
             ),
-            11 => (c"CUBLAS_STATUS_MAPPING_ERROR", c"an access to GPU memory space failed"),
-            13 => (c"CUBLAS_STATUS_EXECUTION_FAILED", c"the function failed to launch on the GPU"),
-            14 => (c"CUBLAS_STATUS_INTERNAL_ERROR", c"an internal operation failed"),
-            15 => (c"CUBLAS_STATUS_NOT_SUPPORTED", c"the requested functionality is not supported"),
+            11 => (
+                c"CUBLAS_STATUS_MAPPING_ERROR",
+                c"an access to GPU memory space failed",
+            ),
+            13 => (
+                c"CUBLAS_STATUS_EXECUTION_FAILED",
+                c"the function failed to launch on the GPU",
+            ),
+            14 => (
+                c"CUBLAS_STATUS_INTERNAL_ERROR",
+                c"an internal operation failed",
+            ),
+            15 => (
+                c"CUBLAS_STATUS_NOT_SUPPORTED",
+                c"the requested functionality is not supported",
+            ),
             16 => (c"CUBLAS_STATUS_LICENSE_ERROR", c"the license check failed"),
             _ => (c"unrecognized status", c"unrecognized status"),
         }
@@ -222,6 +241,16 @@ pub mod rand {
             10405
         }
     }
+}
+
+/// The private entry through which the libcublas and libcurand stand-ins
+/// reach the one client in the libcudart stand-in:
+/// `const usize *wormhole_cuda_forward_table(uint32_t api, uint64_t
+/// fingerprint, size_t *len)`, with `api` one of these.
+pub mod forward {
+    pub const ENTRY: &std::ffi::CStr = c"wormhole_cuda_forward_table";
+    pub const BLAS: u32 = 1;
+    pub const RAND: u32 = 2;
 }
 
 /// Which forwarded library a function id belongs to.
