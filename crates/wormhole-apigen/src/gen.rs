@@ -878,3 +878,42 @@ mod tests {
         assert!(server.contains("t.insert(new_id, Kind::Mem, ret)"));
     }
 }
+
+#[cfg(test)]
+mod forward_tests {
+    use super::*;
+    use crate::parse;
+
+    #[test]
+    fn forwarders_index_the_table_in_description_order() {
+        let src = "api { kinds h; success OK; unsupported NO; first_id 0x20000; load dlopen; }\n\
+                   fn a(x: h, s: i64, f: f32, g: f64) -> status;\n\
+                   fn b(x: h) -> custom name(*const c_char) client-only;\n\
+                   fn c(x: h) -> status unsupported;";
+        let api = parse(src).expect("parse");
+        let fwd = gen_forwarders(&api, "libx.so.1");
+        assert!(fwd.contains("pub const FORWARD_LEN: usize = 2;"));
+        assert!(fwd.contains("match table(0)"));
+        assert!(fwd.contains("unsafe extern \"C\" fn(*mut c_void, i64, f32, f64) -> i32"));
+        assert!(fwd.contains("None => fallback_status()"));
+        assert!(fwd.contains("None => fallback_name()"));
+        assert!(fwd.contains(".symver wormhole_x_b, b@@libx.so.1"));
+        assert!(!fwd.contains("wormhole_x_c"), "unsupported: not exported");
+        let table = gen_forward_table(&api);
+        assert!(table.contains("        a as *const () as usize,\n        overrides::b as"));
+        // Both sides agree on the fingerprint; another signature changes it.
+        assert!(table.contains(&format!("{:#x}", fingerprint(&api))));
+        let other = parse(&src.replace("f: f32", "f: f64")).expect("parse");
+        assert_ne!(fingerprint(&api), fingerprint(&other));
+        // Scalars by value: floats travel as their bits.
+        let server = gen_server(&api);
+        assert!(server.contains("let v_f = f32::from_bits(d.u32().map_err(bad)?);"));
+        assert!(server.contains("let v_s = d.i64().map_err(bad)?;"));
+        let client = gen_client(&api);
+        assert!(client.contains("c.enc.u64(g.to_bits());"));
+        assert!(
+            parse("fn f(o: out f32?) -> status;").is_err(),
+            "no float outputs"
+        );
+    }
+}

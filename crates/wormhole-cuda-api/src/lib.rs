@@ -335,4 +335,45 @@ mod tests {
             Err(cudaErrorInvalidMemcpyDirection)
         );
     }
+
+    /// The server checks a cuBLAS or cuRAND device pointer only through
+    /// the description's `check=`s (its extent depends on the call): each
+    /// one must be named by one, or a tenant could pass any address.
+    #[test]
+    fn every_devptr_is_checked() {
+        for (name, src) in [
+            ("cublas.api", BLAS_DESCRIPTION),
+            ("curand.api", RAND_DESCRIPTION),
+        ] {
+            let api = match wormhole_apigen::parse(src) {
+                Ok(api) => api,
+                Err(e) => panic!("{name}: {e}"),
+            };
+            let mut seen = 0;
+            for f in &api.funcs {
+                for a in &f.args {
+                    if matches!(a.ty, wormhole_apigen::Ty::DevPtr { .. }) {
+                        seen += 1;
+                        let token = format!("v_{}", a.name);
+                        let named = f.attrs.checks.iter().any(|c| {
+                            c.split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
+                                .any(|w| w == token)
+                        });
+                        assert!(named, "{name}: {}'s {} is not checked", f.name, a.name);
+                    }
+                }
+            }
+            assert!(seen > 0, "{name} has device pointers");
+        }
+    }
+
+    #[test]
+    fn ids_tell_the_libraries_apart() {
+        assert_eq!(Library::of(func::cudaMalloc), Some(Library::Runtime));
+        assert_eq!(Library::of(blas::func::cublasSgemm_v2), Some(Library::Blas));
+        assert_eq!(Library::of(rand::func::curandGenerate), Some(Library::Rand));
+        assert_eq!(Library::of(0x20000 + blas::FUNC_NAMES.len() as u32), None);
+        assert_eq!(Library::of(5), None, "OpenCL's");
+        assert_eq!(Kind::Curand.invalid(), rand::CURAND_STATUS_NOT_INITIALIZED);
+    }
 }

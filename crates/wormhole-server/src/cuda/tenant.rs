@@ -168,6 +168,13 @@ impl CudaTenant {
         })
     }
 
+    /// Puts a handle in the table as a creation call would (tests, which
+    /// have no library to create one).
+    #[cfg(test)]
+    pub fn insert_handle(&mut self, id: u64, kind: Kind, raw: usize) {
+        self.handles.insert(id, (kind, raw));
+    }
+
     pub fn commit_new(&mut self, slot: &mut NewSlot, kind: Kind, status: i32) {
         if let (Some(id), true) = (slot.id, status == cudaSuccess) {
             self.handles.insert(id, (kind, slot.raw as usize));
