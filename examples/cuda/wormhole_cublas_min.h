@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include "wormhole_cuda_min.h"
 
+cudaError_t cudaStreamDestroy(cudaStream_t s);
+
 typedef int cublasStatus_t;
 typedef struct cublasContext *cublasHandle_t;
 enum { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_NOT_INITIALIZED = 1, CUBLAS_STATUS_INVALID_VALUE = 7 };

@@ -5,6 +5,7 @@
 //! themselves, opened at run time.
 
 use std::ffi::{c_void, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use wormhole_cuda_api::{Kind, Library};
 use wormhole_wire::Decoder;
@@ -106,12 +107,24 @@ impl<'a> LibTenant<'a> {
     }
 }
 
+static FORBIDDEN: AtomicBool = AtomicBool::new(false);
+
+/// Never opens cuBLAS or cuRAND in this process: for tests and the
+/// fuzzer, whose tenants hold stand-in handles that must never reach a
+/// real library. Call before the first request.
+pub fn forbid_libraries() {
+    FORBIDDEN.store(true, Ordering::Relaxed);
+}
+
 /// Opens the first of `names` that is a real library (never one of
 /// Wormhole's stand-ins) and looks its entry points up with `load`.
 pub fn open_library<T>(
     names: &[&str],
     load: impl FnOnce(&dyn Fn(&str) -> *mut c_void) -> T,
 ) -> Option<T> {
+    if FORBIDDEN.load(Ordering::Relaxed) {
+        return None;
+    }
     let Some((name, h)) = names.iter().find_map(|n| super::open(n).map(|h| (n, h))) else {
         log::info!("none of {names:?} could be loaded: answering as without a driver");
         return None;

@@ -110,7 +110,7 @@ pub(crate) fn open(name: &str) -> Option<*mut c_void> {
     let marker = c"wormhole_cudart_stub";
     // SAFETY: `h` is a live handle; the name is NUL-terminated.
     if !unsafe { libc::dlsym(h, marker.as_ptr()) }.is_null() {
-        log::warn!("{name} is a Wormhole stand-in, not NVIDIA's runtime: not loading it");
+        log::warn!("{name} is a Wormhole stand-in, not NVIDIA's library: not loading it");
         // SAFETY: `h` came from dlopen above and nothing from it is in use.
         unsafe { libc::dlclose(h) };
         return None;

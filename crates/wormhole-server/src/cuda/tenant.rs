@@ -168,9 +168,9 @@ impl CudaTenant {
         })
     }
 
-    /// Puts a handle in the table as a creation call would (tests, which
-    /// have no library to create one).
-    #[cfg(test)]
+    /// Puts a handle in the table as a creation call would: for tests and
+    /// the fuzzer, which have no library to create one (see
+    /// `libs::forbid_libraries`).
     pub fn insert_handle(&mut self, id: u64, kind: Kind, raw: usize) {
         self.handles.insert(id, (kind, raw));
     }
