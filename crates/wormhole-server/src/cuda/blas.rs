@@ -33,6 +33,7 @@ pub fn bad(_: WireError) -> i32 {
     clippy::needless_return,
     clippy::match_single_binding,
     clippy::missing_safety_doc,
+    clippy::type_complexity,
     unused_imports
 )]
 mod generated {
@@ -615,7 +616,11 @@ mod tests {
                 }
             }
         };
-        assert!(reached(call(&mut t, func::cublasSdot_v2, dot(512, 1, None))));
+        assert!(reached(call(
+            &mut t,
+            func::cublasSdot_v2,
+            dot(512, 1, None)
+        )));
         assert_eq!(
             call(&mut t, func::cublasSdot_v2, dot(513, 1, None)),
             Err(CUBLAS_STATUS_INVALID_VALUE),
@@ -714,7 +719,11 @@ mod tests {
                 e.i32(incy);
             }
         };
-        assert!(reached(call(&mut t, func::cublasSgemv_v2, gemv(0, 16, 16, 1))));
+        assert!(reached(call(
+            &mut t,
+            func::cublasSgemv_v2,
+            gemv(0, 16, 16, 1)
+        )));
         // y = A x has m = 16 elements: incy 17 spans 15 * 17 + 1 floats,
         // exactly the 1 KiB left; 18 runs past it.
         assert!(call(&mut t, func::cublasSgemv_v2, gemv(0, 16, 16, 17)).is_ok());

@@ -27,6 +27,7 @@ pub fn bad(_: WireError) -> i32 {
     clippy::needless_return,
     clippy::match_single_binding,
     clippy::missing_safety_doc,
+    clippy::type_complexity,
     unused_imports
 )]
 mod generated {
