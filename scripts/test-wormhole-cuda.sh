@@ -18,7 +18,7 @@ command -v readelf >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=no
 
 cargo build -p wormhole-server -p wormhole-cudart-12 -p wormhole-cudart-13 \
   -p wormhole-cublas-12 -p wormhole-cublas-13 -p wormhole-curand-10
-cargo test -p wormhole-apigen -p wormhole-cuda-api -p wormhole-cudart -p wormhole-server
+cargo test -p wormhole-apigen -p wormhole-cuda-api -p wormhole-cudart -p wormhole-cuda-forward -p wormhole-server
 
 work=$(mktemp -d /tmp/wormhole-cuda-test.XXXXXX)
 server_pid=""

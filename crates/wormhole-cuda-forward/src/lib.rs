@@ -146,3 +146,19 @@ pub mod rand {
         wormhole_cuda_api::rand::CURAND_STATUS_INITIALIZATION_FAILED
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_runtime_stand_in_there_is_no_table() {
+        // No libcudart stand-in is loaded in this test process, and none
+        // can be loaded under this name.
+        let f = Forward::new(1, 0, 3, &["libwormhole-no-such-runtime.so.1"]);
+        assert_eq!(f.entry(0), None);
+        assert_eq!(f.entry(99), None);
+        assert_eq!(blas::fallback_status(), 1);
+        assert_eq!(rand::fallback_status(), 203);
+    }
+}

@@ -431,3 +431,72 @@ pub unsafe extern "C" fn wormhole_cuda_forward_table(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_are_given_only_to_their_own_description() {
+        let b = forward_table(FORWARD_BLAS, crate::blas::gen::FINGERPRINT).expect("blas");
+        assert_eq!(b.len(), crate::blas::gen::FORWARD_LEN);
+        assert!(b.iter().all(|&p| p != 0));
+        assert!(forward_table(FORWARD_BLAS, crate::rand::gen::FINGERPRINT).is_none());
+        assert!(forward_table(FORWARD_RAND, crate::blas::gen::FINGERPRINT).is_none());
+        assert!(forward_table(9, crate::blas::gen::FINGERPRINT).is_none());
+        let mut len = 0usize;
+        // SAFETY: a valid out-pointer.
+        let p = unsafe {
+            wormhole_cuda_forward_table(FORWARD_RAND, crate::rand::gen::FINGERPRINT, &mut len)
+        };
+        assert!(!p.is_null());
+        assert_eq!(len, crate::rand::gen::FORWARD_LEN);
+        // SAFETY: as above; a refused table writes no length.
+        let q = unsafe { wormhole_cuda_forward_table(FORWARD_RAND, 0, &mut len) };
+        assert!(q.is_null());
+    }
+
+    #[test]
+    fn unreachable_server_answers_as_no_driver() {
+        assert_eq!(
+            offline_status(blas::func::cublasCreate_v2),
+            blas::CUBLAS_STATUS_NOT_INITIALIZED
+        );
+        assert_eq!(
+            offline_status(rand::func::curandCreateGenerator),
+            rand::CURAND_STATUS_INITIALIZATION_FAILED
+        );
+        assert_eq!(
+            offline_status(rand::func::curandGenerateUniform),
+            rand::CURAND_STATUS_NOT_INITIALIZED
+        );
+    }
+
+    #[test]
+    fn local_answers_need_no_server() {
+        use blas_overrides::*;
+        let name = |s| {
+            // SAFETY: the table's strings are static and NUL-terminated.
+            unsafe { std::ffi::CStr::from_ptr(cublasGetStatusName(s)) }
+        };
+        assert_eq!(name(7), c"CUBLAS_STATUS_INVALID_VALUE");
+        assert_eq!(name(2), c"unrecognized status");
+        let mut v = 0;
+        // SAFETY: a valid out-pointer.
+        assert_eq!(
+            unsafe { cublasGetVersion_v2(std::ptr::null_mut(), &mut v) },
+            0
+        );
+        assert!(v == 120903 || v == 131000);
+        // A handle this process was never given.
+        assert_eq!(
+            cublasSetPointerMode_v2(0x4321 as *mut c_void, 1),
+            blas::CUBLAS_STATUS_NOT_INITIALIZED
+        );
+        // SAFETY: NULL is refused before any write.
+        assert_eq!(
+            unsafe { cublasCreate_v2(std::ptr::null_mut()) },
+            blas::CUBLAS_STATUS_INVALID_VALUE
+        );
+    }
+}
