@@ -483,10 +483,8 @@ mod tests {
         assert_eq!(name(2), c"unrecognized status");
         let mut v = 0;
         // SAFETY: a valid out-pointer.
-        assert_eq!(
-            unsafe { cublasGetVersion_v2(std::ptr::null_mut(), &mut v) },
-            0
-        );
+        let s = unsafe { cublasGetVersion_v2(std::ptr::null_mut(), &mut v) };
+        assert_eq!(s, 0);
         assert!(v == 120903 || v == 131000);
         // A handle this process was never given.
         assert_eq!(
@@ -494,9 +492,7 @@ mod tests {
             blas::CUBLAS_STATUS_NOT_INITIALIZED
         );
         // SAFETY: NULL is refused before any write.
-        assert_eq!(
-            unsafe { cublasCreate_v2(std::ptr::null_mut()) },
-            blas::CUBLAS_STATUS_INVALID_VALUE
-        );
+        let s = unsafe { cublasCreate_v2(std::ptr::null_mut()) };
+        assert_eq!(s, blas::CUBLAS_STATUS_INVALID_VALUE);
     }
 }
