@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""Checks crates/wormhole-cuda-api/cuda.api against NVIDIA's own files.
+"""Checks crates/wormhole-cuda-api/{cuda,cublas,curand}.api against NVIDIA's
+own files.
 
-For every described function: it must be declared in cuda_runtime_api.h
-with the same number of parameters (nvcc's registration entry points,
-declared in crt/host_runtime.h, are checked against the library only), and,
-given the real libcudart, exported by it with the soname's symbol version.
-NVIDIA's files are not part of the repository; fetch them from PyPI with
---fetch (pip download, into --cache), which CI never needs.
+For every described function: it must be declared in the library's header
+(cuda_runtime_api.h, cublas_api.h, curand.h) with the same number of
+parameters (nvcc's registration entry points, declared in
+crt/host_runtime.h, are checked against the library only), and, given the
+real library, exported by it with the soname's symbol version. NVIDIA's
+files are not part of the repository; fetch them from PyPI with --fetch
+(pip download, into --cache), which CI never needs.
 
-  scripts/cuda-api-check.py --fetch            # 12.9 and 13.x wheels
-  scripts/cuda-api-check.py --include DIR --lib DIR/../lib/libcudart.so.13
+  scripts/cuda-api-check.py --fetch            # 12.x and 13.x wheels, all three
+  scripts/cuda-api-check.py --include DIR --lib DIR/../lib/libcudart.so.13   # the runtime
 """
 import argparse
 import pathlib
@@ -21,6 +23,14 @@ import zipfile
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 API = ROOT / "crates/wormhole-cuda-api/cuda.api"
 WHEELS = {"12": "nvidia-cuda-runtime-cu12==12.9.79", "13": "nvidia-cuda-runtime==13.5.37"}
+# (description, header, the header's declaration macro, library, wheels by major)
+LIBS = [
+    ("cuda.api", "cuda_runtime_api.h", "CUDARTAPI", "libcudart.so.{major}", WHEELS),
+    ("cublas.api", "cublas_api.h", "CUBLASWINAPI", "libcublas.so.{major}",
+     {"12": "nvidia-cublas-cu12==12.9.3.13", "13": "nvidia-cublas==13.10.0.20"}),
+    ("curand.api", "curand.h", "CURANDAPI", "libcurand.so.10",
+     {"12": "nvidia-curand-cu12==10.3.10.19", "13": "nvidia-curand==10.4.5.25"}),
+]
 # Declared for nvcc's generated host code, not in cuda_runtime_api.h.
 NVCC_ONLY = re.compile(r"^__cuda")
 # Entry points whose header name differs (CUDA 12's headers #define
@@ -28,9 +38,9 @@ NVCC_ONLY = re.compile(r"^__cuda")
 ALIASES = {"cudaGetDeviceProperties_v2": ("cudaGetDeviceProperties", {"12"})}
 
 
-def described():
-    """(name, parameter count, attributes) of every `fn` in cuda.api."""
-    text = re.sub(r"#.*", "", API.read_text())
+def described(api=API):
+    """(name, parameter count, attributes) of every `fn` in a description."""
+    text = re.sub(r"#.*", "", api.read_text())
     out = []
     for m in re.finditer(r"\bfn\s+(\w+)\s*\((.*?)\)\s*->\s*([^;]*);", text, re.S):
         args = m.group(2).strip()
@@ -43,11 +53,11 @@ def described():
     return out
 
 
-def declared(header):
-    """name -> parameter count, from cuda_runtime_api.h."""
+def declared(header, macro="CUDARTAPI"):
+    """name -> parameter count, from a header's `MACRO name(...)` declarations."""
     text = re.sub(r"/\*.*?\*/", "", header.read_text(), flags=re.S)
     out = {}
-    for m in re.finditer(r"CUDARTAPI\s+(\w+)\s*\(([^;]*?)\)\s*;", text, re.S):
+    for m in re.finditer(macro + r"\s+(\w+)\s*\(([^;]*?)\)\s*;", text, re.S):
         params = re.sub(r"\([^()]*\)", "", m.group(2)).strip()  # drop __dv(x)
         n = 0 if params in ("", "void") else params.count(",") + 1
         out[m.group(1)] = n
@@ -61,31 +71,36 @@ def exported(lib):
 
 
 def fetch(cache):
+    """(description, header directory, library) for every library and major."""
     cache.mkdir(parents=True, exist_ok=True)
     found = []
-    for major, req in WHEELS.items():
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", req, "-d", str(cache)], check=True)
-        wheel = next(cache.glob(req.split("==")[0].replace("-", "_") + "-*.whl"))
-        dest = cache / major
-        with zipfile.ZipFile(wheel) as z:
-            z.extractall(dest)
-        inc = next(dest.rglob("cuda_runtime_api.h")).parent
-        lib = next(dest.rglob(f"libcudart.so.{major}"))
-        found.append((inc, lib))
+    for api, header, _, libname, wheels in LIBS:
+        for major, req in wheels.items():
+            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", req, "-d", str(cache)], check=True)
+            wheel = next(cache.glob(req.replace("-", "_").replace("==", "-") + "-*.whl"))
+            dest = cache / f"{api}-{major}"
+            if not dest.exists():
+                with zipfile.ZipFile(wheel) as z:
+                    z.extractall(dest)
+            inc = next(dest.rglob(header)).parent
+            lib = next(dest.rglob(libname.format(major=major)))
+            found.append((api, inc, lib))
     return found
 
 
-def check(inc, lib):
-    decl = declared(inc / "cuda_runtime_api.h")
+def check(inc, lib, api="cuda.api"):
+    _, header, macro, _, _ = next(entry for entry in LIBS if entry[0] == api)
+    decl = declared(inc / header, macro)
     syms = exported(lib) if lib else set()
     soname = lib.name if lib else ""
     errors = 0
     major = soname.rsplit(".", 1)[-1]
-    for name, n, _ in described():
+    funcs = described(API.parent / api)
+    for name, n, _ in funcs:
         hname, majors = ALIASES.get(name, (name, None))
         if not NVCC_ONLY.match(name):
             if hname not in decl:
-                print(f"  {name}: not declared in {inc}/cuda_runtime_api.h")
+                print(f"  {name}: not declared in {inc}/{header}")
                 errors += 1
             elif decl[hname] != n:
                 print(f"  {name}: {n} parameters described, {decl[hname]} declared")
@@ -95,7 +110,7 @@ def check(inc, lib):
         if lib and f"{name}@@{soname}" not in syms:
             print(f"  {name}: not exported by {lib} as {name}@@{soname}")
             errors += 1
-    print(f"{inc}: {len(described())} functions checked, {errors} problems")
+    print(f"{api} against {inc}: {len(funcs)} functions checked, {errors} problems")
     return errors
 
 
@@ -106,10 +121,10 @@ def main():
     ap.add_argument("--fetch", action="store_true")
     ap.add_argument("--cache", type=pathlib.Path, default=pathlib.Path("/tmp/wormhole-cuda-headers"))
     a = ap.parse_args()
-    pairs = fetch(a.cache) if a.fetch else [(a.include, a.lib)]
-    if not pairs or pairs[0][0] is None:
+    found = fetch(a.cache) if a.fetch else [("cuda.api", a.include, a.lib)]
+    if not found or found[0][1] is None:
         ap.error("give --include (and --lib) or --fetch")
-    sys.exit(1 if sum(check(i, l) for i, l in pairs) else 0)
+    sys.exit(1 if sum(check(i, l, api) for api, i, l in found) else 0)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # GPU validation of Wormhole for CUDA (needs an NVIDIA GPU and driver; not
-# run by CI). Builds the kernel samples with nvcc (-cudart shared), runs
-# each natively and then unmodified through a local Wormhole server, and
-# prints both outputs. nvcc comes from the toolkit if installed, else from
-# PyPI's nvidia-cuda-nvcc wheel (downloaded into a venv under target/).
+# run by CI). Builds the kernel samples with nvcc (-cudart shared) and the
+# cuBLAS and cuRAND samples (host code, system compiler) against NVIDIA's
+# libcublas/libcurand, runs each natively and then unmodified through a
+# local Wormhole server (its libcudart, libcublas and libcurand stand-ins
+# first on the library path), and prints both outputs; for the cuBLAS and
+# cuRAND samples the result digests must be identical. nvcc, cuBLAS and
+# cuRAND come from the toolkit if installed, else from PyPI's wheels
+# (downloaded into a venv under target/).
 # Usage: scripts/gpu-validate-cuda.sh [12|13]   (default: the driver's major)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,29 +17,57 @@ major=${1:-$(nvidia-smi | sed -n 's/.*CUDA Version: \([0-9]*\).*/\1/p' | head -n
 out=target/gpu-validate; mkdir -p "$out"
 if ! command -v nvcc >/dev/null; then
   python3 -m venv "$out/venv"
-  if [ "$major" = 12 ]; then pkgs="nvidia-cuda-nvcc-cu12 nvidia-cuda-runtime-cu12"; else pkgs="nvidia-cuda-nvcc nvidia-cuda-runtime"; fi
+  if [ "$major" = 12 ]; then pkgs="nvidia-cuda-nvcc-cu12 nvidia-cuda-runtime-cu12 nvidia-cublas-cu12 nvidia-curand-cu12"; else pkgs="nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cublas nvidia-curand"; fi
   "$out/venv/bin/pip" install -q $pkgs
   nvcc=$(find "$out/venv" -name nvcc -type f | head -n1)
   export PATH="$(dirname "$nvcc"):$PATH"
   cudart_dir=$(dirname "$(find "$out/venv" -name "libcudart.so.$major" | head -n1)")
   inc=$(dirname "$(find "$out/venv" -name cuda_runtime_api.h | head -n1)")
   extra=(-I"$inc" -L"$cudart_dir" -Xlinker -rpath-link="$cudart_dir")
+  blas_dir=$(dirname "$(find "$out/venv" -name "libcublas.so.$major" | head -n1)")
+  rand_dir=$(dirname "$(find "$out/venv" -name "libcurand.so.10" | head -n1)")
 else
   cudart_dir=$(dirname "$(ldconfig -p | sed -n "s/.*libcudart.so.$major => //p" | head -n1)")
+  blas_dir=$(dirname "$(ldconfig -p | sed -n "s/.*libcublas.so.$major => //p" | head -n1)")
+  rand_dir=$(dirname "$(ldconfig -p | sed -n "s/.*libcurand.so.10 => //p" | head -n1)")
   extra=()
 fi
-cargo build --release -q -p wormhole-server -p "wormhole-cudart-$major"
+native_path="$cudart_dir:$blas_dir:$rand_dir"
+cargo build --release -q -p wormhole-server -p "wormhole-cudart-$major" -p "wormhole-cublas-$major" -p wormhole-curand-10
 lib="$out/lib$major"; mkdir -p "$lib"
 ln -sf "$PWD/target/release/libwormhole_cudart$major.so" "$lib/libcudart.so.$major"
+ln -sf "$PWD/target/release/libwormhole_cublas$major.so" "$lib/libcublas.so.$major"
+ln -sf "$PWD/target/release/libwormhole_curand10.so" "$lib/libcurand.so.10"
+# The host-only cuBLAS and cuRAND samples link against our stand-ins (same
+# sonames and versions as NVIDIA's): natively they run on NVIDIA's.
+for n in cudart.so cublas.so; do ln -sf "lib$n.$major" "$lib/lib$n"; done
+ln -sf libcurand.so.10 "$lib/libcurand.so"
+for s in sgemm curand; do
+  cc -O2 -Wall -Iexamples/cuda -o "$out/$s" "examples/cuda/$s.c" -L"$lib" -lcublas -lcurand -lcudart -lm
+done
 for s in vectorAdd matmul; do
   nvcc -O2 -cudart shared "${extra[@]}" -o "$out/$s" "examples/cuda/$s.cu"
 done
-./target/release/wormhole-server --socket "$out/s.sock" -q &
+# The server finds NVIDIA's libraries on its own library path.
+LD_LIBRARY_PATH="$native_path" ./target/release/wormhole-server --socket "$out/s.sock" -q &
 pid=$!; trap 'kill $pid 2>/dev/null' EXIT; sleep 1
 status=0
 for s in vectorAdd matmul; do
   echo "== $s native"; LD_LIBRARY_PATH="$cudart_dir" timeout 120 "$out/$s" || status=1
   echo "== $s through Wormhole"
   WORMHOLE_SERVER="$out/s.sock" LD_LIBRARY_PATH="$lib" timeout 120 "$out/$s" || status=1
+done
+# cuBLAS (SGEMM and the rest) and cuRAND: every digest identical.
+for s in sgemm curand; do
+  echo "== $s native"
+  LD_LIBRARY_PATH="$native_path" timeout 300 "$out/$s" | tee "$out/$s.native" || status=1
+  echo "== $s through Wormhole"
+  WORMHOLE_SERVER="$out/s.sock" LD_LIBRARY_PATH="$lib" timeout 300 "$out/$s" | tee "$out/$s.remote" || status=1
+  if diff <(grep -v '^time:' "$out/$s.native") <(grep -v '^time:' "$out/$s.remote"); then
+    echo "== $s: identical results natively and through Wormhole"
+  else
+    echo "== $s: RESULTS DIFFER"; status=1
+  fi
+  grep '^time:' "$out/$s.native" "$out/$s.remote" || true
 done
 exit $status

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Wormhole for CUDA, the part that needs no GPU (CI has none): builds the
-# libcudart.so.12/.13 stand-ins and the server, runs the unit tests
+# libcudart.so.12/.13, libcublas.so.12/.13 and libcurand.so.10 stand-ins
+# and the server, runs the unit tests
 # (allocation tracker, fat binary and .nv.info parsing, argument packing,
-# wire requests, tenant validation, description parsing), checks the
+# wire requests, tenant validation, cuBLAS/cuRAND extents and request
+# checks, description parsing), checks the
 # stand-ins' sonames and symbol versions, and runs the host-only samples
 # (examples/cuda, built with the system compiler) with no server, through a
 # server without a CUDA runtime and through one with CUDA disabled: every
@@ -14,8 +16,9 @@ cd "$(dirname "$0")/.."
 command -v readelf >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq binutils >/dev/null; }
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
-cargo build -p wormhole-server -p wormhole-cudart-12 -p wormhole-cudart-13
-cargo test -p wormhole-apigen -p wormhole-cuda-api -p wormhole-cudart -p wormhole-server
+cargo build -p wormhole-server -p wormhole-cudart-12 -p wormhole-cudart-13 \
+  -p wormhole-cublas-12 -p wormhole-cublas-13 -p wormhole-curand-10
+cargo test -p wormhole-apigen -p wormhole-cuda-api -p wormhole-cudart -p wormhole-cuda-forward -p wormhole-server
 
 work=$(mktemp -d /tmp/wormhole-cuda-test.XXXXXX)
 server_pid=""
@@ -45,7 +48,24 @@ for major in 12 13; do
   gcc -Wall -Werror -o "$work/nodevice$major" examples/cuda/nodevice.c -L"$lib" -lcudart
   gcc -Wall -Werror -o "$work/launch$major" examples/cuda/launch_fixture.c -L"$lib" -lcudart
   check "nodevice$major binds libcudart.so.$major versions" sh -c "readelf -V '$work/nodevice$major' | grep -q 'Name: libcudart.so.$major'"
+  # cuBLAS and cuRAND: stand-ins that forward to the client in libcudart.
+  blas_so="$PWD/target/debug/libwormhole_cublas$major.so"
+  rand_so="$PWD/target/debug/libwormhole_curand10.so"
+  ln -s "$blas_so" "$lib/libcublas.so.$major"; ln -s "libcublas.so.$major" "$lib/libcublas.so"
+  ln -s "$rand_so" "$lib/libcurand.so.10"; ln -s libcurand.so.10 "$lib/libcurand.so"
+  check "libcublas.so.$major: soname" sh -c "readelf -d '$blas_so' | grep -q 'Library soname: \[libcublas.so.$major\]'"
+  check "libcublas.so.$major: cublasSgemm_v2@@libcublas.so.$major" sh -c "readelf --dyn-syms -W '$blas_so' | grep -q ' cublasSgemm_v2@@libcublas.so.$major\$'"
+  check "libcublas.so.$major: no client of its own (no cudaMalloc)" sh -c "! readelf --dyn-syms -W '$blas_so' | grep -q ' cudaMalloc'"
+  check "libcudart.so.$major: exports the forwarding entry" sh -c "readelf --dyn-syms -W '$so' | grep -q ' wormhole_cuda_forward_table'"
+  for p in blas_nodevice sgemm curand; do
+    gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/$p$major" "examples/cuda/$p.c" -L"$lib" -lcublas -lcurand -lcudart -lm
+  done
+  check "blas_nodevice$major binds libcublas.so.$major and libcurand.so.10 versions" sh -c \
+    "readelf -V '$work/blas_nodevice$major' | grep -q 'Name: libcublas.so.$major' && readelf -V '$work/blas_nodevice$major' | grep -q 'Name: libcurand.so.10'"
 done
+rand_so="$PWD/target/debug/libwormhole_curand10.so"
+check "libcurand.so.10: soname" sh -c "readelf -d '$rand_so' | grep -q 'Library soname: \[libcurand.so.10\]'"
+check "libcurand.so.10: curandGenerateNormal@@libcurand.so.10" sh -c "readelf --dyn-syms -W '$rand_so' | grep -q ' curandGenerateNormal@@libcurand.so.10\$'"
 
 # Our test kernels: a synthetic fat binary, and nvcc 13.5's build of
 # crates/wormhole-cuda-api/fixtures/testkernels.cu (both checked in).
@@ -67,6 +87,13 @@ run_samples() { # LABEL connected|offline, with WORMHOLE_SERVER set by the calle
     if [ "$2" = offline ] && ! grep -q "no Wormhole server" "$work/out"; then
       echo "FAIL $1: the client did not notice there is no server"; fail=1
     fi
+    # cuBLAS and cuRAND: exactly NVIDIA's answers without a GPU; the GPU
+    # samples stop at their first call with the runtime's message.
+    check "$1: blas_nodevice ($major)" env LD_LIBRARY_PATH="$work/lib$major" "$work/blas_nodevice$major" "$major"
+    for p in sgemm curand; do
+      check "$1: $p stops with the native error ($major)" sh -c \
+        "LD_LIBRARY_PATH='$work/lib$major' '$work/$p$major' | tee /dev/stderr | grep -q '^cudaMalloc.*CUDA driver version is insufficient'"
+    done
     for fb in "$fixture" "$nvcc_fixture"; do
       check "$1: kernels from $(basename "$fb") ($major)" env LD_LIBRARY_PATH="$work/lib$major" "$work/launch$major" "$fb"
     done
@@ -97,8 +124,9 @@ export WORMHOLE_SERVER="$work/s.sock"
 # A runtime that cannot be loaded: the server answers as a machine
 # without the driver does. (Pointing it at our own stand-in must be
 # refused too, never forwarded to itself.)
-start_server --cuda-runtime "$work/lib13/libcudart.so.13"
-run_samples "server, stand-in refused" connected
+# Our libcublas and libcurand stand-ins first on its library path too.
+LD_LIBRARY_PATH="$work/lib13" start_server --cuda-runtime "$work/lib13/libcudart.so.13"
+run_samples "server, stand-ins refused" connected
 stop_server
 start_server --cuda-runtime /nonexistent/libcudart.so.13
 run_samples "server without a CUDA runtime" connected
@@ -110,6 +138,23 @@ stop_server
 start_server
 check "OpenCL next to CUDA: platforms listed" sh -c "./target/debug/wormhole-server platforms | grep -q ."
 run_samples "server exporting OpenCL and CUDA" connected
+stop_server
+
+# The whole cuBLAS and cuRAND path with real data: a server whose
+# "NVIDIA libraries" are examples/cuda/cpu_device.c (a CPU stand-in under
+# the three sonames) runs the samples to the end; their CPU references
+# judge every result (host and device pointer modes, results in replies,
+# streams, strided batches).
+cpu="$work/cpu"; mkdir -p "$cpu"
+gcc -shared -fPIC -O2 -Wall -Werror -o "$cpu/libcpudevice.so" examples/cuda/cpu_device.c -lm
+for n in libcudart.so.13 libcublas.so.13 libcurand.so.10; do ln -s libcpudevice.so "$cpu/$n"; done
+LD_LIBRARY_PATH="$cpu" start_server --cuda-runtime "$cpu/libcudart.so.13"
+for major in 12 13; do
+  check "CPU device: sgemm runs through Wormhole and is correct ($major)" sh -c \
+    "LD_LIBRARY_PATH='$work/lib$major' '$work/sgemm$major' 64 | tee /dev/stderr | tail -n1 | grep -qx correct"
+  check "CPU device: curand runs through Wormhole and is correct ($major)" sh -c \
+    "LD_LIBRARY_PATH='$work/lib$major' '$work/curand$major' | tee /dev/stderr | tail -n1 | grep -qx correct"
+done
 stop_server
 
 if [ "$fail" -ne 0 ]; then

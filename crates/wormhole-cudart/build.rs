@@ -1,8 +1,19 @@
 fn main() {
-    let api = match wormhole_apigen::parse(wormhole_cuda_api::DESCRIPTION) {
-        Ok(api) => api,
-        Err(e) => panic!("cuda.api: {e}"),
-    };
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    std::fs::write(out.join("client_gen.rs"), wormhole_apigen::gen_client(&api)).expect("write");
+    for (name, src, prefix) in [
+        ("cuda.api", wormhole_cuda_api::DESCRIPTION, ""),
+        ("cublas.api", wormhole_cuda_api::BLAS_DESCRIPTION, "blas_"),
+        ("curand.api", wormhole_cuda_api::RAND_DESCRIPTION, "rand_"),
+    ] {
+        let api = match wormhole_apigen::parse(src) {
+            Ok(api) => api,
+            Err(e) => panic!("{name}: {e}"),
+        };
+        let client = out.join(format!("{prefix}client_gen.rs"));
+        std::fs::write(client, wormhole_apigen::gen_client(&api)).expect("write");
+        if !prefix.is_empty() {
+            let table = out.join(format!("{prefix}forward_gen.rs"));
+            std::fs::write(table, wormhole_apigen::gen_forward_table(&api)).expect("write");
+        }
+    }
 }

@@ -99,8 +99,13 @@ fn client_put(o: &mut String, f: &Func) {
                     Scalar::I32 => format!("c.enc.i32({n});"),
                     Scalar::U64 | Scalar::Bitfield => format!("c.enc.u64({n});"),
                     Scalar::Usize => format!("c.enc.usize({n});"),
+                    Scalar::I64 => format!("c.enc.i64({n});"),
+                    Scalar::F32 => format!("c.enc.u32({n}.to_bits());"),
+                    Scalar::F64 => format!("c.enc.u64({n}.to_bits());"),
                 };
-                if f.attrs.is_async {
+                if f.attrs.is_async && matches!(s, Scalar::F32 | Scalar::F64) {
+                    format!("{enc} c.shape({n}.to_bits() as u64);")
+                } else if f.attrs.is_async {
                     format!("{enc} c.shape({n} as u64);")
                 } else {
                     enc
@@ -345,8 +350,23 @@ fn server_func(o: &mut String, f: &Func) {
                     Scalar::I32 => "i32",
                     Scalar::U64 | Scalar::Bitfield => "u64",
                     Scalar::Usize => "usize",
+                    Scalar::I64 => "i64",
+                    Scalar::F32 => "f32",
+                    Scalar::F64 => "f64",
                 };
-                let _ = writeln!(o, "    let v_{n} = d.{m}().map_err(bad)?;");
+                match s {
+                    Scalar::F32 => {
+                        let _ =
+                            writeln!(o, "    let v_{n} = f32::from_bits(d.u32().map_err(bad)?);");
+                    }
+                    Scalar::F64 => {
+                        let _ =
+                            writeln!(o, "    let v_{n} = f64::from_bits(d.u64().map_err(bad)?);");
+                    }
+                    _ => {
+                        let _ = writeln!(o, "    let v_{n} = d.{m}().map_err(bad)?;");
+                    }
+                }
                 format!("v_{n}")
             }
             Ty::Handle { kind: k, optional } => {
@@ -686,6 +706,27 @@ fn ffi_dlopen(o: &mut String, api: &Api) {
 /// arguments untouched. A version script defining `node` (see
 /// [`gen_version_script`]) must be passed to the linker.
 pub fn gen_exports(api: &Api, path: &str, node: &str) -> String {
+    exports_to(api, node, |f| {
+        format!("{path}::{}::{}", impl_module(f), f.name)
+    })
+}
+
+/// Where the client implements a function: generated, or by hand.
+fn impl_module(f: &Func) -> &'static str {
+    if f.attrs.client_override || f.attrs.manual || f.attrs.client_only {
+        "overrides"
+    } else {
+        "gen"
+    }
+}
+
+/// The functions a stand-in library exports, in description order.
+fn exported(api: &Api) -> impl Iterator<Item = &Func> {
+    api.funcs.iter().filter(|f| !f.attrs.unsupported)
+}
+
+/// Versioned trampolines for every exported function, jumping to `target`.
+fn exports_to(api: &Api, node: &str, target: impl Fn(&Func) -> String) -> String {
     // (architecture, the assembler's type prefix, the jump instruction)
     let arches = [("x86_64", '@', "jmp"), ("aarch64", '%', "b")];
     let mut o = String::new();
@@ -694,23 +735,13 @@ pub fn gen_exports(api: &Api, path: &str, node: &str) -> String {
             ".pushsection .text.wormhole_exports,\"ax\",{t}progbits"
         )];
         let mut syms = Vec::new();
-        for (i, f) in api
-            .funcs
-            .iter()
-            .filter(|f| !f.attrs.unsupported)
-            .enumerate()
-        {
-            let module = if f.attrs.client_override || f.attrs.manual || f.attrs.client_only {
-                "overrides"
-            } else {
-                "gen"
-            };
+        for (i, f) in exported(api).enumerate() {
             let local = format!("wormhole_x_{}", f.name);
             lines.push(format!(".globl {local}"));
             lines.push(format!(".type {local},{t}function"));
             lines.push(format!("{local}: {jump} {{f{i}}}"));
             lines.push(format!(".symver {local}, {}@@{node}", f.name));
-            syms.push(format!("f{i} = sym {path}::{module}::{}", f.name));
+            syms.push(format!("f{i} = sym {}", target(f)));
         }
         lines.push(".popsection".into());
         let _ = writeln!(
@@ -725,6 +756,95 @@ pub fn gen_exports(api: &Api, path: &str, node: &str) -> String {
         }
         o.push_str(");\n");
     }
+    o
+}
+
+/// A fingerprint of the exported functions' names and C signatures: the
+/// forwarding table ([`gen_forward_table`]) and the forwarders that index
+/// it ([`gen_forwarders`]) are built from the same description only when
+/// their fingerprints agree.
+pub fn fingerprint(api: &Api) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for f in exported(api) {
+        let sig = format!("{}({})->{};", f.name, c_params(f), f.ret.ctype());
+        for b in sig.bytes() {
+            h = (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// The client side of a library forwarded through another one: the
+/// addresses of the client's implementations of every exported function,
+/// in description order (`forward_table()`), with the description's
+/// [`fingerprint`]. The including module must have the generated stubs
+/// (from [`gen_client`]) and `overrides` in scope.
+pub fn gen_forward_table(api: &Api) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "/// The description's fingerprint (wormhole_apigen::fingerprint).\npub const FINGERPRINT: u64 = {:#x};",
+        fingerprint(api)
+    );
+    let n = exported(api).count();
+    let _ = writeln!(
+        o,
+        "/// The number of exported functions.\npub const FORWARD_LEN: usize = {n};"
+    );
+    o.push_str("/// The client's implementation of each exported function, in description order.\npub fn forward_table() -> [usize; FORWARD_LEN] {\n    [\n");
+    for f in exported(api) {
+        let m = impl_module(f);
+        let e = if m == "gen" {
+            f.name.clone()
+        } else {
+            format!("overrides::{}", f.name)
+        };
+        let _ = writeln!(o, "        {e} as *const () as usize,");
+    }
+    o.push_str("    ]\n}\n");
+    o
+}
+
+/// A stand-in library that forwards every call to the client runtime in
+/// another library (see [`gen_forward_table`]): one `extern "C"` function
+/// per exported function that calls entry `i` of the table the including
+/// module's `table(i)` returns, or answers `fallback_status()` (for a
+/// function returning a status) or `fallback_NAME()` (a `custom NAME`
+/// return) when there is none; plus the versioned ELF exports (`node`).
+pub fn gen_forwarders(api: &Api, node: &str) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "/// The description's fingerprint (wormhole_apigen::fingerprint).\npub const FINGERPRINT: u64 = {:#x};",
+        fingerprint(api)
+    );
+    let n = exported(api).count();
+    let _ = writeln!(
+        o,
+        "/// The number of exported functions.\npub const FORWARD_LEN: usize = {n};\n"
+    );
+    o.push_str("/// One forwarder per exported function.\n#[allow(non_snake_case, unused_imports, clippy::too_many_arguments, clippy::missing_safety_doc, clippy::unused_unit)]\npub mod fwd {\n    use std::ffi::{c_char, c_void};\n    use super::*;\n\n");
+    for (i, f) in exported(api).enumerate() {
+        let types: Vec<String> = f.args.iter().map(|a| a.ty.ctype()).collect();
+        let names: Vec<&str> = f.args.iter().map(|a| a.name.as_str()).collect();
+        let ret = f.ret.ctype();
+        let fallback = match &f.ret {
+            Ret::Status => "fallback_status()".to_string(),
+            Ret::Custom { ctype, .. } if ctype == "void" => "()".to_string(),
+            Ret::Custom { name, .. } => format!("fallback_{name}()"),
+            Ret::New(_) => "std::ptr::null_mut()".to_string(),
+        };
+        let _ = writeln!(
+            o,
+            "    pub unsafe extern \"C\" fn {name}({params}) -> {ret} {{\n        match table({i}) {{\n            // SAFETY: entry {i} of a table with this description's fingerprint is the\n            // client's implementation of {name}, whose C signature this is.\n            Some(p) => unsafe {{ std::mem::transmute::<usize, unsafe extern \"C\" fn({types}) -> {ret}>(p)({args}) }},\n            None => {fallback},\n        }}\n    }}\n",
+            name = f.name,
+            params = c_params(f),
+            types = types.join(", "),
+            args = names.join(", "),
+        );
+    }
+    o.push_str("}\n\n");
+    o.push_str(&exports_to(api, node, |f| format!("fwd::{}", f.name)));
     o
 }
 
@@ -756,5 +876,44 @@ mod tests {
         let server = gen_server(&api);
         assert!(server.contains("func::clMake => d_clMake(t, d, e),"));
         assert!(server.contains("t.insert(new_id, Kind::Mem, ret)"));
+    }
+}
+
+#[cfg(test)]
+mod forward_tests {
+    use super::*;
+    use crate::parse;
+
+    #[test]
+    fn forwarders_index_the_table_in_description_order() {
+        let src = "api { kinds h; success OK; unsupported NO; first_id 0x20000; load dlopen; }\n\
+                   fn a(x: h, s: i64, f: f32, g: f64) -> status;\n\
+                   fn b(x: h) -> custom name(*const c_char) client-only;\n\
+                   fn c(x: h) -> status unsupported;";
+        let api = parse(src).expect("parse");
+        let fwd = gen_forwarders(&api, "libx.so.1");
+        assert!(fwd.contains("pub const FORWARD_LEN: usize = 2;"));
+        assert!(fwd.contains("match table(0)"));
+        assert!(fwd.contains("unsafe extern \"C\" fn(*mut c_void, i64, f32, f64) -> i32"));
+        assert!(fwd.contains("None => fallback_status()"));
+        assert!(fwd.contains("None => fallback_name()"));
+        assert!(fwd.contains(".symver wormhole_x_b, b@@libx.so.1"));
+        assert!(!fwd.contains("wormhole_x_c"), "unsupported: not exported");
+        let table = gen_forward_table(&api);
+        assert!(table.contains("        a as *const () as usize,\n        overrides::b as"));
+        // Both sides agree on the fingerprint; another signature changes it.
+        assert!(table.contains(&format!("{:#x}", fingerprint(&api))));
+        let other = parse(&src.replace("f: f32", "f: f64")).expect("parse");
+        assert_ne!(fingerprint(&api), fingerprint(&other));
+        // Scalars by value: floats travel as their bits.
+        let server = gen_server(&api);
+        assert!(server.contains("let v_f = f32::from_bits(d.u32().map_err(bad)?);"));
+        assert!(server.contains("let v_s = d.i64().map_err(bad)?;"));
+        let client = gen_client(&api);
+        assert!(client.contains("c.enc.u64(g.to_bits());"));
+        assert!(
+            parse("fn f(o: out f32?) -> status;").is_err(),
+            "no float outputs"
+        );
     }
 }

@@ -19,7 +19,10 @@
 mod gen;
 mod parse;
 
-pub use gen::{gen_client, gen_common, gen_exports, gen_server, gen_version_script};
+pub use gen::{
+    fingerprint, gen_client, gen_common, gen_exports, gen_forward_table, gen_forwarders,
+    gen_server, gen_version_script,
+};
 pub use parse::parse;
 
 use thiserror::Error;
@@ -143,6 +146,11 @@ pub enum Scalar {
     Usize,
     Bool,
     Bitfield,
+    /// Passed by value as the C types `long long`, `float`, `double`
+    /// (cuBLAS strides, cuRAND means and deviations).
+    I64,
+    F32,
+    F64,
 }
 
 /// A buffer size: an argument's value times a constant.
@@ -238,6 +246,9 @@ impl Scalar {
             Scalar::I32 => "i32",
             Scalar::U64 | Scalar::Bitfield => "u64",
             Scalar::Usize => "usize",
+            Scalar::I64 => "i64",
+            Scalar::F32 => "f32",
+            Scalar::F64 => "f64",
         }
     }
 }
@@ -280,4 +291,28 @@ pub fn kind_variant(kind: &str) -> String {
         Some(f) => f.to_uppercase().chain(c).collect(),
         None => String::new(),
     }
+}
+
+/// The build script of a stand-in library that forwards to a client
+/// elsewhere (see [`gen_forwarders`]): parses `src`, writes
+/// `OUT_DIR/forward.rs` (the forwarders and their exports, versioned
+/// `soname` as NVIDIA's library versions its symbols) and the version
+/// script, and tells cargo to link with that soname.
+///
+/// # Panics
+/// On a description that does not parse or an unwritable `OUT_DIR`: this is
+/// for build scripts, where a panic is the error report.
+pub fn build_forwarding_stand_in(name: &str, src: &str, soname: &str) {
+    let api = match parse(src) {
+        Ok(api) => api,
+        Err(e) => panic!("{name}: {e}"),
+    };
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    std::fs::write(out.join("forward.rs"), gen_forwarders(&api, soname)).expect("write");
+    let script = out.join("version.map");
+    std::fs::write(&script, gen_version_script(soname)).expect("write");
+    println!(
+        "cargo:rustc-cdylib-link-arg=-Wl,--version-script={},-soname,{soname}",
+        script.display()
+    );
 }

@@ -188,6 +188,9 @@ impl<'a> P<'a> {
             "usize" => Scalar::Usize,
             "bool" => Scalar::Bool,
             "bitfield" => Scalar::Bitfield,
+            "i64" => Scalar::I64,
+            "f32" => Scalar::F32,
+            "f64" => Scalar::F64,
             _ => return None,
         })
     }
@@ -262,8 +265,10 @@ impl<'a> P<'a> {
                         return Ok(Ty::OutInfo { size, handles });
                     }
                     s => match Self::scalar(s) {
-                        Some(sc) => Ty::OutScalar(sc),
-                        None => return self.err(format!("unknown out type `{s}`")),
+                        Some(sc) if !matches!(sc, Scalar::I64 | Scalar::F32 | Scalar::F64) => {
+                            Ty::OutScalar(sc)
+                        }
+                        _ => return self.err(format!("unknown out type `{s}`")),
                     },
                 }
             }

@@ -9,6 +9,7 @@
 //! ([`errors`]).
 
 pub mod errors;
+pub mod extent;
 pub mod fatbin;
 pub mod launch;
 pub mod tracker;
@@ -16,6 +17,10 @@ pub mod wire;
 
 /// The API description, for build scripts.
 pub const DESCRIPTION: &str = include_str!("../cuda.api");
+/// cuBLAS's description (`cublas.api`).
+pub const BLAS_DESCRIPTION: &str = include_str!("../cublas.api");
+/// cuRAND's description (`curand.api`).
+pub const RAND_DESCRIPTION: &str = include_str!("../curand.api");
 
 /// Kinds of CUDA handle a tenant's table holds; a handle of one kind can
 /// never be used as another.
@@ -24,12 +29,20 @@ pub const DESCRIPTION: &str = include_str!("../cuda.api");
 pub enum Kind {
     Stream = 0,
     Event,
+    /// `cublasHandle_t`.
+    Cublas,
+    /// `curandGenerator_t`.
+    Curand,
 }
 
 impl Kind {
-    /// The status for a bad handle of this kind.
+    /// The status for a bad handle of this kind, in its own API's terms.
     pub fn invalid(self) -> i32 {
-        cudaErrorInvalidResourceHandle
+        match self {
+            Kind::Stream | Kind::Event => cudaErrorInvalidResourceHandle,
+            Kind::Cublas => blas::CUBLAS_STATUS_NOT_INITIALIZED,
+            Kind::Curand => rand::CURAND_STATUS_NOT_INITIALIZED,
+        }
     }
 }
 
@@ -142,6 +155,150 @@ mod common {
 }
 pub use common::*;
 
+/// cuBLAS: function ids (`cublas.api`), statuses, versions.
+pub mod blas {
+    #![allow(non_upper_case_globals, clippy::match_single_binding)]
+    use super::InfoHandle;
+    include!(concat!(env!("OUT_DIR"), "/blas_common_gen.rs"));
+
+    pub const CUBLAS_STATUS_SUCCESS: i32 = 0;
+    pub const CUBLAS_STATUS_NOT_INITIALIZED: i32 = 1;
+    pub const CUBLAS_STATUS_ALLOC_FAILED: i32 = 3;
+    pub const CUBLAS_STATUS_INVALID_VALUE: i32 = 7;
+    pub const CUBLAS_STATUS_INTERNAL_ERROR: i32 = 14;
+    pub const CUBLAS_STATUS_NOT_SUPPORTED: i32 = 15;
+
+    /// cublasGetVersion's answer for the library of a CUDA major (12.9.3,
+    /// 13.10.0: the wheels the description was checked against).
+    pub fn version(major: u32) -> i32 {
+        if major == 12 {
+            120903
+        } else {
+            131000
+        }
+    }
+
+    /// cublasGetStatusName and cublasGetStatusString, as NVIDIA's library
+    /// answers them (measured with both wheels: the same texts).
+    pub fn status_text(s: i32) -> (&'static std::ffi::CStr, &'static std::ffi::CStr) {
+        match s {
+            0 => (c"CUBLAS_STATUS_SUCCESS", c"success"),
+            1 => (
+                c"CUBLAS_STATUS_NOT_INITIALIZED",
+                c"the library was not initialized",
+            ),
+            3 => (
+                c"CUBLAS_STATUS_ALLOC_FAILED",
+                c"the resource allocation failed",
+            ),
+            7 => (
+                c"CUBLAS_STATUS_INVALID_VALUE",
+                c"an unsupported value or parameter was passed to the function",
+            ),
+            8 => (
+                c"CUBLAS_STATUS_ARCH_MISMATCH",
+                c"the function requires an architectural feature absent from the device",
+            ),
+            11 => (
+                c"CUBLAS_STATUS_MAPPING_ERROR",
+                c"an access to GPU memory space failed",
+            ),
+            13 => (
+                c"CUBLAS_STATUS_EXECUTION_FAILED",
+                c"the function failed to launch on the GPU",
+            ),
+            14 => (
+                c"CUBLAS_STATUS_INTERNAL_ERROR",
+                c"an internal operation failed",
+            ),
+            15 => (
+                c"CUBLAS_STATUS_NOT_SUPPORTED",
+                c"the requested functionality is not supported",
+            ),
+            16 => (c"CUBLAS_STATUS_LICENSE_ERROR", c"the license check failed"),
+            _ => (c"unrecognized status", c"unrecognized status"),
+        }
+    }
+}
+
+/// cuRAND: function ids (`curand.api`), statuses, versions.
+pub mod rand {
+    #![allow(non_upper_case_globals, clippy::match_single_binding)]
+    use super::InfoHandle;
+    include!(concat!(env!("OUT_DIR"), "/rand_common_gen.rs"));
+
+    pub const CURAND_STATUS_SUCCESS: i32 = 0;
+    pub const CURAND_STATUS_NOT_INITIALIZED: i32 = 101;
+    pub const CURAND_STATUS_OUT_OF_RANGE: i32 = 104;
+    pub const CURAND_STATUS_INITIALIZATION_FAILED: i32 = 203;
+
+    /// curandGetVersion's answer for the library of a CUDA major (10.3.10,
+    /// 10.4.5).
+    pub fn version(major: u32) -> i32 {
+        if major == 12 {
+            10310
+        } else {
+            10405
+        }
+    }
+}
+
+/// The private entry through which the libcublas and libcurand stand-ins
+/// reach the one client in the libcudart stand-in:
+/// `const usize *wormhole_cuda_forward_table(uint32_t api, uint64_t
+/// fingerprint, size_t *len)`, with `api` one of these.
+pub mod forward {
+    pub const ENTRY: &std::ffi::CStr = c"wormhole_cuda_forward_table";
+    pub const BLAS: u32 = 1;
+    pub const RAND: u32 = 2;
+}
+
+/// Which forwarded library a function id belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Library {
+    Runtime,
+    Blas,
+    Rand,
+}
+
+impl Library {
+    /// The library of a function id, if it is one of CUDA's.
+    pub fn of(func: u32) -> Option<Library> {
+        let within = |first: u32, n: usize| func >= first && ((func - first) as usize) < n;
+        if within(func::cudaGetDeviceCount, FUNC_NAMES.len()) {
+            Some(Library::Runtime)
+        } else if within(blas::func::cublasCreate_v2, blas::FUNC_NAMES.len()) {
+            Some(Library::Blas)
+        } else if within(rand::func::curandCreateGenerator, rand::FUNC_NAMES.len()) {
+            Some(Library::Rand)
+        } else {
+            None
+        }
+    }
+
+    /// What a call answers where the library cannot be reached (no server,
+    /// no library on the server): NVIDIA's answer on a machine without the
+    /// driver, for the calls that create handles (cudaErrorInsufficientDriver,
+    /// CUBLAS_STATUS_NOT_INITIALIZED, CURAND_STATUS_INITIALIZATION_FAILED).
+    pub fn no_driver(self) -> i32 {
+        match self {
+            Library::Runtime => cudaErrorInsufficientDriver,
+            Library::Blas => blas::CUBLAS_STATUS_NOT_INITIALIZED,
+            Library::Rand => rand::CURAND_STATUS_INITIALIZATION_FAILED,
+        }
+    }
+
+    /// The status for an argument the library must not see (a device
+    /// range the tenant does not own, a malformed request).
+    pub fn invalid_value(self) -> i32 {
+        match self {
+            Library::Runtime => cudaErrorInvalidValue,
+            Library::Blas => blas::CUBLAS_STATUS_INVALID_VALUE,
+            Library::Rand => rand::CURAND_STATUS_OUT_OF_RANGE,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,5 +334,46 @@ mod tests {
             direction(9, true, true),
             Err(cudaErrorInvalidMemcpyDirection)
         );
+    }
+
+    /// The server checks a cuBLAS or cuRAND device pointer only through
+    /// the description's `check=`s (its extent depends on the call): each
+    /// one must be named by one, or a tenant could pass any address.
+    #[test]
+    fn every_devptr_is_checked() {
+        for (name, src) in [
+            ("cublas.api", BLAS_DESCRIPTION),
+            ("curand.api", RAND_DESCRIPTION),
+        ] {
+            let api = match wormhole_apigen::parse(src) {
+                Ok(api) => api,
+                Err(e) => panic!("{name}: {e}"),
+            };
+            let mut seen = 0;
+            for f in &api.funcs {
+                for a in &f.args {
+                    if matches!(a.ty, wormhole_apigen::Ty::DevPtr { .. }) {
+                        seen += 1;
+                        let token = format!("v_{}", a.name);
+                        let named = f.attrs.checks.iter().any(|c| {
+                            c.split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
+                                .any(|w| w == token)
+                        });
+                        assert!(named, "{name}: {}'s {} is not checked", f.name, a.name);
+                    }
+                }
+            }
+            assert!(seen > 0, "{name} has device pointers");
+        }
+    }
+
+    #[test]
+    fn ids_tell_the_libraries_apart() {
+        assert_eq!(Library::of(func::cudaMalloc), Some(Library::Runtime));
+        assert_eq!(Library::of(blas::func::cublasSgemm_v2), Some(Library::Blas));
+        assert_eq!(Library::of(rand::func::curandGenerate), Some(Library::Rand));
+        assert_eq!(Library::of(0x20000 + blas::FUNC_NAMES.len() as u32), None);
+        assert_eq!(Library::of(5), None, "OpenCL's");
+        assert_eq!(Kind::Curand.invalid(), rand::CURAND_STATUS_NOT_INITIALIZED);
     }
 }

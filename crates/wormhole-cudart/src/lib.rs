@@ -10,6 +10,7 @@
 //! returns what the native runtime returns on a machine without the NVIDIA
 //! driver (cudaErrorInsufficientDriver).
 
+pub mod libs;
 pub mod overrides;
 pub mod rt;
 
@@ -28,6 +29,42 @@ pub mod gen {
     use crate::rt::{adopt_new, released, retained, set_errcode, Call};
 
     include!(concat!(env!("OUT_DIR"), "/client_gen.rs"));
+}
+
+/// cuBLAS's generated stubs (`cublas.api`) and their forwarding table.
+pub mod blas {
+    #[allow(clippy::missing_safety_doc, unused_imports)]
+    pub mod gen {
+        use std::ffi::{c_char, c_void};
+
+        use wormhole_cuda_api::blas::{func, CUBLAS_STATUS_NOT_SUPPORTED, CUBLAS_STATUS_SUCCESS};
+        use wormhole_cuda_api::Kind;
+
+        use crate::libs::blas_overrides as overrides;
+        use crate::libs::{self as custom, released, Call};
+        use crate::rt::{adopt_new, retained, set_errcode};
+
+        include!(concat!(env!("OUT_DIR"), "/blas_client_gen.rs"));
+        include!(concat!(env!("OUT_DIR"), "/blas_forward_gen.rs"));
+    }
+}
+
+/// cuRAND's generated stubs (`curand.api`) and their forwarding table.
+pub mod rand {
+    #[allow(clippy::missing_safety_doc, unused_imports)]
+    pub mod gen {
+        use std::ffi::{c_char, c_void};
+
+        use wormhole_cuda_api::rand::{func, CURAND_STATUS_NOT_INITIALIZED, CURAND_STATUS_SUCCESS};
+        use wormhole_cuda_api::Kind;
+
+        use crate::libs::rand_overrides as overrides;
+        use crate::libs::{self as custom, released, Call};
+        use crate::rt::{adopt_new, retained, set_errcode};
+
+        include!(concat!(env!("OUT_DIR"), "/rand_client_gen.rs"));
+        include!(concat!(env!("OUT_DIR"), "/rand_forward_gen.rs"));
+    }
 }
 
 /// `dim3`, passed by value.

@@ -377,6 +377,12 @@ impl Reply<'_> {
         note(self.status)
     }
 
+    /// The call's status, not recorded as the runtime's last error (for
+    /// cuBLAS and cuRAND, whose statuses are their own).
+    pub fn raw_status(&self) -> i32 {
+        self.status
+    }
+
     /// The call's status, or, if it succeeded, the failure of an earlier
     /// deferred call not yet reported.
     pub fn status_with_deferred(&mut self) -> i32 {

@@ -14,14 +14,17 @@
 //! dereference, hence the allowance below.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+pub mod blas;
+pub mod libs;
 pub mod overrides;
+pub mod rand;
 pub mod tenant;
 
 use std::ffi::{c_void, CString};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use wormhole_cuda_api::{cudaErrorInsufficientDriver, func, Kind};
+use wormhole_cuda_api::{cudaErrorInsufficientDriver, func, Kind, Library};
 use wormhole_cuda_api::{cudaErrorNotSupported, cudaSuccess};
 use wormhole_wire::{Decoder, Encoder};
 
@@ -60,7 +63,27 @@ mod generated {
     use super::*;
     include!(concat!(env!("OUT_DIR"), "/cuda_server_gen.rs"));
 }
-pub use generated::{dispatch, ffi};
+pub use generated::ffi;
+
+/// Decodes, validates and runs one CUDA request (runtime, cuBLAS or
+/// cuRAND, by its id's range); `Err` carries the status of a request
+/// refused before reaching the library.
+pub fn dispatch(
+    t: &mut CudaTenant,
+    func: u32,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    match Library::of(func) {
+        Some(Library::Blas) => {
+            blas::dispatch(&mut libs::LibTenant::new(t, Library::Blas), func, d, e)
+        }
+        Some(Library::Rand) => {
+            rand::dispatch(&mut libs::LibTenant::new(t, Library::Rand), func, d, e)
+        }
+        _ => generated::dispatch(t, func, d, e),
+    }
+}
 
 /// The loaded runtime: its entry points and its major version.
 struct Runtime {
@@ -77,7 +100,7 @@ pub fn set_runtime_path(p: Option<PathBuf>) {
     let _ = RUNTIME_PATH.set(p);
 }
 
-fn open(name: &str) -> Option<*mut c_void> {
+pub(crate) fn open(name: &str) -> Option<*mut c_void> {
     let c = CString::new(name).ok()?;
     // SAFETY: a NUL-terminated path; dlopen has no other precondition.
     let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
@@ -87,7 +110,7 @@ fn open(name: &str) -> Option<*mut c_void> {
     let marker = c"wormhole_cudart_stub";
     // SAFETY: `h` is a live handle; the name is NUL-terminated.
     if !unsafe { libc::dlsym(h, marker.as_ptr()) }.is_null() {
-        log::warn!("{name} is a Wormhole stand-in, not NVIDIA's runtime: not loading it");
+        log::warn!("{name} is a Wormhole stand-in, not NVIDIA's library: not loading it");
         // SAFETY: `h` came from dlopen above and nothing from it is in use.
         unsafe { libc::dlclose(h) };
         return None;
@@ -146,16 +169,15 @@ pub fn runtime_major() -> u32 {
     runtime().map_or(0, |r| r.major)
 }
 
-/// Whether a function id is CUDA's.
+/// Whether a function id is CUDA's (the runtime's, cuBLAS's or cuRAND's).
 pub fn is_cuda(func: u32) -> bool {
-    func >= func::cudaGetDeviceCount
-        && (func as usize) < func::cudaGetDeviceCount as usize + wormhole_cuda_api::FUNC_NAMES.len()
+    Library::of(func).is_some()
 }
 
 /// Answers a CUDA request on a server that does not export CUDA: what the
-/// native runtime answers without a driver.
-pub fn disabled(_func: u32) -> Result<i32, i32> {
-    Err(NO_LIBRARY)
+/// native library answers without a driver.
+pub fn disabled(func: u32) -> Result<i32, i32> {
+    Err(Library::of(func).map_or(NO_LIBRARY, Library::no_driver))
 }
 
 #[cfg(test)]

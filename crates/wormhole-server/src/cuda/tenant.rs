@@ -54,6 +54,9 @@ pub struct CudaTenant {
     pub vars: HashMap<u64, Box<[u8]>>,
     pub max_alloc: u64,
     pub max_handles: usize,
+    /// The pointer mode (device: true) the server last set on each real
+    /// cuBLAS handle, by its address; new handles start in host mode.
+    pub blas_modes: HashMap<usize, bool>,
 }
 
 /// The slot a call writes a new handle into.
@@ -63,6 +66,11 @@ pub struct NewSlot {
 }
 
 impl NewSlot {
+    /// What the library wrote into the slot.
+    pub fn raw(&self) -> *mut c_void {
+        self.raw
+    }
+
     pub fn ptr(&mut self) -> *mut *mut c_void {
         if self.id.is_some() {
             &mut self.raw
@@ -82,6 +90,7 @@ impl CudaTenant {
             vars: HashMap::new(),
             max_alloc,
             max_handles: 1 << 20,
+            blas_modes: HashMap::new(),
         }
     }
 
@@ -157,6 +166,13 @@ impl CudaTenant {
             id: Some(id),
             raw: std::ptr::null_mut(),
         })
+    }
+
+    /// Puts a handle in the table as a creation call would: for tests and
+    /// the fuzzer, which have no library to create one (see
+    /// `libs::forbid_libraries`).
+    pub fn insert_handle(&mut self, id: u64, kind: Kind, raw: usize) {
+        self.handles.insert(id, (kind, raw));
     }
 
     pub fn commit_new(&mut self, slot: &mut NewSlot, kind: Kind, status: i32) {

@@ -1,0 +1,498 @@
+//! cuBLAS and cuRAND on the client: the runtime their generated stubs
+//! (`crate::blas`, `crate::rand`) call, their hand-written functions, and
+//! the forwarding table through which the libcublas and libcurand
+//! stand-ins reach them.
+//!
+//! They share everything with the CUDA runtime client in this library: one
+//! connection, one tenant on the server, one handle table (a cuBLAS handle,
+//! a cuRAND generator and a stream are ids of the same table, checked by
+//! kind), so the device pointers and streams cudaMalloc and
+//! cudaStreamCreate returned are the ones cuBLAS and cuRAND calls name.
+//! Their statuses are their own: nothing here touches the runtime's last
+//! error except a failure to reach the server, which native cuBLAS and
+//! cuRAND leave there too.
+#![allow(non_snake_case)]
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void};
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::Ordering;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use wormhole_cuda_api::{blas, rand, Kind, Library};
+
+use crate::rt;
+
+/// A cuBLAS or cuRAND call being marshalled: the runtime's call, with
+/// this library's statuses and handle rules.
+pub struct Call {
+    inner: rt::Call<'static>,
+    lib: Library,
+}
+
+impl Deref for Call {
+    type Target = rt::Call<'static>;
+    fn deref(&self) -> &Self::Target {
+        &self.inner
+    }
+}
+
+impl DerefMut for Call {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.inner
+    }
+}
+
+/// What a call answers when the server cannot be reached: no handle can
+/// exist then, so a call on one reports the bad handle, as native cuBLAS
+/// and cuRAND do for a handle that failed to be created; the create calls
+/// report the library's failure to initialise without a driver.
+pub fn offline_status(func: u32) -> i32 {
+    match Library::of(func) {
+        Some(Library::Blas) => blas::CUBLAS_STATUS_NOT_INITIALIZED,
+        Some(Library::Rand) if func == rand::func::curandCreateGenerator => {
+            rand::CURAND_STATUS_INITIALIZATION_FAILED
+        }
+        Some(Library::Rand) => rand::CURAND_STATUS_NOT_INITIALIZED,
+        _ => rt::NO_SERVER,
+    }
+}
+
+impl Call {
+    pub fn begin(func: u32) -> Result<Call, i32> {
+        let lib = Library::of(func).unwrap_or(Library::Blas);
+        let inner = rt::Call::begin(func).map_err(|_| offline_status(func))?;
+        Ok(Call { inner, lib })
+    }
+
+    /// A handle: cuBLAS handles and cuRAND generators must be ones this
+    /// process was given (NULL is refused as natively); a stream may be
+    /// NULL (the default stream).
+    pub fn handle(&mut self, p: *mut c_void, kind: Kind) -> Result<(), i32> {
+        let bad = match kind {
+            Kind::Cublas | Kind::Curand => kind.invalid(),
+            _ => self.lib.invalid_value(),
+        };
+        if p.is_null() && matches!(kind, Kind::Cublas | Kind::Curand) {
+            return Err(bad);
+        }
+        let id = rt::handle_id(p, kind).map_err(|_| bad)?;
+        self.inner.enc.u64(id);
+        Ok(())
+    }
+
+    /// A device address. The server checks it for the whole extent the call
+    /// touches (which it computes from the other arguments); the client
+    /// sends it as it is.
+    pub fn devptr(&mut self, p: *mut c_void, _size: Option<u64>) -> Result<(), i32> {
+        self.inner.enc.u64(p as usize as u64);
+        Ok(())
+    }
+
+    pub fn finish(self) -> Result<Reply, i32> {
+        let lib = self.lib;
+        self.inner
+            .finish()
+            .map(|inner| Reply { inner })
+            .map_err(|_| lib.no_driver())
+    }
+}
+
+/// A reply whose status is the library's, not the runtime's.
+pub struct Reply {
+    inner: rt::Reply<'static>,
+}
+
+impl Deref for Reply {
+    type Target = rt::Reply<'static>;
+    fn deref(&self) -> &Self::Target {
+        &self.inner
+    }
+}
+
+impl DerefMut for Reply {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.inner
+    }
+}
+
+impl Reply {
+    pub fn status(&self) -> i32 {
+        self.inner.raw_status()
+    }
+}
+
+/// What the client remembers of a cuBLAS handle.
+#[derive(Debug, Clone, Copy, Default)]
+struct HandleState {
+    /// cublasPointerMode_t: 0 host, 1 device.
+    device_mode: bool,
+    stream: usize,
+}
+
+fn states() -> MutexGuard<'static, HashMap<u64, HandleState>> {
+    static S: OnceLock<Mutex<HashMap<u64, HandleState>>> = OnceLock::new();
+    S.get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// A live cuBLAS handle's id, or CUBLAS_STATUS_NOT_INITIALIZED.
+fn blas_handle(h: *mut c_void) -> Result<u64, i32> {
+    if h.is_null() {
+        return Err(Kind::Cublas.invalid());
+    }
+    rt::handle_id(h, Kind::Cublas)
+}
+
+fn device_mode(h: *mut c_void) -> bool {
+    states()
+        .get(&(h as usize as u64))
+        .is_some_and(|s| s.device_mode)
+}
+
+/// Forgets a destroyed handle (the generated stubs call this).
+pub fn released(p: *mut c_void, kind: Kind) {
+    if kind == Kind::Cublas {
+        states().remove(&(p as usize as u64));
+    }
+    rt::released(p, kind);
+}
+
+/// Scalars and results whose meaning follows the handle's pointer mode: in
+/// host mode a scalar travels by value and a result comes back in the
+/// reply; in device mode both are device addresses the server checks. On
+/// the wire: a tag (0 host, 1 device), then the value or the address.
+mod by_mode {
+    use super::*;
+
+    /// # Safety
+    /// In host mode `p` is NULL or points to `N` readable bytes.
+    pub unsafe fn put_scalar<const N: usize>(
+        c: &mut Call,
+        p: *const c_void,
+        h: *mut c_void,
+    ) -> Result<(), i32> {
+        if device_mode(h) {
+            c.enc.u8(1);
+            c.enc.u64(p as usize as u64);
+            return Ok(());
+        }
+        if p.is_null() {
+            return Err(blas::CUBLAS_STATUS_INVALID_VALUE);
+        }
+        let mut v = [0u8; N];
+        // SAFETY: caller's contract: N readable bytes.
+        unsafe { std::ptr::copy_nonoverlapping(p as *const u8, v.as_mut_ptr(), N) };
+        c.enc.u8(0);
+        match N {
+            4 => c.enc.u32(u32::from_ne_bytes([v[0], v[1], v[2], v[3]])),
+            _ => c
+                .enc
+                .u64(u64::from_ne_bytes(v[..8].try_into().unwrap_or([0; 8]))),
+        }
+        Ok(())
+    }
+
+    /// Returns whether the result comes back in the reply (host mode).
+    pub fn put_result(c: &mut Call, p: *mut c_void, h: *mut c_void) -> Result<bool, i32> {
+        if device_mode(h) {
+            c.enc.u8(1);
+            c.enc.u64(p as usize as u64);
+            return Ok(false);
+        }
+        if p.is_null() {
+            return Err(blas::CUBLAS_STATUS_INVALID_VALUE);
+        }
+        c.enc.u8(0);
+        Ok(true)
+    }
+
+    /// # Safety
+    /// `p` points to 4 writable bytes when `host`.
+    pub unsafe fn take_result(host: bool, r: &mut Reply, p: *mut c_void) -> Result<(), i32> {
+        if host {
+            let v = r.with(|d| d.u32().map_err(|_| blas::CUBLAS_STATUS_INTERNAL_ERROR))?;
+            // SAFETY: caller's contract.
+            unsafe { std::ptr::write_unaligned(p as *mut u32, v) };
+        }
+        Ok(())
+    }
+}
+
+macro_rules! scalar_in {
+    ($name:ident, $t:ty, $n:literal) => {
+        /// A scalar input (alpha, beta), by the handle's pointer mode.
+        pub mod $name {
+            use super::*;
+            /// # Safety
+            /// `p` is the application's scalar pointer.
+            pub unsafe fn put(c: &mut Call, p: *const $t, h: *mut c_void) -> Result<(), i32> {
+                // SAFETY: the caller's contract.
+                unsafe { by_mode::put_scalar::<$n>(c, p as *const c_void, h) }
+            }
+            pub fn take(_: (), _r: &mut Reply, _p: *const $t, _h: *mut c_void) -> Result<(), i32> {
+                Ok(())
+            }
+        }
+    };
+}
+scalar_in!(hf32, f32, 4);
+scalar_in!(hf64, f64, 8);
+
+macro_rules! result_out {
+    ($name:ident, $t:ty) => {
+        /// A result (dot, nrm2, amax), by the handle's pointer mode.
+        pub mod $name {
+            use super::*;
+            pub fn put(c: &mut Call, p: *mut $t, h: *mut c_void) -> Result<bool, i32> {
+                by_mode::put_result(c, p as *mut c_void, h)
+            }
+            /// # Safety
+            /// `p` is the application's result pointer, checked by `put`.
+            pub unsafe fn take(
+                host: bool,
+                r: &mut Reply,
+                p: *mut $t,
+                _h: *mut c_void,
+            ) -> Result<(), i32> {
+                // SAFETY: the caller's contract.
+                unsafe { by_mode::take_result(host, r, p as *mut c_void) }
+            }
+        }
+    };
+}
+result_out!(rf32, f32);
+result_out!(ri32, i32);
+
+/// Hand-written cuBLAS functions: those the description marks
+/// `client-only` or `client-override`, with its C signatures.
+pub mod blas_overrides {
+    use super::*;
+    use crate::blas::gen;
+
+    /// # Safety
+    /// `handle` is NULL or a writable handle slot.
+    pub unsafe extern "C" fn cublasCreate_v2(handle: *mut *mut c_void) -> i32 {
+        if handle.is_null() {
+            return blas::CUBLAS_STATUS_INVALID_VALUE;
+        }
+        // SAFETY: the slot is writable (caller's contract).
+        let s = unsafe { gen::cublasCreate_v2(handle) };
+        if s == blas::CUBLAS_STATUS_SUCCESS {
+            // SAFETY: as above; the stub wrote the new handle.
+            let h = unsafe { *handle };
+            states().insert(h as usize as u64, HandleState::default());
+        }
+        s
+    }
+
+    /// # Safety
+    /// As cublasSetStream_v2.
+    pub unsafe extern "C" fn cublasSetStream_v2(handle: *mut c_void, stream: *mut c_void) -> i32 {
+        // SAFETY: the caller's contract.
+        let s = unsafe { gen::cublasSetStream_v2(handle, stream) };
+        if s == blas::CUBLAS_STATUS_SUCCESS {
+            if let Some(st) = states().get_mut(&(handle as usize as u64)) {
+                st.stream = stream as usize;
+            }
+        }
+        s
+    }
+
+    /// # Safety
+    /// `stream` is NULL or writable.
+    pub unsafe extern "C" fn cublasGetStream_v2(
+        handle: *mut c_void,
+        stream: *mut *mut c_void,
+    ) -> i32 {
+        let id = match blas_handle(handle) {
+            Ok(id) => id,
+            Err(e) => return e,
+        };
+        if stream.is_null() {
+            return blas::CUBLAS_STATUS_INVALID_VALUE;
+        }
+        let s = states().get(&id).map_or(0, |s| s.stream);
+        // SAFETY: non-NULL and writable (caller's contract).
+        unsafe { *stream = s as *mut c_void };
+        blas::CUBLAS_STATUS_SUCCESS
+    }
+
+    pub extern "C" fn cublasSetPointerMode_v2(handle: *mut c_void, mode: i32) -> i32 {
+        let id = match blas_handle(handle) {
+            Ok(id) => id,
+            Err(e) => return e,
+        };
+        if !matches!(mode, 0 | 1) {
+            return blas::CUBLAS_STATUS_INVALID_VALUE;
+        }
+        states().entry(id).or_default().device_mode = mode == 1;
+        blas::CUBLAS_STATUS_SUCCESS
+    }
+
+    /// # Safety
+    /// `mode` is NULL or writable.
+    pub unsafe extern "C" fn cublasGetPointerMode_v2(handle: *mut c_void, mode: *mut i32) -> i32 {
+        if let Err(e) = blas_handle(handle) {
+            return e;
+        }
+        if mode.is_null() {
+            return blas::CUBLAS_STATUS_INVALID_VALUE;
+        }
+        // SAFETY: non-NULL and writable (caller's contract).
+        unsafe { *mode = device_mode(handle) as i32 };
+        blas::CUBLAS_STATUS_SUCCESS
+    }
+
+    /// Needs no handle (natively, NULL works too).
+    ///
+    /// # Safety
+    /// `version` is NULL or writable.
+    pub unsafe extern "C" fn cublasGetVersion_v2(_handle: *mut c_void, version: *mut i32) -> i32 {
+        if version.is_null() {
+            return blas::CUBLAS_STATUS_INVALID_VALUE;
+        }
+        // SAFETY: non-NULL and writable (caller's contract).
+        unsafe { *version = blas::version(rt::MAJOR.load(Ordering::Relaxed)) };
+        blas::CUBLAS_STATUS_SUCCESS
+    }
+
+    pub extern "C" fn cublasGetStatusName(status: i32) -> *const c_char {
+        blas::status_text(status).0.as_ptr()
+    }
+
+    pub extern "C" fn cublasGetStatusString(status: i32) -> *const c_char {
+        blas::status_text(status).1.as_ptr()
+    }
+}
+
+/// Hand-written cuRAND functions.
+pub mod rand_overrides {
+    use super::*;
+
+    /// # Safety
+    /// `version` is NULL or writable.
+    pub unsafe extern "C" fn curandGetVersion(version: *mut i32) -> i32 {
+        if version.is_null() {
+            return rand::CURAND_STATUS_OUT_OF_RANGE;
+        }
+        // SAFETY: non-NULL and writable (caller's contract).
+        unsafe { *version = rand::version(rt::MAJOR.load(Ordering::Relaxed)) };
+        rand::CURAND_STATUS_SUCCESS
+    }
+}
+
+use wormhole_cuda_api::forward::{BLAS as FORWARD_BLAS, RAND as FORWARD_RAND};
+
+/// The client's implementation of every function of an API, in its
+/// description's order, when `fingerprint` is that description's (the
+/// stand-in asking was generated from the same one).
+pub fn forward_table(api: u32, fingerprint: u64) -> Option<&'static [usize]> {
+    static B: OnceLock<[usize; crate::blas::gen::FORWARD_LEN]> = OnceLock::new();
+    static R: OnceLock<[usize; crate::rand::gen::FORWARD_LEN]> = OnceLock::new();
+    match api {
+        FORWARD_BLAS if fingerprint == crate::blas::gen::FINGERPRINT => {
+            Some(B.get_or_init(crate::blas::gen::forward_table))
+        }
+        FORWARD_RAND if fingerprint == crate::rand::gen::FINGERPRINT => {
+            Some(R.get_or_init(crate::rand::gen::forward_table))
+        }
+        _ => None,
+    }
+}
+
+/// The private entry through which the libcublas and libcurand stand-ins
+/// reach this library's one copy of the client (exported by the libcudart
+/// stand-ins): the table of `api` and its length, or NULL when the caller
+/// was built from another description.
+///
+/// # Safety
+/// `len` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn wormhole_cuda_forward_table(
+    api: u32,
+    fingerprint: u64,
+    len: *mut usize,
+) -> *const usize {
+    match forward_table(api, fingerprint) {
+        Some(t) => {
+            if !len.is_null() {
+                // SAFETY: non-NULL and writable (caller's contract).
+                unsafe { *len = t.len() };
+            }
+            t.as_ptr()
+        }
+        None => {
+            rt::log(&format!(
+                "a stand-in asked for table {api} of another description ({fingerprint:#x})"
+            ));
+            std::ptr::null()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_are_given_only_to_their_own_description() {
+        let b = forward_table(FORWARD_BLAS, crate::blas::gen::FINGERPRINT).expect("blas");
+        assert_eq!(b.len(), crate::blas::gen::FORWARD_LEN);
+        assert!(b.iter().all(|&p| p != 0));
+        assert!(forward_table(FORWARD_BLAS, crate::rand::gen::FINGERPRINT).is_none());
+        assert!(forward_table(FORWARD_RAND, crate::blas::gen::FINGERPRINT).is_none());
+        assert!(forward_table(9, crate::blas::gen::FINGERPRINT).is_none());
+        let mut len = 0usize;
+        // SAFETY: a valid out-pointer.
+        let p = unsafe {
+            wormhole_cuda_forward_table(FORWARD_RAND, crate::rand::gen::FINGERPRINT, &mut len)
+        };
+        assert!(!p.is_null());
+        assert_eq!(len, crate::rand::gen::FORWARD_LEN);
+        // SAFETY: as above; a refused table writes no length.
+        let q = unsafe { wormhole_cuda_forward_table(FORWARD_RAND, 0, &mut len) };
+        assert!(q.is_null());
+    }
+
+    #[test]
+    fn unreachable_server_answers_as_no_driver() {
+        assert_eq!(
+            offline_status(blas::func::cublasCreate_v2),
+            blas::CUBLAS_STATUS_NOT_INITIALIZED
+        );
+        assert_eq!(
+            offline_status(rand::func::curandCreateGenerator),
+            rand::CURAND_STATUS_INITIALIZATION_FAILED
+        );
+        assert_eq!(
+            offline_status(rand::func::curandGenerateUniform),
+            rand::CURAND_STATUS_NOT_INITIALIZED
+        );
+    }
+
+    #[test]
+    fn local_answers_need_no_server() {
+        use blas_overrides::*;
+        let name = |s| {
+            // SAFETY: the table's strings are static and NUL-terminated.
+            unsafe { std::ffi::CStr::from_ptr(cublasGetStatusName(s)) }
+        };
+        assert_eq!(name(7), c"CUBLAS_STATUS_INVALID_VALUE");
+        assert_eq!(name(2), c"unrecognized status");
+        let mut v = 0;
+        // SAFETY: a valid out-pointer.
+        let s = unsafe { cublasGetVersion_v2(std::ptr::null_mut(), &mut v) };
+        assert_eq!(s, 0);
+        assert!(v == 120903 || v == 131000);
+        // A handle this process was never given.
+        assert_eq!(
+            cublasSetPointerMode_v2(0x4321 as *mut c_void, 1),
+            blas::CUBLAS_STATUS_NOT_INITIALIZED
+        );
+        // SAFETY: NULL is refused before any write.
+        let s = unsafe { cublasCreate_v2(std::ptr::null_mut()) };
+        assert_eq!(s, blas::CUBLAS_STATUS_INVALID_VALUE);
+    }
+}

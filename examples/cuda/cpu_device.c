@@ -1,0 +1,175 @@
+/* A CPU stand-in for NVIDIA's libcudart, libcublas and libcurand, for the
+ * server side of Wormhole's no-GPU tests: built as one shared object and
+ * linked under the three sonames, it lets the cuBLAS and cuRAND samples
+ * run to the end through a real server on a machine without a GPU, so
+ * every request and reply of the path (scalars by value, pointer modes,
+ * results in the reply, streams, handles, device pointers checked by the
+ * server) is exercised with real data and the samples' own CPU references
+ * decide whether the answers are right. "Device" memory is the server
+ * process's memory (mmap), so copies are memcpy. Only what the samples
+ * call is here; the numbers are not NVIDIA's (the generators in
+ * particular are this file's own), so digests differ from a GPU's.
+ * Build: cc -shared -fPIC -O2 -o libcpudevice.so cpu_device.c -lm */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* ---- cudart ------------------------------------------------------------ */
+int cudaRuntimeGetVersion(int *v) { *v = 13050; return 0; }
+int cudaDriverGetVersion(int *v) { *v = 13050; return 0; }
+int cudaGetDeviceCount(int *n) { *n = 1; return 0; }
+int cudaGetDevice(int *d) { *d = 0; return 0; }
+int cudaSetDevice(int d) { return d == 0 ? 0 : 101; }
+int cudaDeviceSynchronize(void) { return 0; }
+int cudaGetLastError(void) { return 0; }
+int cudaMalloc(void **p, size_t n) {
+    void *m = mmap(NULL, n + 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return 2;
+    *(size_t *)m = n + 8;
+    *p = (char *)m + 8;
+    return 0;
+}
+int cudaFree(void *p) {
+    if (p) { char *m = (char *)p - 8; munmap(m, *(size_t *)m); }
+    return 0;
+}
+int cudaMemcpy(void *d, const void *s, size_t n, int kind) { (void)kind; memmove(d, s, n); return 0; }
+int cudaMemcpyAsync(void *d, const void *s, size_t n, int kind, void *st) { (void)st; return cudaMemcpy(d, s, n, kind); }
+int cudaMemset(void *p, int v, size_t n) { memset(p, v, n); return 0; }
+int cudaStreamCreate(void **s) { *s = malloc(1); return *s ? 0 : 2; }
+int cudaStreamCreateWithFlags(void **s, unsigned f) { (void)f; return cudaStreamCreate(s); }
+int cudaStreamDestroy(void *s) { free(s); return 0; }
+int cudaStreamSynchronize(void *s) { (void)s; return 0; }
+
+/* ---- cuBLAS -------------------------------------------------------------- */
+struct blas { void *stream; int mode; int math; };
+#define H ((struct blas *)h)
+int cublasCreate_v2(void **h) { if (!h) return 7; *h = calloc(1, sizeof(struct blas)); return *h ? 0 : 3; }
+int cublasDestroy_v2(void *h) { if (!h) return 1; free(h); return 0; }
+int cublasSetStream_v2(void *h, void *s) { if (!h) return 1; H->stream = s; return 0; }
+int cublasSetPointerMode_v2(void *h, int m) { if (!h) return 1; if (m != 0 && m != 1) return 7; H->mode = m; return 0; }
+int cublasSetMathMode(void *h, int m) { if (!h) return 1; H->math = m; return 0; }
+
+#define AT(M, ld, i, j) (M)[(size_t)(i) + (size_t)(j) * (size_t)(ld)]
+#define GEMM(NAME, T)                                                                                  \
+    static void NAME##_one(int ta, int tb, int m, int n, int k, T al, const T *A, int lda, const T *B, \
+                           int ldb, T be, T *C, int ldc) {                                             \
+        for (int j = 0; j < n; j++)                                                                    \
+            for (int i = 0; i < m; i++) {                                                              \
+                T s = 0;                                                                               \
+                for (int l = 0; l < k; l++)                                                            \
+                    s += (ta ? AT(A, lda, l, i) : AT(A, lda, i, l)) * (tb ? AT(B, ldb, j, l) : AT(B, ldb, l, j)); \
+                AT(C, ldc, i, j) = al * s + (be == 0 ? 0 : be * AT(C, ldc, i, j));                     \
+            }                                                                                          \
+    }
+GEMM(sgemm, float)
+GEMM(dgemm, double)
+int cublasSgemm_v2(void *h, int ta, int tb, int m, int n, int k, const float *al, const float *A, int lda,
+                   const float *B, int ldb, const float *be, float *C, int ldc) {
+    if (!h) return 1;
+    sgemm_one(ta, tb, m, n, k, *al, A, lda, B, ldb, *be, C, ldc);
+    return 0;
+}
+int cublasDgemm_v2(void *h, int ta, int tb, int m, int n, int k, const double *al, const double *A, int lda,
+                   const double *B, int ldb, const double *be, double *C, int ldc) {
+    if (!h) return 1;
+    dgemm_one(ta, tb, m, n, k, *al, A, lda, B, ldb, *be, C, ldc);
+    return 0;
+}
+int cublasSgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, const float *al, const float *A, int lda,
+                              long long sa, const float *B, int ldb, long long sb, const float *be, float *C,
+                              int ldc, long long sc, int batch) {
+    if (!h) return 1;
+    for (int b = 0; b < batch; b++) sgemm_one(ta, tb, m, n, k, *al, A + b * sa, lda, B + b * sb, ldb, *be, C + b * sc, ldc);
+    return 0;
+}
+int cublasSgemv_v2(void *h, int t, int m, int n, const float *al, const float *A, int lda, const float *x, int incx,
+                   const float *be, float *y, int incy) {
+    if (!h) return 1;
+    int rows = t ? n : m, cols = t ? m : n;
+    for (int i = 0; i < rows; i++) {
+        float s = 0;
+        for (int j = 0; j < cols; j++) s += (t ? AT(A, lda, j, i) : AT(A, lda, i, j)) * x[j * incx];
+        y[i * incy] = *al * s + (*be == 0 ? 0 : *be * y[i * incy]);
+    }
+    return 0;
+}
+int cublasSger_v2(void *h, int m, int n, const float *al, const float *x, int incx, const float *y, int incy, float *A, int lda) {
+    if (!h) return 1;
+    for (int j = 0; j < n; j++) for (int i = 0; i < m; i++) AT(A, lda, i, j) += *al * x[i * incx] * y[j * incy];
+    return 0;
+}
+int cublasSaxpy_v2(void *h, int n, const float *al, const float *x, int incx, float *y, int incy) {
+    if (!h) return 1;
+    for (int i = 0; i < n; i++) y[i * incy] += *al * x[i * incx];
+    return 0;
+}
+int cublasSscal_v2(void *h, int n, const float *al, float *x, int incx) {
+    if (!h) return 1;
+    for (int i = 0; i < n; i++) x[i * incx] *= *al;
+    return 0;
+}
+int cublasScopy_v2(void *h, int n, const float *x, int incx, float *y, int incy) {
+    if (!h) return 1;
+    for (int i = 0; i < n; i++) y[i * incy] = x[i * incx];
+    return 0;
+}
+int cublasSdot_v2(void *h, int n, const float *x, int incx, const float *y, int incy, float *r) {
+    if (!h) return 1;
+    double s = 0;
+    for (int i = 0; i < n; i++) s += (double)x[i * incx] * y[i * incy];
+    *r = (float)s;
+    return 0;
+}
+int cublasSnrm2_v2(void *h, int n, const float *x, int incx, float *r) {
+    if (!h) return 1;
+    double s = 0;
+    for (int i = 0; i < n; i++) s += (double)x[i * incx] * x[i * incx];
+    *r = (float)sqrt(s);
+    return 0;
+}
+int cublasIsamax_v2(void *h, int n, const float *x, int incx, int *r) {
+    if (!h) return 1;
+    int best = 0;
+    for (int i = 1; i < n; i++) if (fabsf(x[i * incx]) > fabsf(x[best * incx])) best = i;
+    *r = n > 0 ? best + 1 : 0;
+    return 0;
+}
+
+/* ---- cuRAND -------------------------------------------------------------- */
+struct gen { uint64_t seed, offset, pos; };
+#define G ((struct gen *)g)
+int curandCreateGenerator(void **g, int type) {
+    if (type != 100 && type != 101 && type != 141) return 103;
+    *g = calloc(1, sizeof(struct gen));
+    return *g ? 0 : 102;
+}
+int curandDestroyGenerator(void *g) { if (!g) return 101; free(g); return 0; }
+int curandSetPseudoRandomGeneratorSeed(void *g, unsigned long long s) { if (!g) return 101; G->seed = s; G->pos = 0; return 0; }
+int curandSetGeneratorOffset(void *g, unsigned long long o) { if (!g) return 101; G->offset = o; G->pos = 0; return 0; }
+int curandSetStream(void *g, void *s) { (void)s; return g ? 0 : 101; }
+static uint64_t next(struct gen *g) { /* splitmix64 of (seed, offset + position) */
+    uint64_t z = g->seed * 0x9e3779b97f4a7c15ull + (g->offset + g->pos++) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static double unit(struct gen *g) { return ((next(g) >> 11) + 1) * (1.0 / 9007199254740992.0); } /* (0, 1] */
+static double normal(struct gen *g) { return sqrt(-2 * log(unit(g))) * cos(6.283185307179586 * unit(g)); }
+int curandGenerate(void *g, unsigned *o, size_t n) { if (!g) return 101; for (size_t i = 0; i < n; i++) o[i] = (unsigned)next(G); return 0; }
+int curandGenerateUniform(void *g, float *o, size_t n) { if (!g) return 101; for (size_t i = 0; i < n; i++) o[i] = (float)unit(G); return 0; }
+int curandGenerateUniformDouble(void *g, double *o, size_t n) { if (!g) return 101; for (size_t i = 0; i < n; i++) o[i] = unit(G); return 0; }
+int curandGenerateNormal(void *g, float *o, size_t n, float m, float s) {
+    if (!g) return 101;
+    if (n % 2) return 105;
+    for (size_t i = 0; i < n; i++) o[i] = m + s * (float)normal(G);
+    return 0;
+}
+int curandGenerateNormalDouble(void *g, double *o, size_t n, double m, double s) {
+    if (!g) return 101;
+    if (n % 2) return 105;
+    for (size_t i = 0; i < n; i++) o[i] = m + s * normal(G);
+    return 0;
+}

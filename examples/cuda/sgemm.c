@@ -1,0 +1,185 @@
+/* cuBLAS through cudart device memory: SGEMM (both transposes), strided
+ * batched SGEMM, DGEMM, SGEMV, SGER and the level-1 calls a training loop
+ * uses (axpy, scal, copy, dot, nrm2, amax), in host and device pointer
+ * mode, on a stream of its own. Checks every result against a CPU
+ * reference and prints a digest of each result's bytes: run natively and
+ * through Wormhole on the same GPU, the digests must be identical
+ * (scripts/gpu-validate-cuda.sh compares them). Lines starting "time:"
+ * are timings (not compared). Without a usable GPU it stops at the first
+ * failing call with the library's message and exits 2.
+ * Usage: sgemm [N]   (default 512) */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "sample_util.h"
+
+static int failures;
+
+static void compare(const char *what, const float *got, const double *want, size_t n, double tol) {
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs(got[i] - want[i]) / (1.0 + fabs(want[i]));
+        if (d > worst) worst = d;
+    }
+    printf("%-28s max rel error %.2e %s\n", what, worst, worst <= tol ? "ok" : "WRONG");
+    if (worst > tol) failures++;
+}
+
+/* C = op(A) op(B), column-major, in double. */
+static void ref_gemm(int ta, int tb, int m, int n, int k, const float *A, int lda, const float *B, int ldb, double *C) {
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            double s = 0;
+            for (int l = 0; l < k; l++) {
+                double a = ta ? A[l + (size_t)i * lda] : A[i + (size_t)l * lda];
+                double b = tb ? B[j + (size_t)l * ldb] : B[l + (size_t)j * ldb];
+                s += a * b;
+            }
+            C[i + (size_t)j * m] = s;
+        }
+}
+
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 512;
+    if (n < 8 || n > 8192) { printf("N must be in [8, 8192]\n"); return 1; }
+    size_t nn = (size_t)n * n, bytes = nn * sizeof(float);
+    float *A = malloc(bytes), *B = malloc(bytes), *C = malloc(bytes);
+    double *R = malloc(nn * sizeof(double));
+    if (!A || !B || !C || !R) return 1;
+    uint32_t seed = 12345;
+    for (size_t i = 0; i < nn; i++) { A[i] = sample_next(&seed); B[i] = sample_next(&seed); }
+
+    float *dA, *dB, *dC, *dx, *dy, *dres;
+    CHECK_CUDA(cudaMalloc((void **)&dA, bytes));
+    CHECK_CUDA(cudaMalloc((void **)&dB, bytes));
+    CHECK_CUDA(cudaMalloc((void **)&dC, bytes));
+    CHECK_CUDA(cudaMalloc((void **)&dx, n * sizeof(float)));
+    CHECK_CUDA(cudaMalloc((void **)&dy, n * sizeof(float)));
+    CHECK_CUDA(cudaMalloc((void **)&dres, sizeof(float)));
+    CHECK_CUDA(cudaMemcpy(dA, A, bytes, cudaMemcpyHostToDevice));
+    CHECK_CUDA(cudaMemcpy(dB, B, bytes, cudaMemcpyHostToDevice));
+    cudaStream_t stream, got;
+    CHECK_CUDA(cudaStreamCreate(&stream));
+    cublasHandle_t h;
+    CHECK_BLAS(cublasCreate_v2(&h));
+    int version = 0;
+    CHECK_BLAS(cublasGetVersion_v2(h, &version));
+    printf("cuBLAS %d\n", version);
+    CHECK_BLAS(cublasSetStream_v2(h, stream));
+    CHECK_BLAS(cublasGetStream_v2(h, &got));
+    if (got != stream) { printf("cublasGetStream_v2: another stream\n"); failures++; }
+    CHECK_BLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+    const float one = 1, zero = 0;
+
+    /* SGEMM, N N and T N. */
+    for (int ta = 0; ta <= 1; ta++) {
+        CHECK_BLAS(cublasSgemm_v2(h, ta, CUBLAS_OP_N, n, n, n, &one, dA, n, dB, n, &zero, dC, n));
+        CHECK_CUDA(cudaMemcpy(C, dC, bytes, cudaMemcpyDeviceToHost));
+        ref_gemm(ta, 0, n, n, n, A, n, B, n, R);
+        compare(ta ? "sgemm T N" : "sgemm N N", C, R, nn, 1e-4);
+        printf("digest sgemm %s: %016llx\n", ta ? "TN" : "NN", (unsigned long long)sample_digest(C, bytes));
+    }
+
+    /* Strided batched: 4 products of 32 x 32 blocks taken along A and B. */
+    int bm = 32, batch = 4;
+    long long stride = (long long)bm * bm;
+    CHECK_BLAS(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, bm, bm, bm, &one, dA, bm, stride, dB, bm, stride,
+                                         &zero, dC, bm, stride, batch));
+    CHECK_CUDA(cudaMemcpy(C, dC, (size_t)batch * stride * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int b = 0; b < batch; b++) {
+        ref_gemm(0, 0, bm, bm, bm, A + b * stride, bm, B + b * stride, bm, R + b * stride);
+    }
+    compare("sgemm strided batched", C, R, (size_t)batch * stride, 1e-4);
+    printf("digest sgemm batched: %016llx\n", (unsigned long long)sample_digest(C, batch * stride * sizeof(float)));
+
+    /* DGEMM on a 64 x 64 block. */
+    int dm = 64;
+    double *hd = malloc((size_t)dm * dm * sizeof(double)), *hd2 = malloc((size_t)dm * dm * sizeof(double));
+    if (!hd || !hd2) return 1;
+    for (int i = 0; i < dm * dm; i++) hd[i] = A[i];
+    double *dD, *dE;
+    CHECK_CUDA(cudaMalloc((void **)&dD, dm * dm * sizeof(double)));
+    CHECK_CUDA(cudaMalloc((void **)&dE, dm * dm * sizeof(double)));
+    CHECK_CUDA(cudaMemcpy(dD, hd, dm * dm * sizeof(double), cudaMemcpyHostToDevice));
+    const double done = 1, dzero = 0;
+    CHECK_BLAS(cublasDgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_T, dm, dm, dm, &done, dD, dm, dD, dm, &dzero, dE, dm));
+    CHECK_CUDA(cudaMemcpy(hd2, dE, dm * dm * sizeof(double), cudaMemcpyDeviceToHost));
+    ref_gemm(0, 1, dm, dm, dm, A, dm, A, dm, R);
+    for (int i = 0; i < dm * dm; i++) C[i] = (float)hd2[i];
+    compare("dgemm N T", C, R, (size_t)dm * dm, 1e-6);
+    printf("digest dgemm: %016llx\n", (unsigned long long)sample_digest(hd2, dm * dm * sizeof(double)));
+
+    /* SGEMV y = A^T x, then SGER A += x y^T on a copy. */
+    float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float));
+    if (!x || !y) return 1;
+    for (int i = 0; i < n; i++) x[i] = sample_next(&seed);
+    CHECK_CUDA(cudaMemcpy(dx, x, n * sizeof(float), cudaMemcpyHostToDevice));
+    CHECK_BLAS(cublasSgemv_v2(h, CUBLAS_OP_T, n, n, &one, dA, n, dx, 1, &zero, dy, 1));
+    CHECK_CUDA(cudaMemcpy(y, dy, n * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int j = 0; j < n; j++) { double s = 0; for (int i = 0; i < n; i++) s += (double)A[i + (size_t)j * n] * x[i]; R[j] = s; }
+    compare("sgemv T", y, R, n, 1e-4);
+    CHECK_CUDA(cudaMemcpy(dC, A, bytes, cudaMemcpyHostToDevice));
+    const float half = 0.5f;
+    CHECK_BLAS(cublasSger_v2(h, n, n, &half, dx, 1, dy, 1, dC, n));
+    CHECK_CUDA(cudaMemcpy(C, dC, bytes, cudaMemcpyDeviceToHost));
+    for (size_t j = 0; j < (size_t)n; j++) for (size_t i = 0; i < (size_t)n; i++) R[i + j * n] = A[i + j * n] + 0.5 * x[i] * y[j];
+    compare("sger", C, R, nn, 1e-5);
+    printf("digest sger: %016llx\n", (unsigned long long)sample_digest(C, bytes));
+
+    /* Level 1: y = 2 x + y; x *= -1.5; copy; dot, nrm2, amax. */
+    const float two = 2, m15 = -1.5f;
+    CHECK_BLAS(cublasSaxpy_v2(h, n, &two, dx, 1, dy, 1));
+    CHECK_BLAS(cublasSscal_v2(h, n, &m15, dx, 1));
+    float *hy = malloc(n * sizeof(float)), *hx = malloc(n * sizeof(float));
+    if (!hy || !hx) return 1;
+    CHECK_CUDA(cudaMemcpy(hy, dy, n * sizeof(float), cudaMemcpyDeviceToHost));
+    CHECK_CUDA(cudaMemcpy(hx, dx, n * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < n; i++) R[i] = 2.0 * x[i] + y[i];
+    compare("saxpy", hy, R, n, 1e-6);
+    for (int i = 0; i < n; i++) R[i] = -1.5 * x[i];
+    compare("sscal", hx, R, n, 1e-6);
+    CHECK_BLAS(cublasScopy_v2(h, n, dx, 1, dC, 1));
+    float dot = 0, nrm = 0, dot_dev = 0;
+    int amax = 0;
+    CHECK_BLAS(cublasSdot_v2(h, n, dx, 1, dy, 1, &dot));
+    CHECK_BLAS(cublasSnrm2_v2(h, n, dC, 1, &nrm));
+    CHECK_BLAS(cublasIsamax_v2(h, n, dx, 1, &amax));
+    double rdot = 0, rnrm = 0; int ramax = 1;
+    for (int i = 0; i < n; i++) {
+        rdot += (double)hx[i] * hy[i]; rnrm += (double)hx[i] * hx[i];
+        if (fabsf(hx[i]) > fabsf(hx[ramax - 1])) ramax = i + 1;
+    }
+    rnrm = sqrt(rnrm);
+    float fd = dot, fn = nrm;
+    compare("sdot (host result)", &fd, &rdot, 1, 1e-4);
+    compare("snrm2", &fn, &rnrm, 1, 1e-5);
+    printf("%-28s %d (reference %d) %s\n", "isamax", amax, ramax, amax == ramax ? "ok" : "WRONG");
+    if (amax != ramax) failures++;
+    /* Device pointer mode: the result stays in device memory. */
+    CHECK_BLAS(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE));
+    int mode = -1;
+    CHECK_BLAS(cublasGetPointerMode_v2(h, &mode));
+    CHECK_BLAS(cublasSdot_v2(h, n, dx, 1, dy, 1, dres));
+    CHECK_CUDA(cudaMemcpy(&dot_dev, dres, sizeof(float), cudaMemcpyDeviceToHost));
+    printf("%-28s mode %d, %s\n", "sdot (device result)", mode, mode == 1 && dot_dev == dot ? "ok" : "WRONG");
+    if (mode != 1 || dot_dev != dot) failures++;
+    CHECK_BLAS(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST));
+    printf("digest level1: %016llx %016llx %016llx %d\n", (unsigned long long)(sample_digest(hy, n * 4) ^ sample_digest(hx, n * 4)),
+           (unsigned long long)sample_digest(&dot, sizeof dot), (unsigned long long)sample_digest(&nrm, sizeof nrm), amax);
+
+    /* Throughput: back-to-back SGEMMs on the stream. */
+    int reps = 20;
+    CHECK_CUDA(cudaDeviceSynchronize());
+    double t0 = sample_now();
+    for (int r = 0; r < reps; r++)
+        CHECK_BLAS(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, dA, n, dB, n, &zero, dC, n));
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    double dt = sample_now() - t0;
+    printf("time: %d sgemm of %d: %.3f ms each, %.1f GFLOP/s\n", reps, n, dt / reps * 1e3, 2.0 * n * n * n * reps / dt / 1e9);
+
+    CHECK_BLAS(cublasDestroy_v2(h));
+    CHECK_CUDA(cudaStreamDestroy(stream));
+    cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(dx); cudaFree(dy); cudaFree(dres); cudaFree(dD); cudaFree(dE);
+    printf("%s\n", failures ? "WRONG" : "correct");
+    return failures ? 1 : 0;
+}
