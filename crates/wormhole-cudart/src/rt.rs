@@ -8,15 +8,15 @@
 //! pointers and we never dereference theirs.
 
 use std::cell::Cell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
+use wormhole_client::{copy_out, store, Cursor, Link, LinkError, Shape};
 use wormhole_cuda_api::tracker::Tracker;
 use wormhole_cuda_api::{cudaErrorInsufficientDriver, cudaErrorInvalidValue, cudaSuccess, Kind};
-use wormhole_transport::Channel;
-use wormhole_wire::{Decoder, Encoder, ReplyHeader, RequestHeader, FLAG_ASYNC, REPLY_HEADER_LEN};
+use wormhole_wire::{Decoder, Encoder};
 
 /// Prints one line on stderr when `WORMHOLE_LOG` is set.
 pub fn log(msg: &str) {
@@ -134,17 +134,9 @@ pub unsafe fn set_errcode(e: *mut i32, v: i32) {
     }
 }
 
-struct ChanState {
-    chan: Box<dyn Channel>,
-    deferred: i32,
-    rx: Vec<u8>,
-    tx: Vec<u8>,
-    dead: bool,
-}
-
 /// The connection to one server.
 pub struct Conn {
-    state: Mutex<ChanState>,
+    state: Mutex<Link>,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(FIRST_ID);
@@ -160,13 +152,7 @@ fn connect() -> Result<Conn, String> {
         .map_err(|e| e.to_string())?
         .chan;
     Ok(Conn {
-        state: Mutex::new(ChanState {
-            chan,
-            deferred: 0,
-            rx: Vec::new(),
-            tx: Vec::new(),
-            dead: false,
-        }),
+        state: Mutex::new(Link::new(chan)),
     })
 }
 
@@ -185,24 +171,26 @@ pub fn conn() -> Option<&'static Conn> {
 
 /// A call being marshalled; holds the channel.
 pub struct Call<'a> {
-    guard: MutexGuard<'a, ChanState>,
+    guard: MutexGuard<'a, Link>,
     pub enc: Encoder,
-    shape: u64,
+    shape: Shape,
+}
+
+/// A lost or misbehaving server looks like a machine without the driver.
+fn lost(e: LinkError) -> i32 {
+    log(&e.to_string());
+    note(NO_SERVER)
 }
 
 impl Call<'static> {
     pub fn begin(func: u32) -> Result<Call<'static>, i32> {
         let conn = conn().ok_or(NO_SERVER).map_err(note)?;
         let mut guard = conn.state.lock().unwrap_or_else(|p| p.into_inner());
-        if guard.dead {
-            return Err(note(NO_SERVER));
-        }
-        let mut enc = Encoder::with_buffer(std::mem::take(&mut guard.tx));
-        RequestHeader { func, flags: 0 }.encode(&mut enc);
+        let enc = guard.request(func).map_err(lost)?;
         Ok(Call {
             guard,
             enc,
-            shape: 0xcbf2_9ce4_8422_2325 ^ func as u64,
+            shape: Shape::new(func),
         })
     }
 }
@@ -210,9 +198,7 @@ impl Call<'static> {
 impl<'a> Call<'a> {
     /// Adds a value to the call's shape (what can make it fail).
     pub fn shape(&mut self, v: u64) {
-        self.shape = (self.shape ^ v)
-            .wrapping_mul(0x0000_0100_0000_01b3)
-            .rotate_left(29);
+        self.shape.add(v);
     }
 
     pub fn handle(&mut self, p: *mut c_void, kind: Kind) -> Result<(), i32> {
@@ -261,35 +247,17 @@ impl<'a> Call<'a> {
     }
 
     /// Sends the request and waits for the reply.
-    pub fn finish(mut self) -> Result<Reply<'a>, i32> {
-        let st = &mut *self.guard;
-        let sent = st
-            .chan
-            .send(self.enc.as_slice())
-            .and_then(|_| st.chan.flush());
-        st.tx = self.enc.into_vec();
-        let mut rx = std::mem::take(&mut st.rx);
-        if let Err(e) = sent.and_then(|_| st.chan.recv(&mut rx)) {
-            st.dead = true;
-            log(&format!("lost the server: {e}"));
-            return Err(note(NO_SERVER));
-        }
-        let mut d = Decoder::new(&rx);
-        let hdr = ReplyHeader::decode(&mut d).map_err(|_| note(NO_SERVER))?;
-        let has_outputs = matches!(d.u8(), Ok(1));
-        if hdr.deferred_status != 0 && st.deferred == 0 {
-            log(&format!(
-                "a deferred call failed with {}",
-                hdr.deferred_status
-            ));
-            st.deferred = hdr.deferred_status;
+    pub fn finish(self) -> Result<Reply<'a>, i32> {
+        let Call { mut guard, enc, .. } = self;
+        let a = guard.exchange(enc, None).map_err(lost)?;
+        if let Some(d) = a.deferred_news {
+            log(&format!("a deferred call failed with {d}"));
         }
         Ok(Reply {
-            guard: self.guard,
-            buf: rx,
-            pos: REPLY_HEADER_LEN + 1,
-            status: hdr.status,
-            has_outputs,
+            guard,
+            cur: a.cursor,
+            status: a.status,
+            has_outputs: a.has_outputs,
         })
     }
 
@@ -300,70 +268,34 @@ impl<'a> Call<'a> {
     /// reports its own error as natively; a deferred failure is reported by
     /// the next synchronising call. WORMHOLE_SYNC=1 forwards every call
     /// synchronously.
-    pub fn finish_async(mut self, wake: bool) -> Result<i32, i32> {
+    pub fn finish_async(self, wake: bool) -> Result<i32, i32> {
         let shape = self.shape;
-        if force_sync() || !learned(shape, false) {
+        if !wormhole_client::deferrable(shape) {
             let mut r = self.finish()?;
             let own = r.status();
             let status = r.status_with_deferred();
             if own == cudaSuccess {
-                learned(shape, true);
+                wormhole_client::succeeded(shape);
             }
             return Ok(note(status));
         }
-        self.enc.patch_i32(4, FLAG_ASYNC as i32);
-        let st = &mut *self.guard;
-        let mut r = st.chan.send(self.enc.as_slice());
-        if wake && r.is_ok() {
-            r = st.chan.flush();
-        }
-        st.tx = self.enc.into_vec();
-        match r {
-            Ok(()) => Ok(cudaSuccess),
-            Err(e) => {
-                st.dead = true;
-                log(&format!("lost the server: {e}"));
-                Err(note(NO_SERVER))
-            }
-        }
+        let Call { mut guard, enc, .. } = self;
+        guard.post(enc, None, wake).map_err(lost)?;
+        Ok(cudaSuccess)
     }
-}
-
-/// Whether a call shape is known to succeed; `insert` records one.
-fn learned(shape: u64, insert: bool) -> bool {
-    static SET: OnceLock<Mutex<HashSet<u64>>> = OnceLock::new();
-    let mut set = SET
-        .get_or_init(|| Mutex::new(HashSet::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    if insert {
-        if set.len() >= 1 << 16 {
-            set.clear();
-        }
-        set.insert(shape)
-    } else {
-        set.contains(&shape)
-    }
-}
-
-/// Whether every call is forwarded synchronously (WORMHOLE_SYNC=1).
-pub fn force_sync() -> bool {
-    static S: OnceLock<bool> = OnceLock::new();
-    *S.get_or_init(|| std::env::var_os("WORMHOLE_SYNC").is_some_and(|v| v != "0"))
 }
 
 /// A reply being unmarshalled; still holds the channel.
 pub struct Reply<'a> {
-    guard: MutexGuard<'a, ChanState>,
-    buf: Vec<u8>,
-    pos: usize,
+    guard: MutexGuard<'a, Link>,
+    cur: Cursor,
     status: i32,
     has_outputs: bool,
 }
 
 impl Drop for Reply<'_> {
     fn drop(&mut self) {
-        self.guard.rx = std::mem::take(&mut self.buf);
+        self.guard.recycle(&mut self.cur);
     }
 }
 
@@ -387,7 +319,7 @@ impl Reply<'_> {
     /// deferred call not yet reported.
     pub fn status_with_deferred(&mut self) -> i32 {
         if self.status == cudaSuccess {
-            let d = std::mem::take(&mut self.guard.deferred);
+            let d = self.guard.take_deferred();
             if d != 0 {
                 return note(d);
             }
@@ -406,11 +338,7 @@ impl Reply<'_> {
         &mut self,
         f: impl FnOnce(&mut Decoder<'_>) -> Result<T, i32>,
     ) -> Result<T, i32> {
-        let start = self.pos.min(self.buf.len());
-        let mut d = Decoder::new(&self.buf[start..]);
-        let v = f(&mut d)?;
-        self.pos = start + d.position();
-        Ok(v)
+        self.cur.with(f)
     }
 
     /// # Safety
@@ -418,11 +346,8 @@ impl Reply<'_> {
     pub unsafe fn out_bytes(&mut self, p: *mut c_void, cap: u64) -> Result<(), i32> {
         self.with(|d| {
             if let Some(b) = d.opt_bytes().map_err(proto)? {
-                if !p.is_null() {
-                    let n = b.len().min(cap as usize);
-                    // SAFETY: caller's contract; n <= cap.
-                    unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), p as *mut u8, n) };
-                }
+                // SAFETY: the caller's contract.
+                unsafe { copy_out(b, p, cap) };
             }
             Ok(())
         })
@@ -432,10 +357,8 @@ impl Reply<'_> {
     /// `p` is NULL or a writable i32.
     pub unsafe fn out_i32(&mut self, p: *mut i32) -> Result<(), i32> {
         let v = self.with(|d| d.i32().map_err(proto))?;
-        if !p.is_null() {
-            // SAFETY: caller's contract.
-            unsafe { *p = v };
-        }
+        // SAFETY: the caller's contract.
+        unsafe { store(p, v) };
         Ok(())
     }
 
@@ -443,10 +366,8 @@ impl Reply<'_> {
     /// `p` is NULL or a writable size_t.
     pub unsafe fn out_usize(&mut self, p: *mut usize) -> Result<(), i32> {
         let v = self.with(|d| d.usize().map_err(proto))?;
-        if !p.is_null() {
-            // SAFETY: caller's contract.
-            unsafe { *p = v };
-        }
+        // SAFETY: the caller's contract.
+        unsafe { store(p, v) };
         Ok(())
     }
 

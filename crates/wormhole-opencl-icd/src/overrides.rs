@@ -1017,6 +1017,49 @@ unsafe fn drop_user_event(user: *mut c_void, status: i32) {
     }
 }
 
+/// What a buffer read or write does before it is forwarded as such:
+/// settle a blocking one (see [`settle`]); complete later a non-blocking
+/// one that may wait on an open user event; carry a large one into a
+/// buffer in shared memory out by map. `None`: forward it.
+///
+/// # Safety
+/// As for `clEnqueueWriteBuffer` (`map_flags` WRITE_INVALIDATE_REGION) or
+/// `clEnqueueReadBuffer` (READ).
+#[allow(clippy::too_many_arguments)]
+unsafe fn transfer_shortcut(
+    q: *mut c_void,
+    buf: *mut c_void,
+    blocking: u32,
+    map_flags: u64,
+    offset: usize,
+    size: usize,
+    ptr: *mut u8,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> Option<i32> {
+    if blocking != 0 {
+        // SAFETY: forwarded contract.
+        if let Err(e) = unsafe { settle(q, n, wl) } {
+            return Some(e);
+        }
+    } else if PENDING_USER_EVENTS.load(Ordering::Relaxed) > 0
+        && !ptr.is_null()
+        && shared_candidate(buf).is_some()
+    {
+        // It may wait for a user event that this very thread sets after we
+        // return: it completes later, as natively.
+        // SAFETY: forwarded contract.
+        return Some(unsafe { transfer_later(q, buf, map_flags, offset, size, ptr, n, wl, ev) });
+    }
+    if size < BULK_MIN || ptr.is_null() {
+        return None;
+    }
+    let o = shared_candidate(buf)?;
+    // SAFETY: forwarded contract.
+    Some(unsafe { transfer_via_map(o, q, buf, map_flags, offset, size, ptr, n, wl, ev) })
+}
+
 /// # Safety
 /// As for `clEnqueueWriteBuffer`.
 #[allow(clippy::too_many_arguments)]
@@ -1031,53 +1074,27 @@ pub unsafe extern "C" fn clEnqueueWriteBuffer(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
-    if blocking != 0 {
-        // SAFETY: forwarded contract.
-        if let Err(e) = unsafe { settle(q, n, wl) } {
-            return e;
-        }
-    } else if PENDING_USER_EVENTS.load(Ordering::Relaxed) > 0
-        && !ptr.is_null()
-        && shared_candidate(buf).is_some()
-    {
-        // It may wait for a user event that this very thread sets after we
-        // return: it completes later, as natively.
-        // SAFETY: forwarded contract.
-        return unsafe {
-            transfer_later(
-                q,
-                buf,
-                CL_MAP_WRITE_INVALIDATE_REGION,
-                offset,
-                size,
-                ptr as *mut u8,
-                n,
-                wl,
-                ev,
-            )
-        };
+    // SAFETY: forwarded contract.
+    if let Some(s) = unsafe {
+        transfer_shortcut(
+            q,
+            buf,
+            blocking,
+            CL_MAP_WRITE_INVALIDATE_REGION,
+            offset,
+            size,
+            ptr as *mut u8,
+            n,
+            wl,
+            ev,
+        )
+    } {
+        return s;
     }
     if size < BULK_MIN || ptr.is_null() {
         // SAFETY: forwarded contract.
         return unsafe {
             gen::clEnqueueWriteBuffer(q, buf, blocking, offset, size, ptr, n, wl, ev)
-        };
-    }
-    if let Some(o) = shared_candidate(buf) {
-        // SAFETY: forwarded contract.
-        return unsafe {
-            transfer_via_map(
-                o,
-                q,
-                buf,
-                CL_MAP_WRITE_INVALIDATE_REGION,
-                offset,
-                size,
-                ptr as *mut u8,
-                n,
-                wl,
-                ev,
-            )
         };
     }
     let run = || -> Result<i32, i32> {
@@ -1123,42 +1140,26 @@ pub unsafe extern "C" fn clEnqueueReadBuffer(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
-    if blocking != 0 {
-        // SAFETY: forwarded contract.
-        if let Err(e) = unsafe { settle(q, n, wl) } {
-            return e;
-        }
-    } else if PENDING_USER_EVENTS.load(Ordering::Relaxed) > 0
-        && !ptr.is_null()
-        && shared_candidate(buf).is_some()
-    {
-        // It may wait for a user event that this very thread sets after we
-        // return: it completes later, as natively.
-        // SAFETY: forwarded contract.
-        return unsafe {
-            transfer_later(q, buf, CL_MAP_READ, offset, size, ptr as *mut u8, n, wl, ev)
-        };
+    // SAFETY: forwarded contract.
+    if let Some(s) = unsafe {
+        transfer_shortcut(
+            q,
+            buf,
+            blocking,
+            CL_MAP_READ,
+            offset,
+            size,
+            ptr as *mut u8,
+            n,
+            wl,
+            ev,
+        )
+    } {
+        return s;
     }
     if size < BULK_MIN || ptr.is_null() {
         // SAFETY: forwarded contract.
         return unsafe { gen::clEnqueueReadBuffer(q, buf, blocking, offset, size, ptr, n, wl, ev) };
-    }
-    if let Some(o) = shared_candidate(buf) {
-        // SAFETY: forwarded contract.
-        return unsafe {
-            transfer_via_map(
-                o,
-                q,
-                buf,
-                CL_MAP_READ,
-                offset,
-                size,
-                ptr as *mut u8,
-                n,
-                wl,
-                ev,
-            )
-        };
     }
     let run = || -> Result<i32, i32> {
         let mut c = Call::begin(func::whEnqueueReadBufferBulk)?;

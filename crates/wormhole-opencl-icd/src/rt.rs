@@ -11,11 +11,11 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
+use wormhole_client::{copy_out, store, Cursor, Link, LinkError, Shape};
 use wormhole_opencl_api::{
     info_handle, CallbackKind, InfoHandle, Kind, CL_OUT_OF_RESOURCES, CL_SUCCESS,
 };
-use wormhole_transport::Channel;
-use wormhole_wire::{Decoder, Encoder, ReplyHeader, RequestHeader, FLAG_ASYNC, REPLY_HEADER_LEN};
+use wormhole_wire::{Decoder, Encoder};
 
 /// Prints one line on stderr when `WORMHOLE_LOG` is set.
 pub fn log(msg: &str) {
@@ -200,18 +200,9 @@ pub unsafe fn set_errcode(e: *mut i32, v: i32) {
     }
 }
 
-struct ChanState {
-    chan: Box<dyn Channel>,
-    /// The first failure of a deferred call not yet reported.
-    deferred: i32,
-    rx: Vec<u8>,
-    tx: Vec<u8>,
-    dead: bool,
-}
-
 /// The connection to one server.
 pub struct Conn {
-    state: Mutex<ChanState>,
+    state: Mutex<Link>,
     pub platforms: Vec<u64>,
     /// Memory the server may place buffers in (shared memory only).
     pub arena: Option<std::sync::Arc<wormhole_transport::arena::Arena>>,
@@ -244,13 +235,7 @@ fn connect() -> Result<Conn, String> {
     let chan = c.chan;
     let arena = c.arena;
     let mut conn = Conn {
-        state: Mutex::new(ChanState {
-            chan,
-            deferred: 0,
-            rx: Vec::new(),
-            tx: Vec::new(),
-            dead: false,
-        }),
+        state: Mutex::new(Link::new(chan)),
         platforms: Vec::new(),
         arena,
         pid: std::process::id(),
@@ -300,12 +285,18 @@ pub fn arena() -> Option<&'static wormhole_transport::arena::Arena> {
 
 /// A call being marshalled; holds the channel.
 pub struct Call<'a> {
-    guard: MutexGuard<'a, ChanState>,
+    guard: MutexGuard<'a, Link>,
     pub enc: Encoder,
     /// Bulk bytes to stream after the frame.
     raw: Option<(*const u8, usize)>,
-    /// Hash of the call's shape: what can make it fail (see `finish_async`).
-    shape: u64,
+    /// What can make the call fail (see `finish_async`).
+    shape: Shape,
+}
+
+/// What the application sees when the server is gone or misbehaves.
+fn lost(e: LinkError) -> i32 {
+    log(&e.to_string());
+    CL_OUT_OF_RESOURCES
 }
 
 impl<'a> Call<'a> {
@@ -316,28 +307,22 @@ impl<'a> Call<'a> {
 
     fn on(conn: &'a Conn, func: u32) -> Result<Call<'a>, i32> {
         let mut guard = conn.state.lock().unwrap_or_else(|p| p.into_inner());
-        if guard.dead {
-            return Err(CL_OUT_OF_RESOURCES);
-        }
         if std::process::id() != conn.pid {
             log("OpenCL used in a child after fork(): the parent's connection is not shared");
             return Err(CL_OUT_OF_RESOURCES);
         }
-        let mut enc = Encoder::with_buffer(std::mem::take(&mut guard.tx));
-        RequestHeader { func, flags: 0 }.encode(&mut enc);
+        let enc = guard.request(func).map_err(lost)?;
         Ok(Call {
             guard,
             enc,
             raw: None,
-            shape: 0xcbf2_9ce4_8422_2325 ^ func as u64,
+            shape: Shape::new(func),
         })
     }
 
     /// Adds a value to the call's shape.
     pub fn shape(&mut self, v: u64) {
-        self.shape = (self.shape ^ v)
-            .wrapping_mul(0x0000_0100_0000_01b3)
-            .rotate_left(29);
+        self.shape.add(v);
     }
 
     pub fn handle(&mut self, p: *mut c_void, kind: Kind) -> Result<(), i32> {
@@ -442,51 +427,29 @@ impl<'a> Call<'a> {
         self.raw = Some((p, len));
     }
 
-    fn send_frame(
-        st: &mut ChanState,
-        frame: &[u8],
-        raw: Option<(*const u8, usize)>,
-    ) -> Result<(), wormhole_transport::TransportError> {
-        st.chan.send(frame)?;
-        if let Some((p, len)) = raw {
-            // SAFETY: `attach_raw`'s contract.
-            let data = unsafe { std::slice::from_raw_parts(p, len) };
-            st.chan.send_raw(data)?;
-        }
-        Ok(())
+    /// The bytes `attach_raw` named.
+    fn raw(raw: Option<(*const u8, usize)>) -> Option<&'a [u8]> {
+        // SAFETY: `attach_raw`'s contract: readable until the call is done.
+        raw.map(|(p, len)| unsafe { std::slice::from_raw_parts(p, len) })
     }
 
     /// Sends the request and waits for the reply.
-    pub fn finish(mut self) -> Result<Reply<'a>, i32> {
-        let st = &mut *self.guard;
-        let sent =
-            Self::send_frame(st, self.enc.as_slice(), self.raw).and_then(|_| st.chan.flush());
-        st.tx = self.enc.into_vec();
-        let mut rx = std::mem::take(&mut st.rx);
-        let res = sent.and_then(|_| st.chan.recv(&mut rx));
-        if let Err(e) = res {
-            st.dead = true;
-            log(&format!("lost the server: {e}"));
-            return Err(CL_OUT_OF_RESOURCES);
-        }
-        let mut d = Decoder::new(&rx);
-        let hdr = ReplyHeader::decode(&mut d).map_err(|_| CL_OUT_OF_RESOURCES)?;
-        let has_outputs = matches!(d.u8(), Ok(1));
-        if hdr.deferred_status != 0 {
-            log(&format!(
-                "a deferred call failed with {}",
-                hdr.deferred_status
-            ));
-            if st.deferred == 0 {
-                st.deferred = hdr.deferred_status;
-            }
+    pub fn finish(self) -> Result<Reply<'a>, i32> {
+        let Call {
+            mut guard,
+            enc,
+            raw,
+            ..
+        } = self;
+        let a = guard.exchange(enc, Self::raw(raw)).map_err(lost)?;
+        if let Some(d) = a.deferred_news {
+            log(&format!("a deferred call failed with {d}"));
         }
         Ok(Reply {
-            guard: self.guard,
-            buf: rx,
-            pos: REPLY_HEADER_LEN + 1,
-            status: hdr.status,
-            has_outputs,
+            guard,
+            cur: a.cursor,
+            status: a.status,
+            has_outputs: a.has_outputs,
         })
     }
 
@@ -501,59 +464,26 @@ impl<'a> Call<'a> {
     /// no round trip; a deferred call that fails all the same is reported by
     /// the next `syncpoint` call. With WORMHOLE_SYNC set, every call is made
     /// synchronously.
-    pub fn finish_async(mut self, wake: bool) -> Result<i32, i32> {
+    pub fn finish_async(self, wake: bool) -> Result<i32, i32> {
         let shape = self.shape;
-        if force_sync() || !learned(shape, false) {
+        if !wormhole_client::deferrable(shape) {
             let mut r = self.finish()?;
             let own = r.status();
             let status = r.status_with_deferred();
             if own == CL_SUCCESS {
-                learned(shape, true);
+                wormhole_client::succeeded(shape);
             }
             return Ok(status);
         }
-        self.enc.patch_i32(4, FLAG_ASYNC as i32);
-        let st = &mut *self.guard;
-        let mut r = Self::send_frame(st, self.enc.as_slice(), self.raw);
-        if wake && r.is_ok() {
-            r = st.chan.flush();
-        }
-        st.tx = self.enc.into_vec();
-        match r {
-            Ok(()) => Ok(CL_SUCCESS),
-            Err(e) => {
-                st.dead = true;
-                log(&format!("lost the server: {e}"));
-                Err(CL_OUT_OF_RESOURCES)
-            }
-        }
+        let Call {
+            mut guard,
+            enc,
+            raw,
+            ..
+        } = self;
+        guard.post(enc, Self::raw(raw), wake).map_err(lost)?;
+        Ok(CL_SUCCESS)
     }
-}
-
-/// Whether a call shape is known to succeed; `insert` records one. The set
-/// is bounded: when full it starts again, which costs only round trips.
-fn learned(shape: u64, insert: bool) -> bool {
-    static SET: OnceLock<Mutex<HashSet<u64>>> = OnceLock::new();
-    let mut set = SET
-        .get_or_init(|| Mutex::new(HashSet::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    if insert {
-        if set.len() >= 1 << 16 {
-            set.clear();
-        }
-        set.insert(shape);
-        true
-    } else {
-        set.contains(&shape)
-    }
-}
-
-/// Whether every call is forwarded synchronously (WORMHOLE_SYNC=1), so
-/// that errors come back from the call that caused them.
-pub fn force_sync() -> bool {
-    static S: OnceLock<bool> = OnceLock::new();
-    *S.get_or_init(|| std::env::var_os("WORMHOLE_SYNC").is_some_and(|v| v != "0"))
 }
 
 /// Gives the application its handle for an event created by an async call.
@@ -569,16 +499,15 @@ pub unsafe fn adopt_new(id: Option<u64>, p: *mut *mut c_void, kind: Kind) {
 
 /// A reply being unmarshalled; still holds the channel.
 pub struct Reply<'a> {
-    guard: MutexGuard<'a, ChanState>,
-    buf: Vec<u8>,
-    pos: usize,
+    guard: MutexGuard<'a, Link>,
+    cur: Cursor,
     status: i32,
     has_outputs: bool,
 }
 
 impl Drop for Reply<'_> {
     fn drop(&mut self) {
-        self.guard.rx = std::mem::take(&mut self.buf);
+        self.guard.recycle(&mut self.cur);
     }
 }
 
@@ -595,7 +524,7 @@ impl Reply<'_> {
     /// deferred call not yet reported (which is then reported).
     pub fn status_with_deferred(&mut self) -> i32 {
         if self.status == CL_SUCCESS {
-            let d = std::mem::take(&mut self.guard.deferred);
+            let d = self.guard.take_deferred();
             if d != 0 {
                 return d;
             }
@@ -605,29 +534,20 @@ impl Reply<'_> {
 
     /// Receives the bulk bytes that follow this reply, into `dst`.
     pub fn recv_raw(&mut self, dst: &mut [u8]) -> Result<(), i32> {
-        let st = &mut *self.guard;
-        st.chan.recv_raw(dst).map_err(|e| {
-            st.dead = true;
-            log(&format!("lost the server: {e}"));
-            CL_OUT_OF_RESOURCES
-        })
+        self.guard.recv_raw(dst).map_err(lost)
     }
 
     pub fn has_outputs(&self) -> bool {
         self.has_outputs
     }
 
-    /// A decoder over the rest of the reply; call [`Reply::advance`] after.
+    /// A decoder over the rest of the reply.
     pub fn dec(&mut self) -> Decoder<'_> {
-        Decoder::new(&self.buf[self.pos.min(self.buf.len())..])
+        self.cur.rest()
     }
 
     fn with<T>(&mut self, f: impl FnOnce(&mut Decoder<'_>) -> Result<T, i32>) -> Result<T, i32> {
-        let start = self.pos.min(self.buf.len());
-        let mut d = Decoder::new(&self.buf[start..]);
-        let v = f(&mut d)?;
-        self.pos = start + d.position();
-        Ok(v)
+        self.cur.with(f)
     }
 
     pub fn opt_flag(&mut self) -> Result<bool, i32> {
@@ -645,11 +565,8 @@ impl Reply<'_> {
     pub unsafe fn out_bytes(&mut self, p: *mut c_void, cap: u64) -> Result<(), i32> {
         self.with(|d| {
             if let Some(b) = d.opt_bytes().map_err(proto)? {
-                if !p.is_null() {
-                    let n = b.len().min(cap as usize);
-                    // SAFETY: caller's contract; n <= cap.
-                    unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), p as *mut u8, n) };
-                }
+                // SAFETY: the caller's contract.
+                unsafe { copy_out(b, p, cap) };
             }
             Ok(())
         })
@@ -689,9 +606,8 @@ impl Reply<'_> {
                     None => {}
                 }
             }
-            let n = v.len().min(cap as usize);
-            // SAFETY: caller's contract; n <= cap.
-            unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), p as *mut u8, n) };
+            // SAFETY: the caller's contract.
+            unsafe { copy_out(&v, p, cap) };
             Ok(())
         })
     }
@@ -700,10 +616,8 @@ impl Reply<'_> {
     /// `p` is NULL or a writable u32.
     pub unsafe fn out_u32(&mut self, p: *mut u32) -> Result<(), i32> {
         let v = self.with(|d| d.u32().map_err(proto))?;
-        if !p.is_null() {
-            // SAFETY: caller's contract.
-            unsafe { *p = v };
-        }
+        // SAFETY: the caller's contract.
+        unsafe { store(p, v) };
         Ok(())
     }
 
@@ -714,10 +628,8 @@ impl Reply<'_> {
     #[allow(dead_code)]
     pub unsafe fn out_i32(&mut self, p: *mut i32) -> Result<(), i32> {
         let v = self.with(|d| d.i32().map_err(proto))?;
-        if !p.is_null() {
-            // SAFETY: caller's contract.
-            unsafe { *p = v };
-        }
+        // SAFETY: the caller's contract.
+        unsafe { store(p, v) };
         Ok(())
     }
 
@@ -725,10 +637,8 @@ impl Reply<'_> {
     /// `p` is NULL or a writable u64.
     pub unsafe fn out_u64(&mut self, p: *mut u64) -> Result<(), i32> {
         let v = self.with(|d| d.u64().map_err(proto))?;
-        if !p.is_null() {
-            // SAFETY: caller's contract.
-            unsafe { *p = v };
-        }
+        // SAFETY: the caller's contract.
+        unsafe { store(p, v) };
         Ok(())
     }
 
@@ -736,10 +646,8 @@ impl Reply<'_> {
     /// `p` is NULL or a writable size_t.
     pub unsafe fn out_usize(&mut self, p: *mut usize) -> Result<(), i32> {
         let v = self.with(|d| d.usize().map_err(proto))?;
-        if !p.is_null() {
-            // SAFETY: caller's contract.
-            unsafe { *p = v };
-        }
+        // SAFETY: the caller's contract.
+        unsafe { store(p, v) };
         Ok(())
     }
 

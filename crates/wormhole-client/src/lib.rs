@@ -1,0 +1,324 @@
+//! The call/reply cycle every Wormhole client library shares.
+//!
+//! An API's client (the OpenCL ICD, the CUDA runtime stand-in) marshals its
+//! arguments its own way, but moves frames the same way: one [`Link`] per
+//! process, behind the API's mutex; a request that needs an answer waits
+//! for it ([`Link::exchange`]); one that does not is left in the ring
+//! ([`Link::post`]) once a call of the same [`Shape`] has succeeded
+//! synchronously ([`deferrable`]), so that the first of a kind reports its
+//! own error as natively and a deferred failure is carried back by the next
+//! answer. What the API reports for a lost server, and how it records
+//! errors, stays with the API.
+
+use std::collections::HashSet;
+use std::ffi::c_void;
+use std::sync::{Mutex, OnceLock};
+
+use thiserror::Error;
+use wormhole_transport::{Channel, TransportError};
+use wormhole_wire::{Decoder, Encoder, ReplyHeader, RequestHeader, FLAG_ASYNC, REPLY_HEADER_LEN};
+
+/// Why a call did not get through.
+#[derive(Debug, Error)]
+pub enum LinkError {
+    #[error("lost the server: {0}")]
+    Lost(#[from] TransportError),
+    #[error("the server's reply is malformed")]
+    BadReply,
+    #[error("the connection was lost earlier")]
+    Dead,
+}
+
+/// One process's channel to its server and what travels with it.
+pub struct Link {
+    chan: Box<dyn Channel>,
+    /// The first failure of a deferred call not yet reported.
+    deferred: i32,
+    /// Buffers kept from one call to the next.
+    rx: Vec<u8>,
+    tx: Vec<u8>,
+    dead: bool,
+}
+
+/// A reply: its status and the outputs after its header.
+pub struct Answer {
+    pub status: i32,
+    pub has_outputs: bool,
+    /// Where the outputs are read from.
+    pub cursor: Cursor,
+    /// A deferred call's failure this reply carried, if it is news.
+    pub deferred_news: Option<i32>,
+}
+
+impl Link {
+    pub fn new(chan: Box<dyn Channel>) -> Self {
+        Link {
+            chan,
+            deferred: 0,
+            rx: Vec::new(),
+            tx: Vec::new(),
+            dead: false,
+        }
+    }
+
+    /// Starts a request for function `func`.
+    pub fn request(&mut self, func: u32) -> Result<Encoder, LinkError> {
+        if self.dead {
+            return Err(LinkError::Dead);
+        }
+        let mut enc = Encoder::with_buffer(std::mem::take(&mut self.tx));
+        RequestHeader { func, flags: 0 }.encode(&mut enc);
+        Ok(enc)
+    }
+
+    fn lost(&mut self, e: TransportError) -> LinkError {
+        self.dead = true;
+        LinkError::Lost(e)
+    }
+
+    fn send(&mut self, frame: &[u8], raw: Option<&[u8]>) -> Result<(), TransportError> {
+        self.chan.send(frame)?;
+        if let Some(data) = raw {
+            self.chan.send_raw(data)?;
+        }
+        Ok(())
+    }
+
+    /// Sends a request (and `raw`, streamed after it) and waits for the
+    /// reply.
+    pub fn exchange(&mut self, enc: Encoder, raw: Option<&[u8]>) -> Result<Answer, LinkError> {
+        let sent = self
+            .send(enc.as_slice(), raw)
+            .and_then(|_| self.chan.flush());
+        self.tx = enc.into_vec();
+        let mut rx = std::mem::take(&mut self.rx);
+        if let Err(e) = sent.and_then(|_| self.chan.recv(&mut rx)) {
+            return Err(self.lost(e));
+        }
+        let mut d = Decoder::new(&rx);
+        let hdr = ReplyHeader::decode(&mut d).map_err(|_| LinkError::BadReply)?;
+        let has_outputs = matches!(d.u8(), Ok(1));
+        let mut deferred_news = None;
+        if hdr.deferred_status != 0 && self.deferred == 0 {
+            self.deferred = hdr.deferred_status;
+            deferred_news = Some(hdr.deferred_status);
+        }
+        Ok(Answer {
+            status: hdr.status,
+            has_outputs,
+            cursor: Cursor {
+                buf: rx,
+                pos: REPLY_HEADER_LEN + 1,
+            },
+            deferred_news,
+        })
+    }
+
+    /// Leaves a request that needs no answer in the ring; `wake` wakes the
+    /// server now (a flush) instead of at the next exchange.
+    pub fn post(
+        &mut self,
+        mut enc: Encoder,
+        raw: Option<&[u8]>,
+        wake: bool,
+    ) -> Result<(), LinkError> {
+        enc.patch_i32(4, FLAG_ASYNC as i32);
+        let mut r = self.send(enc.as_slice(), raw);
+        if wake && r.is_ok() {
+            r = self.chan.flush();
+        }
+        self.tx = enc.into_vec();
+        r.map_err(|e| self.lost(e))
+    }
+
+    /// Receives the bytes a reply says follow it.
+    pub fn recv_raw(&mut self, dst: &mut [u8]) -> Result<(), LinkError> {
+        self.chan.recv_raw(dst).map_err(|e| self.lost(e))
+    }
+
+    /// The earliest deferred failure not yet reported, now reported.
+    pub fn take_deferred(&mut self) -> i32 {
+        std::mem::take(&mut self.deferred)
+    }
+
+    /// Gives a reply's buffer back for the next call.
+    pub fn recycle(&mut self, c: &mut Cursor) {
+        self.rx = std::mem::take(&mut c.buf);
+    }
+}
+
+/// A reading position in a reply's outputs.
+pub struct Cursor {
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl Cursor {
+    /// A decoder over what is left; [`Cursor::with`] also moves past what
+    /// it read.
+    pub fn rest(&self) -> Decoder<'_> {
+        Decoder::new(&self.buf[self.pos.min(self.buf.len())..])
+    }
+
+    /// Runs `f` over what is left and moves past what it read.
+    pub fn with<T, E>(&mut self, f: impl FnOnce(&mut Decoder<'_>) -> Result<T, E>) -> Result<T, E> {
+        let start = self.pos.min(self.buf.len());
+        let mut d = Decoder::new(&self.buf[start..]);
+        let v = f(&mut d)?;
+        self.pos = start + d.position();
+        Ok(v)
+    }
+}
+
+/// Writes an output value where the application asked for it.
+///
+/// # Safety
+/// `p` is NULL or points to a writable `T`.
+pub unsafe fn store<T>(p: *mut T, v: T) {
+    if !p.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { p.write(v) };
+    }
+}
+
+/// Copies returned bytes into the application's buffer, at most `cap`.
+///
+/// # Safety
+/// `p` is NULL or holds `cap` writable bytes.
+pub unsafe fn copy_out(b: &[u8], p: *mut c_void, cap: u64) {
+    if !p.is_null() {
+        let n = b.len().min(usize::try_from(cap).unwrap_or(usize::MAX));
+        // SAFETY: the caller's contract; n <= cap.
+        unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), p as *mut u8, n) };
+    }
+}
+
+/// What can make a call fail: its function, handles, scalars and small
+/// values, hashed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape(u64);
+
+impl Shape {
+    pub fn new(func: u32) -> Self {
+        Shape(0xcbf2_9ce4_8422_2325 ^ func as u64)
+    }
+
+    pub fn add(&mut self, v: u64) {
+        self.0 = (self.0 ^ v)
+            .wrapping_mul(0x0000_0100_0000_01b3)
+            .rotate_left(29);
+    }
+}
+
+fn shapes() -> std::sync::MutexGuard<'static, HashSet<u64>> {
+    static SET: OnceLock<Mutex<HashSet<u64>>> = OnceLock::new();
+    SET.get_or_init(|| Mutex::new(HashSet::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// Whether a call of this shape may be left in the ring: one of the same
+/// shape succeeded synchronously, and WORMHOLE_SYNC is not set.
+pub fn deferrable(s: Shape) -> bool {
+    !force_sync() && shapes().contains(&s.0)
+}
+
+/// Records that a call of this shape succeeded. The set is bounded: when
+/// full it starts again, which costs only round trips.
+pub fn succeeded(s: Shape) {
+    let mut set = shapes();
+    if set.len() >= 1 << 16 {
+        set.clear();
+    }
+    set.insert(s.0);
+}
+
+/// Whether every call is forwarded synchronously (WORMHOLE_SYNC=1), so that
+/// errors come back from the call that caused them.
+pub fn force_sync() -> bool {
+    static S: OnceLock<bool> = OnceLock::new();
+    *S.get_or_init(|| std::env::var_os("WORMHOLE_SYNC").is_some_and(|v| v != "0"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wormhole_transport::stream::StreamChannel;
+    use wormhole_wire::ReplyHeader;
+
+    /// A server thread that answers each request with its function id as
+    /// the status, and a deferred failure once.
+    fn echo_server(
+        mut s: StreamChannel<std::os::unix::net::UnixStream>,
+    ) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let mut first = true;
+            while s.recv(&mut buf).is_ok() {
+                let mut d = Decoder::new(&buf);
+                let Ok(h) = RequestHeader::decode(&mut d) else {
+                    return;
+                };
+                if h.flags & FLAG_ASYNC != 0 {
+                    continue;
+                }
+                let mut e = Encoder::new();
+                ReplyHeader {
+                    status: h.func as i32,
+                    deferred_status: if first { -7 } else { 0 },
+                }
+                .encode(&mut e);
+                first = false;
+                e.u8(1);
+                e.u32(42);
+                if s.send(e.as_slice()).and_then(|_| s.flush()).is_err() {
+                    return;
+                }
+            }
+        })
+    }
+
+    #[test]
+    fn exchanges_posts_and_reports_a_deferred_failure_once() {
+        let (a, b) = std::os::unix::net::UnixStream::pair().expect("pair");
+        let server = echo_server(StreamChannel::unix(b).expect("server end"));
+        let mut link = Link::new(Box::new(StreamChannel::unix(a).expect("client end")));
+        let enc = link.request(5).expect("request");
+        link.post(enc, None, false).expect("post");
+        let enc = link.request(9).expect("request");
+        let mut ans = link.exchange(enc, None).expect("exchange");
+        assert_eq!(ans.status, 9);
+        assert!(ans.has_outputs);
+        assert_eq!(ans.deferred_news, Some(-7));
+        assert_eq!(ans.cursor.with(|d| d.u32()).expect("output"), 42);
+        link.recycle(&mut ans.cursor);
+        assert_eq!(link.take_deferred(), -7);
+        assert_eq!(link.take_deferred(), 0);
+        let enc = link.request(3).expect("request");
+        assert_eq!(link.exchange(enc, None).expect("again").deferred_news, None);
+        drop(link);
+        server.join().expect("server thread");
+    }
+
+    #[test]
+    fn a_lost_server_is_reported_and_remembered() {
+        let (a, b) = std::os::unix::net::UnixStream::pair().expect("pair");
+        drop(b);
+        let mut link = Link::new(Box::new(StreamChannel::unix(a).expect("client end")));
+        let enc = link.request(1).expect("request");
+        assert!(matches!(link.exchange(enc, None), Err(LinkError::Lost(_))));
+        assert!(matches!(link.request(1), Err(LinkError::Dead)));
+    }
+
+    #[test]
+    fn shapes_are_learned() {
+        let mut s = Shape::new(77);
+        s.add(1);
+        assert!(!deferrable(s));
+        succeeded(s);
+        assert_eq!(deferrable(s), !force_sync());
+        let mut t = Shape::new(77);
+        t.add(2);
+        assert!(!deferrable(t));
+    }
+}
