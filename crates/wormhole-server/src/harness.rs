@@ -836,12 +836,41 @@ mod tests {
             }
         }
     }
+
+    /// Found by the fuzzer: PoCL maps an empty box (a zero height) of an image,
+    /// and the mapping (with its reference on the image) outlived the
+    /// request that failed. The box is refused before the library sees it.
+    #[test]
+    fn a_map_of_an_empty_box_is_refused_and_leaves_no_reference() {
+        let Ok(mut h) = Harness::new() else {
+            eprintln!("no OpenCL platform: skipped");
+            return;
+        };
+        let before = h.seed_refcounts();
+        let map = Frame::new(func::clEnqueueMapImage)
+            .h(ids::QUEUE)
+            .h(ids::IMAGE)
+            .u64(1)
+            .bytes(&triple(0, 0, 0))
+            .bytes(&triple(4, 0, 1))
+            .u32(0)
+            .b(false)
+            .b(false)
+            .u64(9)
+            .u8(0)
+            .done();
+        let s = h.run([map.as_slice()].into_iter());
+        assert_eq!(s.last(), Some(&Some(wormhole_opencl_api::CL_INVALID_VALUE)));
+        assert_eq!(h.seed_refcounts(), before);
+    }
 }
 
 /// Replays a trace written by the fuzz target (`WORMHOLE_FUZZ_TRACE`): one
 /// hex-encoded input per line, run in order on one harness, printing each
 /// run's statuses. Used to reduce a crash that depends on earlier runs.
-pub fn replay(h: &mut Harness, trace: &str, verbose: bool) {
+/// Replays a trace; returns the first run after which the seeds' reference
+/// counts differ from before it (given two seconds to settle), if any.
+pub fn replay(h: &mut Harness, trace: &str, verbose: bool) -> Option<usize> {
     for (n, line) in trace.lines().enumerate() {
         let bytes: Vec<u8> = (0..line.len() / 2)
             .filter_map(|i| u8::from_str_radix(&line[2 * i..2 * i + 2], 16).ok())
@@ -849,8 +878,21 @@ pub fn replay(h: &mut Harness, trace: &str, verbose: bool) {
         if verbose {
             eprintln!("run {n}: {line}");
         }
+        let before = h.seed_refcounts();
         fuzz_one(h, &bytes);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while h.seed_refcounts() != before {
+            if std::time::Instant::now() > deadline {
+                eprintln!(
+                    "run {n} changed the seeds' counts: {before:?} -> {:?}",
+                    h.seed_refcounts()
+                );
+                return Some(n);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
     }
+    None
 }
 
 #[cfg(test)]
@@ -864,6 +906,6 @@ mod replay_tests {
         };
         let trace = std::fs::read_to_string(path).unwrap_or_default();
         let mut h = super::Harness::new().expect("harness");
-        super::replay(&mut h, &trace, true);
+        assert_eq!(super::replay(&mut h, &trace, true), None);
     }
 }

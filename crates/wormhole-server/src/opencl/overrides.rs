@@ -909,6 +909,12 @@ pub fn d_clEnqueueMapImage(
         triple(region).ok_or(CL_INVALID_VALUE)?,
     );
     let (o3, r3) = (o3.map(|x| x as usize), r3.map(|x| x as usize));
+    // PoCL maps a box that does not fit the image (an empty one, say);
+    // refused here, before the library holds a mapping (and a reference on
+    // the image) that we could not describe to the client.
+    // SAFETY: a memory object from the table; origin and region are 3
+    // size_t each.
+    unsafe { image_box_ok(img, o3.as_ptr().cast(), r3.as_ptr().cast()) }?;
     let (mut row, mut slice, mut err) = (0usize, 0usize, 0i32);
     // SAFETY: handles from the table; origin and region are 3 size_t each.
     let ptr = unsafe {
@@ -937,11 +943,22 @@ pub fn d_clEnqueueMapImage(
         e.u64(u64::MAX);
         return Ok(err);
     }
-    let (ty, elem) = super::custom::image_shape(img).ok_or(CL_INVALID_VALUE)?;
-    let len = image_window(ty, r3.map(|x| x as u64), elem, row as u64, slice as u64)
-        .ok_or(CL_INVALID_VALUE)?
-        .extent;
-    publish_mapping(t, e, tail, img, ptr, len, flags);
+    let window = super::custom::image_shape(img).and_then(|(ty, elem)| {
+        image_window(ty, r3.map(|x| x as u64), elem, row as u64, slice as u64)
+    });
+    let Some(window) = window else {
+        // Mapped, but not in a shape we can hand over: give it back.
+        // SAFETY: the library's live mapping of `img`, made just now.
+        unsafe {
+            ffi::clEnqueueUnmapMemObject(q, img, ptr, 0, std::ptr::null(), std::ptr::null_mut());
+            ffi::clFinish(q);
+        }
+        e.bool(false);
+        e.u64(0);
+        e.u64(u64::MAX);
+        return Ok(CL_INVALID_VALUE);
+    };
+    publish_mapping(t, e, tail, img, ptr, window.extent, flags);
     Ok(err)
 }
 
