@@ -66,6 +66,11 @@ impl SharedBuffers {
 
     fn alloc(&self, size: usize) -> Option<Range<u64>> {
         let len = (size as u64).checked_add(PAGE - 1)? / PAGE * PAGE;
+        // range-alloc asserts on a zero length and on one whose double
+        // overflows: anything longer than the arena cannot fit anyway.
+        if len == 0 || len > self.arena.len() as u64 {
+            return None;
+        }
         self.state().free.allocate_range(len).ok()
     }
 
@@ -260,5 +265,29 @@ pub unsafe fn fix_flags(
     unsafe {
         let v = value as *mut u64;
         *v = sb.native_flags(mem, *v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_are_pages_within_the_arena_and_absurd_sizes_are_refused() {
+        let sb = SharedBuffers::new(Arena::create(1 << 20).expect("arena"));
+        assert_eq!(sb.alloc(0), None);
+        assert_eq!(sb.alloc(usize::MAX), None);
+        assert_eq!(sb.alloc(1 << 63), None);
+        assert_eq!(sb.alloc((1 << 20) + 1), None);
+        let a = sb.alloc(1).expect("one page");
+        assert_eq!(a.end - a.start, PAGE);
+        let b = sb.alloc(PAGE as usize + 1).expect("two pages");
+        assert_eq!(b.end - b.start, 2 * PAGE);
+        assert!(a.end <= b.start || b.end <= a.start);
+        // What is left cannot hold the whole arena again until freed.
+        assert_eq!(sb.alloc(1 << 20), None);
+        sb.free(a);
+        sb.free(b);
+        assert_eq!(sb.alloc(1 << 20), Some(0..1 << 20));
     }
 }
