@@ -129,10 +129,12 @@ impl Harness {
             .ok()
             .map(crate::opencl::shared::SharedBuffers::new);
         let buffer2 = match &shared {
-            // SAFETY: a valid context; no initial contents.
             Some(sb) => {
-                unsafe { crate::opencl::shared::create(sb, ctx, 1, BUFFER_SIZE, std::ptr::null()) }
-                    .ok_or(HarnessError::Call("clCreateBuffer in the arena", -5))?
+                // SAFETY: a valid context; no initial contents.
+                let b = unsafe {
+                    crate::opencl::shared::create(sb, ctx, 1, BUFFER_SIZE, std::ptr::null())
+                };
+                b.ok_or(HarnessError::Call("clCreateBuffer in the arena", -5))?
             }
             None => {
                 let b = mk_buffer(&mut err);
