@@ -120,11 +120,16 @@ dst = "ff:ff:ff:ff:ff:ff"
 from = "vif"
 to = "peer"
 EOT
+        rm -f "$TMP/vnet$i.sock"   # a stale socket of the previous setup would end the wait early
         RUST_LOG=warn ip netns exec "$ns" "${VNET_BIN:-$VNETD}" -c "$TMP/vnet$i.toml" ${VNET_ARGS:-} > "$TMP/vnet$i.log" 2>&1 &
         PIDS+=($!)
     done
     for i in 1 2; do
         for _ in $(seq 100); do [ -S "$TMP/vnet$i.sock" ] && break; sleep 0.05; done
+    done
+    for _ in $(seq 100); do
+        ip -n "$A" link show vif >/dev/null 2>&1 && ip -n "$B" link show vif >/dev/null 2>&1 && break
+        sleep 0.05
     done
     ip -n "$A" addr add 192.168.82.1/24 dev vif
     ip -n "$B" addr add 192.168.82.2/24 dev vif
