@@ -10,12 +10,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 out, secs, rounds = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = [l.split() for l in open(f"{out}/raw.txt").read().splitlines()[1:] if l.strip()]
-order = ["veth", "kvxlan", "vnet", "vnetrt", "n2n", "tinc"]
+order = ["veth", "kvxlan", "vnet", "vnetrt", "vnetspin", "vnetold", "n2n", "tinc"]
 label = {
     "veth": "veth pair",
     "kvxlan": "kernel VXLAN",
     "vnet": "vnet (default)",
     "vnetrt": "vnet (--rt-priority)",
+    "vnetspin": "vnet (--spin-us 200)",
+    "vnetold": "vnet, previous build",
     "n2n": "n2n 1.3",
     "tinc": "tinc 1.0 switch",
 }
@@ -47,10 +49,30 @@ for s, v in res.items():
         f"| {label[s]} | {v['gbps_1']:.2f} | {v['gbps_4']:.2f} | {v['rtt_ms']:.3f} | {v['cpu_s_per_gb']:.2f} | {r1:.2f}x | {rr:.2f}x |"
     )
 users = [res[s]["gbps_1"] for s in ("n2n", "tinc") if s in res and res[s]["gbps_1"] > 0]
-for v in ("vnet", "vnetrt"):
+for v in ("vnet", "vnetrt", "vnetspin", "vnetold"):
     if v in res and users:
         lines.append("")
         lines.append(f"{label[v]} single stream vs best user-level peer: {res[v]['gbps_1'] / max(users):.1f}x")
+# Ratios within each round (the setups of one round ran back to back, under the same load).
+kr = {int(r[1]): r for r in rows if r[0] == "kvxlan"}
+lines.append("")
+lines.append("Same-round ratios to kernel VXLAN (median of rounds; per round in brackets):")
+lines.append("")
+for s in res:
+    if s == "kvxlan":
+        continue
+    t, l = [], []
+    for r in rows:
+        k_ = kr.get(int(r[1]))
+        if r[0] != s or not k_ or float(k_[2]) <= 0 or float(k_[4]) <= 0:
+            continue
+        t.append(float(r[2]) / float(k_[2]))
+        l.append(float(r[4]) / float(k_[4]))
+    if t:
+        lines.append(
+            f"- {label[s]}: throughput {statistics.median(t):.2f}x [{', '.join(f'{x:.2f}' for x in t)}], "
+            f"mean RTT {statistics.median(l):.2f}x [{', '.join(f'{x:.2f}' for x in l)}]"
+        )
 lines.append("")
 lines.append("Per round (Gbit/s 1 stream, 4 streams, RTT ms):")
 lines.append("")

@@ -5,12 +5,15 @@
 #   kvxlan - Linux kernel VXLAN
 #   vnet   - vnetd (this project), VXLAN-compatible, in user space, default settings
 #   vnetrt - the same with the data-plane worker under SCHED_FIFO (--rt-priority 10)
+#   vnetspin - vnetd with a 200 us busy-poll window (--spin-us 200)
+#   vnetold - a baseline vnetd build given as VNETD_OLD=/path/to/vnetd (before/after in one run)
 #   n2n    - n2n edge (user-level L2 overlay from Debian, via a supernode)
 #   tinc   - tincd in switch mode (user-level L2 overlay from Debian)
 # all in one run, alternating rounds so that background load hits every setup alike.
 # Writes bench/out/vnet/{results.json,results.md,chart.png}.
 #
 # Usage: bench/vnet/run.sh [SECONDS_PER_IPERF_RUN] [ROUNDS]     (root required)
+#   SETUPS="kvxlan vnet ..." picks setups (default: all; vnetold only with VNETD_OLD).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -76,6 +79,8 @@ setup_kvxlan() {
 }
 
 setup_vnetrt() { VNET_ARGS="--rt-priority 10" setup_vnet; }
+setup_vnetspin() { VNET_ARGS="--spin-us 200" setup_vnet; }
+setup_vnetold() { VNET_BIN=$VNETD_OLD setup_vnet; }
 
 setup_vnet() {
     underlay
@@ -115,11 +120,16 @@ dst = "ff:ff:ff:ff:ff:ff"
 from = "vif"
 to = "peer"
 EOT
-        RUST_LOG=warn ip netns exec "$ns" "$VNETD" -c "$TMP/vnet$i.toml" ${VNET_ARGS:-} > "$TMP/vnet$i.log" 2>&1 &
+        rm -f "$TMP/vnet$i.sock"   # a stale socket of the previous setup would end the wait early
+        RUST_LOG=warn ip netns exec "$ns" "${VNET_BIN:-$VNETD}" -c "$TMP/vnet$i.toml" ${VNET_ARGS:-} > "$TMP/vnet$i.log" 2>&1 &
         PIDS+=($!)
     done
     for i in 1 2; do
         for _ in $(seq 100); do [ -S "$TMP/vnet$i.sock" ] && break; sleep 0.05; done
+    done
+    for _ in $(seq 100); do
+        ip -n "$A" link show vif >/dev/null 2>&1 && ip -n "$B" link show vif >/dev/null 2>&1 && break
+        sleep 0.05
     done
     ip -n "$A" addr add 192.168.82.1/24 dev vif
     ip -n "$B" addr add 192.168.82.2/24 dev vif
@@ -203,8 +213,9 @@ measure() {
 
 echo "setup round gbps_1 gbps_4 rtt_ms cpu_s_per_gb" > "$OUT/raw.txt"
 { date -u; nproc; lscpu | grep 'Model name'; uname -r; echo "load before: $(cat /proc/loadavg)"; } > "$OUT/machine.txt"
+DEFAULT_SETUPS="veth kvxlan vnet vnetrt vnetspin${VNETD_OLD:+ vnetold} n2n tinc"
 for r in $(seq "$ROUNDS"); do
-    for s in veth kvxlan vnet vnetrt n2n tinc; do
+    for s in ${SETUPS:-$DEFAULT_SETUPS}; do
         "setup_$s"
         if wait_up; then
             res=$(measure)
@@ -234,6 +245,16 @@ done
 if wait "$IPERF"; then survived=yes; else survived=no; fi
 gbps=$("$PY" -c 'import json,sys; print("%.2f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]/1e9))' "$TMP/flap.json" 2>/dev/null || echo 0)
 echo "route changes under load: $n atomic batches applied during a 6 s transfer; TCP session survived: $survived; $gbps Gbit/s" | tee "$OUT/flap.txt"
+# An idle vnetd must burn no CPU: after a few pings (which arm the busy-poll window of the
+# spinning variant), the CPU time of both daemons over 5 idle seconds.
+for v in vnet vnetspin; do
+    "setup_$v"
+    wait_up || true
+    ip netns exec "$A" ping -q -c 20 -i 0.01 "$DST" >/dev/null 2>&1 || true
+    sleep 1
+    c0=$(ns_cpu); sleep 5; c1=$(ns_cpu)
+    echo "idle $v: both daemons used $(( (c1 - c0) * 10 )) ms of CPU in 5 s" | tee -a "$OUT/flap.txt"
+done
 underlay
 echo "load after: $(cat /proc/loadavg)" >> "$OUT/machine.txt"
 

@@ -19,8 +19,17 @@ use vnet_core::switch::{Switch, Verdict};
 use vnet_core::vnethdr::{VnetHdr, F_DATA_VALID, F_NEEDS_CSUM, VNET_HDR_LEN};
 use vnet_core::vxlan;
 
-/// How long an idle worker sleeps in `poll` before it looks at its stop flag.
+/// How long an idle worker sleeps in `epoll_wait` before it looks at its stop flag.
 const POLL: Duration = Duration::from_millis(200);
+/// Datagrams per `recvmmsg`.
+const RX_BATCH: usize = 8;
+/// After bulk traffic (TSO frames, GRO trains) the worker does not busy-poll for this long:
+/// a bulk flow keeps the queues full anyway, and a spinning worker would only take CPU time
+/// from the applications on a small machine.
+const BULK_QUIET: Duration = Duration::from_millis(2);
+/// A `sched_yield` that takes longer than this means another task wanted this CPU; the
+/// worker then stops busy-polling and sleeps, so that it never competes for a busy CPU.
+const YIELD_CONTENDED: Duration = Duration::from_micros(20);
 /// Largest UDP payload we put in one GSO send.
 const MAX_GSO_BYTES: usize = 65_000;
 /// Receive buffer size: a full GRO train.
@@ -140,20 +149,23 @@ impl Shared {
         self.tables.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Routes a frame (or coalesced run) and puts its destinations' ports in `out`.
     fn decide(
         &self,
         source: Endpoint,
         eth: &EthHeader,
         frames: u64,
         bytes: u64,
-    ) -> Vec<(Endpoint, Port)> {
+        out: &mut Vec<(Endpoint, Port)>,
+    ) {
+        out.clear();
         let mut t = self.lock();
-        match t.sw.forward(source, eth, frames, bytes) {
-            Verdict::Forward(dests) => dests
-                .iter()
-                .filter_map(|d| t.ports.get(d).map(|p| (*d, p.clone())))
-                .collect(),
-            Verdict::Drop(_) => Vec::new(),
+        if let Verdict::Forward(dests) = t.sw.forward(source, eth, frames, bytes) {
+            out.extend(
+                dests
+                    .iter()
+                    .filter_map(|d| t.ports.get(d).map(|p| (*d, p.clone()))),
+            );
         }
     }
 
@@ -165,11 +177,87 @@ impl Shared {
     }
 }
 
-/// Scratch buffers a thread reuses across frames.
+/// Scratch buffers the worker reuses across frames, so the per-packet path does not
+/// allocate once they have grown to their working size.
 #[derive(Default)]
 pub struct Scratch {
     segs: Vec<Segment>,
     runs: Vec<Run>,
+    dests: Vec<(Endpoint, Port)>,
+    send: sys::SendBufs,
+    iovs: Vec<libc::iovec>,
+}
+
+/// What one pass of the worker did, for the busy-poll policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Frames or datagrams handled.
+    pub items: usize,
+    /// True when some of them were bulk (a TSO frame or a GRO train).
+    pub bulk: bool,
+}
+
+impl Work {
+    fn add(&mut self, o: Work) {
+        self.items += o.items;
+        self.bulk |= o.bulk;
+    }
+}
+
+/// The adaptive busy-poll policy. After work the worker keeps looking for more without
+/// sleeping for `window`, because the answer to what it just forwarded (an echo reply, an
+/// ACK, the next request) usually follows within a round trip and finding it without a
+/// wake-up saves the most expensive step of the path (a cross-CPU wake-up; in a VM an IPI
+/// to a halted vCPU). It is bounded three ways: never longer than `window` after the last
+/// work (an idle daemon sleeps and burns no CPU), never while bulk traffic keeps the queues
+/// full anyway, and never on a CPU another task wants (each empty look ends with a
+/// `sched_yield`; a yield that takes long means the CPU is contended, and the worker sleeps).
+/// Times are passed in, so the policy is tested without a clock.
+#[derive(Clone, Debug)]
+pub struct SpinPolicy {
+    window: Duration,
+    spin_until: Option<Instant>,
+    bulk_until: Option<Instant>,
+}
+
+impl SpinPolicy {
+    /// A policy with the given window (zero: never spin).
+    pub fn new(window: Duration) -> SpinPolicy {
+        SpinPolicy {
+            window,
+            spin_until: None,
+            bulk_until: None,
+        }
+    }
+
+    /// How long the next wait may sleep: zero while spinning.
+    pub fn timeout(&self, now: Instant) -> Duration {
+        let spinning =
+            self.spin_until.is_some_and(|t| now < t) && self.bulk_until.is_none_or(|t| now >= t);
+        if spinning {
+            Duration::ZERO
+        } else {
+            POLL
+        }
+    }
+
+    /// Records a pass that did `w` at `now`.
+    pub fn on_work(&mut self, now: Instant, w: Work) {
+        if w.items == 0 || self.window.is_zero() {
+            return;
+        }
+        self.spin_until = Some(now + self.window);
+        if w.bulk {
+            self.bulk_until = Some(now + BULK_QUIET);
+        }
+    }
+
+    /// Records an empty look that ended with a `sched_yield` taking `took`.
+    pub fn on_yield(&mut self, took: Duration) {
+        if took > YIELD_CONTENDED {
+            self.spin_until = None;
+        }
+    }
 }
 
 fn wire_frames(vh: &VnetHdr, len: usize) -> u64 {
@@ -198,16 +286,20 @@ pub fn from_device(
         }
     };
     let frames = wire_frames(&vh, frame.len());
-    let dests = sh.decide(source, &eth, frames, frame.len() as u64);
+    let mut dests = std::mem::take(&mut scratch.dests);
+    sh.decide(source, &eth, frames, frame.len() as u64, &mut dests);
     let mut vh = vh;
-    for (dest, port) in dests {
+    for (dest, port) in dests.drain(..) {
         let r = match &port {
-            Port::Device(d) => sys::writev(d.raw(), &[&vh.encode(), frame]).map(drop),
+            Port::Device(d) => {
+                let vnet = vh.encode();
+                sys::writev(d.raw(), &mut scratch.iovs, [&vnet[..], &frame[..]]).map(drop)
+            }
             Port::Link { addr, vni } => {
                 if !vh.is_gso() && vh.flags & F_NEEDS_CSUM != 0 {
                     if gso::complete_csum(frame, &vh).is_err() {
                         sh.lock().sw.count_malformed(source, 1);
-                        return;
+                        break;
                     }
                     // Later copies (a fan-out to a TAP) carry the finished checksum.
                     vh.flags = F_DATA_VALID;
@@ -217,10 +309,14 @@ pub fn from_device(
         };
         sh.count_tx(dest, frames, frame.len() as u64, &r);
     }
+    dests.clear();
+    scratch.dests = dests;
 }
 
 /// Sends a frame to a VXLAN peer, segmenting a TSO frame and sending the segments with as
-/// few UDP GSO `sendmmsg` calls as the kernel's limits allow.
+/// few UDP GSO messages (in one `sendmmsg`) as the kernel's limits allow. Each segment goes
+/// out as an iovec of (VXLAN header, segment header, payload slice of the frame as read
+/// from the TAP): the payload is not copied in user space.
 fn send_link(
     sh: &Shared,
     addr: &SocketAddr,
@@ -232,17 +328,17 @@ fn send_link(
     let vx = vxlan::header(vni);
     let fd = sh.udp.as_raw_fd();
     if !vh.is_gso() {
-        let m = sys::OutMsg {
-            parts: vec![&vx, frame],
-            gso: None,
-        };
-        return sys::send_mmsg(fd, addr, &[m]);
+        let mut b = scratch.send.batch();
+        b.message(None);
+        b.part(&vx);
+        b.part(frame);
+        return b.send(fd, addr);
     }
     gso::segment(frame, vh, &mut scratch.segs)
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
     let segs = &scratch.segs;
     let gso_ok = sh.gso_ok.load(Ordering::Relaxed);
-    let mut msgs = Vec::new();
+    let mut b = scratch.send.batch();
     let mut i = 0;
     while i < segs.len() {
         let size = vxlan::VXLAN_HLEN + segs[i].len();
@@ -252,19 +348,19 @@ fn send_link(
             1
         };
         let end = (i + per).min(segs.len());
-        let mut parts = Vec::with_capacity(3 * (end - i));
+        b.message((end - i > 1).then_some(size as u16));
         for s in &segs[i..end] {
-            parts.extend_from_slice(&[&vx[..], s.header(), &frame[s.payload.clone()]]);
+            b.part(&vx);
+            b.part(s.header());
+            b.part(&frame[s.payload.clone()]);
         }
-        let gso = (end - i > 1).then_some(size as u16);
-        msgs.push(sys::OutMsg { parts, gso });
         i = end;
     }
     sh.stats.tx_tso.fetch_add(1, Ordering::Relaxed);
     sh.stats
         .tx_messages
-        .fetch_add(msgs.len() as u64, Ordering::Relaxed);
-    let r = sys::send_mmsg(fd, addr, &msgs);
+        .fetch_add(b.messages() as u64, Ordering::Relaxed);
+    let r = b.send(fd, addr);
     if let Err(e) = &r {
         if gso_ok
             && matches!(
@@ -280,23 +376,24 @@ fn send_link(
     r
 }
 
-/// Reads up to a burst of frames from a TAP or bridge; returns how many it handled.
+/// Reads up to a burst of frames from a TAP or bridge.
 fn drain_device(
     sh: &Shared,
     ep: Endpoint,
     dev: &Device,
     buf: &mut [u8],
     scratch: &mut Scratch,
-) -> usize {
-    let mut n_frames = 0;
+) -> Work {
+    let mut w = Work::default();
     for _ in 0..64 {
         match sys::read(dev.raw(), buf) {
             Ok(n) => {
-                n_frames += 1;
+                w.items += 1;
                 let Ok(vh) = VnetHdr::parse(&buf[..n]) else {
                     sh.lock().sw.count_malformed(ep, 1);
                     continue;
                 };
+                w.bulk |= vh.is_gso();
                 from_device(sh, ep, vh, &mut buf[VNET_HDR_LEN..n], scratch);
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -307,19 +404,22 @@ fn drain_device(
             }
         }
     }
-    n_frames
+    w
 }
 
-/// Receives up to a burst of `recvmmsg` batches from the underlay; returns how many
-/// datagrams it handled.
-fn drain_udp(sh: &Shared, batch: &mut sys::RecvBatch, scratch: &mut Scratch) -> usize {
-    let mut total = 0;
+/// Receives up to a burst of `recvmmsg` batches from the underlay. A batch that comes back
+/// short means the socket queue is empty, so no further call (that would only fail with
+/// `EAGAIN`) is made.
+fn drain_udp(sh: &Shared, batch: &mut sys::RecvBatch, scratch: &mut Scratch) -> Work {
+    let mut w = Work::default();
     for _ in 0..16 {
         match batch.recv(sh.udp.as_raw_fd()) {
             Ok(0) => break,
             Ok(n) => {
-                total += n;
-                on_batch(sh, batch, n, scratch);
+                w.add(on_batch(sh, batch, n, scratch));
+                if n < batch.capacity() {
+                    break;
+                }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -329,27 +429,44 @@ fn drain_udp(sh: &Shared, batch: &mut sys::RecvBatch, scratch: &mut Scratch) -> 
             }
         }
     }
-    total
+    w
 }
 
-/// The data-plane worker: one thread that polls the underlay socket and every device.
+/// Epoll token of the underlay socket; the eventfd is 1, device `k` is `DEV_TOKEN + k`.
+const UDP_TOKEN: u64 = 0;
+const WAKE_TOKEN: u64 = 1;
+const DEV_TOKEN: u64 = 2;
+
+/// Builds the worker's epoll set: the underlay socket, the wake-up eventfd, every device.
+fn watch(sh: &Shared, devs: &[(Endpoint, Arc<Device>)]) -> io::Result<sys::Epoll> {
+    let ep = sys::Epoll::new()?;
+    ep.add(sh.udp.as_raw_fd(), UDP_TOKEN)?;
+    ep.add(sh.wake.as_raw_fd(), WAKE_TOKEN)?;
+    for (k, (_, d)) in devs.iter().enumerate() {
+        ep.add(d.raw(), DEV_TOKEN + k as u64)?;
+    }
+    Ok(ep)
+}
+
+/// The data-plane worker: one thread that waits on the underlay socket and every device.
 ///
 /// One thread per daemon rather than one per device: a frame written to a TAP often makes
-/// the kernel answer at once (an ACK, an echo reply), and the same thread then finds the
-/// answer on its next poll without a wake-up of another thread. After work it keeps
-/// polling without sleeping for `spin` (adaptive busy polling), which is what brings a
-/// round trip close to the kernel's; when idle it sleeps in `poll`.
+/// the kernel answer at once (an ACK, an echo reply), in this thread's context, and the
+/// same thread forwards the answer on its next pass without a wake-up of another thread.
+/// Every packet is handled on the thread that received it, start to finish. Between passes
+/// it follows [`SpinPolicy`]; otherwise it sleeps in `epoll_wait`.
 pub fn worker(sh: Arc<Shared>) {
-    let mut batch = sys::RecvBatch::new(8, RX_BUF);
+    let mut batch = sys::RecvBatch::new(RX_BATCH, RX_BUF);
     let mut scratch = Scratch::default();
     let mut buf = vec![0u8; VNET_HDR_LEN + 65_536 + 256];
     let mut devs: Vec<(Endpoint, Arc<Device>)> = Vec::new();
-    let mut fds: Vec<libc::pollfd> = Vec::new();
+    let mut events = [libc::epoll_event { events: 0, u64: 0 }; 16];
+    let mut ep: Option<sys::Epoll> = None;
     let mut seen = u64::MAX;
-    let mut last_work = Instant::now();
+    let mut spin = SpinPolicy::new(sh.spin);
     while !sh.stop.load(Ordering::Relaxed) {
         let generation = sh.generation.load(Ordering::Acquire);
-        if generation != seen {
+        if generation != seen || ep.is_none() {
             seen = generation;
             devs = sh
                 .lock()
@@ -361,54 +478,58 @@ pub fn worker(sh: Arc<Shared>) {
                 })
                 .collect();
             devs.sort_by_key(|(e, _)| *e);
-            fds.clear();
-            for fd in [sh.udp.as_raw_fd(), sh.wake.as_raw_fd()]
-                .into_iter()
-                .chain(devs.iter().map(|(_, d)| d.raw()))
-            {
-                fds.push(libc::pollfd {
-                    fd,
-                    events: libc::POLLIN,
-                    revents: 0,
-                });
-            }
+            ep = match watch(&sh, &devs) {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    log::error!("epoll: {e}");
+                    std::thread::sleep(POLL);
+                    continue;
+                }
+            };
         }
-        let timeout = if last_work.elapsed() < sh.spin {
-            Duration::ZERO
-        } else {
-            POLL
-        };
-        match sys::poll(&mut fds, timeout) {
-            Ok(0) => continue,
-            Ok(_) => {}
+        let Some(epoll) = &ep else { continue };
+        let timeout = spin.timeout(Instant::now());
+        let n = match epoll.wait(&mut events, timeout) {
+            Ok(n) => n,
             Err(e) => {
-                log::error!("poll: {e}");
+                log::error!("epoll_wait: {e}");
                 std::thread::sleep(POLL);
                 continue;
             }
+        };
+        if n == 0 {
+            if timeout.is_zero() {
+                let t0 = Instant::now();
+                sys::sched_yield();
+                spin.on_yield(t0.elapsed());
+            }
+            continue;
         }
-        let mut work = 0;
-        if fds[0].revents != 0 {
-            work += drain_udp(&sh, &mut batch, &mut scratch);
-        }
-        if fds[1].revents != 0 {
-            sys::drain_eventfd(sh.wake.as_raw_fd());
-        }
-        for (k, (ep, dev)) in devs.iter().enumerate() {
-            if fds[k + 2].revents != 0 {
-                work += drain_device(&sh, *ep, dev, &mut buf, &mut scratch);
+        let mut work = Work::default();
+        for ev in &events[..n] {
+            match ev.u64 {
+                UDP_TOKEN => work.add(drain_udp(&sh, &mut batch, &mut scratch)),
+                WAKE_TOKEN => sys::drain_eventfd(sh.wake.as_raw_fd()),
+                t => {
+                    let k = (t - DEV_TOKEN) as usize;
+                    if let Some((e, dev)) = devs.get(k) {
+                        work.add(drain_device(&sh, *e, dev, &mut buf, &mut scratch));
+                    }
+                }
             }
         }
-        if work > 0 {
-            last_work = Instant::now();
-        }
+        spin.on_work(Instant::now(), work);
     }
 }
 
 /// Handles the `n` datagrams of one `recvmmsg` (each possibly a GRO train). Consecutive
 /// packets from the same peer and VNI are handled as one group, so a TSO frame that the
 /// sender had to split over two UDP GSO messages is coalesced back into one TAP write.
-pub fn on_batch(sh: &Shared, batch: &sys::RecvBatch, n: usize, scratch: &mut Scratch) {
+pub fn on_batch(sh: &Shared, batch: &sys::RecvBatch, n: usize, scratch: &mut Scratch) -> Work {
+    let mut w = Work {
+        items: n,
+        bulk: false,
+    };
     let mut group: Vec<&[u8]> = Vec::new();
     let mut verify: Vec<bool> = Vec::new();
     let mut key: Option<(IpAddr, u32)> = None;
@@ -423,6 +544,7 @@ pub fn on_batch(sh: &Shared, batch: &sys::RecvBatch, n: usize, scratch: &mut Scr
         // which it has verified, and a UDP GSO sender always sets one; a lone datagram may
         // carry checksum 0 (kernel VXLAN's default), so its inner frame is verified.
         let lone = d.data.len() <= d.seg_size;
+        w.bulk |= !lone;
         for chunk in d.data.chunks(d.seg_size) {
             let Ok((vni, inner)) = vxlan::decode(chunk) else {
                 sh.malformed.fetch_add(1, Ordering::Relaxed);
@@ -442,6 +564,7 @@ pub fn on_batch(sh: &Shared, batch: &sys::RecvBatch, n: usize, scratch: &mut Scr
     if let Some((ip, vni)) = key {
         deliver_group(sh, ip, vni, &group, &verify, scratch);
     }
+    w
 }
 
 /// Routes inner frames from one peer and VNI, coalescing TCP runs for TAP destinations.
@@ -458,8 +581,10 @@ fn deliver_group(
             .fetch_add(frames.len() as u64, Ordering::Relaxed);
         return;
     };
-    gro::coalesce(frames, verify, &mut scratch.runs);
-    for run in &scratch.runs {
+    let mut runs = std::mem::take(&mut scratch.runs);
+    let mut dests = std::mem::take(&mut scratch.dests);
+    gro::coalesce(frames, verify, &mut runs);
+    for run in &runs {
         let members = &frames[run.start..run.start + run.count];
         let eth = match EthHeader::parse(members[0]) {
             Ok(e) => e,
@@ -471,38 +596,95 @@ fn deliver_group(
         };
         let bytes: u64 = members.iter().map(|f| f.len() as u64).sum();
         let n = run.count as u64;
-        for (dest, port) in sh.decide(source, &eth, n, bytes) {
+        sh.decide(source, &eth, n, bytes, &mut dests);
+        for (dest, port) in dests.drain(..) {
             let r = match (&port, &run.merged) {
                 (Port::Device(dev), Some(m)) => {
                     sh.stats.rx_coalesced.fetch_add(1, Ordering::Relaxed);
                     let vnet = m.vnet.encode();
-                    let mut parts: Vec<&[u8]> = Vec::with_capacity(2 + members.len());
-                    parts.push(&vnet);
-                    parts.push(&m.header);
-                    for (f, (a, b)) in members.iter().zip(&m.payloads) {
-                        parts.push(&f[*a..*b]);
-                    }
-                    sys::writev(dev.raw(), &parts).map(drop)
+                    let payloads = members
+                        .iter()
+                        .zip(&m.payloads)
+                        .map(|(f, (a, b))| &f[*a..*b]);
+                    let parts = [&vnet[..], &m.header[..]].into_iter().chain(payloads);
+                    sys::writev(dev.raw(), &mut scratch.iovs, parts).map(drop)
                 }
                 (Port::Device(dev), None) => {
                     let none = VnetHdr::default().encode();
-                    members
-                        .iter()
-                        .try_for_each(|f| sys::writev(dev.raw(), &[&none, f]).map(drop))
+                    members.iter().try_for_each(|f| {
+                        sys::writev(dev.raw(), &mut scratch.iovs, [&none[..], f]).map(drop)
+                    })
                 }
                 (Port::Link { addr, vni }, _) => {
                     let vx = vxlan::header(*vni);
-                    let msgs: Vec<sys::OutMsg<'_>> = members
-                        .iter()
-                        .map(|f| sys::OutMsg {
-                            parts: vec![&vx[..], f],
-                            gso: None,
-                        })
-                        .collect();
-                    sys::send_mmsg(sh.udp.as_raw_fd(), addr, &msgs)
+                    let mut b = scratch.send.batch();
+                    for f in members {
+                        b.message(None);
+                        b.part(&vx);
+                        b.part(f);
+                    }
+                    b.send(sh.udp.as_raw_fd(), addr)
                 }
             };
             sh.count_tx(dest, n, bytes, &r);
         }
+    }
+    scratch.runs = runs;
+    scratch.dests = dests;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small(items: usize) -> Work {
+        Work { items, bulk: false }
+    }
+
+    #[test]
+    fn spins_only_inside_the_window_after_work() {
+        let t0 = Instant::now();
+        let us = Duration::from_micros;
+        let mut p = SpinPolicy::new(us(200));
+        assert_eq!(p.timeout(t0), POLL, "never spins before any work");
+        p.on_work(t0, small(1));
+        assert_eq!(p.timeout(t0 + us(10)), Duration::ZERO);
+        assert_eq!(p.timeout(t0 + us(199)), Duration::ZERO);
+        assert_eq!(p.timeout(t0 + us(200)), POLL, "an idle worker sleeps");
+        p.on_work(t0 + us(300), small(0));
+        assert_eq!(
+            p.timeout(t0 + us(310)),
+            POLL,
+            "an empty pass does not extend it"
+        );
+    }
+
+    #[test]
+    fn bulk_traffic_and_a_contended_cpu_stop_spinning() {
+        let t0 = Instant::now();
+        let us = Duration::from_micros;
+        let mut p = SpinPolicy::new(us(200));
+        p.on_work(
+            t0,
+            Work {
+                items: 1,
+                bulk: true,
+            },
+        );
+        assert_eq!(p.timeout(t0 + us(10)), POLL);
+        p.on_work(t0 + BULK_QUIET + us(1), small(1));
+        assert_eq!(p.timeout(t0 + BULK_QUIET + us(2)), Duration::ZERO);
+        p.on_yield(us(2));
+        assert_eq!(p.timeout(t0 + BULK_QUIET + us(3)), Duration::ZERO);
+        p.on_yield(YIELD_CONTENDED + us(1));
+        assert_eq!(p.timeout(t0 + BULK_QUIET + us(4)), POLL);
+    }
+
+    #[test]
+    fn a_zero_window_never_spins() {
+        let t0 = Instant::now();
+        let mut p = SpinPolicy::new(Duration::ZERO);
+        p.on_work(t0, small(5));
+        assert_eq!(p.timeout(t0), POLL);
     }
 }

@@ -32,7 +32,8 @@ struct Args {
     /// already covered them.
     #[arg(long)]
     verify_all: bool,
-    /// Microseconds the worker keeps polling after it last had work (0: always sleep).
+    /// Busy-poll window in microseconds after work (0: always sleep). Bounded: skipped
+    /// during bulk traffic and on a contended CPU; ignored with --rt-priority.
     #[arg(long)]
     spin_us: Option<u64>,
     /// Run the data-plane worker under SCHED_FIFO at this priority (1-99), so that it is
@@ -98,6 +99,14 @@ fn main() -> anyhow::Result<()> {
     sys::set_buf(fd, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, 8 << 20);
     sys::set_buf(fd, libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, 8 << 20);
 
+    let rt = args.rt_priority.or(cfg.rt_priority);
+    let mut spin_us = args.spin_us.or(cfg.spin_us).unwrap_or(DEFAULT_SPIN_US);
+    if rt.is_some() && spin_us > 0 {
+        // A SCHED_FIFO thread's sched_yield only yields to other real-time threads, so a
+        // spinning real-time worker would keep ordinary tasks (the applications) off its CPU.
+        log::warn!("--spin-us is ignored with --rt-priority");
+        spin_us = 0;
+    }
     let sh = Arc::new(dataplane::Shared {
         tables: Mutex::new(dataplane::Tables::default()),
         udp,
@@ -109,9 +118,7 @@ fn main() -> anyhow::Result<()> {
         stop: AtomicBool::new(false),
         generation: AtomicU64::new(0),
         wake: sys::eventfd().context("eventfd")?,
-        spin: std::time::Duration::from_micros(
-            args.spin_us.or(cfg.spin_us).unwrap_or(DEFAULT_SPIN_US),
-        ),
+        spin: std::time::Duration::from_micros(spin_us),
     });
 
     let mut ops: Vec<Op> = Vec::new();
@@ -129,7 +136,6 @@ fn main() -> anyhow::Result<()> {
     let listener = UnixListener::bind(&socket)
         .with_context(|| format!("binding control socket {}", socket.display()))?;
     let worker_sh = sh.clone();
-    let rt = args.rt_priority.or(cfg.rt_priority);
     std::thread::Builder::new()
         .name("vnet-worker".into())
         .spawn(move || {

@@ -5,6 +5,7 @@
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::marker::PhantomData;
 use std::mem::{size_of, zeroed};
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -145,18 +146,6 @@ pub fn open_tap(name: &str) -> io::Result<File> {
     Ok(f)
 }
 
-/// `poll(2)` over `fds`; returns how many are ready (0 on timeout or signal).
-pub fn poll(fds: &mut [libc::pollfd], timeout: Duration) -> io::Result<usize> {
-    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
-    // SAFETY: `fds` is a valid, writable array of `fds.len()` pollfd structures.
-    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-    match cvt(n) {
-        Ok(n) => Ok(n as usize),
-        Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
-        Err(e) => Err(e),
-    }
-}
-
 /// A non-blocking eventfd, used to wake the worker.
 pub fn eventfd() -> io::Result<OwnedFd> {
     // SAFETY: eventfd has no memory-safety preconditions; the result is checked.
@@ -189,6 +178,59 @@ pub fn set_fifo(prio: u8) -> io::Result<()> {
     Ok(())
 }
 
+/// Gives the CPU to any other runnable task on it.
+pub fn sched_yield() {
+    // SAFETY: sched_yield has no arguments and no memory-safety preconditions.
+    unsafe { libc::sched_yield() };
+}
+
+/// A level-triggered epoll instance. Level-triggered on purpose: with edge triggers every
+/// wake-up would have to end in a read that fails with `EAGAIN`, one more system call per
+/// packet on the latency path; here the worker stops reading when a batch comes back short
+/// and asks epoll again (without sleeping while it is busy).
+pub struct Epoll(OwnedFd);
+
+impl Epoll {
+    /// A new epoll instance.
+    pub fn new() -> io::Result<Epoll> {
+        // SAFETY: epoll_create1 has no memory-safety preconditions; the result is checked.
+        let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+        // SAFETY: fd is a fresh descriptor owned only here.
+        Ok(Epoll(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Watches `fd` for input, reporting it with `token`.
+    pub fn add(&self, fd: RawFd, token: u64) -> io::Result<()> {
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: token,
+        };
+        // SAFETY: `ev` is a valid epoll_event for the duration of the call.
+        cvt(unsafe { libc::epoll_ctl(self.0.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut ev) })?;
+        Ok(())
+    }
+
+    /// Waits up to `timeout` (zero: just look) and returns the tokens of ready descriptors
+    /// in `events[..n]`; a signal counts as a timeout.
+    pub fn wait(&self, events: &mut [libc::epoll_event], timeout: Duration) -> io::Result<usize> {
+        let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: `events` is a valid, writable array of `events.len()` epoll_event structures.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.0.as_raw_fd(),
+                events.as_mut_ptr(),
+                events.len().min(i32::MAX as usize) as libc::c_int,
+                ms,
+            )
+        };
+        match cvt(n) {
+            Ok(n) => Ok(n as usize),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+}
+
 /// `read(2)` into `buf`.
 pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: `buf` is valid for writes of `buf.len()` bytes.
@@ -204,11 +246,18 @@ fn iov(b: &[u8]) -> libc::iovec {
     }
 }
 
-/// `writev(2)` of the given slices as one packet.
-pub fn writev(fd: RawFd, parts: &[&[u8]]) -> io::Result<usize> {
-    let v: Vec<libc::iovec> = parts.iter().map(|p| iov(p)).collect();
-    // SAFETY: every iovec points into a live slice borrowed for the duration of the call.
-    cvt_size(unsafe { libc::writev(fd, v.as_ptr(), v.len() as libc::c_int) })
+/// `writev(2)` of the given slices as one packet, building the iovec array in `iovs`
+/// (reused across calls, so the per-packet path does not allocate).
+pub fn writev<'a>(
+    fd: RawFd,
+    iovs: &mut Vec<libc::iovec>,
+    parts: impl IntoIterator<Item = &'a [u8]>,
+) -> io::Result<usize> {
+    iovs.clear();
+    iovs.extend(parts.into_iter().map(iov));
+    // SAFETY: every iovec points into a slice borrowed (lifetime 'a) for the duration of the
+    // call; the kernel only reads through them.
+    cvt_size(unsafe { libc::writev(fd, iovs.as_ptr(), iovs.len() as libc::c_int) })
 }
 
 /// A socket address in the C layout.
@@ -321,64 +370,107 @@ pub fn set_buf(fd: RawFd, force_opt: libc::c_int, opt: libc::c_int, bytes: libc:
 /// Control-message space for one `int`/`u16` value (CMSG_SPACE(sizeof(int))).
 const CMSG_INT_SPACE: usize = 24;
 
-/// One datagram to send: its parts and, for a UDP GSO send, the segment size.
-pub struct OutMsg<'a> {
-    /// Payload parts, sent back to back.
-    pub parts: Vec<&'a [u8]>,
-    /// `Some(size)` to let the kernel cut the payload into datagrams of `size` bytes.
-    pub gso: Option<u16>,
+/// Reusable storage for [`SendBatch`]: kept by the worker so that building a `sendmmsg`
+/// call allocates nothing once the vectors have grown to their working size.
+#[derive(Default)]
+pub struct SendBufs {
+    iovs: Vec<libc::iovec>,
+    /// Per message: index of its first iovec and its UDP GSO segment size.
+    msgs: Vec<(usize, Option<u16>)>,
+    cmsgs: Vec<[u64; CMSG_INT_SPACE / 8]>,
+    hdrs: Vec<libc::mmsghdr>,
 }
 
-/// Sends datagrams to `dest` with one `sendmmsg` call (retried until all are sent).
-pub fn send_mmsg(fd: RawFd, dest: &SocketAddr, msgs: &[OutMsg<'_>]) -> io::Result<()> {
-    let addr = RawAddr::new(dest);
-    let iovs: Vec<Vec<libc::iovec>> = msgs
-        .iter()
-        .map(|m| m.parts.iter().map(|p| iov(p)).collect())
-        .collect();
-    let mut cmsgs = vec![[0u64; CMSG_INT_SPACE / 8]; msgs.len()];
-    // SAFETY: mmsghdr is plain old data; all-zero is a valid value that we then fill in.
-    let mut hdrs: Vec<libc::mmsghdr> = (0..msgs.len()).map(|_| unsafe { zeroed() }).collect();
-    for (i, m) in msgs.iter().enumerate() {
-        let h = &mut hdrs[i].msg_hdr;
-        h.msg_name =
-            (&addr.storage as *const libc::sockaddr_storage as *mut libc::sockaddr_storage).cast();
-        h.msg_namelen = addr.len;
-        h.msg_iov = iovs[i].as_ptr() as *mut libc::iovec;
-        h.msg_iovlen = iovs[i].len() as _;
-        if let Some(size) = m.gso {
-            let buf = cmsgs[i].as_mut_ptr().cast::<u8>();
-            h.msg_control = buf.cast();
-            h.msg_controllen = CMSG_INT_SPACE as _;
-            // SAFETY: msg_control points at CMSG_INT_SPACE zeroed, 8-aligned bytes owned by
-            // `cmsgs`, enough for one cmsghdr carrying a u16; CMSG_FIRSTHDR/CMSG_DATA stay
-            // inside that buffer.
-            unsafe {
-                let c = libc::CMSG_FIRSTHDR(h);
-                (*c).cmsg_level = SOL_UDP;
-                (*c).cmsg_type = UDP_SEGMENT;
-                (*c).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
-                std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), size);
-                h.msg_controllen = libc::CMSG_SPACE(size_of::<u16>() as u32) as _;
-            }
+impl SendBufs {
+    /// Starts an empty batch of datagrams whose payloads borrow data for `'a`.
+    pub fn batch<'a>(&mut self) -> SendBatch<'_, 'a> {
+        self.iovs.clear();
+        self.msgs.clear();
+        SendBatch {
+            bufs: self,
+            _data: PhantomData,
         }
     }
-    let mut done = 0;
-    while done < hdrs.len() {
-        // SAFETY: hdrs[done..] are initialised mmsghdrs whose pointers (address, iovecs,
-        // control buffers, payload slices) all outlive this call.
-        let n =
-            unsafe { libc::sendmmsg(fd, hdrs[done..].as_mut_ptr(), (hdrs.len() - done) as _, 0) };
-        match cvt(n) {
-            Ok(n) => done += n as usize,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                wait_writable(fd)?;
-            }
-            Err(e) => return Err(e),
-        }
+}
+
+/// Datagrams to one destination, sent with one `sendmmsg`. The lifetime `'a` ties the
+/// payload slices to the batch, so the raw pointers stored in the iovecs stay valid until
+/// [`SendBatch::send`] has returned.
+pub struct SendBatch<'s, 'a> {
+    bufs: &'s mut SendBufs,
+    _data: PhantomData<&'a [u8]>,
+}
+
+impl<'a> SendBatch<'_, 'a> {
+    /// Starts a new datagram; with `Some(size)` the kernel cuts its payload into datagrams of
+    /// `size` bytes (UDP GSO).
+    pub fn message(&mut self, gso: Option<u16>) {
+        self.bufs.msgs.push((self.bufs.iovs.len(), gso));
     }
-    Ok(())
+
+    /// Appends `part` to the current datagram's payload.
+    pub fn part(&mut self, part: &'a [u8]) {
+        self.bufs.iovs.push(iov(part));
+    }
+
+    /// Number of datagrams started (a UDP GSO message counts once).
+    pub fn messages(&self) -> usize {
+        self.bufs.msgs.len()
+    }
+
+    /// Sends every datagram to `dest` (retrying until all are sent).
+    pub fn send(self, fd: RawFd, dest: &SocketAddr) -> io::Result<()> {
+        let b = self.bufs;
+        let addr = RawAddr::new(dest);
+        let n = b.msgs.len();
+        b.cmsgs.clear();
+        b.cmsgs.resize(n, [0u64; CMSG_INT_SPACE / 8]);
+        b.hdrs.clear();
+        // SAFETY: mmsghdr is plain old data; all-zero is a valid value that we then fill in.
+        b.hdrs.resize_with(n, || unsafe { zeroed() });
+        for i in 0..n {
+            let (first, gso) = b.msgs[i];
+            let end = b.msgs.get(i + 1).map_or(b.iovs.len(), |m| m.0);
+            let h = &mut b.hdrs[i].msg_hdr;
+            h.msg_name = (&addr.storage as *const libc::sockaddr_storage
+                as *mut libc::sockaddr_storage)
+                .cast();
+            h.msg_namelen = addr.len;
+            h.msg_iov = b.iovs[first..end].as_ptr() as *mut libc::iovec;
+            h.msg_iovlen = (end - first) as _;
+            if let Some(size) = gso {
+                h.msg_control = b.cmsgs[i].as_mut_ptr().cast();
+                h.msg_controllen = CMSG_INT_SPACE as _;
+                // SAFETY: msg_control points at CMSG_INT_SPACE zeroed, 8-aligned bytes owned
+                // by `b.cmsgs`, enough for one cmsghdr carrying a u16; CMSG_FIRSTHDR and
+                // CMSG_DATA stay inside that buffer.
+                unsafe {
+                    let c = libc::CMSG_FIRSTHDR(h);
+                    (*c).cmsg_level = SOL_UDP;
+                    (*c).cmsg_type = UDP_SEGMENT;
+                    (*c).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as _;
+                    std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), size);
+                    h.msg_controllen = libc::CMSG_SPACE(size_of::<u16>() as u32) as _;
+                }
+            }
+        }
+        let mut done = 0;
+        while done < n {
+            // SAFETY: hdrs[done..] are initialised mmsghdrs whose pointers (address, iovecs in
+            // `b.iovs`, control buffers in `b.cmsgs`, payload slices borrowed for 'a) all
+            // outlive this call; none of those vectors is resized after the headers were built.
+            let r = unsafe { libc::sendmmsg(fd, b.hdrs[done..].as_mut_ptr(), (n - done) as _, 0) };
+            match cvt(r) {
+                Ok(k) => done += k as usize,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    wait_writable(fd)?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
 }
 
 fn wait_writable(fd: RawFd) -> io::Result<()> {
@@ -424,6 +516,11 @@ impl RecvBatch {
             // SAFETY: mmsghdr is plain old data; zero is valid and is filled in before use.
             hdrs: (0..n).map(|_| unsafe { zeroed() }).collect(),
         }
+    }
+
+    /// How many datagrams one `recv` can return.
+    pub fn capacity(&self) -> usize {
+        self.bufs.len()
     }
 
     /// Receives up to the batch size without blocking; returns how many arrived.
