@@ -207,6 +207,10 @@ struct SynthArgs {
     /// Policy.
     #[arg(long, default_value = "budget-best-fit")]
     policy: String,
+    /// Also write the summary and its intervals as JSON into this directory
+    /// (`synth.json`), e.g. to check that two builds give identical results.
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 fn policies(list: &str) -> Result<Vec<PolicyKind>> {
@@ -557,6 +561,9 @@ fn cmd_synth(a: SynthArgs) -> Result<()> {
     pb.finish_and_clear();
     let s = sim.finish(Some(last));
     print_table(std::slice::from_ref(&s));
+    if let Some(dir) = &a.out {
+        output::write_runs(dir, "synth", std::slice::from_ref(&s), true, true)?;
+    }
     println!(
         "synthetic {} machines x {} h: {} rows, {:.2} GB of CSV; generate {:.1}s wall / {:.1}s CPU; \
          parse+simulate {:.1}s wall / {:.1}s CPU = {:.2} M rows per CPU-second (one thread)",
