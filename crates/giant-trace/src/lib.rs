@@ -15,6 +15,7 @@
 //! assert_eq!(ev.cpu_request, Some(0.125));
 //! ```
 
+mod fast;
 pub mod num;
 mod reader;
 mod record;
