@@ -16,46 +16,63 @@ use crate::record::{EventType, TaskEvent, TaskUsage};
 /// Longest line the fast path looks at; longer ones take the checked parser.
 const MAX_FAST_LINE: usize = 1024;
 
-/// Room for the comma positions of the widest table plus the slack that the
-/// unconditional writes in [`split`] need.
+/// Room for the comma positions of the widest table.
 const ENDS: usize = 32;
+
+/// Bit `i` set where `block[i]` is a comma, for up to 64 bytes.
+#[inline(always)]
+fn comma_mask(block: &[u8]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
+        };
+        let mut mask = 0u64;
+        let mut at = 0;
+        while at + 16 <= block.len() {
+            // SAFETY: SSE2, which these intrinsics need, is part of baseline x86-64;
+            // `at + 16 <= block.len()`, so the 16 bytes loaded lie inside `block`, and
+            // the unaligned load has no alignment requirement.
+            let m = unsafe {
+                let v = _mm_loadu_si128(block.as_ptr().add(at).cast());
+                _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b',' as i8)))
+            };
+            mask |= u64::from(m as u16) << at;
+            at += 16;
+        }
+        for (i, &b) in block.iter().enumerate().skip(at) {
+            mask |= u64::from(b == b',') << i;
+        }
+        mask
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        block
+            .iter()
+            .enumerate()
+            .fold(0, |m, (i, &b)| m | u64::from(b == b',') << i)
+    }
+}
 
 /// Field bounds of a line with exactly `N - 1` commas: `ends[i]` is the end of field
 /// `i` for `i < N`; field `i` starts at `ends[i - 1] + 1` (0 for the first).
 #[inline]
 fn split<const N: usize>(line: &[u8]) -> Option<[u32; ENDS]> {
-    if line.len() > MAX_FAST_LINE || N + 8 > ENDS {
+    if line.len() > MAX_FAST_LINE || N > ENDS {
         return None;
     }
     let mut ends = [0u32; ENDS];
     let mut k = 0;
-    let mut at = 0;
-    while at < line.len() {
-        // Comma bytes become zero; the high bit of each non-zero byte is set without
-        // carries between bytes; what is left marks the commas. Padding past the end
-        // reads as 0, which is not a comma.
-        let x = load8(line, at) ^ (0x2C * ONES);
-        let nz = (((x & (0x7F * ONES)) + 0x7F * ONES) | x) & (0x80 * ONES);
-        let mut commas = !nz & (0x80 * ONES);
-        let count = commas.count_ones() as usize;
-        if k + count > N - 1 {
-            return None;
-        }
-        // Four positions written whatever the count (no branch to mispredict as the
-        // count varies from word to word); entries past `k + count` are overwritten
-        // by the next word's.
-        for slot in &mut ends[k..k + 4] {
-            *slot = (at + (commas.trailing_zeros() / 8) as usize) as u32;
-            commas &= commas.wrapping_sub(1);
-        }
-        let mut j = k + 4;
+    for (b, block) in line.chunks(64).enumerate() {
+        let mut commas = comma_mask(block);
         while commas != 0 {
-            ends[j] = (at + (commas.trailing_zeros() / 8) as usize) as u32;
+            if k == N - 1 {
+                return None;
+            }
+            ends[k] = (b * 64 + commas.trailing_zeros() as usize) as u32;
+            k += 1;
             commas &= commas - 1;
-            j += 1;
         }
-        k += count;
-        at += 8;
     }
     if k != N - 1 {
         return None;
@@ -134,11 +151,50 @@ fn opt_small(f: Field<'_>, max: u64) -> Option<Option<u8>> {
     }
 }
 
+/// A float of at most 8 bytes without exponent (`0.02499`, `2.445`, `0`) from a single
+/// word: drop the dot by shifting the bytes after it down one, check that what is left
+/// is all digits, convert them at once. `None` for any other form.
+#[inline(always)]
+fn short_decimal(f: Field<'_>) -> Option<f32> {
+    let len = f.len;
+    if len == 0 || len > 8 {
+        return None;
+    }
+    let w = load8(f.rest, 0) & (u64::MAX >> (64 - 8 * len));
+    // Dot bytes become zero; mark them (only within the field: bytes past it are 0,
+    // which XOR makes non-zero).
+    let x = w ^ (u64::from(b'.') * ONES);
+    let x = x | !(u64::MAX >> (64 - 8 * len));
+    let nz = (((x & (0x7F * ONES)) + 0x7F * ONES) | x) & (0x80 * ONES);
+    let dots = !nz & (0x80 * ONES);
+    let (digits, frac) = if dots == 0 {
+        (w, 0)
+    } else {
+        if dots & (dots - 1) != 0 {
+            return None;
+        }
+        let d = (dots.trailing_zeros() / 8) as usize;
+        let low = w & ((1u64 << (8 * d)) - 1);
+        let high = ((w >> (8 * d)) >> 8) << (8 * d);
+        (low | high, len - 1 - d)
+    };
+    let n = len - usize::from(dots != 0);
+    if n == 0 || digit_run(digits) != n {
+        return None;
+    }
+    // At most 8 digits: exact in an f64; the same division as the checked parser.
+    let m = digits_value(digits, n) as i64 as f64;
+    Some((if frac == 0 { m } else { m / POW10[frac] }) as f32)
+}
+
 /// An optional float in the trace's usual forms (`0.02499`, `3.815e-05`, `1`).
 #[inline(always)]
 fn opt_f32(f: Field<'_>) -> Option<Option<f32>> {
     if f.is_empty() {
         return Some(None);
+    }
+    if let Some(v) = short_decimal(f) {
+        return Some(Some(v));
     }
     let w = load8(f.rest, 0);
     let ni = digit_run(w);
@@ -273,6 +329,42 @@ mod tests {
             assert_eq!(task_event(l), Some(checked_event(l).unwrap()));
         }
         assert_eq!(task_usage(USAGE), Some(checked_usage(USAGE).unwrap()));
+    }
+
+    /// Short decimals: wherever the one-word path answers, the checked float parser
+    /// reads the whole field to the same value.
+    #[test]
+    fn short_decimals_agree() {
+        let mut rng = SplitMix64::new(5);
+        let alphabet = b"0123456789.e-+";
+        let mut answered = 0;
+        for _ in 0..300_000 {
+            let len = 1 + rng.below(9) as usize;
+            let mut l: Vec<u8> = (0..len)
+                .map(|_| {
+                    if rng.below(3) == 0 {
+                        alphabet[rng.below(alphabet.len() as u64) as usize]
+                    } else {
+                        b'0' + rng.below(10) as u8
+                    }
+                })
+                .collect();
+            let f = Field { rest: &l, len };
+            if let Some(v) = short_decimal(f) {
+                let (g, n) = crate::num::parse_f64_prefix(&l).unwrap();
+                assert_eq!((v.to_bits(), n), ((g as f32).to_bits(), len), "{l:?}");
+                answered += 1;
+            }
+            // Bytes after the field change nothing.
+            l.extend_from_slice(b",0.5");
+            let longer = short_decimal(Field { rest: &l, len }).map(f32::to_bits);
+            let alone = short_decimal(Field {
+                rest: &l[..len],
+                len,
+            });
+            assert_eq!(longer, alone.map(f32::to_bits), "{l:?}");
+        }
+        assert!(answered > 50_000, "{answered}");
     }
 
     /// Mutated real lines: wherever the fast path answers, the checked parser gives the
