@@ -125,12 +125,22 @@ fn opt_u64(f: Field<'_>) -> Option<Option<u64>> {
     let w = load8(f.rest, 0);
     let n = digit_run(w);
     if n < 8 {
-        return (n == f.len).then(|| Some(digits_value(w, n)));
+        // Plain branches: a `then` closure here was left uninlined.
+        return if n == f.len {
+            Some(Some(digits_value(w, n)))
+        } else {
+            None
+        };
     }
     let w2 = load8(f.rest, 8);
     let n2 = digit_run(w2);
-    (n2 < 8 && 8 + n2 == f.len)
-        .then(|| Some(digits_value(w, 8) * POW10_U64[n2] + digits_value(w2, n2)))
+    if n2 < 8 && 8 + n2 == f.len {
+        Some(Some(
+            digits_value(w, 8) * POW10_U64[n2] + digits_value(w2, n2),
+        ))
+    } else {
+        None
+    }
 }
 
 #[inline(always)]

@@ -228,7 +228,11 @@ pub fn parse_u64_prefix_fast(s: &[u8]) -> Option<(u64, usize)> {
     let w = load8(s, 0);
     let n = digit_run(w);
     if n < 8 {
-        return (n > 0).then(|| (digits_value(w, n), n));
+        return if n > 0 {
+            Some((digits_value(w, n), n))
+        } else {
+            None
+        };
     }
     let w2 = load8(s, 8);
     let n2 = digit_run(w2);

@@ -181,6 +181,10 @@ pub trait Record: Sized {
     const COLUMNS: usize;
     /// Parses one line (no trailing newline).
     fn parse_line(line: &[u8]) -> Result<Self, FieldError>;
+    /// The field-by-field parser alone: what [`parse_line`](Self::parse_line) falls back
+    /// to when its fast path declines a line, and the reference it must agree with
+    /// (tests and the fuzz target compare the two).
+    fn parse_line_checked(line: &[u8]) -> Result<Self, FieldError>;
     /// Time used to order rows of this table (µs).
     fn time(&self) -> u64;
 }
@@ -372,6 +376,10 @@ impl Record for TaskEvent {
         }
     }
 
+    fn parse_line_checked(line: &[u8]) -> Result<Self, FieldError> {
+        checked_event(line)
+    }
+
     fn time(&self) -> u64 {
         self.time
     }
@@ -426,6 +434,10 @@ impl Record for TaskUsage {
             Some(r) => Ok(r),
             None => checked_usage(line),
         }
+    }
+
+    fn parse_line_checked(line: &[u8]) -> Result<Self, FieldError> {
+        checked_usage(line)
     }
 
     fn time(&self) -> u64 {
