@@ -2,7 +2,7 @@
 //!
 //! Parsing field after field makes each field's start wait for the previous field's
 //! digits to be scanned: a chain of dependent loads and bit tricks about 40 cycles long
-//! per field. With the commas found up front (eight bytes at a time), the fields are
+//! per field. With the commas found up front (16 bytes per SSE2 compare), the fields are
 //! independent and the CPU parses several at once. This path takes the trace's usual
 //! forms only (unsigned numbers, at most 15 integer digits, floats with at most 7
 //! integer and 7 fraction digits and an optional exponent) and answers `None` for
