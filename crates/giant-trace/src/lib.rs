@@ -15,7 +15,6 @@
 //! assert_eq!(ev.cpu_request, Some(0.125));
 //! ```
 
-mod fast;
 pub mod num;
 mod reader;
 mod record;

@@ -61,7 +61,7 @@ pub fn parse_u64_prefix(s: &[u8]) -> Result<(u64, usize), NumError> {
 }
 
 /// Powers of ten exactly representable in an `f64`.
-pub(crate) const POW10: [f64; 23] = [
+const POW10: [f64; 23] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
     1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 ];
@@ -154,128 +154,6 @@ pub fn parse_f64_prefix(field: &[u8]) -> Result<(f64, usize), NumError> {
     Ok((if neg { -v } else { v }, sign + i))
 }
 
-/// Eight bytes of `s` from `at` as a little-endian word; bytes past the end read as 0
-/// (not a digit, so a digit run stops there). Near the end of a slice of at least eight
-/// bytes it shifts its last word instead of copying byte by byte.
-#[inline(always)]
-pub(crate) fn load8(s: &[u8], at: usize) -> u64 {
-    if let Some(Ok(w)) = s.get(at..at + 8).map(<[u8; 8]>::try_from) {
-        return u64::from_le_bytes(w);
-    }
-    let left = s.len().saturating_sub(at);
-    if left == 0 {
-        return 0;
-    }
-    if let Some(Ok(w)) = s.get(s.len().wrapping_sub(8)..).map(<[u8; 8]>::try_from) {
-        // `s[at]` is byte `8 - left` of the slice's last word.
-        return u64::from_le_bytes(w) >> (8 * (8 - left));
-    }
-    s[at..]
-        .iter()
-        .enumerate()
-        .fold(0, |w, (i, &b)| w | u64::from(b) << (8 * i))
-}
-
-pub(crate) const ONES: u64 = 0x0101_0101_0101_0101;
-
-/// How many of the word's bytes, from the first, are ASCII digits (0..=8), without a
-/// branch per byte (field lengths vary, so per-byte loops mispredict at every end).
-#[inline(always)]
-pub(crate) fn digit_run(w: u64) -> usize {
-    // A byte is a digit iff its high nibble is 3 and that of byte + 6 is 3 too. The add
-    // may carry out of a byte >= 0xFA, but only into later bytes, past a non-digit.
-    let hi = w & (0xF0 * ONES);
-    let hi6 = w.wrapping_add(0x06 * ONES) & (0xF0 * ONES);
-    let t = (hi ^ (0x30 * ONES)) | (hi6 ^ (0x30 * ONES));
-    // High bit of each non-zero byte of t (no carries: each byte adds at most 0xFE).
-    let nz = (((t & (0x7F * ONES)) + 0x7F * ONES) | t) & (0x80 * ONES);
-    (nz.trailing_zeros() / 8) as usize
-}
-
-/// Value of the first `n` (0..=8) bytes of `w`, all ASCII digits, most significant
-/// first (the usual SWAR combination: pairs, then quads, then the eight).
-#[inline(always)]
-pub(crate) fn digits_value(w: u64, n: usize) -> u64 {
-    if n == 0 {
-        return 0;
-    }
-    // Subtracting '0' may borrow, but only upward, into bytes after the run.
-    let d = w.wrapping_sub(0x30 * ONES) << (8 * (8 - n));
-    let d = d.wrapping_mul(10).wrapping_add(d >> 8);
-    let mask = 0x0000_00FF_0000_00FF;
-    let v = (d & mask)
-        .wrapping_mul(100 + (1_000_000 << 32))
-        .wrapping_add(((d >> 16) & mask).wrapping_mul(1 + (10_000 << 32)));
-    (v >> 32) & 0xFFFF_FFFF
-}
-
-pub(crate) const POW10_U64: [u64; 9] = [
-    1,
-    10,
-    100,
-    1_000,
-    10_000,
-    100_000,
-    1_000_000,
-    10_000_000,
-    100_000_000,
-];
-
-/// Fast path of [`parse_u64_prefix`] for runs of 1 to 15 digits: the same value and
-/// length, or `None` (empty run or a longer one) to take the general path.
-#[inline]
-pub fn parse_u64_prefix_fast(s: &[u8]) -> Option<(u64, usize)> {
-    let w = load8(s, 0);
-    let n = digit_run(w);
-    if n < 8 {
-        return if n > 0 {
-            Some((digits_value(w, n), n))
-        } else {
-            None
-        };
-    }
-    let w2 = load8(s, 8);
-    let n2 = digit_run(w2);
-    if n2 == 8 {
-        return None;
-    }
-    Some((
-        digits_value(w, 8) * POW10_U64[n2] + digits_value(w2, n2),
-        8 + n2,
-    ))
-}
-
-/// Fast path of [`parse_f64_prefix`] for the trace's usual form: unsigned, at most 7
-/// integer and 7 fraction digits, no exponent, followed by a comma or the end. Gives
-/// exactly what the general parser gives (the same mantissa and power of ten go
-/// through the same exact division), or `None` to take the general path.
-#[inline]
-pub fn parse_f64_field_fast(s: &[u8]) -> Option<(f64, usize)> {
-    let w = load8(s, 0);
-    let ni = digit_run(w);
-    if ni == 8 {
-        return None;
-    }
-    let mut mant = digits_value(w, ni);
-    let mut n = ni;
-    let mut fd = 0;
-    if s.get(n) == Some(&b'.') {
-        let w2 = load8(s, n + 1);
-        fd = digit_run(w2);
-        if fd == 8 {
-            return None;
-        }
-        mant = mant * POW10_U64[fd] + digits_value(w2, fd);
-        n += 1 + fd;
-    }
-    if ni + fd == 0 || !matches!(s.get(n), None | Some(b',')) {
-        return None;
-    }
-    // At most 14 digits: always below 2^53, so the conversion is exact.
-    let m = mant as f64;
-    Some((if fd == 0 { m } else { m / POW10[fd] }, n))
-}
-
 #[cold]
 fn slow_f64(body: &[u8]) -> Result<f64, NumError> {
     std::str::from_utf8(body)
@@ -366,56 +244,6 @@ mod tests {
                 _ => panic!("{s}: std {want:?} vs ours {got:?}"),
             }
         }
-    }
-
-    /// The fast paths agree with the general ones on everything they accept.
-    #[test]
-    fn fast_paths_match_general() {
-        let mut rng = crate::synth::SplitMix64::new(7);
-        let alphabet = b"0123456789.,e-+x\0\xff";
-        let mut s = Vec::new();
-        for _ in 0..500_000 {
-            s.clear();
-            let len = rng.below(24) as usize;
-            for _ in 0..len {
-                // Mostly digits, some dots and commas, a little of everything else.
-                let b = match rng.below(10) {
-                    0..=5 => b'0' + rng.below(10) as u8,
-                    6 => b'.',
-                    7 => b',',
-                    _ => alphabet[rng.below(alphabet.len() as u64) as usize],
-                };
-                s.push(b);
-            }
-            for start in 0..s.len().min(3) {
-                let t = &s[start..];
-                if let Some((v, n)) = parse_u64_prefix_fast(t) {
-                    assert_eq!(parse_u64_prefix(t), Ok((v, n)), "{t:?}");
-                    assert!(n > 0);
-                }
-                if let Some((v, n)) = parse_f64_field_fast(t) {
-                    let (g, gn) = parse_f64_prefix(t).unwrap();
-                    assert_eq!((v.to_bits(), n), (g.to_bits(), gn), "{t:?}");
-                }
-            }
-        }
-        assert_eq!(
-            parse_u64_prefix_fast(b"600000000,1"),
-            Some((600_000_000, 9))
-        );
-        assert_eq!(
-            parse_u64_prefix_fast(b"123456789012345"),
-            Some((123_456_789_012_345, 15))
-        );
-        assert_eq!(parse_u64_prefix_fast(b"1234567890123456"), None);
-        assert_eq!(parse_u64_prefix_fast(b",1"), None);
-        assert_eq!(parse_f64_field_fast(b"0.02499,1"), Some((0.02499, 7)));
-        assert_eq!(parse_f64_field_fast(b"2.445"), Some((2.445, 5)));
-        assert_eq!(parse_f64_field_fast(b"5."), Some((5.0, 2)));
-        assert_eq!(parse_f64_field_fast(b".5,"), Some((0.5, 2)));
-        assert_eq!(parse_f64_field_fast(b"9.537e-06"), None);
-        assert_eq!(parse_f64_field_fast(b"-1"), None);
-        assert_eq!(parse_f64_field_fast(b"."), None);
     }
 
     #[test]

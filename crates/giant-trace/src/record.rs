@@ -3,9 +3,7 @@
 //! Parsers take one line without its newline and return a typed row or the
 //! 0-based column that failed; [`crate::TraceReader`] adds file and line.
 
-use crate::num::{
-    parse_f64_field_fast, parse_f64_prefix, parse_u64_prefix, parse_u64_prefix_fast, NumError,
-};
+use crate::num::{parse_f64_prefix, parse_u64_prefix, NumError};
 
 /// Timestamp meaning "after the end of the trace" (2^63 - 1 µs), per the schema.
 pub const TIME_AFTER_TRACE: u64 = i64::MAX as u64;
@@ -181,10 +179,6 @@ pub trait Record: Sized {
     const COLUMNS: usize;
     /// Parses one line (no trailing newline).
     fn parse_line(line: &[u8]) -> Result<Self, FieldError>;
-    /// The field-by-field parser alone: what [`parse_line`](Self::parse_line) falls back
-    /// to when its fast path declines a line, and the reference it must agree with
-    /// (tests and the fuzz target compare the two).
-    fn parse_line_checked(line: &[u8]) -> Result<Self, FieldError>;
     /// Time used to order rows of this table (µs).
     fn time(&self) -> u64;
 }
@@ -282,11 +276,7 @@ impl<'a> Fields<'a> {
             self.end()?;
             return Ok(None);
         }
-        let rest = &self.s[self.i..];
-        let (v, n) = match parse_u64_prefix_fast(rest) {
-            Some(r) => r,
-            None => parse_u64_prefix(rest).map_err(|e| self.map(e))?,
-        };
+        let (v, n) = parse_u64_prefix(&self.s[self.i..]).map_err(|e| self.map(e))?;
         if n == 0 {
             return Err(self.err(FieldErrorKind::Invalid));
         }
@@ -347,14 +337,7 @@ impl<'a> Fields<'a> {
             self.end()?;
             return Ok(None);
         }
-        let rest = &self.s[self.i..];
-        if let Some((v, n)) = parse_f64_field_fast(rest) {
-            // Finite, and followed by a comma or the end of the line.
-            self.i += n;
-            self.end()?;
-            return Ok(Some(v as f32));
-        }
-        let (v, n) = parse_f64_prefix(rest).map_err(|e| self.map(e))?;
+        let (v, n) = parse_f64_prefix(&self.s[self.i..]).map_err(|e| self.map(e))?;
         if !v.is_finite() {
             return Err(self.err(FieldErrorKind::OutOfRange));
         }
@@ -370,58 +353,45 @@ impl Record for TaskEvent {
 
     #[inline]
     fn parse_line(line: &[u8]) -> Result<Self, FieldError> {
-        match crate::fast::task_event(line) {
-            Some(r) => Ok(r),
-            None => checked_event(line),
-        }
-    }
-
-    fn parse_line_checked(line: &[u8]) -> Result<Self, FieldError> {
-        checked_event(line)
+        let mut f = Fields::new(line);
+        let time = f.u64()?;
+        let missing_info = f.opt_small(255)?;
+        let job_id = f.u64()?;
+        let task_index = f.u32()?;
+        let machine_id = f.opt_u64()?;
+        let col = f.column;
+        let code = f.u64()?;
+        let event_type = EventType::from_code(code).ok_or(FieldError {
+            column: col,
+            kind: FieldErrorKind::OutOfRange,
+        })?;
+        f.skip()?; // user (hashed name)
+        let scheduling_class = f.small(255)?;
+        let priority = f.small(255)?;
+        let cpu_request = f.opt_f32()?;
+        let memory_request = f.opt_f32()?;
+        let disk_request = f.opt_f32()?;
+        let different_machines = f.opt_small(1)?.map(|v| v == 1);
+        f.finish(Self::COLUMNS)?;
+        Ok(Self {
+            time,
+            missing_info,
+            job_id,
+            task_index,
+            machine_id,
+            event_type,
+            scheduling_class,
+            priority,
+            cpu_request,
+            memory_request,
+            disk_request,
+            different_machines,
+        })
     }
 
     fn time(&self) -> u64 {
         self.time
     }
-}
-
-/// The task_events parser that checks and reports every field (the fast path's fallback).
-#[inline(never)]
-pub(crate) fn checked_event(line: &[u8]) -> Result<TaskEvent, FieldError> {
-    let mut f = Fields::new(line);
-    let time = f.u64()?;
-    let missing_info = f.opt_small(255)?;
-    let job_id = f.u64()?;
-    let task_index = f.u32()?;
-    let machine_id = f.opt_u64()?;
-    let col = f.column;
-    let code = f.u64()?;
-    let event_type = EventType::from_code(code).ok_or(FieldError {
-        column: col,
-        kind: FieldErrorKind::OutOfRange,
-    })?;
-    f.skip()?; // user (hashed name)
-    let scheduling_class = f.small(255)?;
-    let priority = f.small(255)?;
-    let cpu_request = f.opt_f32()?;
-    let memory_request = f.opt_f32()?;
-    let disk_request = f.opt_f32()?;
-    let different_machines = f.opt_small(1)?.map(|v| v == 1);
-    f.finish(TaskEvent::COLUMNS)?;
-    Ok(TaskEvent {
-        time,
-        missing_info,
-        job_id,
-        task_index,
-        machine_id,
-        event_type,
-        scheduling_class,
-        priority,
-        cpu_request,
-        memory_request,
-        disk_request,
-        different_machines,
-    })
 }
 
 impl Record for TaskUsage {
@@ -430,49 +400,36 @@ impl Record for TaskUsage {
 
     #[inline]
     fn parse_line(line: &[u8]) -> Result<Self, FieldError> {
-        match crate::fast::task_usage(line) {
-            Some(r) => Ok(r),
-            None => checked_usage(line),
-        }
-    }
-
-    fn parse_line_checked(line: &[u8]) -> Result<Self, FieldError> {
-        checked_usage(line)
+        let mut f = Fields::new(line);
+        let r = Self {
+            start_time: f.u64()?,
+            end_time: f.u64()?,
+            job_id: f.u64()?,
+            task_index: f.u32()?,
+            machine_id: f.opt_u64()?,
+            cpu_rate: f.opt_f32()?,
+            canonical_memory: f.opt_f32()?,
+            assigned_memory: f.opt_f32()?,
+            unmapped_page_cache: f.opt_f32()?,
+            total_page_cache: f.opt_f32()?,
+            max_memory: f.opt_f32()?,
+            disk_io_time: f.opt_f32()?,
+            local_disk: f.opt_f32()?,
+            max_cpu_rate: f.opt_f32()?,
+            max_disk_io_time: f.opt_f32()?,
+            cpi: f.opt_f32()?,
+            mai: f.opt_f32()?,
+            sample_portion: f.opt_f32()?,
+            aggregation_type: f.opt_small(1)?,
+            sampled_cpu: f.opt_f32()?,
+        };
+        f.finish(Self::COLUMNS)?;
+        Ok(r)
     }
 
     fn time(&self) -> u64 {
         self.start_time
     }
-}
-
-/// The task_usage parser that checks and reports every field (the fast path's fallback).
-#[inline(never)]
-pub(crate) fn checked_usage(line: &[u8]) -> Result<TaskUsage, FieldError> {
-    let mut f = Fields::new(line);
-    let r = TaskUsage {
-        start_time: f.u64()?,
-        end_time: f.u64()?,
-        job_id: f.u64()?,
-        task_index: f.u32()?,
-        machine_id: f.opt_u64()?,
-        cpu_rate: f.opt_f32()?,
-        canonical_memory: f.opt_f32()?,
-        assigned_memory: f.opt_f32()?,
-        unmapped_page_cache: f.opt_f32()?,
-        total_page_cache: f.opt_f32()?,
-        max_memory: f.opt_f32()?,
-        disk_io_time: f.opt_f32()?,
-        local_disk: f.opt_f32()?,
-        max_cpu_rate: f.opt_f32()?,
-        max_disk_io_time: f.opt_f32()?,
-        cpi: f.opt_f32()?,
-        mai: f.opt_f32()?,
-        sample_portion: f.opt_f32()?,
-        aggregation_type: f.opt_small(1)?,
-        sampled_cpu: f.opt_f32()?,
-    };
-    f.finish(TaskUsage::COLUMNS)?;
-    Ok(r)
 }
 
 #[cfg(test)]
