@@ -133,7 +133,13 @@ impl UsageModel {
 
     /// Modelled (cpu, memory, peak cpu, cache-miss proxy) of a task; deterministic per task.
     pub fn model(&self, seed: u64, job: u64, index: u32, cpu_req: f32, mem_req: f32) -> Modelled {
-        let k = mix64(seed ^ mix64(job ^ (u64::from(index) << 40)));
+        self.model_keyed(seed, task_key(job, index), cpu_req, mem_req)
+    }
+
+    /// [`model`](Self::model) with the task's [`task_key`] computed once by the caller.
+    #[inline]
+    pub fn model_keyed(&self, seed: u64, key: u64, cpu_req: f32, mem_req: f32) -> Modelled {
+        let k = mix64(seed ^ key);
         let cpu = cpu_req * Self::draw(&self.cpu_ratio, mix64(k ^ 1));
         let mem = mem_req * Self::draw(&self.mem_ratio, mix64(k ^ 2));
         let peak = (cpu * Self::draw(&self.peak_ratio, mix64(k ^ 3))).min(1.0);
@@ -150,9 +156,14 @@ impl UsageModel {
 impl UsageModel {
     /// Multiplier of a task's modelled CPU in usage window `window` (deterministic).
     pub fn burst(&self, seed: u64, job: u64, index: u32, window: u64) -> f32 {
-        let k = mix64(
-            seed ^ mix64(job ^ (u64::from(index) << 40)) ^ mix64(window.wrapping_add(0x5bd1)),
-        );
+        self.burst_keyed(seed ^ task_key(job, index), window_key(window))
+    }
+
+    /// [`burst`](Self::burst) from `seed ^ task_key(job, index)` and [`window_key`], so a
+    /// pass over every task hashes the window once and each task once per run.
+    #[inline]
+    pub fn burst_keyed(&self, seeded_task: u64, window: u64) -> f32 {
+        let k = mix64(seeded_task ^ window);
         // Normalised to mean 1 and blended half-and-half with 1: a 1-s sample is far
         // spikier than the 5-min means we model.
         let mean = self.burst_mean;
@@ -161,6 +172,18 @@ impl UsageModel {
         }
         0.5 + 0.5 * Self::draw(&self.burst_ratio, k) / mean
     }
+}
+
+/// Per-task hash behind [`UsageModel::model`] and [`UsageModel::burst`].
+#[inline]
+pub fn task_key(job: u64, index: u32) -> u64 {
+    mix64(job ^ (u64::from(index) << 40))
+}
+
+/// Per-window hash behind [`UsageModel::burst`].
+#[inline]
+pub fn window_key(window: u64) -> u64 {
+    mix64(window.wrapping_add(0x5bd1))
 }
 
 /// A task's modelled usage.

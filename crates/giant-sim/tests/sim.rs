@@ -105,6 +105,50 @@ fn real_usage_rows_override_the_model_and_contention_stretches_duration() {
     assert!(s.intervals[0].overcommitted > 0.99);
 }
 
+/// Usage rows are matched to tasks by predicting "the task after the previous row's
+/// task, as last window": a slot whose task ended, or that a new task reuses, must not
+/// take the rows of the task it held before.
+#[test]
+fn usage_rows_never_go_to_an_ended_or_reused_slot() {
+    let usage = |t: u64, job: u64, index: u32| {
+        format!(
+            "{t},{},{job},{index},5,0.05,0.02,0.02,0,0,0.02,0,0,0.1,0,1,0.01,1,0,0.05\n",
+            t + 300_000_000
+        )
+    };
+    let submit_ab = "600000000,,1,0,,0,u,0,0,0.1,0.01,0,0\n600000000,,1,1,,0,u,0,0,0.1,0.01,0,0\n";
+    let end_b = "700000000,,1,1,,4,u,0,0,0.1,0.01,0,0\n";
+    // Window 1: rows for A then B (B follows A). B ends. Window 2: rows for A, B again.
+    let rows = [
+        usage(600_000_000, 1, 0),
+        usage(600_000_000, 1, 1),
+        usage(900_000_000, 1, 0),
+        usage(900_000_000, 1, 1),
+    ]
+    .concat();
+    let s = run_rows(
+        one_machine(),
+        PolicyKind::None,
+        &format!("{submit_ab}{end_b}"),
+        &rows,
+    );
+    assert_eq!(
+        s.usage_rows_used, 3,
+        "the ended task's row in window 2 is ignored"
+    );
+    // Same, but a new task C (job 2) takes B's slot before window 2; its row follows A's.
+    let submit_c = "700000001,,2,0,,0,u,0,0,0.1,0.01,0,0\n";
+    let rows2 = [rows.clone(), usage(900_000_000, 2, 0)].concat();
+    let s2 = run_rows(
+        one_machine(),
+        PolicyKind::None,
+        &format!("{submit_ab}{end_b}{submit_c}"),
+        &rows2,
+    );
+    assert_eq!(s2.tasks_submitted, 3);
+    assert_eq!(s2.usage_rows_used, 4, "B's row ignored, C's row used");
+}
+
 #[test]
 fn malformed_rows_name_file_and_line_or_are_skipped() {
     let dir = tempfile::tempdir().unwrap();
