@@ -538,6 +538,29 @@ fn map_tail_bits(defer: bool) -> u8 {
     u8::from(crate::rt::arena().is_some()) | if defer { 2 } else { 0 }
 }
 
+/// What every map request ends with: the wait list, the event slot, a
+/// fresh id for the mapping and [`map_tail_bits`]. Returns the event's id
+/// (if asked for) and the mapping's.
+///
+/// # Safety
+/// `wl` holds `n` events.
+unsafe fn map_request_tail(
+    c: &mut Call<'_>,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+    defer: bool,
+) -> Result<(Option<u64>, u64), i32> {
+    c.enc.u32(n);
+    // SAFETY: the caller's contract.
+    unsafe { c.handles(wl, n as usize, Kind::Event)? };
+    let n_ev = c.out_new(ev);
+    let id = fresh_id();
+    c.enc.u64(id);
+    c.enc.u8(map_tail_bits(defer));
+    Ok((n_ev, id))
+}
+
 /// A buffer map; see [`map_tail_bits`] for `defer`.
 #[allow(clippy::too_many_arguments)]
 fn map_buffer(
@@ -557,13 +580,8 @@ fn map_buffer(
     c.enc.u64(flags);
     c.enc.usize(offset);
     c.enc.usize(size);
-    c.enc.u32(n);
     // SAFETY: the caller's contract: `wl` holds `n` events.
-    unsafe { c.handles(wl, n as usize, Kind::Event)? };
-    let n_ev = c.out_new(ev);
-    let id = fresh_id();
-    c.enc.u64(id);
-    c.enc.u8(map_tail_bits(defer));
+    let (n_ev, id) = unsafe { map_request_tail(&mut c, n, wl, ev, defer) }?;
     let host = obj(buf, Kind::Mem)?.map_or(0, |o| o.host_ptr.load(Ordering::Relaxed));
     let mut r = c.finish()?;
     let status = r.status();
@@ -618,13 +636,8 @@ pub unsafe extern "C" fn clEnqueueMapImage(
         };
         c.enc.bytes(o);
         c.enc.bytes(rg);
-        c.enc.u32(n);
-        // SAFETY: forwarded contract.
-        unsafe { c.handles(wl, n as usize, Kind::Event)? };
-        let n_ev = c.out_new(ev);
-        let id = fresh_id();
-        c.enc.u64(id);
-        c.enc.u8(map_tail_bits(false));
+        // SAFETY: forwarded contract: `wl` holds `n` events.
+        let (n_ev, id) = unsafe { map_request_tail(&mut c, n, wl, ev, false) }?;
         let mut r = c.finish()?;
         let status = r.status();
         let (mut row, mut slice) = (0usize, 0usize);
