@@ -340,6 +340,26 @@ fn stash_image_shape(image: *mut c_void) -> Result<(), i32> {
     Ok(())
 }
 
+/// What an image read or write does before it is forwarded: settle a
+/// blocking one (see [`settle`]), and stash the image's shape for the
+/// marshalling of the host memory.
+///
+/// # Safety
+/// `wl` holds `n` events.
+unsafe fn before_image_transfer(
+    q: *mut c_void,
+    image: *mut c_void,
+    blocking: u32,
+    n: u32,
+    wl: *const *mut c_void,
+) -> Result<(), i32> {
+    if blocking != 0 {
+        // SAFETY: the caller's contract.
+        unsafe { settle(q, n, wl) }?;
+    }
+    stash_image_shape(image)
+}
+
 /// # Safety
 /// As for `clEnqueueReadImage`.
 #[allow(clippy::too_many_arguments)]
@@ -356,13 +376,8 @@ pub unsafe extern "C" fn clEnqueueReadImage(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
-    if blocking != 0 {
-        // SAFETY: forwarded contract.
-        if let Err(e) = unsafe { settle(q, n, wl) } {
-            return e;
-        }
-    }
-    if let Err(e) = stash_image_shape(image) {
+    // SAFETY: forwarded contract.
+    if let Err(e) = unsafe { before_image_transfer(q, image, blocking, n, wl) } {
         return e;
     }
     // SAFETY: forwarded contract.
@@ -389,13 +404,8 @@ pub unsafe extern "C" fn clEnqueueWriteImage(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
-    if blocking != 0 {
-        // SAFETY: forwarded contract.
-        if let Err(e) = unsafe { settle(q, n, wl) } {
-            return e;
-        }
-    }
-    if let Err(e) = stash_image_shape(image) {
+    // SAFETY: forwarded contract.
+    if let Err(e) = unsafe { before_image_transfer(q, image, blocking, n, wl) } {
         return e;
     }
     // SAFETY: forwarded contract.

@@ -397,21 +397,8 @@ pub(crate) unsafe fn buffer_rect_ok(
         .and_then(|yz| yz.checked_add(o[0]))
         .and_then(|start| start.checked_add(ext.extent))
         .ok_or(CL_INVALID_VALUE)?;
-    let mut size: usize = 0;
-    // SAFETY: a memory object from the table; `size` is a size_t.
-    let s = unsafe {
-        ffi::clGetMemObjectInfo(
-            buf,
-            CL_MEM_SIZE,
-            std::mem::size_of::<usize>(),
-            &mut size as *mut usize as *mut c_void,
-            std::ptr::null_mut(),
-        )
-    };
-    if s != CL_SUCCESS {
-        return Err(s);
-    }
-    if end > size as u64 {
+    let size = mem_size(buf)?;
+    if end > size {
         return Err(CL_INVALID_VALUE);
     }
     Ok(())
@@ -492,16 +479,13 @@ pub(crate) unsafe fn image_box_ok(
     image_size(img, CL_IMAGE_ELEMENT_SIZE)
 }
 
-/// A span of a buffer: `offset + bytes` within its size, and a buffer.
-fn buffer_span_ok(buf: *mut c_void, offset: u64, bytes: u64) -> Result<(), i32> {
-    if mem_type(buf)? != CL_MEM_OBJECT_BUFFER {
-        return Err(CL_INVALID_MEM_OBJECT);
-    }
+/// A memory object's size in bytes, as the library knows it.
+fn mem_size(mem: *mut c_void) -> Result<u64, i32> {
     let mut size: usize = 0;
     // SAFETY: a memory object from the table; `size` is a size_t.
     let s = unsafe {
         ffi::clGetMemObjectInfo(
-            buf,
+            mem,
             CL_MEM_SIZE,
             std::mem::size_of::<usize>(),
             &mut size as *mut usize as *mut c_void,
@@ -511,8 +495,17 @@ fn buffer_span_ok(buf: *mut c_void, offset: u64, bytes: u64) -> Result<(), i32> 
     if s != CL_SUCCESS {
         return Err(s);
     }
+    Ok(size as u64)
+}
+
+/// A span of a buffer: `offset + bytes` within its size, and a buffer.
+fn buffer_span_ok(buf: *mut c_void, offset: u64, bytes: u64) -> Result<(), i32> {
+    if mem_type(buf)? != CL_MEM_OBJECT_BUFFER {
+        return Err(CL_INVALID_MEM_OBJECT);
+    }
+    let size = mem_size(buf)?;
     match offset.checked_add(bytes) {
-        Some(end) if end <= size as u64 => Ok(()),
+        Some(end) if end <= size => Ok(()),
         _ => Err(CL_INVALID_VALUE),
     }
 }
