@@ -303,12 +303,37 @@ pub fn kind_variant(kind: &str) -> String {
 /// On a description that does not parse or an unwritable `OUT_DIR`: this is
 /// for build scripts, where a panic is the error report.
 pub fn build_forwarding_stand_in(name: &str, src: &str, soname: &str) {
+    build_stand_in(name, src, soname, "forward.rs", |api| {
+        gen_forwarders(api, soname)
+    });
+}
+
+/// The build script of a stand-in library that holds its client (crate
+/// `client`): writes `OUT_DIR/exports.rs` (every described function under
+/// its native name, versioned `soname`, see [`gen_exports`]) and the
+/// version script, and links with that soname.
+///
+/// # Panics
+/// As for [`build_forwarding_stand_in`].
+pub fn build_client_stand_in(name: &str, src: &str, client: &str, soname: &str) {
+    build_stand_in(name, src, soname, "exports.rs", |api| {
+        gen_exports(api, client, soname)
+    });
+}
+
+fn build_stand_in(
+    name: &str,
+    src: &str,
+    soname: &str,
+    file: &str,
+    gen: impl FnOnce(&Api) -> String,
+) {
     let api = match parse(src) {
         Ok(api) => api,
         Err(e) => panic!("{name}: {e}"),
     };
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
-    std::fs::write(out.join("forward.rs"), gen_forwarders(&api, soname)).expect("write");
+    std::fs::write(out.join(file), gen(&api)).expect("write");
     let script = out.join("version.map");
     std::fs::write(&script, gen_version_script(soname)).expect("write");
     println!(
