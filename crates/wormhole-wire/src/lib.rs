@@ -56,11 +56,13 @@ pub struct RequestHeader {
 }
 
 impl RequestHeader {
+    #[inline]
     pub fn encode(&self, enc: &mut Encoder) {
         enc.u32(self.func);
         enc.u32(self.flags);
     }
 
+    #[inline]
     pub fn decode(dec: &mut Decoder<'_>) -> Result<Self, WireError> {
         Ok(Self {
             func: dec.u32()?,
@@ -80,11 +82,13 @@ pub struct ReplyHeader {
 }
 
 impl ReplyHeader {
+    #[inline]
     pub fn encode(&self, enc: &mut Encoder) {
         enc.i32(self.status);
         enc.i32(self.deferred_status);
     }
 
+    #[inline]
     pub fn decode(dec: &mut Decoder<'_>) -> Result<Self, WireError> {
         Ok(Self {
             status: dec.i32()?,
@@ -100,39 +104,49 @@ pub struct Encoder {
 }
 
 impl Encoder {
+    #[inline]
     pub fn new() -> Self {
         Self::default()
     }
 
     /// Reuses `buf`'s allocation; its contents are cleared.
+    #[inline]
     pub fn with_buffer(mut buf: Vec<u8>) -> Self {
         buf.clear();
         Self { buf }
     }
 
+    #[inline]
     pub fn u8(&mut self, v: u8) {
         self.buf.push(v);
     }
+    #[inline]
     pub fn u32(&mut self, v: u32) {
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
+    #[inline]
     pub fn i32(&mut self, v: i32) {
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
+    #[inline]
     pub fn u64(&mut self, v: u64) {
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
+    #[inline]
     pub fn i64(&mut self, v: i64) {
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
+    #[inline]
     pub fn usize(&mut self, v: usize) {
         self.u64(v as u64);
     }
+    #[inline]
     pub fn bool(&mut self, v: bool) {
         self.u8(v as u8);
     }
 
     /// Length-prefixed bytes.
+    #[inline]
     pub fn bytes(&mut self, v: &[u8]) {
         self.u64(v.len() as u64);
         self.buf.extend_from_slice(v);
@@ -140,6 +154,7 @@ impl Encoder {
 
     /// A length prefix followed by `len` bytes that the caller fills in
     /// place, which saves a copy for large payloads.
+    #[inline]
     pub fn bytes_uninit(&mut self, len: usize) -> &mut [u8] {
         self.u64(len as u64);
         let start = self.buf.len();
@@ -148,6 +163,7 @@ impl Encoder {
     }
 
     /// `None` and `Some` are told apart by a tag byte.
+    #[inline]
     pub fn opt_bytes(&mut self, v: Option<&[u8]>) {
         match v {
             None => self.u8(0),
@@ -158,6 +174,7 @@ impl Encoder {
         }
     }
 
+    #[inline]
     pub fn u64s(&mut self, v: &[u64]) {
         self.u64(v.len() as u64);
         for x in v {
@@ -165,28 +182,34 @@ impl Encoder {
         }
     }
 
+    #[inline]
     pub fn len(&self) -> usize {
         self.buf.len()
     }
 
     /// Drops everything after the first `len` bytes.
+    #[inline]
     pub fn truncate(&mut self, len: usize) {
         self.buf.truncate(len);
     }
 
     /// Overwrites an `i32` written earlier at `offset` (a header field whose
     /// value is known only at the end). Does nothing past the end.
+    #[inline]
     pub fn patch_i32(&mut self, offset: usize, v: i32) {
         if let Some(dst) = self.buf.get_mut(offset..offset + 4) {
             dst.copy_from_slice(&v.to_le_bytes());
         }
     }
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
     }
+    #[inline]
     pub fn as_slice(&self) -> &[u8] {
         &self.buf
     }
+    #[inline]
     pub fn into_vec(self) -> Vec<u8> {
         self.buf
     }
@@ -200,18 +223,22 @@ pub struct Decoder<'a> {
 }
 
 impl<'a> Decoder<'a> {
+    #[inline]
     pub fn new(buf: &'a [u8]) -> Self {
         Self { buf, pos: 0 }
     }
 
+    #[inline]
     pub fn remaining(&self) -> usize {
         self.buf.len() - self.pos
     }
 
+    #[inline]
     pub fn position(&self) -> usize {
         self.pos
     }
 
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
         if self.remaining() < n {
             return Err(WireError::Truncated {
@@ -225,6 +252,7 @@ impl<'a> Decoder<'a> {
         Ok(s)
     }
 
+    #[inline]
     fn array<const N: usize>(&mut self) -> Result<[u8; N], WireError> {
         let s = self.take(N)?;
         let mut a = [0u8; N];
@@ -232,23 +260,29 @@ impl<'a> Decoder<'a> {
         Ok(a)
     }
 
+    #[inline]
     pub fn u8(&mut self) -> Result<u8, WireError> {
         Ok(self.array::<1>()?[0])
     }
+    #[inline]
     pub fn u32(&mut self) -> Result<u32, WireError> {
         Ok(u32::from_le_bytes(self.array()?))
     }
+    #[inline]
     pub fn i32(&mut self) -> Result<i32, WireError> {
         Ok(i32::from_le_bytes(self.array()?))
     }
+    #[inline]
     pub fn u64(&mut self) -> Result<u64, WireError> {
         Ok(u64::from_le_bytes(self.array()?))
     }
+    #[inline]
     pub fn i64(&mut self) -> Result<i64, WireError> {
         Ok(i64::from_le_bytes(self.array()?))
     }
 
     /// A `u64` that must fit this machine's `usize`.
+    #[inline]
     pub fn usize(&mut self) -> Result<usize, WireError> {
         let offset = self.pos;
         let v = self.u64()?;
@@ -259,6 +293,7 @@ impl<'a> Decoder<'a> {
         })
     }
 
+    #[inline]
     pub fn bool(&mut self) -> Result<bool, WireError> {
         let offset = self.pos;
         match self.u8()? {
@@ -270,6 +305,7 @@ impl<'a> Decoder<'a> {
 
     /// A length prefix, checked against the bytes left before use, so a
     /// forged length can never cause an allocation.
+    #[inline]
     fn len_prefix(&mut self, elem: usize) -> Result<usize, WireError> {
         let offset = self.pos;
         let len = self.u64()?;
@@ -284,11 +320,13 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    #[inline]
     pub fn bytes(&mut self) -> Result<&'a [u8], WireError> {
         let len = self.len_prefix(1)?;
         self.take(len)
     }
 
+    #[inline]
     pub fn opt_bytes(&mut self) -> Result<Option<&'a [u8]>, WireError> {
         if self.bool()? {
             Ok(Some(self.bytes()?))
@@ -297,6 +335,7 @@ impl<'a> Decoder<'a> {
         }
     }
 
+    #[inline]
     pub fn u64s(&mut self) -> Result<Vec<u64>, WireError> {
         let len = self.len_prefix(8)?;
         (0..len).map(|_| self.u64()).collect()
@@ -304,6 +343,7 @@ impl<'a> Decoder<'a> {
 
     /// Fails unless every byte was consumed: a frame with extra bytes is as
     /// suspect as a short one.
+    #[inline]
     pub fn finish(&self) -> Result<(), WireError> {
         match self.remaining() {
             0 => Ok(()),
