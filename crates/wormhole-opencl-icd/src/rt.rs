@@ -6,7 +6,9 @@
 //! ICD dispatch table, as the loaders require. It carries the id under which
 //! the server knows the object. The server never sees our pointers.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -71,8 +73,8 @@ impl Obj {
 }
 
 struct Registry {
-    by_id: HashMap<u64, usize>,
-    live: HashSet<usize>,
+    by_id: FxHashMap<u64, usize>,
+    live: FxHashSet<usize>,
     quarantine: VecDeque<usize>,
 }
 
@@ -80,8 +82,8 @@ fn registry() -> MutexGuard<'static, Registry> {
     static R: OnceLock<Mutex<Registry>> = OnceLock::new();
     let m = R.get_or_init(|| {
         Mutex::new(Registry {
-            by_id: HashMap::new(),
-            live: HashSet::new(),
+            by_id: FxHashMap::default(),
+            live: FxHashSet::default(),
             quarantine: VecDeque::new(),
         })
     });
@@ -206,9 +208,33 @@ pub struct Conn {
     pub platforms: Vec<u64>,
     /// Memory the server may place buffers in (shared memory only).
     pub arena: Option<std::sync::Arc<wormhole_transport::arena::Arena>>,
-    /// The process that connected. A child made by fork() shares our rings
-    /// and must not use them: it would corrupt its parent's calls.
-    pid: u32,
+    /// The fork generation of the process that connected. A child made by
+    /// fork() shares our rings and must not use them: it would corrupt its
+    /// parent's calls.
+    fork_gen: u32,
+}
+
+/// Bumped in the child of every fork(). Checking it costs an atomic load
+/// per call where asking for the process id would be a system call
+/// (glibc no longer caches it).
+static FORK_GEN: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn in_forked_child() {
+    FORK_GEN.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Registers [`in_forked_child`] once. The library is linked `-z nodelete`
+/// (build.rs), so the handler stays mapped for the life of the process.
+fn watch_forks() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: the handler only touches an atomic, which is allowed in a
+        // child after fork(), and its code is never unmapped (see above).
+        let r = unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
+        if r != 0 {
+            log("cannot watch for fork(): a forked child may use the parent's connection");
+        }
+    });
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -234,11 +260,12 @@ fn connect() -> Result<Conn, String> {
     }
     let chan = c.chan;
     let arena = c.arena;
+    watch_forks();
     let mut conn = Conn {
         state: Mutex::new(Link::new(chan)),
         platforms: Vec::new(),
         arena,
-        pid: std::process::id(),
+        fork_gen: FORK_GEN.load(Ordering::Relaxed),
     };
     conn.platforms = fetch_platforms(&conn)?;
     Ok(conn)
@@ -307,7 +334,7 @@ impl<'a> Call<'a> {
 
     fn on(conn: &'a Conn, func: u32) -> Result<Call<'a>, i32> {
         let mut guard = conn.state.lock().unwrap_or_else(|p| p.into_inner());
-        if std::process::id() != conn.pid {
+        if FORK_GEN.load(Ordering::Relaxed) != conn.fork_gen {
             log("OpenCL used in a child after fork(): the parent's connection is not shared");
             return Err(CL_OUT_OF_RESOURCES);
         }
@@ -593,18 +620,26 @@ impl Reply<'_> {
             if p.is_null() {
                 return Ok(());
             }
+            let handles = if status == CL_SUCCESS {
+                info_handle(func, param)
+            } else {
+                None
+            };
+            let Some(handles) = handles else {
+                // Plain data, the common case: no copy of our own.
+                // SAFETY: the caller's contract.
+                unsafe { copy_out(b, p, cap) };
+                return Ok(());
+            };
             let mut v = b.to_vec();
-            if status == CL_SUCCESS {
-                match info_handle(func, param) {
-                    Some(InfoHandle::One(k)) | Some(InfoHandle::Array(k)) => {
-                        for c in v.chunks_exact_mut(8) {
-                            let id = u64::from_le_bytes(c.try_into().map_err(proto)?);
-                            c.copy_from_slice(&(object_for(id, k, 0) as usize).to_le_bytes());
-                        }
+            match handles {
+                InfoHandle::One(k) | InfoHandle::Array(k) => {
+                    for c in v.chunks_exact_mut(8) {
+                        let id = u64::from_le_bytes(c.try_into().map_err(proto)?);
+                        c.copy_from_slice(&(object_for(id, k, 0) as usize).to_le_bytes());
                     }
-                    Some(InfoHandle::Custom) => crate::custom::info(func, param, &mut v, first),
-                    None => {}
                 }
+                InfoHandle::Custom => crate::custom::info(func, param, &mut v, first),
             }
             // SAFETY: the caller's contract.
             unsafe { copy_out(&v, p, cap) };
