@@ -341,6 +341,7 @@ fn server_func(o: &mut String, f: &Func) {
     let mut exprs = Vec::new();
     let mut out = String::new();
     let mut after = String::new();
+    let mut recycle = String::new();
     for (i, a) in f.args.iter().enumerate() {
         let n = &a.name;
         let expr = match &a.ty {
@@ -426,6 +427,8 @@ fn server_func(o: &mut String, f: &Func) {
                     "    let mut v_{n} = t.out_buf(p_{n}, {})?;",
                     size_expr("v_", size)
                 );
+                // Encoded by now: the buffer serves the next call.
+                let _ = writeln!(recycle, "    t.give_back(v_{n});");
                 if matches!(a.ty, Ty::OutInfo { .. }) {
                     let _ = writeln!(
                         out,
@@ -588,6 +591,7 @@ fn server_func(o: &mut String, f: &Func) {
     o.push_str(&after);
     o.push_str("    e.u8(1);\n");
     o.push_str(&out);
+    o.push_str(&recycle);
     o.push_str("    Ok(status)\n}\n\n");
 }
 

@@ -6,7 +6,6 @@
 //! reply. The same call made natively is timed beside it; the difference is
 //! what marshalling costs.
 
-use std::collections::HashSet;
 use std::ffi::c_void;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -118,7 +117,7 @@ fn per_call(
 /// The client's part of the state a real call touches: the object registry
 /// and the channel lock (each a mutex).
 struct ClientSide {
-    registry: Mutex<HashSet<usize>>,
+    registry: Mutex<rustc_hash::FxHashSet<usize>>,
     chan: Mutex<(Vec<u8>, Vec<u8>)>,
 }
 
@@ -180,12 +179,12 @@ fn one_call(
     let mut size_ret = 0usize;
     if d.u8()? == 1 {
         if let Some(b) = d.opt_bytes()? {
-            let v = b.to_vec();
             if info_handle(func::clGetEventInfo, CL_EVENT_COMMAND_EXECUTION_STATUS).is_some() {
                 return Err(MarshalError::Internal("event status holds no handle"));
             }
-            let n = v.len().min(4);
-            value[..n].copy_from_slice(&v[..n]);
+            // Plain data goes straight to the application's buffer.
+            let n = b.len().min(4);
+            value[..n].copy_from_slice(&b[..n]);
         }
         size_ret = d.usize()?;
     }

@@ -10,7 +10,7 @@
 //! answer. What the API reports for a lost server, and how it records
 //! errors, stays with the API.
 
-use std::collections::HashSet;
+use rustc_hash::FxHashSet;
 use std::ffi::c_void;
 use std::sync::{Mutex, OnceLock};
 
@@ -210,9 +210,9 @@ impl Shape {
     }
 }
 
-fn shapes() -> std::sync::MutexGuard<'static, HashSet<u64>> {
-    static SET: OnceLock<Mutex<HashSet<u64>>> = OnceLock::new();
-    SET.get_or_init(|| Mutex::new(HashSet::new()))
+fn shapes() -> std::sync::MutexGuard<'static, FxHashSet<u64>> {
+    static SET: OnceLock<Mutex<FxHashSet<u64>>> = OnceLock::new();
+    SET.get_or_init(|| Mutex::new(FxHashSet::default()))
         .lock()
         .unwrap_or_else(|p| p.into_inner())
 }

@@ -9,7 +9,8 @@
 //!   API description, and each tenant's handle table;
 //! * [`cuda`]: the CUDA runtime backend, generated the same way from
 //!   `cuda.api`, which opens libcudart at run time;
-//! * [`harness`]: the tenant's request path without I/O, for the fuzzer.
+//! * [`harness`]: the tenant's request path without I/O, for the fuzzer;
+//! * [`outbuf`]: output buffers reused from call to call.
 //!
 //! One server exports OpenCL, CUDA or both (`opencl`, `cuda` settings).
 
@@ -18,4 +19,5 @@ pub mod cuda;
 pub mod harness;
 pub mod listen;
 pub mod opencl;
+pub mod outbuf;
 pub mod serve;

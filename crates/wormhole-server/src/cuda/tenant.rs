@@ -45,7 +45,9 @@ pub struct Func {
 
 /// A tenant's CUDA objects.
 pub struct CudaTenant {
-    handles: HashMap<u64, (Kind, usize)>,
+    // FxHash: looked up on every call; ids are the client's, and only its
+    // own process suffers if it makes them collide (as for OpenCL).
+    handles: rustc_hash::FxHashMap<u64, (Kind, usize)>,
     pub allocs: Tracker,
     pub modules: HashMap<u64, Module>,
     pub funcs: HashMap<u64, Func>,
@@ -57,6 +59,7 @@ pub struct CudaTenant {
     /// The pointer mode (device: true) the server last set on each real
     /// cuBLAS handle, by its address; new handles start in host mode.
     pub blas_modes: HashMap<usize, bool>,
+    out_bufs: crate::outbuf::OutBufs,
 }
 
 /// The slot a call writes a new handle into.
@@ -83,7 +86,7 @@ impl NewSlot {
 impl CudaTenant {
     pub fn new(max_alloc: u64) -> Self {
         CudaTenant {
-            handles: HashMap::new(),
+            handles: rustc_hash::FxHashMap::default(),
             allocs: Tracker::new(),
             modules: HashMap::new(),
             funcs: HashMap::new(),
@@ -91,6 +94,7 @@ impl CudaTenant {
             max_alloc,
             max_handles: 1 << 20,
             blas_modes: HashMap::new(),
+            out_bufs: crate::outbuf::OutBufs::default(),
         }
     }
 
@@ -186,10 +190,15 @@ impl CudaTenant {
         if !present {
             return Ok(None);
         }
-        if size > self.max_alloc {
-            return Err(cudaErrorMemoryAllocation);
-        }
-        Ok(Some(vec![0u8; size as usize]))
+        self.out_bufs
+            .take(size, self.max_alloc)
+            .map(Some)
+            .map_err(|_| cudaErrorMemoryAllocation)
+    }
+
+    /// Returns a buffer from [`CudaTenant::out_buf`] once its call is encoded.
+    pub fn give_back(&mut self, v: Option<Vec<u8>>) {
+        self.out_bufs.give_back(v);
     }
 
     /// A device address the client sent: it must lie in one of this

@@ -7,6 +7,10 @@ use std::collections::HashMap;
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
+
+use crate::outbuf::OutBufs;
+
 use wormhole_opencl_api::{
     info_handle, InfoHandle, Kind, CL_INVALID_VALUE, CL_OUT_OF_HOST_MEMORY, CL_SUCCESS,
 };
@@ -51,8 +55,11 @@ impl Default for Limits {
 
 /// A tenant's objects and its channel back for notifications.
 pub struct Tenant {
-    table: HashMap<u64, Entry>,
-    reverse: HashMap<(Kind, usize), u64>,
+    // FxHash, not SipHash: a lookup is on every call's path. Ids are the
+    // client's choice, so a hostile client can make its own lookups collide;
+    // the table is its own process's, so that slows only itself.
+    table: FxHashMap<u64, Entry>,
+    reverse: FxHashMap<(Kind, usize), u64>,
     next_server_id: u64,
     pub limits: Limits,
     /// The platforms this server exports, in order.
@@ -68,6 +75,7 @@ pub struct Tenant {
     /// Memory shared with the client for CPU devices' buffers (none over
     /// TCP, or when configured off).
     pub shared: Option<Arc<super::shared::SharedBuffers>>,
+    out_bufs: OutBufs,
 }
 
 impl Tenant {
@@ -77,8 +85,8 @@ impl Tenant {
         notify: Option<Arc<NotifySender>>,
     ) -> Self {
         let mut t = Tenant {
-            table: HashMap::new(),
-            reverse: HashMap::new(),
+            table: FxHashMap::default(),
+            reverse: FxHashMap::default(),
             next_server_id: SERVER_ID_BASE,
             limits,
             platforms: Vec::new(),
@@ -87,6 +95,7 @@ impl Tenant {
             bulk: None,
             broken: false,
             shared: None,
+            out_bufs: OutBufs::default(),
         };
         for &p in &platforms {
             t.id_for(Kind::Platform, p);
@@ -319,7 +328,15 @@ impl Tenant {
         if !present {
             return Ok(None);
         }
-        alloc_zeroed(size, self.limits.max_alloc).map(Some)
+        self.out_bufs
+            .take(size, self.limits.max_alloc)
+            .map(Some)
+            .map_err(|_| CL_OUT_OF_HOST_MEMORY)
+    }
+
+    /// Returns a buffer from [`Tenant::out_buf`] once its call is encoded.
+    pub fn give_back(&mut self, v: Option<Vec<u8>>) {
+        self.out_bufs.give_back(v);
     }
 
     pub fn out_handles(
