@@ -33,7 +33,7 @@ cargo test -p wormhole-isolation-tests -p wormhole-server
 
 if [ "${WORMHOLE_FUZZ_SMOKE:-0}" = 1 ] && cargo +nightly --version >/dev/null 2>&1 \
     && cargo fuzz --version >/dev/null 2>&1; then
-    for target in dispatch transport; do
+    for target in dispatch transport ring; do
         echo "== smoke fuzz: $target (30 s) =="
         ASAN_OPTIONS=detect_leaks=0 cargo +nightly fuzz run --fuzz-dir fuzz/wormhole "$target" -- \
             -max_total_time=30 -rss_limit_mb=4096 -detect_leaks=0

@@ -13,6 +13,7 @@ use wormhole_opencl_api::{
 };
 use wormhole_server::harness::{triple, Frame};
 use wormhole_server::opencl::tenant::SERVER_ID_BASE;
+use wormhole_transport::ring;
 
 /// Checks that the neighbour still gets exactly its own data back.
 fn neighbour_ok(b: &mut Session, round: &mut u8) {
@@ -297,18 +298,18 @@ fn transport_violations_cut_the_tenant_off() {
     wait_gone(tenant);
     neighbour_ok(&mut b, &mut round);
 
-    // 2. Lying ring positions: the request ring's head far past its tail.
+    // 2. A lying ring record: its header claims more than the ring holds.
     let before = server.tenants();
     let mut a = RawClient::connect(&server.socket).expect("client");
     let tenant = server
         .new_tenant(&before, Duration::from_secs(5))
         .expect("tenant");
     let map = Mapping::new(&a);
-    map.store_u64(0, 1 << 40); // head of the request ring
+    map.store_u64(RING_DATA, ring::record_header(u32::MAX));
     map.wake_request_ring();
     assert!(
         a.cut_off_within(Duration::from_secs(5)),
-        "lying head not cut off"
+        "lying record header not cut off"
     );
     wait_gone(tenant);
     neighbour_ok(&mut b, &mut round);
@@ -362,9 +363,11 @@ impl Mapping {
     /// Bumps the request ring's data sequence and wakes its futex, as a
     /// producer does after publishing.
     fn wake_request_ring(&self) {
-        // data_seq is at offset 128 of the ring header.
-        // SAFETY: in bounds and 4-aligned.
-        let seq = unsafe { &*(self.ptr.add(128) as *const std::sync::atomic::AtomicU32) };
+        assert!(ring::DATA_SEQ_OFFSET + 4 <= self.len);
+        // SAFETY: in bounds (above) and 4-aligned (a field of the header).
+        let seq = unsafe {
+            &*(self.ptr.add(ring::DATA_SEQ_OFFSET) as *const std::sync::atomic::AtomicU32)
+        };
         seq.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         // SAFETY: FUTEX_WAKE on a shared word; no memory is written.
         unsafe {
@@ -388,13 +391,19 @@ impl Drop for Mapping {
     }
 }
 
-/// Writes bytes into the request ring as its producer would.
+/// The request ring's data area follows its header page.
+const RING_DATA: usize = ring::HEADER_BYTES;
+
+/// Writes bytes into the request ring as one record, as its producer would.
 fn ring_write(c: &RawClient, bytes: &[u8]) {
     let map = Mapping::new(c);
-    let data = 4096; // the request ring's data follows its header page
-                     // SAFETY: the request ring's data area is at least a page.
-    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), map.ptr.add(data), bytes.len()) };
-    map.store_u64(0, bytes.len() as u64);
+    assert!(RING_DATA + 8 + bytes.len() <= map.len);
+    // SAFETY: in bounds (above); the record's payload follows its header word.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), map.ptr.add(RING_DATA + 8), bytes.len())
+    };
+    let len = u32::try_from(bytes.len()).expect("a short test record");
+    map.store_u64(RING_DATA, ring::record_header(len));
     map.wake_request_ring();
 }
 
