@@ -222,6 +222,8 @@ pub struct Producer {
     /// records so that the consumer can start on the first while the
     /// producer writes the next.
     max_record: u64,
+    /// A header slot already zeroed ahead of need (see `write_parts`).
+    prezeroed: Option<u64>,
     since_wake: u64,
     handoff: Handoff,
     alive: Option<Liveness>,
@@ -246,6 +248,7 @@ impl Producer {
             head: tail,
             tail,
             max_record: raw.cap / 8,
+            prezeroed: None,
             since_wake: 0,
             handoff,
             alive,
@@ -282,11 +285,25 @@ impl Producer {
             }
             let next = self.head + record_size(len);
             // The next header must read as empty before this one is seen.
-            self.raw.word(next).store(0, Ordering::Relaxed);
+            // Zeroing it needs its line, which the consumer read a lap ago,
+            // and stores become visible in order: done here, it would delay
+            // this record. So it is done one record early (below), off the
+            // critical path, and here only when that guess missed.
+            if self.prezeroed != Some(next) {
+                self.raw.word(next).store(0, Ordering::Relaxed);
+            }
             self.raw
                 .word(self.head)
                 .store(MARK | len, Ordering::Release);
             self.head = next;
+            // Where the next record ends if it is small: zero it now, while
+            // the peer works, if that space is free.
+            let ahead = next + REC_ALIGN;
+            self.prezeroed = None;
+            if ahead + REC_HDR - self.tail <= self.raw.cap {
+                self.raw.word(ahead).store(0, Ordering::Relaxed);
+                self.prezeroed = Some(ahead);
+            }
             total -= len;
             self.since_wake += len;
             // A large frame streams: let the consumer start on it early.
