@@ -7,7 +7,7 @@
 # machine's noise falls on both alike; read the ratios within a round.
 #   OLD_REV=e1c2ab3 bench/wormhole/compare.sh     # build OLD_REV (default e1c2ab3)
 #   OLD_DIR=/path/to/old/target/release bench/wormhole/compare.sh
-#   ROUNDS=7 MODES="spin futex" RT=1 bench/wormhole/compare.sh
+#   ROUNDS=7 MODES="spin futex" RT=1 bench/wormhole/compare.sh   (spin and/or futex)
 # RT=1 runs every measured process (both builds, raw primitives included)
 # under SCHED_FIFO (chrt -f 10): on a machine shared with other work, a
 # spinning pair is otherwise preempted and the spin figures measure the
@@ -20,6 +20,10 @@ out=$root/bench/out
 mkdir -p "$out"
 rounds=${ROUNDS:-5}
 modes=${MODES:-spin futex}
+for m in $modes; do
+  # Each mode needs a raw primitive of its own to compare with.
+  case $m in spin|futex) ;; *) echo "MODES: spin and/or futex (got $m)" >&2; exit 2 ;; esac
+done
 rt=()
 [ "${RT:-0}" = 1 ] && rt=(chrt -f 10)
 
