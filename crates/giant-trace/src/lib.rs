@@ -16,6 +16,7 @@
 //! ```
 
 pub mod num;
+mod quick;
 mod reader;
 mod record;
 mod source;

@@ -78,9 +78,22 @@ pub fn parse_f64(field: &[u8]) -> Result<f64, NumError> {
     }
 }
 
-/// Parses the float at the start of `s`; returns it and the bytes used.
-#[inline]
-pub fn parse_f64_prefix(field: &[u8]) -> Result<(f64, usize), NumError> {
+/// A decimal read by [`scan_decimal`], before conversion.
+struct Decimal {
+    neg: bool,
+    /// The digits as an integer (wrapped when there are more than 19).
+    mant: u64,
+    /// Integer plus fraction digits.
+    digits: usize,
+    exp10: i32,
+    /// Bytes of the number after the sign.
+    body_len: usize,
+    /// Bytes of the number including the sign.
+    len: usize,
+}
+
+#[inline(always)]
+fn scan_decimal(field: &[u8]) -> Result<Decimal, NumError> {
     let (neg, sign) = match field.first() {
         Some(b'-') => (true, 1),
         Some(b'+') => (false, 1),
@@ -140,18 +153,104 @@ pub fn parse_f64_prefix(field: &[u8]) -> Result<(f64, usize), NumError> {
         }
         exp10 = exp10.saturating_add(if eneg { -e } else { e });
     }
-    let v = if int_digits + frac_digits <= 19 && mant < (1u64 << 53) && exp10.unsigned_abs() <= 22 {
+    Ok(Decimal {
+        neg,
+        mant,
+        digits: int_digits + frac_digits,
+        exp10,
+        body_len: i,
+        len: sign + i,
+    })
+}
+
+/// The correctly rounded `f64` of a scanned decimal (`field` is what was scanned).
+#[inline(always)]
+fn decimal_to_f64(d: &Decimal, field: &[u8]) -> Result<f64, NumError> {
+    let v = if d.digits <= 19 && d.mant < (1u64 << 53) && d.exp10.unsigned_abs() <= 22 {
         // Clinger's fast path: both operands are exact, so one rounding.
-        let m = mant as f64;
-        if exp10 >= 0 {
-            m * POW10[exp10 as usize]
+        let m = d.mant as f64;
+        if d.exp10 >= 0 {
+            m * POW10[d.exp10 as usize]
         } else {
-            m / POW10[exp10.unsigned_abs() as usize]
+            m / POW10[d.exp10.unsigned_abs() as usize]
         }
     } else {
-        slow_f64(&body[..i])?
+        let sign = d.len - d.body_len;
+        slow_f64(&field[sign..d.len])?
     };
-    Ok((if neg { -v } else { v }, sign + i))
+    Ok(if d.neg { -v } else { v })
+}
+
+/// Parses the float at the start of `s`; returns it and the bytes used.
+#[inline]
+pub fn parse_f64_prefix(field: &[u8]) -> Result<(f64, usize), NumError> {
+    let d = scan_decimal(field)?;
+    Ok((decimal_to_f64(&d, field)?, d.len))
+}
+
+/// Powers of ten exactly representable in an `f32`.
+const POW10_F32: [f32; 11] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10];
+
+/// Parses the float at the start of `s` as [`parse_f64_prefix`] does and rounds it to
+/// `f32`: exactly `parse_f64_prefix(s)` then `as f32`, except that a value whose `f64` is
+/// not finite is an [`NumError::Overflow`].
+///
+/// Short decimals (mantissa below 2^24, |exponent| <= 10, so both operands are exact
+/// `f32`s) are divided or multiplied in `f32` directly: one correctly rounded `f32`
+/// operation gives the same result as the correctly rounded `f64` operation rounded to
+/// `f32`, because `f64` has more than 2 x 24 + 2 bits (the double rounding is innocuous
+/// for the basic operations, Figueroa 1995). Single-precision division is the cheaper one.
+#[inline(always)]
+pub fn parse_f32_prefix(field: &[u8]) -> Result<(f32, usize), NumError> {
+    let d = scan_decimal(field)?;
+    let v = match exact_to_f32(d.mant, d.digits, d.exp10) {
+        Some(v) => {
+            if d.neg {
+                -v
+            } else {
+                v
+            }
+        }
+        None => {
+            let v = decimal_to_f64(&d, field)?;
+            if !v.is_finite() {
+                return Err(NumError::Overflow);
+            }
+            v as f32
+        }
+    };
+    Ok((v, d.len))
+}
+
+/// `mant x 10^exp10` (of `digits` decimal digits) rounded to `f32` the way
+/// [`parse_f64_prefix`] then `as f32` rounds it, when one or two exact operations do it:
+/// in `f32` for mantissas below 2^24 and |exp10| <= 10 (see [`parse_f32_prefix`]), else
+/// Clinger's `f64` path (mantissa below 2^53, |exp10| <= 22). `None` otherwise.
+#[inline(always)]
+pub(crate) fn exact_to_f32(mant: u64, digits: usize, exp10: i32) -> Option<f32> {
+    if digits > 19 {
+        return None;
+    }
+    let e = exp10.unsigned_abs() as usize;
+    if mant < (1u64 << 24) && e <= 10 {
+        let m = mant as f32;
+        Some(if exp10 >= 0 {
+            m * POW10_F32[e]
+        } else {
+            m / POW10_F32[e]
+        })
+    } else if mant < (1u64 << 53) && e <= 22 {
+        let m = mant as f64;
+        Some(
+            (if exp10 >= 0 {
+                m * POW10[e]
+            } else {
+                m / POW10[e]
+            }) as f32,
+        )
+    } else {
+        None
+    }
 }
 
 #[cold]
@@ -252,6 +351,66 @@ mod tests {
             "", "-", ".", "e5", "1e", "1.2.3", "abc", "1,0", "nan", "0x10", "1e-",
         ] {
             assert!(parse_f64(s.as_bytes()).is_err(), "{s}");
+        }
+    }
+
+    #[test]
+    fn f32_path_matches_f64_then_cast() {
+        let mut rng = crate::synth::SplitMix64::new(11);
+        let mut s = String::new();
+        for round in 0..400_000 {
+            s.clear();
+            if rng.below(8) == 0 {
+                s.push('-');
+            }
+            let (int_max, frac_max) = if round % 2 == 0 { (3, 9) } else { (12, 24) };
+            for _ in 0..rng.below(int_max) {
+                s.push(char::from(b'0' + rng.below(10) as u8));
+            }
+            if rng.below(4) != 0 {
+                s.push('.');
+                for _ in 0..rng.below(frac_max) {
+                    s.push(char::from(b'0' + rng.below(10) as u8));
+                }
+            }
+            if rng.below(4) == 0 {
+                s.push('e');
+                if rng.below(2) == 0 {
+                    s.push('-');
+                }
+                s.push_str(&rng.below(if round % 2 == 0 { 12 } else { 60 }).to_string());
+            }
+            let want = parse_f64_prefix(s.as_bytes()).and_then(|(v, n)| {
+                if v.is_finite() {
+                    Ok(((v as f32).to_bits(), n))
+                } else {
+                    Err(NumError::Overflow)
+                }
+            });
+            let got = parse_f32_prefix(s.as_bytes()).map(|(v, n)| (v.to_bits(), n));
+            assert_eq!(got, want, "{s}");
+        }
+        // Values where rounding to f32 sits near a tie.
+        for s in [
+            "0.001562",
+            "9.537e-06",
+            "16777215",
+            "16777217",
+            "0.3333333",
+            "1e10",
+            "1e-10",
+            "8388609.5",
+            "1e400",
+            "-0",
+            "3.4028236e38",
+        ] {
+            let want = parse_f64_prefix(s.as_bytes()).map(|(v, n)| ((v as f32).to_bits(), n));
+            let got = parse_f32_prefix(s.as_bytes()).map(|(v, n)| (v.to_bits(), n));
+            if s == "1e400" {
+                assert_eq!(got, Err(NumError::Overflow));
+            } else {
+                assert_eq!(got, want, "{s}");
+            }
         }
     }
 }

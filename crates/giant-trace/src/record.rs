@@ -3,7 +3,8 @@
 //! Parsers take one line without its newline and return a typed row or the
 //! 0-based column that failed; [`crate::TraceReader`] adds file and line.
 
-use crate::num::{parse_f64_prefix, parse_u64_prefix, NumError};
+use crate::num::{parse_f32_prefix, parse_u64_prefix, NumError};
+use crate::quick::Quick;
 
 /// Timestamp meaning "after the end of the trace" (2^63 - 1 µs), per the schema.
 pub const TIME_AFTER_TRACE: u64 = i64::MAX as u64;
@@ -337,13 +338,11 @@ impl<'a> Fields<'a> {
             self.end()?;
             return Ok(None);
         }
-        let (v, n) = parse_f64_prefix(&self.s[self.i..]).map_err(|e| self.map(e))?;
-        if !v.is_finite() {
-            return Err(self.err(FieldErrorKind::OutOfRange));
-        }
+        // A value whose f64 is not finite is an Overflow: out of range.
+        let (v, n) = parse_f32_prefix(&self.s[self.i..]).map_err(|e| self.map(e))?;
         self.i += n;
         self.end()?;
-        Ok(Some(v as f32))
+        Ok(Some(v))
     }
 }
 
@@ -353,6 +352,47 @@ impl Record for TaskEvent {
 
     #[inline]
     fn parse_line(line: &[u8]) -> Result<Self, FieldError> {
+        match Self::parse_line_quick(line) {
+            Some(r) => Ok(r),
+            None => Self::parse_line_checked(line),
+        }
+    }
+
+    fn time(&self) -> u64 {
+        self.time
+    }
+}
+
+impl TaskEvent {
+    /// The fast path of [`Record::parse_line`]: a row for a well-formed line of the usual
+    /// shapes, `None` for anything else (then the checked parser decides).
+    #[doc(hidden)]
+    #[inline]
+    pub fn parse_line_quick(line: &[u8]) -> Option<Self> {
+        let mut q = Quick::new(line);
+        Some(Self {
+            time: q.u64::<false>()?,
+            missing_info: q.opt_small::<false>(255)?,
+            job_id: q.u64::<false>()?,
+            task_index: u32::try_from(q.u64::<false>()?).ok()?,
+            machine_id: q.opt_u64::<false>()?,
+            event_type: EventType::from_code(u64::from(q.small::<false>(8)?))?,
+            scheduling_class: {
+                q.skip()?; // user (hashed name)
+                q.small::<false>(255)?
+            },
+            priority: q.small::<false>(255)?,
+            cpu_request: q.opt_f32::<false>()?,
+            memory_request: q.opt_f32::<false>()?,
+            disk_request: q.opt_f32::<false>()?,
+            different_machines: q.opt_small::<true>(1)?.map(|v| v == 1),
+        })
+    }
+
+    /// The checked parser: every error with its column (the reference for the fast path).
+    #[doc(hidden)]
+    #[inline(never)]
+    pub fn parse_line_checked(line: &[u8]) -> Result<Self, FieldError> {
         let mut f = Fields::new(line);
         let time = f.u64()?;
         let missing_info = f.opt_small(255)?;
@@ -388,10 +428,6 @@ impl Record for TaskEvent {
             different_machines,
         })
     }
-
-    fn time(&self) -> u64 {
-        self.time
-    }
 }
 
 impl Record for TaskUsage {
@@ -400,6 +436,52 @@ impl Record for TaskUsage {
 
     #[inline]
     fn parse_line(line: &[u8]) -> Result<Self, FieldError> {
+        match Self::parse_line_quick(line) {
+            Some(r) => Ok(r),
+            None => Self::parse_line_checked(line),
+        }
+    }
+
+    fn time(&self) -> u64 {
+        self.start_time
+    }
+}
+
+impl TaskUsage {
+    /// The fast path of [`Record::parse_line`]: a row for a well-formed line of the usual
+    /// shapes, `None` for anything else (then the checked parser decides).
+    #[doc(hidden)]
+    #[inline]
+    pub fn parse_line_quick(line: &[u8]) -> Option<Self> {
+        let mut q = Quick::new(line);
+        Some(Self {
+            start_time: q.u64::<false>()?,
+            end_time: q.u64::<false>()?,
+            job_id: q.u64::<false>()?,
+            task_index: u32::try_from(q.u64::<false>()?).ok()?,
+            machine_id: q.opt_u64::<false>()?,
+            cpu_rate: q.opt_f32::<false>()?,
+            canonical_memory: q.opt_f32::<false>()?,
+            assigned_memory: q.opt_f32::<false>()?,
+            unmapped_page_cache: q.opt_f32::<false>()?,
+            total_page_cache: q.opt_f32::<false>()?,
+            max_memory: q.opt_f32::<false>()?,
+            disk_io_time: q.opt_f32::<false>()?,
+            local_disk: q.opt_f32::<false>()?,
+            max_cpu_rate: q.opt_f32::<false>()?,
+            max_disk_io_time: q.opt_f32::<false>()?,
+            cpi: q.opt_f32::<false>()?,
+            mai: q.opt_f32::<false>()?,
+            sample_portion: q.opt_f32::<false>()?,
+            aggregation_type: q.opt_small::<false>(1)?,
+            sampled_cpu: q.opt_f32::<true>()?,
+        })
+    }
+
+    /// The checked parser: every error with its column (the reference for the fast path).
+    #[doc(hidden)]
+    #[inline(never)]
+    pub fn parse_line_checked(line: &[u8]) -> Result<Self, FieldError> {
         let mut f = Fields::new(line);
         let r = Self {
             start_time: f.u64()?,
@@ -425,10 +507,6 @@ impl Record for TaskUsage {
         };
         f.finish(Self::COLUMNS)?;
         Ok(r)
-    }
-
-    fn time(&self) -> u64 {
-        self.start_time
     }
 }
 
@@ -489,5 +567,94 @@ mod tests {
         assert_eq!(e.to_string(), "column 11: not a valid number");
         let e = TaskUsage::parse_line(b"").unwrap_err();
         assert_eq!((e.column, e.kind), (0, FieldErrorKind::Empty));
+    }
+
+    /// Every row the fast path returns must be the checked parser's row.
+    fn same_as_checked(line: &[u8]) -> (bool, bool) {
+        let qe = TaskEvent::parse_line_quick(line);
+        let ce = TaskEvent::parse_line_checked(line);
+        if let Some(q) = qe {
+            assert_eq!(Ok(q), ce, "{}", String::from_utf8_lossy(line));
+        }
+        let qu = TaskUsage::parse_line_quick(line);
+        let cu = TaskUsage::parse_line_checked(line);
+        if let Some(q) = qu {
+            assert_eq!(Ok(q), cu, "{}", String::from_utf8_lossy(line));
+        }
+        assert_eq!(TaskEvent::parse_line(line), ce);
+        assert_eq!(TaskUsage::parse_line(line), cu);
+        (qe.is_some(), qu.is_some())
+    }
+
+    #[test]
+    fn quick_path_agrees_with_the_checked_parser() {
+        let lines: [&[u8]; 6] = [
+            b"0,2,3418309,0,4155527081,0,70s3v5qRyCO/1PCdI6fVXnrW8FU/w+5CKRSa72xgcIo=,3,9,,,,",
+            b"5611824441,,6251812952,1761,1306108,4,fJYe=,0,2,0.02499,0.07959,0.0003862,1",
+            b"10623199551,,6126024662,0,,0,pU=,3,9,0.125,0.0159,9.537e-06,0",
+            b"600000000,900000000,3418309,0,4155527081,0.001562,0.06787,0.07568,0.001156,0.001503,0.06787,2.861e-06,0.0001869,0.03967,0.0003567,2.445,0.007243,0,1,0",
+            b"600000000,900000000,3418314,0,3938719206,0.0003071,0.08044,0.09521,0.0002823,0.0006704,0.08044,4.768e-06,0.0001841,0.02377,0.0007858,5.588,0.0208,0,1,",
+            b"600000000,900000000,1,2,,,,,,,,,,,,,,,,",
+        ];
+        // The real shapes take the fast path.
+        assert_eq!(same_as_checked(lines[0]), (true, false));
+        assert_eq!(same_as_checked(lines[1]), (true, false));
+        assert_eq!(same_as_checked(lines[2]), (true, false));
+        assert_eq!(same_as_checked(lines[3]), (false, true));
+        assert_eq!(same_as_checked(lines[4]), (false, true));
+        assert_eq!(same_as_checked(lines[5]), (false, true));
+        // Every single-byte change, deletion and insertion of the lines above, with bytes
+        // that matter to the parsers: rows agree, errors come from the checked parser.
+        let bytes = b"0159.,eE+-x ";
+        let mut rng = crate::synth::SplitMix64::new(3);
+        for line in lines {
+            for i in 0..=line.len() {
+                for &b in bytes {
+                    let mut v = line.to_vec();
+                    if i < v.len() {
+                        v[i] = b;
+                        same_as_checked(&v);
+                        v.remove(i);
+                        same_as_checked(&v);
+                    }
+                    let mut v = line.to_vec();
+                    v.insert(i, b);
+                    same_as_checked(&v);
+                }
+            }
+            // Random runs of digits in every field: long mantissas and exponents.
+            for _ in 0..2000 {
+                let mut v = Vec::new();
+                for (k, field) in line.split(|&c| c == b',').enumerate() {
+                    if k > 0 {
+                        v.push(b',');
+                    }
+                    if rng.below(3) == 0 {
+                        for _ in 0..rng.below(24) {
+                            v.push(bytes[rng.below(bytes.len() as u64) as usize]);
+                        }
+                    } else {
+                        v.extend_from_slice(field);
+                    }
+                }
+                same_as_checked(&v);
+            }
+        }
+        for s in [
+            "1,,2,3,4,1,u,0,0,12345678901234567890,,,",
+            "1,,2,3,4,1,u,0,0,1234567890123456789,,,",
+            "1,,2,3,4,1,u,0,0,0.00000000000000000001,,,",
+            "1,,2,3,4,1,u,0,0,1e-45,1e39,1e400,",
+            "1,,2,3,4,1,u,0,0,16777217,9007199254740993,3.4028236e38,1",
+            "18446744073709551615,,2,3,4,1,u,0,0,,,,",
+            "18446744073709551616,,2,3,4,1,u,0,0,,,,",
+            "1,,2,4294967296,4,1,u,0,0,,,,",
+            "1,256,2,3,4,1,u,0,0,,,,",
+            "1,,2,3,4,8,,255,0,,,,1",
+            "1,,2,3,4,9,u,0,0,,,,2",
+            "1,,2,3,4,1,u,0,0,,,,\r",
+        ] {
+            same_as_checked(s.as_bytes());
+        }
     }
 }
