@@ -546,8 +546,9 @@ pub mod harness {
     use super::{Consumer, Handoff, HEADER_BYTES};
     use crate::TransportError;
 
+    /// A page of ring memory, page-aligned as a mapping would be.
     #[repr(C, align(4096))]
-    struct Page([u8; 4096]);
+    pub(super) struct Page(pub(super) [u8; 4096]);
 
     /// Data bytes of the harness's ring.
     pub const CAP: usize = 4096;
@@ -576,10 +577,8 @@ pub mod harness {
 
 #[cfg(test)]
 mod tests {
+    use super::harness::Page;
     use super::*;
-
-    #[repr(C, align(4096))]
-    struct Page([u8; 4096]);
 
     /// A ring of one data page, and a producer and consumer on it.
     fn ring(handoff: Handoff) -> (Vec<Page>, Producer, Consumer) {
