@@ -8,6 +8,19 @@ const KEEP_MAX: usize = 64 << 10;
 /// A call has at most a few output buffers.
 const KEEP_COUNT: usize = 4;
 
+/// Makes `v` hold `size` zero bytes, failing cleanly (not aborting) if
+/// `size` exceeds `max` or memory is short.
+pub fn fill_zeroed(v: &mut Vec<u8>, size: u64, max: u64) -> Result<(), TooLarge> {
+    if size > max {
+        return Err(TooLarge);
+    }
+    let n = usize::try_from(size).map_err(|_| TooLarge)?;
+    v.clear();
+    v.try_reserve_exact(n).map_err(|_| TooLarge)?;
+    v.resize(n, 0);
+    Ok(())
+}
+
 /// A tenant's spare output buffers.
 #[derive(Debug, Default)]
 pub struct OutBufs {
@@ -23,17 +36,12 @@ impl OutBufs {
     /// unwritten reads as zeros, never as an earlier call's data), or
     /// `TooLarge` if `size` exceeds `max` or memory is short.
     pub fn take(&mut self, size: u64, max: u64) -> Result<Vec<u8>, TooLarge> {
-        if size > max {
-            return Err(TooLarge);
-        }
-        let n = usize::try_from(size).map_err(|_| TooLarge)?;
         let mut v = match self.spare.pop() {
-            Some(v) if n <= KEEP_MAX => v,
+            // A refused size must not cost the pool its spare.
+            Some(v) if size <= KEEP_MAX as u64 && size <= max => v,
             _ => Vec::new(),
         };
-        v.clear();
-        v.try_reserve_exact(n).map_err(|_| TooLarge)?;
-        v.resize(n, 0);
+        fill_zeroed(&mut v, size, max)?;
         Ok(v)
     }
 

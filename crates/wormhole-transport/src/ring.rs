@@ -3,7 +3,8 @@
 //! Positions are free-running `u64` byte counters; the index into the data
 //! area is the position modulo the (power-of-two) capacity. Each record is an
 //! 8-byte header word (a mark and the payload length) followed by the
-//! payload, padded to 8 bytes. The producer copies the payload, zeroes the
+//! payload, padded so that the next record starts on a cache line. The
+//! producer copies the payload, zeroes the
 //! header word where the *next* record will start, and only then publishes
 //! the record by storing its header (release). So the consumer learns that
 //! data has arrived by polling the header word in front of it, which shares
@@ -292,9 +293,10 @@ impl Producer {
             if self.prezeroed != Some(next) {
                 self.raw.word(next).store(0, Ordering::Relaxed);
             }
+            // len <= max_record, a fraction of a ring of at most 4 GiB.
             self.raw
                 .word(self.head)
-                .store(MARK | len, Ordering::Release);
+                .store(record_header(len as u32), Ordering::Release);
             self.head = next;
             // Where the next record ends if it is small: zero it now, while
             // the peer works, if that space is free.

@@ -444,13 +444,8 @@ impl Tenant {
 /// A zeroed buffer of `size` bytes, or `CL_OUT_OF_HOST_MEMORY` when that is
 /// over `max` or memory is short (never an abort).
 pub fn alloc_zeroed(size: u64, max: u64) -> Result<Vec<u8>, i32> {
-    if size > max {
-        return Err(CL_OUT_OF_HOST_MEMORY);
-    }
-    let n = usize::try_from(size).map_err(|_| CL_OUT_OF_HOST_MEMORY)?;
     let mut v = Vec::new();
-    v.try_reserve_exact(n).map_err(|_| CL_OUT_OF_HOST_MEMORY)?;
-    v.resize(n, 0);
+    crate::outbuf::fill_zeroed(&mut v, size, max).map_err(|_| CL_OUT_OF_HOST_MEMORY)?;
     Ok(v)
 }
 
