@@ -13,6 +13,7 @@ use wormhole_opencl_api::{
     CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_TYPE, CL_MEM_USE_HOST_PTR, CL_OUT_OF_HOST_MEMORY,
     CL_OUT_OF_RESOURCES, CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS,
 };
+use wormhole_transport::copy::copy_bulk;
 
 use crate::gen;
 use crate::rt::{conn, fresh_id, obj, object_for, set_errcode, Call, Placement, Reply};
@@ -489,7 +490,7 @@ fn finish_map(
                 // A USE_HOST_PTR mapping must be the application's memory.
                 // SAFETY: both span `len` bytes (checked against the arena;
                 // the host buffer from `offset`, as the API promises).
-                unsafe { std::ptr::copy_nonoverlapping(sp, p, len) };
+                unsafe { copy_bulk(p, sp, len) };
             } else if raw {
                 // SAFETY: `p` spans `len` bytes (just allocated, or the
                 // application's host buffer from `offset`, as the API promises).
@@ -844,9 +845,9 @@ unsafe fn copy_for(map_flags: u64, mapped: *mut u8, app: *mut u8, size: usize) {
     // SAFETY: the caller's contract.
     unsafe {
         if map_flags == CL_MAP_READ {
-            std::ptr::copy_nonoverlapping(mapped, app, size);
+            copy_bulk(app, mapped, size);
         } else {
-            std::ptr::copy_nonoverlapping(app as *const u8, mapped, size);
+            copy_bulk(mapped, app as *const u8, size);
         }
     }
 }

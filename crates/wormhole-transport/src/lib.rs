@@ -13,6 +13,7 @@
 
 pub mod arena;
 pub mod client;
+pub mod copy;
 pub mod futex;
 pub mod hello;
 pub mod ring;

@@ -32,6 +32,7 @@
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::copy::copy_bulk;
 use crate::futex;
 use crate::TransportError;
 
@@ -149,13 +150,9 @@ impl Raw {
         // then it only garbles its own bytes, which are treated as untrusted
         // data.
         unsafe {
-            std::ptr::copy_nonoverlapping(self.data.add(idx), dst.as_mut_ptr(), first);
+            copy_bulk(dst.as_mut_ptr(), self.data.add(idx), first);
             if first < dst.len() {
-                std::ptr::copy_nonoverlapping(
-                    self.data,
-                    dst.as_mut_ptr().add(first),
-                    dst.len() - first,
-                );
+                copy_bulk(dst.as_mut_ptr().add(first), self.data, dst.len() - first);
             }
         }
     }
@@ -165,13 +162,9 @@ impl Raw {
         let first = src.len().min(self.cap as usize - idx);
         // SAFETY: as in `copy_out`, with the roles of the buffers swapped.
         unsafe {
-            std::ptr::copy_nonoverlapping(src.as_ptr(), self.data.add(idx), first);
+            copy_bulk(self.data.add(idx), src.as_ptr(), first);
             if first < src.len() {
-                std::ptr::copy_nonoverlapping(
-                    src.as_ptr().add(first),
-                    self.data,
-                    src.len() - first,
-                );
+                copy_bulk(self.data, src.as_ptr().add(first), src.len() - first);
             }
         }
     }

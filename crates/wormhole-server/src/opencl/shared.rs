@@ -217,7 +217,7 @@ pub unsafe fn create(
     if copy {
         // SAFETY: `data` holds `size` bytes (the caller's contract) and `p`
         // is `size` bytes of a piece no buffer uses yet.
-        unsafe { std::ptr::copy_nonoverlapping(data as *const u8, p, size) };
+        unsafe { wormhole_transport::copy::copy_bulk(p, data as *const u8, size) };
     }
     let lib_flags = (flags & !(CL_MEM_COPY_HOST_PTR | CL_MEM_ALLOC_HOST_PTR)) | CL_MEM_USE_HOST_PTR;
     let mut err = 0;
