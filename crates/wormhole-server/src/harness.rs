@@ -861,7 +861,7 @@ mod tests {
             .u64(9)
             .u8(0)
             .done();
-        let s = h.run([map.as_slice()].into_iter());
+        let s = h.run([map.as_slice()]);
         assert_eq!(s.last(), Some(&Some(wormhole_opencl_api::CL_INVALID_VALUE)));
         assert_eq!(h.seed_refcounts(), before);
     }
