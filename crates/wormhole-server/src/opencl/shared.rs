@@ -27,9 +27,16 @@ const CL_DEVICE_TYPE: u32 = 0x1000;
 const CL_DEVICE_TYPE_CPU: u64 = 1 << 1;
 const CL_MEM_FLAGS: u32 = 0x1101;
 const CL_MEM_ASSOCIATED_MEMOBJECT: u32 = 0x1107;
-/// Pieces start on page boundaries, which also satisfies every alignment a
-/// device may ask of a host pointer.
+const CL_DEVICE_MEM_BASE_ADDR_ALIGN: u32 = 0x1019;
+/// Pieces are whole pages, so that freed ones can be given back.
 const PAGE: u64 = 4096;
+/// Where a buffer starts in its piece. Not at the page boundary: PoCL puts
+/// its own buffers 128 bytes into a page (`malloc`'d, then aligned), and
+/// applications copy to and from mapped buffers with their own `memcpy`.
+/// From a page-aligned buffer, a `malloc`'d block lies 16 bytes further on
+/// modulo a page, which makes glibc's `rep movsb` 4x slower on AMD hosts
+/// (see `wormhole_transport::copy`); 128 bytes in, it does not.
+const LEAD: u64 = 128;
 
 struct State {
     free: RangeAllocator<u64>,
@@ -64,8 +71,9 @@ impl SharedBuffers {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn alloc(&self, size: usize) -> Option<Range<u64>> {
-        let len = (size as u64).checked_add(PAGE - 1)? / PAGE * PAGE;
+    /// A piece for `size` bytes starting `lead` bytes into it.
+    fn alloc(&self, size: usize, lead: u64) -> Option<Range<u64>> {
+        let len = (size as u64).checked_add(lead + PAGE - 1)? / PAGE * PAGE;
         // range-alloc asserts on a zero length and on one whose double
         // overflows: anything longer than the arena cannot fit anyway.
         if len == 0 || len > self.arena.len() as u64 {
@@ -131,8 +139,20 @@ fn associated(mem: *mut c_void) -> Option<*mut c_void> {
     (s == CL_SUCCESS && !p.is_null()).then_some(p)
 }
 
-/// Whether every device of `ctx` is a CPU device (computes in host memory).
-fn cpu_context(ctx: *mut c_void) -> bool {
+/// How far into its piece a buffer starts, for devices that want host
+/// pointers aligned to `align` bytes: [`LEAD`] when that is aligned enough,
+/// else the start of the page.
+fn lead_for(align: u64) -> u64 {
+    if align != 0 && LEAD % align == 0 {
+        LEAD
+    } else {
+        0
+    }
+}
+
+/// If every device of `ctx` is a CPU device (computes in host memory): the
+/// largest base-address alignment, in bytes, that they ask of host pointers.
+fn cpu_context(ctx: *mut c_void) -> Option<u64> {
     let mut bytes = 0usize;
     // SAFETY: a context from the table; the size query writes one size_t.
     let s = unsafe {
@@ -140,7 +160,7 @@ fn cpu_context(ctx: *mut c_void) -> bool {
     };
     let n = bytes / std::mem::size_of::<*mut c_void>();
     if s != CL_SUCCESS || n == 0 || n > 4096 {
-        return false;
+        return None;
     }
     let mut devs = vec![std::ptr::null_mut::<c_void>(); n];
     // SAFETY: `devs` holds the `bytes` the library said it needs.
@@ -153,21 +173,36 @@ fn cpu_context(ctx: *mut c_void) -> bool {
             std::ptr::null_mut(),
         )
     };
-    s == CL_SUCCESS
-        && devs.iter().all(|&d| {
-            let mut ty = 0u64;
-            // SAFETY: a device of the context; the answer is a cl_bitfield.
-            let s = unsafe {
-                ffi::clGetDeviceInfo(
+    if s != CL_SUCCESS {
+        return None;
+    }
+    let mut align = 1u64;
+    for &d in &devs {
+        let (mut ty, mut bits) = (0u64, 0u32);
+        // SAFETY: a device of the context; the answers are a cl_bitfield
+        // and a cl_uint, into values of those sizes.
+        let ok = unsafe {
+            ffi::clGetDeviceInfo(
+                d,
+                CL_DEVICE_TYPE,
+                8,
+                (&mut ty as *mut u64).cast(),
+                std::ptr::null_mut(),
+            ) == CL_SUCCESS
+                && ffi::clGetDeviceInfo(
                     d,
-                    CL_DEVICE_TYPE,
-                    8,
-                    &mut ty as *mut u64 as *mut c_void,
+                    CL_DEVICE_MEM_BASE_ADDR_ALIGN,
+                    4,
+                    (&mut bits as *mut u32).cast(),
                     std::ptr::null_mut(),
-                )
-            };
-            s == CL_SUCCESS && ty & CL_DEVICE_TYPE_CPU != 0
-        })
+                ) == CL_SUCCESS
+        };
+        if !ok || ty & CL_DEVICE_TYPE_CPU == 0 {
+            return None;
+        }
+        align = align.max(u64::from(bits) / 8);
+    }
+    Some(align)
 }
 
 struct Piece {
@@ -206,11 +241,12 @@ pub unsafe fn create(
         return None;
     }
     let copy = flags & CL_MEM_COPY_HOST_PTR != 0;
-    if copy && data.is_null() || !cpu_context(ctx) {
+    if copy && data.is_null() {
         return None;
     }
-    let range = sb.alloc(size)?;
-    let Some(p) = sb.arena.ptr_at(range.start, size) else {
+    let lead = lead_for(cpu_context(ctx)?);
+    let range = sb.alloc(size, lead)?;
+    let Some(p) = sb.arena.ptr_at(range.start + lead, size) else {
         sb.free(range);
         return None;
     };
@@ -275,19 +311,30 @@ mod tests {
     #[test]
     fn pieces_are_pages_within_the_arena_and_absurd_sizes_are_refused() {
         let sb = SharedBuffers::new(Arena::create(1 << 20).expect("arena"));
-        assert_eq!(sb.alloc(0), None);
-        assert_eq!(sb.alloc(usize::MAX), None);
-        assert_eq!(sb.alloc(1 << 63), None);
-        assert_eq!(sb.alloc((1 << 20) + 1), None);
-        let a = sb.alloc(1).expect("one page");
+        assert_eq!(sb.alloc(0, 0), None);
+        assert_eq!(sb.alloc(usize::MAX, LEAD), None);
+        assert_eq!(sb.alloc(1 << 63, 0), None);
+        assert_eq!(sb.alloc((1 << 20) + 1, 0), None);
+        assert_eq!(sb.alloc(1 << 20, LEAD), None);
+        let a = sb.alloc(1, LEAD).expect("one page");
         assert_eq!(a.end - a.start, PAGE);
-        let b = sb.alloc(PAGE as usize + 1).expect("two pages");
+        // The lead pushes a page's worth of bytes into a second page.
+        let b = sb.alloc(PAGE as usize, LEAD).expect("two pages");
         assert_eq!(b.end - b.start, 2 * PAGE);
         assert!(a.end <= b.start || b.end <= a.start);
         // What is left cannot hold the whole arena again until freed.
-        assert_eq!(sb.alloc(1 << 20), None);
+        assert_eq!(sb.alloc(1 << 20, 0), None);
         sb.free(a);
         sb.free(b);
-        assert_eq!(sb.alloc(1 << 20), Some(0..1 << 20));
+        assert_eq!(sb.alloc(1 << 20, 0), Some(0..1 << 20));
+    }
+
+    #[test]
+    fn buffers_lead_into_their_page_unless_the_device_wants_more() {
+        assert_eq!(lead_for(128), LEAD);
+        assert_eq!(lead_for(4), LEAD);
+        assert_eq!(lead_for(256), 0);
+        assert_eq!(lead_for(4096), 0);
+        assert_eq!(lead_for(0), 0);
     }
 }
