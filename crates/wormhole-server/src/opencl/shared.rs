@@ -143,7 +143,7 @@ fn associated(mem: *mut c_void) -> Option<*mut c_void> {
 /// pointers aligned to `align` bytes: [`LEAD`] when that is aligned enough,
 /// else the start of the page.
 fn lead_for(align: u64) -> u64 {
-    if align != 0 && LEAD % align == 0 {
+    if align != 0 && LEAD.is_multiple_of(align) {
         LEAD
     } else {
         0
