@@ -34,16 +34,18 @@ fn forward_distance(dst: *const u8, src: *const u8) -> usize {
 /// # Safety
 /// As for [`std::ptr::copy_nonoverlapping`]: `src` is readable and `dst`
 /// writable for `len` bytes, and the two do not overlap.
+#[inline]
 pub unsafe fn copy_bulk(dst: *mut u8, src: *const u8, len: usize) {
+    // Small copies, most of a ring's, leave at the first test.
     #[cfg(target_arch = "x86_64")]
-    {
+    if len >= MIN_LOOP {
         let d = forward_distance(dst, src);
         if len >= MIN_STREAM && (1..512).contains(&d) {
             // SAFETY: the caller's contract.
             unsafe { stream_copy(dst, src, len) };
             return;
         }
-        if len >= MIN_LOOP && (1..64).contains(&d) {
+        if (1..64).contains(&d) {
             // SAFETY: the caller's contract.
             unsafe { sse2_copy(dst, src, len) };
             return;

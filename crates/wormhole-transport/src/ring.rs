@@ -395,6 +395,28 @@ pub struct Consumer {
     alive: Option<Liveness>,
     /// The CPU this thread is pinned to (same-core handoff), plus one.
     pinned: u32,
+    /// Polls the next wait may spin (spin handoff), adapted to how waits
+    /// have been ending.
+    spin_budget: u32,
+}
+
+/// The fewest polls an adaptive spin keeps: enough to notice that waits
+/// have become short again, a few microseconds at most.
+const MIN_SPIN: u32 = 64;
+
+/// The next spin budget after a wait that spun `budget` polls: doubled (up
+/// to `max`) when the data came while spinning, halved (down to
+/// [`MIN_SPIN`]) when it did not and the thread had to sleep. Waits that
+/// outlast the spin, such as a `clFinish` on a long batch, so stop burning a
+/// CPU the device's own threads need, while short round trips keep the
+/// whole spin.
+fn adapt_spin(budget: u32, max: u32, arrived: bool) -> u32 {
+    let floor = MIN_SPIN.min(max);
+    if arrived {
+        budget.saturating_mul(2).clamp(floor, max)
+    } else {
+        (budget / 2).clamp(floor, max)
+    }
 }
 
 impl Consumer {
@@ -419,6 +441,10 @@ impl Consumer {
             handoff,
             alive,
             pinned: 0,
+            spin_budget: match handoff {
+                Handoff::Spin { polls } => polls,
+                _ => 0,
+            },
         }
     }
 
@@ -503,12 +529,17 @@ impl Consumer {
         let tail = self.tail;
         let ready = move || raw.word(tail).load(Ordering::Acquire) != 0;
         if let Handoff::Spin { polls } = self.handoff {
-            for _ in 0..polls {
+            let budget = self.spin_budget;
+            for _ in 0..budget {
                 if ready() {
+                    if budget < polls {
+                        self.spin_budget = adapt_spin(budget, polls, true);
+                    }
                     return Ok(());
                 }
                 std::hint::spin_loop();
             }
+            self.spin_budget = adapt_spin(budget, polls, false);
         }
         let h = raw.hdr();
         sleep_on(&h.data_seq, &h.consumer_waiting, ready, self.alive.as_ref())?;
@@ -574,6 +605,32 @@ pub mod harness {
 mod tests {
     use super::harness::Page;
     use super::*;
+
+    #[test]
+    fn spin_budget_shrinks_on_long_waits_and_recovers_on_short_ones() {
+        let max = 20_000;
+        let mut b = max;
+        for _ in 0..20 {
+            b = adapt_spin(b, max, false);
+        }
+        assert_eq!(b, MIN_SPIN, "long waits leave only the floor");
+        let mut steps = 0;
+        while b < max {
+            b = adapt_spin(b, max, true);
+            steps += 1;
+        }
+        assert_eq!(b, max, "never above the configured spin");
+        assert!(
+            steps <= 9,
+            "short waits win the spin back quickly ({steps})"
+        );
+        assert_eq!(adapt_spin(0, 0, false), 0, "no spin configured, none done");
+        assert_eq!(
+            adapt_spin(10, 10, false),
+            10,
+            "a spin below the floor is kept"
+        );
+    }
 
     /// A ring of one data page, and a producer and consumer on it.
     fn ring(handoff: Handoff) -> (Vec<Page>, Producer, Consumer) {
