@@ -43,7 +43,7 @@ pub struct Config {
     /// Optional TCP address (host:port) for clients on other hosts.
     pub tcp: Option<String>,
     pub handoff: HandoffMode,
-    /// Polls before sleeping, in spin mode.
+    /// Most polls before sleeping, in spin mode (the budget adapts below it).
     pub spin_polls: u32,
     /// Export only platforms whose name contains one of these (all if empty).
     pub platforms: Vec<String>,

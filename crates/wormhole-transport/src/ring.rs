@@ -43,6 +43,8 @@ pub enum Handoff {
     #[default]
     Futex,
     /// Spin for up to this many polls of the ring, then sleep on the futex.
+    /// Each consumer adapts its own budget below this: halved after a wait
+    /// that outlasted it, doubled after one that ended while spinning.
     Spin { polls: u32 },
     /// Futex, and the server's thread follows the caller onto its CPU, so
     /// that the handler runs where the waiting caller sleeps (warm caches,
