@@ -251,8 +251,7 @@ pub(crate) fn read_frame(
 impl Channel for ShmChannel {
     fn send(&mut self, frame: &[u8]) -> Result<(), TransportError> {
         // One record: a small call crosses as one cache line or two.
-        self.tx
-            .write_parts(&[&(frame.len() as u64).to_le_bytes(), frame])
+        self.tx.write_frame(frame)
     }
 
     fn flush(&mut self) -> Result<(), TransportError> {
