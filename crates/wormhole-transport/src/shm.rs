@@ -260,8 +260,10 @@ impl Channel for ShmChannel {
     }
 
     fn recv(&mut self, buf: &mut Vec<u8>) -> Result<(), TransportError> {
-        let rx = &mut self.rx;
-        read_frame(self.max_frame, buf, |b| rx.read_exact(b))
+        let max = self.max_frame;
+        self.rx.read_frame(max, buf, |rx, buf| {
+            read_frame(max, buf, |b| rx.read_exact(b))
+        })
     }
 
     fn send_raw(&mut self, data: &[u8]) -> Result<(), TransportError> {
