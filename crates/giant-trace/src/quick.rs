@@ -45,21 +45,41 @@ fn eight_digits_value(w: u64) -> u64 {
 const POW10_U64: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
 
 /// A cursor over one line.
-pub(crate) struct Quick<'a> {
+///
+/// `NL = false`: `s` is the line alone (its end ends the last field). `NL = true`: `s`
+/// starts with the line and goes on (the rest of a reader's buffer); the line ends at its
+/// first `\n`, which the last field must be followed by, and nothing reads past it as
+/// part of a field (a field holding a `\n` makes the cursor give up), so a row read this
+/// way is the row of the line alone, and [`Quick::pos`] then gives the line's length + 1.
+pub(crate) struct Quick<'a, const NL: bool> {
     s: &'a [u8],
     p: usize,
 }
 
-impl<'a> Quick<'a> {
+impl<'a, const NL: bool> Quick<'a, NL> {
     #[inline(always)]
     pub(crate) fn new(line: &'a [u8]) -> Self {
         Self { s: line, p: 0 }
     }
 
-    /// Consumes the comma after a field (`LAST`: checks for the end of the line instead).
+    /// Bytes consumed so far (after the last field with `NL`: the line and its `\n`).
+    #[inline(always)]
+    pub(crate) fn pos(&self) -> usize {
+        self.p
+    }
+
+    /// Consumes the comma after a field (`LAST`: checks for the end of the line instead,
+    /// and with `NL` consumes the `\n`).
     #[inline(always)]
     fn sep<const LAST: bool>(&mut self) -> Option<()> {
-        if LAST {
+        if LAST && NL {
+            if self.s.get(self.p) == Some(&b'\n') {
+                self.p += 1;
+                Some(())
+            } else {
+                None
+            }
+        } else if LAST {
             (self.p == self.s.len()).then_some(())
         } else if self.s.get(self.p) == Some(&b',') {
             self.p += 1;
@@ -73,8 +93,9 @@ impl<'a> Quick<'a> {
     #[inline(always)]
     fn empty<const LAST: bool>(&self) -> bool {
         match self.s.get(self.p) {
-            None => LAST,
-            Some(&c) => c == b',' && !LAST,
+            None => LAST && !NL,
+            Some(&c) if LAST => NL && c == b'\n',
+            Some(&c) => c == b',',
         }
     }
 
@@ -252,7 +273,8 @@ impl<'a> Quick<'a> {
         Some((u64::from(int) * POW10_U64[n] + digits_value(w, n), n))
     }
 
-    /// Skips a field whatever it holds, finding its comma eight bytes at a time.
+    /// Skips a field (not the last) whatever it holds, finding its comma eight bytes at a
+    /// time; with `NL`, gives up at a `\n` before the comma (the line ended).
     #[inline(always)]
     pub(crate) fn skip(&mut self) -> Option<()> {
         let rest = self.s.get(self.p..)?;
@@ -261,17 +283,33 @@ impl<'a> Quick<'a> {
         for c in chunks.by_ref() {
             let mut b = [0u8; 8];
             b.copy_from_slice(c);
+            let w = u64::from_le_bytes(b);
             // Bytes equal to ',' become 0; the lowest flagged byte is the first zero byte
             // (the borrow in this test only flags bytes above a real zero byte).
-            let x = u64::from_le_bytes(b) ^ (u64::from(b',') * ONES);
-            let z = x.wrapping_sub(ONES) & !x & (0x80 * ONES);
+            let x = w ^ (u64::from(b',') * ONES);
+            let mut z = x.wrapping_sub(ONES) & !x & (0x80 * ONES);
+            if NL {
+                // The same for '\n': the lowest byte flagged in either is the first of both.
+                let y = w ^ (u64::from(b'\n') * ONES);
+                z |= y.wrapping_sub(ONES) & !y & (0x80 * ONES);
+            }
             if z != 0 {
-                self.p += at + (z.trailing_zeros() / 8) as usize + 1;
+                let k = (z.trailing_zeros() / 8) as usize;
+                if NL && b[k] != b',' {
+                    return None;
+                }
+                self.p += at + k + 1;
                 return Some(());
             }
             at += 8;
         }
-        let k = chunks.remainder().iter().position(|&c| c == b',')?;
+        let k = chunks
+            .remainder()
+            .iter()
+            .position(|&c| c == b',' || (NL && c == b'\n'))?;
+        if NL && chunks.remainder()[k] != b',' {
+            return None;
+        }
         self.p += at + k + 1;
         Some(())
     }

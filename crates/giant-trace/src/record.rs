@@ -180,6 +180,15 @@ pub trait Record: Sized {
     const COLUMNS: usize;
     /// Parses one line (no trailing newline).
     fn parse_line(line: &[u8]) -> Result<Self, FieldError>;
+    /// The fast path on the start of a buffer: the first line's row and the line's length
+    /// with its `\n` when that line is complete and of the usual shapes; `None` leaves the
+    /// line to [`Record::parse_line`]. Whenever it gives a row, `parse_line` gives the same
+    /// row for that line. The default never takes the fast path.
+    #[inline]
+    fn parse_first_line(buf: &[u8]) -> Option<(Self, usize)> {
+        let _ = buf;
+        None
+    }
     /// Time used to order rows of this table (µs).
     fn time(&self) -> u64;
 }
@@ -358,6 +367,11 @@ impl Record for TaskEvent {
         }
     }
 
+    #[inline]
+    fn parse_first_line(buf: &[u8]) -> Option<(Self, usize)> {
+        Self::parse_first_line_quick(buf)
+    }
+
     fn time(&self) -> u64 {
         self.time
     }
@@ -369,7 +383,22 @@ impl TaskEvent {
     #[doc(hidden)]
     #[inline]
     pub fn parse_line_quick(line: &[u8]) -> Option<Self> {
-        let mut q = Quick::new(line);
+        Self::quick(&mut Quick::<false>::new(line))
+    }
+
+    /// The fast path on the start of a buffer: the row of its first line and the length
+    /// of that line with its `\n`, when the line ends in `\n` and the fast path accepts
+    /// it (then the row equals [`Self::parse_line_quick`] of the line without its `\n`).
+    #[doc(hidden)]
+    #[inline]
+    pub fn parse_first_line_quick(buf: &[u8]) -> Option<(Self, usize)> {
+        let mut q = Quick::<true>::new(buf);
+        let r = Self::quick(&mut q)?;
+        Some((r, q.pos()))
+    }
+
+    #[inline(always)]
+    fn quick<const NL: bool>(q: &mut Quick<'_, NL>) -> Option<Self> {
         Some(Self {
             time: q.u64::<false>()?,
             missing_info: q.opt_small::<false>(255)?,
@@ -442,6 +471,11 @@ impl Record for TaskUsage {
         }
     }
 
+    #[inline]
+    fn parse_first_line(buf: &[u8]) -> Option<(Self, usize)> {
+        Self::parse_first_line_quick(buf)
+    }
+
     fn time(&self) -> u64 {
         self.start_time
     }
@@ -453,7 +487,22 @@ impl TaskUsage {
     #[doc(hidden)]
     #[inline]
     pub fn parse_line_quick(line: &[u8]) -> Option<Self> {
-        let mut q = Quick::new(line);
+        Self::quick(&mut Quick::<false>::new(line))
+    }
+
+    /// The fast path on the start of a buffer: the row of its first line and the length
+    /// of that line with its `\n`, when the line ends in `\n` and the fast path accepts
+    /// it (then the row equals [`Self::parse_line_quick`] of the line without its `\n`).
+    #[doc(hidden)]
+    #[inline]
+    pub fn parse_first_line_quick(buf: &[u8]) -> Option<(Self, usize)> {
+        let mut q = Quick::<true>::new(buf);
+        let r = Self::quick(&mut q)?;
+        Some((r, q.pos()))
+    }
+
+    #[inline(always)]
+    fn quick<const NL: bool>(q: &mut Quick<'_, NL>) -> Option<Self> {
         Some(Self {
             start_time: q.u64::<false>()?,
             end_time: q.u64::<false>()?,
@@ -583,6 +632,34 @@ mod tests {
         }
         assert_eq!(TaskEvent::parse_line(line), ce);
         assert_eq!(TaskUsage::parse_line(line), cu);
+        // From a buffer: the row of the first line (up to its '\n') or nothing.
+        for tail in [
+            &b"\n"[..],
+            b"\n5611824441,,6251812952,1761,1306108,4,fJYe=,0,2,0.02499,0.07959,0.0003862,1\n",
+            b"\n0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0\n",
+            b"\r\n",
+            b"",
+            b",\n",
+            b"0",
+        ] {
+            let mut buf = line.to_vec();
+            buf.extend_from_slice(tail);
+            let first = buf.split(|&c| c == b'\n').next().unwrap_or_default();
+            let nl = buf.contains(&b'\n');
+            let want = |ok: bool| nl && ok;
+            let e = TaskEvent::parse_first_line_quick(&buf);
+            let qe = TaskEvent::parse_line_quick(first);
+            assert_eq!(e.is_some(), want(qe.is_some()), "{}", String::from_utf8_lossy(&buf));
+            if let Some((r, n)) = e {
+                assert_eq!((Some(r), n), (qe, first.len() + 1));
+            }
+            let u = TaskUsage::parse_first_line_quick(&buf);
+            let qu = TaskUsage::parse_line_quick(first);
+            assert_eq!(u.is_some(), want(qu.is_some()), "{}", String::from_utf8_lossy(&buf));
+            if let Some((r, n)) = u {
+                assert_eq!((Some(r), n), (qu, first.len() + 1));
+            }
+        }
         (qe.is_some(), qu.is_some())
     }
 
@@ -605,7 +682,7 @@ mod tests {
         assert_eq!(same_as_checked(lines[5]), (false, true));
         // Every single-byte change, deletion and insertion of the lines above, with bytes
         // that matter to the parsers: rows agree, errors come from the checked parser.
-        let bytes = b"0159.,eE+-x ";
+        let bytes = b"0159.,eE+-x \n\r";
         let mut rng = crate::synth::SplitMix64::new(3);
         for line in lines {
             for i in 0..=line.len() {
