@@ -236,20 +236,37 @@ impl<R: Read, T: Record> TraceReader<R, T> {
     /// Next row; `Ok(None)` at end of file. After an error in `Fail` mode, returns `Ok(None)`.
     #[inline]
     pub fn next_row(&mut self) -> Result<Option<T>, TraceError> {
+        let mut slot = None;
+        self.next_into(&mut slot)?;
+        Ok(slot)
+    }
+
+    /// [`Self::next_row`] written into `slot` (left as it was on an error).
+    #[inline]
+    pub fn next_into(&mut self, slot: &mut Option<T>) -> Result<(), TraceError> {
+        // Fast path: parse straight from the buffer, the parser finds the line's end (no
+        // separate newline search). Anything it does not take (an incomplete line at the
+        // buffer's end, a blank or malformed line, `\r\n`) goes the checked way.
+        if !self.failed && self.job_filter.is_none() {
+            if let Some((r, n)) = T::parse_first_line(self.lines.buffered()) {
+                self.lines.consume_line(n);
+                self.rows += 1;
+                *slot = Some(r);
+                return Ok(());
+            }
+        }
+        *slot = self.next_row_checked()?;
+        Ok(())
+    }
+
+    /// One line at a time: newline search, then the line parser (fast path, else the
+    /// checked parser, which reports errors).
+    #[inline(never)]
+    fn next_row_checked(&mut self) -> Result<Option<T>, TraceError> {
         if self.failed {
             return Ok(None);
         }
         loop {
-            // Fast path: parse straight from the buffer, the parser finds the line's end
-            // (no separate newline search). Anything it does not take (an incomplete line
-            // at the buffer's end, a blank or malformed line, `\r\n`) goes the checked way.
-            if self.job_filter.is_none() {
-                if let Some((r, n)) = T::parse_first_line(self.lines.buffered()) {
-                    self.lines.consume_line(n);
-                    self.rows += 1;
-                    return Ok(Some(r));
-                }
-            }
             let line = match self.lines.next_line() {
                 Ok(Some(l)) => l,
                 Ok(None) => return Ok(None),
