@@ -44,6 +44,26 @@ impl<R: Read> LineReader<R> {
         }
     }
 
+    /// Lines of bytes already in memory, read in place: `bytes` becomes the buffer (no
+    /// copy into a buffer of its own), every line is complete from the start.
+    /// [`Self::into_vec`] gives the bytes back for reuse.
+    pub fn from_vec(bytes: Vec<u8>) -> LineReader<io::Empty> {
+        LineReader {
+            inner: io::empty(),
+            end: bytes.len(),
+            buf: bytes,
+            start: 0,
+            eof: true,
+            line_no: 0,
+            refills: 2,
+        }
+    }
+
+    /// The buffer (for a reader made by [`Self::from_vec`]: the bytes it was given).
+    pub fn into_vec(self) -> Vec<u8> {
+        self.buf
+    }
+
     /// 1-based number of the line last returned.
     pub fn line_no(&self) -> u64 {
         self.line_no
@@ -183,11 +203,30 @@ impl<T: Record> TraceReader<Box<dyn Read + Send>, T> {
     }
 }
 
+impl<T: Record> TraceReader<io::Empty, T> {
+    /// Reads rows from bytes already in memory, in place (no copy into a buffer of the
+    /// reader's own, unlike `new(&bytes[..])`, which reads the same rows); `into_vec` gives
+    /// the bytes back. Lines that end in a newline are not limited to [`MAX_LINE`] here
+    /// (all are in memory); a last line without one is, as when streaming.
+    pub fn from_vec(bytes: Vec<u8>, file: impl Into<PathBuf>, on_error: OnError) -> Self {
+        Self::with_lines(LineReader::<io::Empty>::from_vec(bytes), file, on_error)
+    }
+
+    /// The bytes given to [`Self::from_vec`].
+    pub fn into_vec(self) -> Vec<u8> {
+        self.lines.into_vec()
+    }
+}
+
 impl<R: Read, T: Record> TraceReader<R, T> {
     /// Reads from `inner`; `file` is only used in error messages.
     pub fn new(inner: R, file: impl Into<PathBuf>, on_error: OnError) -> Self {
+        Self::with_lines(LineReader::new(inner), file, on_error)
+    }
+
+    fn with_lines(lines: LineReader<R>, file: impl Into<PathBuf>, on_error: OnError) -> Self {
         Self {
-            lines: LineReader::new(inner),
+            lines,
             file: file.into(),
             on_error,
             skipped: 0,
@@ -458,6 +497,25 @@ mod tests {
         let e = r.next_row().unwrap_err();
         assert!(e.to_string().starts_with("f:40801: "), "{e}");
         assert_eq!(r.rows(), 40_000);
+    }
+
+    #[test]
+    fn in_place_reader_gives_the_same_rows_and_errors() {
+        let data = format!("{GOOD}{GOOD}\r\n\n{GOOD}1,,2,3,4,1,u,0,0,0.5,bad,,\n{GOOD}");
+        for mode in [OnError::Fail, OnError::Skip] {
+            let a: Vec<String> = TraceReader::<_, TaskEvent>::new(data.as_bytes(), "f", mode)
+                .map(|r| format!("{r:?}"))
+                .collect();
+            let mut r = TraceReader::<_, TaskEvent>::from_vec(data.clone().into_bytes(), "f", mode);
+            let b: Vec<String> = r.by_ref().map(|r| format!("{r:?}")).collect();
+            assert_eq!(a, b);
+            assert_eq!(r.into_vec(), data.as_bytes());
+        }
+        let mut r = TraceReader::<_, TaskEvent>::from_vec(GOOD.trim_end().into(), "f", OnError::Fail);
+        assert!(r.next_row().unwrap().is_some());
+        assert!(r.next_row().unwrap().is_none());
+        let mut r = TraceReader::<_, TaskEvent>::from_vec(Vec::new(), "f", OnError::Fail);
+        assert!(r.next_row().unwrap().is_none());
     }
 
     #[test]
