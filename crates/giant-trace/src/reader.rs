@@ -77,7 +77,7 @@ impl<R: Read> LineReader<R> {
     }
 
     /// Marks the first `n` buffered bytes, one whole line with its `\n`, as read (a
-    /// caller that found the line's end itself, see [`Record::parse_first_line`]).
+    /// caller that found the line's end itself, see [`Record::parse_first_line_into`]).
     #[inline]
     pub fn consume_line(&mut self, n: usize) {
         debug_assert!(n <= self.end - self.start);
@@ -287,10 +287,9 @@ impl<R: Read, T: Record> TraceReader<R, T> {
         // separate newline search). Anything it does not take (an incomplete line at the
         // buffer's end, a blank or malformed line, `\r\n`) goes the checked way.
         if !self.failed && self.job_filter.is_none() {
-            if let Some((r, n)) = T::parse_first_line(self.lines.buffered()) {
+            if let Some(n) = T::parse_first_line_into(self.lines.buffered(), slot) {
                 self.lines.consume_line(n);
                 self.rows += 1;
-                *slot = Some(r);
                 return Ok(());
             }
         }

@@ -180,13 +180,14 @@ pub trait Record: Sized {
     const COLUMNS: usize;
     /// Parses one line (no trailing newline).
     fn parse_line(line: &[u8]) -> Result<Self, FieldError>;
-    /// The fast path on the start of a buffer: the first line's row and the line's length
-    /// with its `\n` when that line is complete and of the usual shapes; `None` leaves the
-    /// line to [`Record::parse_line`]. Whenever it gives a row, `parse_line` gives the same
-    /// row for that line. The default never takes the fast path.
+    /// The fast path on the start of a buffer: writes the first line's row into `slot` and
+    /// returns the line's length with its `\n` when that line is complete and of the usual
+    /// shapes; `None` (and `slot` untouched) leaves the line to [`Record::parse_line`].
+    /// Whenever it gives a row, `parse_line` gives the same row for that line. The default
+    /// never takes the fast path.
     #[inline]
-    fn parse_first_line(buf: &[u8]) -> Option<(Self, usize)> {
-        let _ = buf;
+    fn parse_first_line_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
+        let _ = (buf, slot);
         None
     }
     /// Time used to order rows of this table (µs).
@@ -368,8 +369,8 @@ impl Record for TaskEvent {
     }
 
     #[inline]
-    fn parse_first_line(buf: &[u8]) -> Option<(Self, usize)> {
-        Self::parse_first_line_quick(buf)
+    fn parse_first_line_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
+        Self::parse_first_line_quick_into(buf, slot)
     }
 
     fn time(&self) -> u64 {
@@ -392,9 +393,18 @@ impl TaskEvent {
     #[doc(hidden)]
     #[inline]
     pub fn parse_first_line_quick(buf: &[u8]) -> Option<(Self, usize)> {
+        let mut slot = None;
+        let n = Self::parse_first_line_quick_into(buf, &mut slot)?;
+        Some((slot?, n))
+    }
+
+    /// [`Self::parse_first_line_quick`] writing the row into `slot` (untouched on `None`).
+    #[doc(hidden)]
+    #[inline]
+    pub fn parse_first_line_quick_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
         let mut q = Quick::<true>::new(buf);
-        let r = Self::quick(&mut q)?;
-        Some((r, q.pos()))
+        *slot = Some(Self::quick(&mut q)?);
+        Some(q.pos())
     }
 
     #[inline(always)]
@@ -472,8 +482,8 @@ impl Record for TaskUsage {
     }
 
     #[inline]
-    fn parse_first_line(buf: &[u8]) -> Option<(Self, usize)> {
-        Self::parse_first_line_quick(buf)
+    fn parse_first_line_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
+        Self::parse_first_line_quick_into(buf, slot)
     }
 
     fn time(&self) -> u64 {
@@ -496,9 +506,18 @@ impl TaskUsage {
     #[doc(hidden)]
     #[inline]
     pub fn parse_first_line_quick(buf: &[u8]) -> Option<(Self, usize)> {
+        let mut slot = None;
+        let n = Self::parse_first_line_quick_into(buf, &mut slot)?;
+        Some((slot?, n))
+    }
+
+    /// [`Self::parse_first_line_quick`] writing the row into `slot` (untouched on `None`).
+    #[doc(hidden)]
+    #[inline]
+    pub fn parse_first_line_quick_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
         let mut q = Quick::<true>::new(buf);
-        let r = Self::quick(&mut q)?;
-        Some((r, q.pos()))
+        *slot = Some(Self::quick(&mut q)?);
+        Some(q.pos())
     }
 
     #[inline(always)]
