@@ -203,8 +203,17 @@ impl<'a, const NL: bool> Quick<'a, NL> {
             return Some(None);
         }
         let (mut mant, mut digits, mut exp10);
-        if let Some((m, n)) = self.short_fraction() {
+        if let Some((m, n, next)) = self.short_fraction() {
             (mant, digits, exp10) = (m, n + 1, -(n as i32));
+            // The usual case, the separator right after the digits (already loaded with
+            // them): finish here, without reading the next byte again for an exponent.
+            // With `LAST` and no `NL` the line's end is not a byte: the general way.
+            let sep = if LAST { b'\n' } else { b',' };
+            if next == sep && (NL || !LAST) {
+                let v = exact_to_f32(mant, digits, exp10)?;
+                self.p += 1;
+                return Some(Some(v));
+            }
         } else {
             let (int, n_int) = self.digits();
             (mant, digits, exp10) = (int, n_int, 0i32);
@@ -255,9 +264,10 @@ impl<'a, const NL: bool> Quick<'a, NL> {
     /// The trace's usual decimal shape, one integer digit, a point and under eight fraction
     /// digits (`0.07446`), converted eight bytes at a time: the fraction's word loads at a
     /// fixed offset, so the next field's start waits for one word, not for a loop per digit.
-    /// Returns the digits as an integer and the count of fraction digits.
+    /// Returns the digits as an integer, the count of fraction digits and the byte after
+    /// them.
     #[inline(always)]
-    fn short_fraction(&mut self) -> Option<(u64, usize)> {
+    fn short_fraction(&mut self) -> Option<(u64, usize, u8)> {
         let b: &[u8; 10] = self.s.get(self.p..)?.first_chunk()?;
         let int = b[0].wrapping_sub(b'0');
         if int > 9 || b[1] != b'.' {
@@ -270,7 +280,9 @@ impl<'a, const NL: bool> Quick<'a, NL> {
             return None;
         }
         self.p += 2 + n;
-        Some((u64::from(int) * POW10_U64[n] + digits_value(w, n), n))
+        // n < 8: the byte after the digits is in w.
+        let next = (w >> (8 * n as u32)) as u8;
+        Some((u64::from(int) * POW10_U64[n] + digits_value(w, n), n, next))
     }
 
     /// Skips a field (not the last) whatever it holds, finding its comma eight bytes at a
