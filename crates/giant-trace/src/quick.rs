@@ -15,13 +15,12 @@ const ONES: u64 = 0x0101_0101_0101_0101;
 /// How many of the word's bytes, from the first (lowest), are ASCII digits (0..=8).
 #[inline(always)]
 fn digit_run(w: u64) -> usize {
-    // A byte is a digit when its high nibble is 3 and adding 6 keeps it 3 (0x30..=0x39).
-    // A carry out of a byte >= 0xFA only disturbs bytes after that non-digit byte, which
-    // do not count.
-    let hi = 0xF0 * ONES;
-    let t = ((w & hi) ^ (0x30 * ONES)) | ((w.wrapping_add(0x06 * ONES) & hi) ^ (0x30 * ONES));
-    // High bit of each byte set where t's byte is not zero (no carry between bytes).
-    let nz = (((t & (0x7F * ONES)) + 0x7F * ONES) | t) & (0x80 * ONES);
+    // After `^ 0x30` a digit byte holds 0..=9. Adding 0x76 sets the high bit of a byte
+    // holding 10..=0x89, `| x` of one holding 0x80 and above: flagged = not a digit. A
+    // byte >= 0x8A carries into the next byte, which follows a non-digit and so does not
+    // count.
+    let x = w ^ (0x30 * ONES);
+    let nz = (x.wrapping_add(0x76 * ONES) | x) & (0x80 * ONES);
     (nz.trailing_zeros() / 8) as usize
 }
 
@@ -324,5 +323,50 @@ impl<'a, const NL: bool> Quick<'a, NL> {
         }
         self.p += at + k + 1;
         Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Leading digit bytes counted one by one.
+    fn naive(w: u64) -> usize {
+        w.to_le_bytes()
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count()
+    }
+
+    #[test]
+    fn digit_run_counts_leading_digits() {
+        let mut rng = crate::synth::SplitMix64::new(11);
+        // Every byte value at every position after a run of digits, with random bytes
+        // (digits or anything) after it.
+        for pos in 0..8 {
+            for b in 0..=255u8 {
+                for _ in 0..8 {
+                    let mut bytes = [0u8; 8];
+                    for (i, v) in bytes.iter_mut().enumerate() {
+                        let r = rng.next_u64();
+                        *v = if i < pos {
+                            b'0' + (r % 10) as u8
+                        } else if r & 1 == 0 {
+                            b'0' + ((r >> 8) % 10) as u8
+                        } else {
+                            (r >> 16) as u8
+                        };
+                    }
+                    bytes[pos] = b;
+                    let w = u64::from_le_bytes(bytes);
+                    assert_eq!(digit_run(w), naive(w), "{bytes:?}");
+                }
+            }
+        }
+        for _ in 0..1_000_000 {
+            let w = rng.next_u64();
+            assert_eq!(digit_run(w), naive(w));
+        }
+        assert_eq!(digit_run(u64::from_le_bytes(*b"12345678")), 8);
     }
 }
