@@ -280,7 +280,7 @@ impl<R: Read, T: Record> TraceReader<R, T> {
         Ok(slot)
     }
 
-    /// [`Self::next_row`] written into `slot` (left as it was on an error).
+    /// [`Self::next_row`] written into `slot` (unspecified after an error).
     #[inline]
     pub fn next_into(&mut self, slot: &mut Option<T>) -> Result<(), TraceError> {
         // Fast path: parse straight from the buffer, the parser finds the line's end (no

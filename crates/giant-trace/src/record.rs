@@ -182,9 +182,11 @@ pub trait Record: Sized {
     fn parse_line(line: &[u8]) -> Result<Self, FieldError>;
     /// The fast path on the start of a buffer: writes the first line's row into `slot` and
     /// returns the line's length with its `\n` when that line is complete and of the usual
-    /// shapes; `None` (and `slot` untouched) leaves the line to [`Record::parse_line`].
-    /// Whenever it gives a row, `parse_line` gives the same row for that line. The default
-    /// never takes the fast path.
+    /// shapes; `None` leaves the line to [`Record::parse_line`], and `slot` may then hold
+    /// a partly overwritten row: the caller must write it (the row is filled in place, so
+    /// that a slot holding the previous row costs no copy). Whenever it gives a row,
+    /// `parse_line` gives the same row for that line. The default never takes the fast
+    /// path.
     #[inline]
     fn parse_first_line_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
         let _ = (buf, slot);
@@ -398,34 +400,56 @@ impl TaskEvent {
         Some((slot?, n))
     }
 
-    /// [`Self::parse_first_line_quick`] writing the row into `slot` (untouched on `None`).
+    /// [`Self::parse_first_line_quick`] writing the row into `slot` in place (partly
+    /// written on `None`, see [`Record::parse_first_line_into`]).
     #[doc(hidden)]
     #[inline]
     pub fn parse_first_line_quick_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
         let mut q = Quick::<true>::new(buf);
-        *slot = Some(Self::quick(&mut q)?);
+        Self::fill(&mut q, slot.get_or_insert_with(|| Self::BLANK))?;
         Some(q.pos())
     }
 
+    /// Placeholder row, overwritten field by field by [`Self::fill`].
+    const BLANK: Self = Self {
+        time: 0,
+        missing_info: None,
+        job_id: 0,
+        task_index: 0,
+        machine_id: None,
+        event_type: EventType::Submit,
+        scheduling_class: 0,
+        priority: 0,
+        cpu_request: None,
+        memory_request: None,
+        disk_request: None,
+        different_machines: None,
+    };
+
     #[inline(always)]
     fn quick<const NL: bool>(q: &mut Quick<'_, NL>) -> Option<Self> {
-        Some(Self {
-            time: q.u64::<false>()?,
-            missing_info: q.opt_small::<false>(255)?,
-            job_id: q.u64::<false>()?,
-            task_index: u32::try_from(q.u64::<false>()?).ok()?,
-            machine_id: q.opt_u64::<false>()?,
-            event_type: EventType::from_code(u64::from(q.small::<false>(8)?))?,
-            scheduling_class: {
-                q.skip()?; // user (hashed name)
-                q.small::<false>(255)?
-            },
-            priority: q.small::<false>(255)?,
-            cpu_request: q.opt_f32::<false>()?,
-            memory_request: q.opt_f32::<false>()?,
-            disk_request: q.opt_f32::<false>()?,
-            different_machines: q.opt_small::<true>(1)?.map(|v| v == 1),
-        })
+        let mut r = Self::BLANK;
+        Self::fill(q, &mut r)?;
+        Some(r)
+    }
+
+    /// Sets every field of `r` from the line (`None`: gave up, `r` partly written).
+    #[inline(always)]
+    fn fill<const NL: bool>(q: &mut Quick<'_, NL>, r: &mut Self) -> Option<()> {
+        r.time = q.u64::<false>()?;
+        r.missing_info = q.opt_small::<false>(255)?;
+        r.job_id = q.u64::<false>()?;
+        r.task_index = u32::try_from(q.u64::<false>()?).ok()?;
+        r.machine_id = q.opt_u64::<false>()?;
+        r.event_type = EventType::from_code(u64::from(q.small::<false>(8)?))?;
+        q.skip()?; // user (hashed name)
+        r.scheduling_class = q.small::<false>(255)?;
+        r.priority = q.small::<false>(255)?;
+        r.cpu_request = q.opt_f32::<false>()?;
+        r.memory_request = q.opt_f32::<false>()?;
+        r.disk_request = q.opt_f32::<false>()?;
+        r.different_machines = q.opt_small::<true>(1)?.map(|v| v == 1);
+        Some(())
     }
 
     /// The checked parser: every error with its column (the reference for the fast path).
@@ -511,39 +535,71 @@ impl TaskUsage {
         Some((slot?, n))
     }
 
-    /// [`Self::parse_first_line_quick`] writing the row into `slot` (untouched on `None`).
+    /// [`Self::parse_first_line_quick`] writing the row into `slot` in place (partly
+    /// written on `None`, see [`Record::parse_first_line_into`]).
     #[doc(hidden)]
     #[inline]
     pub fn parse_first_line_quick_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
         let mut q = Quick::<true>::new(buf);
-        *slot = Some(Self::quick(&mut q)?);
+        Self::fill(&mut q, slot.get_or_insert_with(|| Self::BLANK))?;
         Some(q.pos())
     }
 
+    /// Placeholder row, overwritten field by field by [`Self::fill`].
+    const BLANK: Self = Self {
+        start_time: 0,
+        end_time: 0,
+        job_id: 0,
+        task_index: 0,
+        machine_id: None,
+        cpu_rate: None,
+        canonical_memory: None,
+        assigned_memory: None,
+        unmapped_page_cache: None,
+        total_page_cache: None,
+        max_memory: None,
+        disk_io_time: None,
+        local_disk: None,
+        max_cpu_rate: None,
+        max_disk_io_time: None,
+        cpi: None,
+        mai: None,
+        sample_portion: None,
+        aggregation_type: None,
+        sampled_cpu: None,
+    };
+
     #[inline(always)]
     fn quick<const NL: bool>(q: &mut Quick<'_, NL>) -> Option<Self> {
-        Some(Self {
-            start_time: q.u64::<false>()?,
-            end_time: q.u64::<false>()?,
-            job_id: q.u64::<false>()?,
-            task_index: u32::try_from(q.u64::<false>()?).ok()?,
-            machine_id: q.opt_u64::<false>()?,
-            cpu_rate: q.opt_f32::<false>()?,
-            canonical_memory: q.opt_f32::<false>()?,
-            assigned_memory: q.opt_f32::<false>()?,
-            unmapped_page_cache: q.opt_f32::<false>()?,
-            total_page_cache: q.opt_f32::<false>()?,
-            max_memory: q.opt_f32::<false>()?,
-            disk_io_time: q.opt_f32::<false>()?,
-            local_disk: q.opt_f32::<false>()?,
-            max_cpu_rate: q.opt_f32::<false>()?,
-            max_disk_io_time: q.opt_f32::<false>()?,
-            cpi: q.opt_f32::<false>()?,
-            mai: q.opt_f32::<false>()?,
-            sample_portion: q.opt_f32::<false>()?,
-            aggregation_type: q.opt_small::<false>(1)?,
-            sampled_cpu: q.opt_f32::<true>()?,
-        })
+        let mut r = Self::BLANK;
+        Self::fill(q, &mut r)?;
+        Some(r)
+    }
+
+    /// Sets every field of `r` from the line (`None`: gave up, `r` partly written).
+    #[inline(always)]
+    fn fill<const NL: bool>(q: &mut Quick<'_, NL>, r: &mut Self) -> Option<()> {
+        r.start_time = q.u64::<false>()?;
+        r.end_time = q.u64::<false>()?;
+        r.job_id = q.u64::<false>()?;
+        r.task_index = u32::try_from(q.u64::<false>()?).ok()?;
+        r.machine_id = q.opt_u64::<false>()?;
+        r.cpu_rate = q.opt_f32::<false>()?;
+        r.canonical_memory = q.opt_f32::<false>()?;
+        r.assigned_memory = q.opt_f32::<false>()?;
+        r.unmapped_page_cache = q.opt_f32::<false>()?;
+        r.total_page_cache = q.opt_f32::<false>()?;
+        r.max_memory = q.opt_f32::<false>()?;
+        r.disk_io_time = q.opt_f32::<false>()?;
+        r.local_disk = q.opt_f32::<false>()?;
+        r.max_cpu_rate = q.opt_f32::<false>()?;
+        r.max_disk_io_time = q.opt_f32::<false>()?;
+        r.cpi = q.opt_f32::<false>()?;
+        r.mai = q.opt_f32::<false>()?;
+        r.sample_portion = q.opt_f32::<false>()?;
+        r.aggregation_type = q.opt_small::<false>(1)?;
+        r.sampled_cpu = q.opt_f32::<true>()?;
+        Some(())
     }
 
     /// The checked parser: every error with its column (the reference for the fast path).

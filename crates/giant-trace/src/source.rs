@@ -17,7 +17,7 @@ pub trait RowSource {
     type Error;
     /// Next row, `Ok(None)` at the end.
     fn next_row(&mut self) -> Result<Option<Self::Row>, Self::Error>;
-    /// The same, written into `slot` (`None` at the end; left as it was on an error).
+    /// The same, written into `slot` (`None` at the end; unspecified after an error).
     /// A consumer that keeps the current row in place (the simulator's merge) saves the
     /// moves of the row through each layer's return value.
     #[inline]
