@@ -43,6 +43,22 @@ fn eight_digits_value(w: u64) -> u64 {
 
 const POW10_U64: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
 
+const POW10_F32_8: [f32; 8] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7];
+const POW10_F64_8: [f64; 8] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7];
+
+/// `mant / 10^n` rounded to `f32` for `mant < 10^8`, `n < 8`: what
+/// `exact_to_f32(mant, n + 1, -n)` gives (its `f32` branch below 2^24, else its `f64`
+/// one; dividing by 10^0 = multiplying by it), with the bounds known.
+#[inline(always)]
+fn short_to_f32(mant: u64, n: usize) -> f32 {
+    let n = n & 7;
+    if mant < (1 << 24) {
+        mant as f32 / POW10_F32_8[n]
+    } else {
+        (mant as f64 / POW10_F64_8[n]) as f32
+    }
+}
+
 /// A cursor over one line.
 ///
 /// `NL = false`: `s` is the line alone (its end ends the last field). `NL = true`: `s`
@@ -209,9 +225,8 @@ impl<'a, const NL: bool> Quick<'a, NL> {
             // With `LAST` and no `NL` the line's end is not a byte: the general way.
             let sep = if LAST { b'\n' } else { b',' };
             if next == sep && (NL || !LAST) {
-                let v = exact_to_f32(mant, digits, exp10)?;
                 self.p += 1;
-                return Some(Some(v));
+                return Some(Some(short_to_f32(m, n)));
             }
         } else {
             let (int, n_int) = self.digits();
@@ -281,7 +296,10 @@ impl<'a, const NL: bool> Quick<'a, NL> {
         self.p += 2 + n;
         // n < 8: the byte after the digits is in w.
         let next = (w >> (8 * n as u32)) as u8;
-        Some((u64::from(int) * POW10_U64[n] + digits_value(w, n), n, next))
+        // The integer digit followed by the fraction's digits, n + 1 <= 8 of them, read
+        // as one number.
+        let whole = (w << 8) | u64::from(b[0]);
+        Some((eight_digits_value(whole << (8 * (7 - n) as u32)), n, next))
     }
 
     /// Skips a field (not the last) whatever it holds, finding its comma eight bytes at a
@@ -336,6 +354,20 @@ mod tests {
             .iter()
             .take_while(|b| b.is_ascii_digit())
             .count()
+    }
+
+    #[test]
+    fn short_to_f32_is_exact_to_f32() {
+        let mut rng = crate::synth::SplitMix64::new(5);
+        for n in 0..8usize {
+            let top = 10u64.pow(n as u32 + 1);
+            let edges = [0, 1, 9, (1 << 24) - 1, 1 << 24, (1 << 24) + 1, top - 1];
+            let random = (0..200_000).map(|_| rng.below(top));
+            for m in edges.into_iter().filter(|&m| m < top).chain(random) {
+                let want = crate::num::exact_to_f32(m, n + 1, -(n as i32));
+                assert_eq!(Some(short_to_f32(m, n).to_bits()), want.map(f32::to_bits), "{m} {n}");
+            }
+        }
     }
 
     #[test]
