@@ -365,7 +365,11 @@ mod tests {
             let random = (0..200_000).map(|_| rng.below(top));
             for m in edges.into_iter().filter(|&m| m < top).chain(random) {
                 let want = crate::num::exact_to_f32(m, n + 1, -(n as i32));
-                assert_eq!(Some(short_to_f32(m, n).to_bits()), want.map(f32::to_bits), "{m} {n}");
+                assert_eq!(
+                    Some(short_to_f32(m, n).to_bits()),
+                    want.map(f32::to_bits),
+                    "{m} {n}"
+                );
             }
         }
     }

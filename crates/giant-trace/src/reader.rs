@@ -510,7 +510,8 @@ mod tests {
             assert_eq!(a, b);
             assert_eq!(r.into_vec(), data.as_bytes());
         }
-        let mut r = TraceReader::<_, TaskEvent>::from_vec(GOOD.trim_end().into(), "f", OnError::Fail);
+        let mut r =
+            TraceReader::<_, TaskEvent>::from_vec(GOOD.trim_end().into(), "f", OnError::Fail);
         assert!(r.next_row().unwrap().is_some());
         assert!(r.next_row().unwrap().is_none());
         let mut r = TraceReader::<_, TaskEvent>::from_vec(Vec::new(), "f", OnError::Fail);

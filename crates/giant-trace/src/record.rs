@@ -724,13 +724,23 @@ mod tests {
             let want = |ok: bool| nl && ok;
             let e = TaskEvent::parse_first_line_quick(&buf);
             let qe = TaskEvent::parse_line_quick(first);
-            assert_eq!(e.is_some(), want(qe.is_some()), "{}", String::from_utf8_lossy(&buf));
+            assert_eq!(
+                e.is_some(),
+                want(qe.is_some()),
+                "{}",
+                String::from_utf8_lossy(&buf)
+            );
             if let Some((r, n)) = e {
                 assert_eq!((Some(r), n), (qe, first.len() + 1));
             }
             let u = TaskUsage::parse_first_line_quick(&buf);
             let qu = TaskUsage::parse_line_quick(first);
-            assert_eq!(u.is_some(), want(qu.is_some()), "{}", String::from_utf8_lossy(&buf));
+            assert_eq!(
+                u.is_some(),
+                want(qu.is_some()),
+                "{}",
+                String::from_utf8_lossy(&buf)
+            );
             if let Some((r, n)) = u {
                 assert_eq!((Some(r), n), (qu, first.len() + 1));
             }
