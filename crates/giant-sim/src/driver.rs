@@ -108,31 +108,31 @@ where
 {
     let limit = end_us.unwrap_or(u64::MAX);
     let mut last = 0;
-    let mut he = events.next_row()?;
-    let mut hu = usage.next_row()?;
+    // The current row of each table stays in place: sources write the next row into it.
+    let (mut he, mut hu) = (None, None);
+    events.next_into(&mut he)?;
+    usage.next_into(&mut hu)?;
     loop {
-        let take_event = match (&he, &hu) {
+        match (&he, &hu) {
             (None, None) => break,
-            (Some(e), Some(u)) => e.time <= u.start_time,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-        };
-        if take_event {
-            let Some(e) = he.take() else { break };
-            if e.time > limit {
-                break;
+            (Some(e), u) if u.as_ref().is_none_or(|u| e.time <= u.start_time) => {
+                if e.time > limit {
+                    break;
+                }
+                last = e.time;
+                sim.event(e);
+                events.next_into(&mut he)?;
             }
-            last = e.time;
-            sim.event(&e);
-            he = events.next_row()?;
-        } else {
-            let Some(u) = hu.take() else { break };
-            if u.start_time > limit {
-                break;
+            (_, Some(u)) => {
+                if u.start_time > limit {
+                    break;
+                }
+                last = u.start_time;
+                sim.usage(u);
+                usage.next_into(&mut hu)?;
             }
-            last = u.start_time;
-            sim.usage(&u);
-            hu = usage.next_row()?;
+            // (Some, None) always matches the event arm.
+            (Some(_), None) => break,
         }
     }
     Ok(end_us.unwrap_or(last))

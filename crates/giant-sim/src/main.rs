@@ -545,13 +545,15 @@ fn cmd_synth(a: SynthArgs) -> Result<()> {
         let t1 = Instant::now();
         let c1 = giant_sim::thread_cpu_seconds();
         bytes += (ev.len() + us.len()) as u64;
-        let mut events = TraceReader::<_, TaskEvent>::new(
-            &ev[..],
+        // The window's bytes are read in place (no copy into the readers' buffers) and
+        // handed back for the next window.
+        let mut events = TraceReader::<_, TaskEvent>::from_vec(
+            std::mem::take(&mut ev),
             Path::new("synthetic task_events"),
             OnError::Fail,
         );
-        let mut usage = TraceReader::<_, TaskUsage>::new(
-            &us[..],
+        let mut usage = TraceReader::<_, TaskUsage>::from_vec(
+            std::mem::take(&mut us),
             Path::new("synthetic task_usage"),
             OnError::Fail,
         );
@@ -567,6 +569,7 @@ fn cmd_synth(a: SynthArgs) -> Result<()> {
         } else {
             last = feed(&mut sim, &mut events, &mut usage, None)?.max(last);
         }
+        (ev, us) = (events.into_vec(), usage.into_vec());
         sim_s += t1.elapsed().as_secs_f64();
         gen_s += (t1 - t0).as_secs_f64();
         sim_cpu += giant_sim::thread_cpu_seconds() - c1;

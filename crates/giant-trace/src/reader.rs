@@ -44,9 +44,45 @@ impl<R: Read> LineReader<R> {
         }
     }
 
+    /// Lines of bytes already in memory, read in place: `bytes` becomes the buffer (no
+    /// copy into a buffer of its own), every line is complete from the start.
+    /// [`Self::into_vec`] gives the bytes back for reuse.
+    pub fn from_vec(bytes: Vec<u8>) -> LineReader<io::Empty> {
+        LineReader {
+            inner: io::empty(),
+            end: bytes.len(),
+            buf: bytes,
+            start: 0,
+            eof: true,
+            line_no: 0,
+            refills: 2,
+        }
+    }
+
+    /// The buffer (for a reader made by [`Self::from_vec`]: the bytes it was given).
+    pub fn into_vec(self) -> Vec<u8> {
+        self.buf
+    }
+
     /// 1-based number of the line last returned.
     pub fn line_no(&self) -> u64 {
         self.line_no
+    }
+
+    /// The buffered bytes not yet returned as lines (the next line starts here, possibly
+    /// incomplete).
+    #[inline]
+    pub fn buffered(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    /// Marks the first `n` buffered bytes, one whole line with its `\n`, as read (a
+    /// caller that found the line's end itself, see [`Record::parse_first_line_into`]).
+    #[inline]
+    pub fn consume_line(&mut self, n: usize) {
+        debug_assert!(n <= self.end - self.start);
+        self.start = (self.start + n).min(self.end);
+        self.line_no += 1;
     }
 
     /// Next line without its `\n` (and without a trailing `\r`), `None` at end of input.
@@ -167,11 +203,30 @@ impl<T: Record> TraceReader<Box<dyn Read + Send>, T> {
     }
 }
 
+impl<T: Record> TraceReader<io::Empty, T> {
+    /// Reads rows from bytes already in memory, in place (no copy into a buffer of the
+    /// reader's own, unlike `new(&bytes[..])`, which reads the same rows); `into_vec` gives
+    /// the bytes back. Lines that end in a newline are not limited to [`MAX_LINE`] here
+    /// (all are in memory); a last line without one is, as when streaming.
+    pub fn from_vec(bytes: Vec<u8>, file: impl Into<PathBuf>, on_error: OnError) -> Self {
+        Self::with_lines(LineReader::<io::Empty>::from_vec(bytes), file, on_error)
+    }
+
+    /// The bytes given to [`Self::from_vec`].
+    pub fn into_vec(self) -> Vec<u8> {
+        self.lines.into_vec()
+    }
+}
+
 impl<R: Read, T: Record> TraceReader<R, T> {
     /// Reads from `inner`; `file` is only used in error messages.
     pub fn new(inner: R, file: impl Into<PathBuf>, on_error: OnError) -> Self {
+        Self::with_lines(LineReader::new(inner), file, on_error)
+    }
+
+    fn with_lines(lines: LineReader<R>, file: impl Into<PathBuf>, on_error: OnError) -> Self {
         Self {
-            lines: LineReader::new(inner),
+            lines,
             file: file.into(),
             on_error,
             skipped: 0,
@@ -220,6 +275,32 @@ impl<R: Read, T: Record> TraceReader<R, T> {
     /// Next row; `Ok(None)` at end of file. After an error in `Fail` mode, returns `Ok(None)`.
     #[inline]
     pub fn next_row(&mut self) -> Result<Option<T>, TraceError> {
+        let mut slot = None;
+        self.next_into(&mut slot)?;
+        Ok(slot)
+    }
+
+    /// [`Self::next_row`] written into `slot` (unspecified after an error).
+    #[inline]
+    pub fn next_into(&mut self, slot: &mut Option<T>) -> Result<(), TraceError> {
+        // Fast path: parse straight from the buffer, the parser finds the line's end (no
+        // separate newline search). Anything it does not take (an incomplete line at the
+        // buffer's end, a blank or malformed line, `\r\n`) goes the checked way.
+        if !self.failed && self.job_filter.is_none() {
+            if let Some(n) = T::parse_first_line_into(self.lines.buffered(), slot) {
+                self.lines.consume_line(n);
+                self.rows += 1;
+                return Ok(());
+            }
+        }
+        *slot = self.next_row_checked()?;
+        Ok(())
+    }
+
+    /// One line at a time: newline search, then the line parser (fast path, else the
+    /// checked parser, which reports errors).
+    #[inline(never)]
+    fn next_row_checked(&mut self) -> Result<Option<T>, TraceError> {
         if self.failed {
             return Ok(None);
         }
@@ -380,6 +461,61 @@ mod tests {
         assert_eq!(job_id_of(b"1,2,33,4"), Some(33));
         assert_eq!(job_id_of(b"1,2,33"), None);
         assert_eq!(job_id_of(b"1,2,x,4"), None);
+    }
+
+    #[test]
+    fn fast_and_checked_paths_give_the_same_rows_across_refills() {
+        // Lines of varied length (so that lines straddle every refill), CRLF, blank lines:
+        // every row equals the line parser's, line numbers stay right.
+        let mut data = String::new();
+        let mut want = Vec::new();
+        for i in 0..40_000u64 {
+            let line = format!(
+                "{},,{},{},{},4,{},0,2,0.0{},0.07959,9.5e-06,{}",
+                i * 7919,
+                i % 1000,
+                i % 97,
+                i % 13,
+                "u".repeat((i % 37) as usize + 1),
+                i % 89,
+                i % 2
+            );
+            want.push(TaskEvent::parse_line(line.as_bytes()).unwrap());
+            data.push_str(&line);
+            data.push_str(match i % 50 {
+                0 => "\r\n",
+                1 => "\n\n",
+                _ => "\n",
+            });
+        }
+        data.push_str("1,,2,3,4,1,u,0,0,,,,x\n");
+        let mut r = TraceReader::<_, TaskEvent>::new(data.as_bytes(), "f", OnError::Fail);
+        for w in &want {
+            assert_eq!(r.next_row().unwrap().as_ref(), Some(w));
+        }
+        let e = r.next_row().unwrap_err();
+        assert!(e.to_string().starts_with("f:40801: "), "{e}");
+        assert_eq!(r.rows(), 40_000);
+    }
+
+    #[test]
+    fn in_place_reader_gives_the_same_rows_and_errors() {
+        let data = format!("{GOOD}{GOOD}\r\n\n{GOOD}1,,2,3,4,1,u,0,0,0.5,bad,,\n{GOOD}");
+        for mode in [OnError::Fail, OnError::Skip] {
+            let a: Vec<String> = TraceReader::<_, TaskEvent>::new(data.as_bytes(), "f", mode)
+                .map(|r| format!("{r:?}"))
+                .collect();
+            let mut r = TraceReader::<_, TaskEvent>::from_vec(data.clone().into_bytes(), "f", mode);
+            let b: Vec<String> = r.by_ref().map(|r| format!("{r:?}")).collect();
+            assert_eq!(a, b);
+            assert_eq!(r.into_vec(), data.as_bytes());
+        }
+        let mut r =
+            TraceReader::<_, TaskEvent>::from_vec(GOOD.trim_end().into(), "f", OnError::Fail);
+        assert!(r.next_row().unwrap().is_some());
+        assert!(r.next_row().unwrap().is_none());
+        let mut r = TraceReader::<_, TaskEvent>::from_vec(Vec::new(), "f", OnError::Fail);
+        assert!(r.next_row().unwrap().is_none());
     }
 
     #[test]

@@ -180,6 +180,18 @@ pub trait Record: Sized {
     const COLUMNS: usize;
     /// Parses one line (no trailing newline).
     fn parse_line(line: &[u8]) -> Result<Self, FieldError>;
+    /// The fast path on the start of a buffer: writes the first line's row into `slot` and
+    /// returns the line's length with its `\n` when that line is complete and of the usual
+    /// shapes; `None` leaves the line to [`Record::parse_line`], and `slot` may then hold
+    /// a partly overwritten row: the caller must write it (the row is filled in place, so
+    /// that a slot holding the previous row costs no copy). Whenever it gives a row,
+    /// `parse_line` gives the same row for that line. The default never takes the fast
+    /// path.
+    #[inline]
+    fn parse_first_line_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
+        let _ = (buf, slot);
+        None
+    }
     /// Time used to order rows of this table (µs).
     fn time(&self) -> u64;
 }
@@ -358,6 +370,11 @@ impl Record for TaskEvent {
         }
     }
 
+    #[inline]
+    fn parse_first_line_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
+        Self::parse_first_line_quick_into(buf, slot)
+    }
+
     fn time(&self) -> u64 {
         self.time
     }
@@ -369,24 +386,70 @@ impl TaskEvent {
     #[doc(hidden)]
     #[inline]
     pub fn parse_line_quick(line: &[u8]) -> Option<Self> {
-        let mut q = Quick::new(line);
-        Some(Self {
-            time: q.u64::<false>()?,
-            missing_info: q.opt_small::<false>(255)?,
-            job_id: q.u64::<false>()?,
-            task_index: u32::try_from(q.u64::<false>()?).ok()?,
-            machine_id: q.opt_u64::<false>()?,
-            event_type: EventType::from_code(u64::from(q.small::<false>(8)?))?,
-            scheduling_class: {
-                q.skip()?; // user (hashed name)
-                q.small::<false>(255)?
-            },
-            priority: q.small::<false>(255)?,
-            cpu_request: q.opt_f32::<false>()?,
-            memory_request: q.opt_f32::<false>()?,
-            disk_request: q.opt_f32::<false>()?,
-            different_machines: q.opt_small::<true>(1)?.map(|v| v == 1),
-        })
+        Self::quick(&mut Quick::<false>::new(line))
+    }
+
+    /// The fast path on the start of a buffer: the row of its first line and the length
+    /// of that line with its `\n`, when the line ends in `\n` and the fast path accepts
+    /// it (then the row equals [`Self::parse_line_quick`] of the line without its `\n`).
+    #[doc(hidden)]
+    #[inline]
+    pub fn parse_first_line_quick(buf: &[u8]) -> Option<(Self, usize)> {
+        let mut slot = None;
+        let n = Self::parse_first_line_quick_into(buf, &mut slot)?;
+        Some((slot?, n))
+    }
+
+    /// [`Self::parse_first_line_quick`] writing the row into `slot` in place (partly
+    /// written on `None`, see [`Record::parse_first_line_into`]).
+    #[doc(hidden)]
+    #[inline]
+    pub fn parse_first_line_quick_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
+        let mut q = Quick::<true>::new(buf);
+        Self::fill(&mut q, slot.get_or_insert_with(|| Self::BLANK))?;
+        Some(q.pos())
+    }
+
+    /// Placeholder row, overwritten field by field by [`Self::fill`].
+    const BLANK: Self = Self {
+        time: 0,
+        missing_info: None,
+        job_id: 0,
+        task_index: 0,
+        machine_id: None,
+        event_type: EventType::Submit,
+        scheduling_class: 0,
+        priority: 0,
+        cpu_request: None,
+        memory_request: None,
+        disk_request: None,
+        different_machines: None,
+    };
+
+    #[inline(always)]
+    fn quick<const NL: bool>(q: &mut Quick<'_, NL>) -> Option<Self> {
+        let mut r = Self::BLANK;
+        Self::fill(q, &mut r)?;
+        Some(r)
+    }
+
+    /// Sets every field of `r` from the line (`None`: gave up, `r` partly written).
+    #[inline(always)]
+    fn fill<const NL: bool>(q: &mut Quick<'_, NL>, r: &mut Self) -> Option<()> {
+        r.time = q.u64::<false>()?;
+        r.missing_info = q.opt_small::<false>(255)?;
+        r.job_id = q.u64::<false>()?;
+        r.task_index = u32::try_from(q.u64::<false>()?).ok()?;
+        r.machine_id = q.opt_u64::<false>()?;
+        r.event_type = EventType::from_code(u64::from(q.small::<false>(8)?))?;
+        q.skip()?; // user (hashed name)
+        r.scheduling_class = q.small::<false>(255)?;
+        r.priority = q.small::<false>(255)?;
+        r.cpu_request = q.opt_f32::<false>()?;
+        r.memory_request = q.opt_f32::<false>()?;
+        r.disk_request = q.opt_f32::<false>()?;
+        r.different_machines = q.opt_small::<true>(1)?.map(|v| v == 1);
+        Some(())
     }
 
     /// The checked parser: every error with its column (the reference for the fast path).
@@ -442,6 +505,11 @@ impl Record for TaskUsage {
         }
     }
 
+    #[inline]
+    fn parse_first_line_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
+        Self::parse_first_line_quick_into(buf, slot)
+    }
+
     fn time(&self) -> u64 {
         self.start_time
     }
@@ -453,29 +521,85 @@ impl TaskUsage {
     #[doc(hidden)]
     #[inline]
     pub fn parse_line_quick(line: &[u8]) -> Option<Self> {
-        let mut q = Quick::new(line);
-        Some(Self {
-            start_time: q.u64::<false>()?,
-            end_time: q.u64::<false>()?,
-            job_id: q.u64::<false>()?,
-            task_index: u32::try_from(q.u64::<false>()?).ok()?,
-            machine_id: q.opt_u64::<false>()?,
-            cpu_rate: q.opt_f32::<false>()?,
-            canonical_memory: q.opt_f32::<false>()?,
-            assigned_memory: q.opt_f32::<false>()?,
-            unmapped_page_cache: q.opt_f32::<false>()?,
-            total_page_cache: q.opt_f32::<false>()?,
-            max_memory: q.opt_f32::<false>()?,
-            disk_io_time: q.opt_f32::<false>()?,
-            local_disk: q.opt_f32::<false>()?,
-            max_cpu_rate: q.opt_f32::<false>()?,
-            max_disk_io_time: q.opt_f32::<false>()?,
-            cpi: q.opt_f32::<false>()?,
-            mai: q.opt_f32::<false>()?,
-            sample_portion: q.opt_f32::<false>()?,
-            aggregation_type: q.opt_small::<false>(1)?,
-            sampled_cpu: q.opt_f32::<true>()?,
-        })
+        Self::quick(&mut Quick::<false>::new(line))
+    }
+
+    /// The fast path on the start of a buffer: the row of its first line and the length
+    /// of that line with its `\n`, when the line ends in `\n` and the fast path accepts
+    /// it (then the row equals [`Self::parse_line_quick`] of the line without its `\n`).
+    #[doc(hidden)]
+    #[inline]
+    pub fn parse_first_line_quick(buf: &[u8]) -> Option<(Self, usize)> {
+        let mut slot = None;
+        let n = Self::parse_first_line_quick_into(buf, &mut slot)?;
+        Some((slot?, n))
+    }
+
+    /// [`Self::parse_first_line_quick`] writing the row into `slot` in place (partly
+    /// written on `None`, see [`Record::parse_first_line_into`]).
+    #[doc(hidden)]
+    #[inline]
+    pub fn parse_first_line_quick_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
+        let mut q = Quick::<true>::new(buf);
+        Self::fill(&mut q, slot.get_or_insert_with(|| Self::BLANK))?;
+        Some(q.pos())
+    }
+
+    /// Placeholder row, overwritten field by field by [`Self::fill`].
+    const BLANK: Self = Self {
+        start_time: 0,
+        end_time: 0,
+        job_id: 0,
+        task_index: 0,
+        machine_id: None,
+        cpu_rate: None,
+        canonical_memory: None,
+        assigned_memory: None,
+        unmapped_page_cache: None,
+        total_page_cache: None,
+        max_memory: None,
+        disk_io_time: None,
+        local_disk: None,
+        max_cpu_rate: None,
+        max_disk_io_time: None,
+        cpi: None,
+        mai: None,
+        sample_portion: None,
+        aggregation_type: None,
+        sampled_cpu: None,
+    };
+
+    #[inline(always)]
+    fn quick<const NL: bool>(q: &mut Quick<'_, NL>) -> Option<Self> {
+        let mut r = Self::BLANK;
+        Self::fill(q, &mut r)?;
+        Some(r)
+    }
+
+    /// Sets every field of `r` from the line (`None`: gave up, `r` partly written).
+    #[inline(always)]
+    fn fill<const NL: bool>(q: &mut Quick<'_, NL>, r: &mut Self) -> Option<()> {
+        r.start_time = q.u64::<false>()?;
+        r.end_time = q.u64::<false>()?;
+        r.job_id = q.u64::<false>()?;
+        r.task_index = u32::try_from(q.u64::<false>()?).ok()?;
+        r.machine_id = q.opt_u64::<false>()?;
+        r.cpu_rate = q.opt_f32::<false>()?;
+        r.canonical_memory = q.opt_f32::<false>()?;
+        r.assigned_memory = q.opt_f32::<false>()?;
+        r.unmapped_page_cache = q.opt_f32::<false>()?;
+        r.total_page_cache = q.opt_f32::<false>()?;
+        r.max_memory = q.opt_f32::<false>()?;
+        r.disk_io_time = q.opt_f32::<false>()?;
+        r.local_disk = q.opt_f32::<false>()?;
+        r.max_cpu_rate = q.opt_f32::<false>()?;
+        r.max_disk_io_time = q.opt_f32::<false>()?;
+        r.cpi = q.opt_f32::<false>()?;
+        r.mai = q.opt_f32::<false>()?;
+        r.sample_portion = q.opt_f32::<false>()?;
+        r.aggregation_type = q.opt_small::<false>(1)?;
+        r.sampled_cpu = q.opt_f32::<true>()?;
+        Some(())
     }
 
     /// The checked parser: every error with its column (the reference for the fast path).
@@ -583,6 +707,44 @@ mod tests {
         }
         assert_eq!(TaskEvent::parse_line(line), ce);
         assert_eq!(TaskUsage::parse_line(line), cu);
+        // From a buffer: the row of the first line (up to its '\n') or nothing.
+        for tail in [
+            &b"\n"[..],
+            b"\n5611824441,,6251812952,1761,1306108,4,fJYe=,0,2,0.02499,0.07959,0.0003862,1\n",
+            b"\n0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0\n",
+            b"\r\n",
+            b"",
+            b",\n",
+            b"0",
+        ] {
+            let mut buf = line.to_vec();
+            buf.extend_from_slice(tail);
+            let first = buf.split(|&c| c == b'\n').next().unwrap_or_default();
+            let nl = buf.contains(&b'\n');
+            let want = |ok: bool| nl && ok;
+            let e = TaskEvent::parse_first_line_quick(&buf);
+            let qe = TaskEvent::parse_line_quick(first);
+            assert_eq!(
+                e.is_some(),
+                want(qe.is_some()),
+                "{}",
+                String::from_utf8_lossy(&buf)
+            );
+            if let Some((r, n)) = e {
+                assert_eq!((Some(r), n), (qe, first.len() + 1));
+            }
+            let u = TaskUsage::parse_first_line_quick(&buf);
+            let qu = TaskUsage::parse_line_quick(first);
+            assert_eq!(
+                u.is_some(),
+                want(qu.is_some()),
+                "{}",
+                String::from_utf8_lossy(&buf)
+            );
+            if let Some((r, n)) = u {
+                assert_eq!((Some(r), n), (qu, first.len() + 1));
+            }
+        }
         (qe.is_some(), qu.is_some())
     }
 
@@ -605,7 +767,7 @@ mod tests {
         assert_eq!(same_as_checked(lines[5]), (false, true));
         // Every single-byte change, deletion and insertion of the lines above, with bytes
         // that matter to the parsers: rows agree, errors come from the checked parser.
-        let bytes = b"0159.,eE+-x ";
+        let bytes = b"0159.,eE+-x \n\r";
         let mut rng = crate::synth::SplitMix64::new(3);
         for line in lines {
             for i in 0..=line.len() {

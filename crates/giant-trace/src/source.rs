@@ -17,6 +17,14 @@ pub trait RowSource {
     type Error;
     /// Next row, `Ok(None)` at the end.
     fn next_row(&mut self) -> Result<Option<Self::Row>, Self::Error>;
+    /// The same, written into `slot` (`None` at the end; unspecified after an error).
+    /// A consumer that keeps the current row in place (the simulator's merge) saves the
+    /// moves of the row through each layer's return value.
+    #[inline]
+    fn next_into(&mut self, slot: &mut Option<Self::Row>) -> Result<(), Self::Error> {
+        *slot = self.next_row()?;
+        Ok(())
+    }
 }
 
 impl<R: Read, T: Record> RowSource for TraceReader<R, T> {
@@ -25,6 +33,10 @@ impl<R: Read, T: Record> RowSource for TraceReader<R, T> {
     #[inline]
     fn next_row(&mut self) -> Result<Option<T>, crate::TraceError> {
         TraceReader::next_row(self)
+    }
+    #[inline]
+    fn next_into(&mut self, slot: &mut Option<T>) -> Result<(), crate::TraceError> {
+        TraceReader::next_into(self, slot)
     }
 }
 
@@ -91,6 +103,24 @@ where
             self.next += 1;
         }
     }
+    #[inline]
+    fn next_into(&mut self, slot: &mut Option<S::Row>) -> Result<(), S::Error> {
+        loop {
+            if let Some(cur) = &mut self.cur {
+                cur.next_into(slot)?;
+                if slot.is_some() {
+                    return Ok(());
+                }
+                self.cur = None;
+            }
+            if self.next >= self.parts {
+                *slot = None;
+                return Ok(());
+            }
+            self.cur = Some((self.open)(self.next)?);
+            self.next += 1;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -118,6 +148,19 @@ mod tests {
             .map(|_| c.next_row().unwrap().unwrap().time)
             .collect();
         assert_eq!(times, [1, 2, 3]);
+        let mut c2 = Chain::new(parts.len(), |i| {
+            Ok(TraceReader::<_, TaskEvent>::new(
+                parts[i].as_bytes(),
+                format!("part{i}"),
+                OnError::Fail,
+            ))
+        });
+        let mut slot = None;
+        for t in [1, 2, 3] {
+            c2.next_into(&mut slot).unwrap();
+            assert_eq!(slot.map(|r| r.time), Some(t));
+        }
+        assert!(c2.next_into(&mut slot).is_err());
         assert!(c
             .next_row()
             .unwrap_err()

@@ -2,7 +2,8 @@
 //! rows or errors, never panic or hang; numbers that parse must agree with std; the fast
 //! line parser must return exactly the checked parser's row whenever it returns a row
 //! (each line of the input, and the input as one line), and the f32 conversion must equal
-//! the f64 one rounded to f32.
+//! the f64 one rounded to f32. The fast path on a buffer (first line up to its `\n`, as the
+//! reader uses it) must give the fast path's row of that line alone and its length + 1.
 #![no_main]
 
 use giant_trace::{num, OnError, Record, TaskEvent, TaskUsage, TraceReader};
@@ -32,6 +33,20 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(Ok(q), checked, "{line:?}");
         }
         assert_eq!(TaskUsage::parse_line(line), checked, "{line:?}");
+    }
+    // The fast path on the buffer at every line start, as the reader calls it.
+    let mut at = 0;
+    while at <= data.len() {
+        let buf = &data[at..];
+        let end = buf.iter().position(|&c| c == b'\n');
+        let first = &buf[..end.unwrap_or(buf.len())];
+        let e = TaskEvent::parse_first_line_quick(buf);
+        let want = end.and(TaskEvent::parse_line_quick(first));
+        assert_eq!(e, want.map(|r| (r, first.len() + 1)), "{buf:?}");
+        let u = TaskUsage::parse_first_line_quick(buf);
+        let want = end.and(TaskUsage::parse_line_quick(first));
+        assert_eq!(u, want.map(|r| (r, first.len() + 1)), "{buf:?}");
+        at += first.len() + 1;
     }
     let want = num::parse_f64_prefix(data).and_then(|(v, n)| {
         if v.is_finite() {
