@@ -72,29 +72,11 @@ pub fn copy_bulk_slice(dst: &mut [u8], src: &[u8]) {
 /// As for [`copy_bulk`].
 #[cfg(target_arch = "x86_64")]
 unsafe fn sse2_copy(dst: *mut u8, src: *const u8, len: usize) {
-    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_storeu_si128};
-    let mut i = 0;
-    while i + 64 <= len {
-        // SAFETY: `i + 64 <= len`, so all four 16-byte blocks lie inside
-        // both buffers (caller's contract); unaligned accesses are allowed.
-        unsafe {
-            let s = src.add(i) as *const __m128i;
-            let d = dst.add(i) as *mut __m128i;
-            let (a, b, c, e) = (
-                _mm_loadu_si128(s),
-                _mm_loadu_si128(s.add(1)),
-                _mm_loadu_si128(s.add(2)),
-                _mm_loadu_si128(s.add(3)),
-            );
-            _mm_storeu_si128(d, a);
-            _mm_storeu_si128(d.add(1), b);
-            _mm_storeu_si128(d.add(2), c);
-            _mm_storeu_si128(d.add(3), e);
-        }
-        i += 64;
+    // SAFETY: the caller's contract; the tail lies inside both buffers.
+    unsafe {
+        let i = copy_blocks::<false>(dst, src, 0, len);
+        std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), len - i);
     }
-    // SAFETY: the remaining `len - i` bytes lie inside both buffers.
-    unsafe { std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), len - i) };
 }
 
 /// Like [`sse2_copy`], with non-temporal stores to a 64-byte aligned
@@ -105,37 +87,58 @@ unsafe fn sse2_copy(dst: *mut u8, src: *const u8, len: usize) {
 /// As for [`copy_bulk`].
 #[cfg(target_arch = "x86_64")]
 unsafe fn stream_copy(dst: *mut u8, src: *const u8, len: usize) {
-    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
     let head = dst.align_offset(64).min(len);
-    // SAFETY: `head <= len`: inside both buffers.
-    unsafe { std::ptr::copy_nonoverlapping(src, dst, head) };
-    let mut i = head;
+    // SAFETY: `head <= len`: inside both buffers; from `head` on, `dst` is
+    // 64-byte aligned, as `copy_blocks::<true>` requires; a fence has no
+    // memory operands; the tail lies inside both buffers.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src, dst, head);
+        let i = copy_blocks::<true>(dst, src, head, len);
+        std::arch::x86_64::_mm_sfence();
+        std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), len - i);
+    }
+}
+
+/// Copies whole 64-byte blocks from offset `from` on, while one is left;
+/// returns where it stopped. `STREAM`: non-temporal stores.
+///
+/// # Safety
+/// As for [`copy_bulk`], and with `STREAM`, `dst + from` is 64-byte aligned.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn copy_blocks<const STREAM: bool>(
+    dst: *mut u8,
+    src: *const u8,
+    from: usize,
+    len: usize,
+) -> usize {
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_storeu_si128, _mm_stream_si128};
+    let mut i = from;
     while i + 64 <= len {
-        // SAFETY: `i + 64 <= len` keeps the blocks inside both buffers, and
-        // `dst + i` is 64-byte aligned (`head` aligned it; steps are 64), as
-        // `_mm_stream_si128` requires of its 16-byte stores.
+        // SAFETY: `i + 64 <= len`, so all four 16-byte blocks lie inside
+        // both buffers (caller's contract); loads may be unaligned, and with
+        // `STREAM` each store is 16-byte aligned (`dst + from` is 64-byte
+        // aligned and steps are 64), as `_mm_stream_si128` requires.
         unsafe {
             let s = src.add(i) as *const __m128i;
             let d = dst.add(i) as *mut __m128i;
-            let (a, b, c, e) = (
+            let v = [
                 _mm_loadu_si128(s),
                 _mm_loadu_si128(s.add(1)),
                 _mm_loadu_si128(s.add(2)),
                 _mm_loadu_si128(s.add(3)),
-            );
-            _mm_stream_si128(d, a);
-            _mm_stream_si128(d.add(1), b);
-            _mm_stream_si128(d.add(2), c);
-            _mm_stream_si128(d.add(3), e);
+            ];
+            for (k, x) in v.into_iter().enumerate() {
+                if STREAM {
+                    _mm_stream_si128(d.add(k), x);
+                } else {
+                    _mm_storeu_si128(d.add(k), x);
+                }
+            }
         }
         i += 64;
     }
-    // SAFETY: a fence has no memory operands; the tail lies inside both
-    // buffers.
-    unsafe {
-        _mm_sfence();
-        std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), len - i);
-    }
+    i
 }
 
 #[cfg(test)]
