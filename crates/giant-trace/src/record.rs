@@ -380,35 +380,50 @@ impl Record for TaskEvent {
     }
 }
 
+/// The fast path's entry points, the same for every row type: each type gives its
+/// `BLANK` row and its `fill`, which sets every field from a line.
+macro_rules! quick_paths {
+    () => {
+        /// The fast path of [`Record::parse_line`]: a row for a well-formed line of the usual
+        /// shapes, `None` for anything else (then the checked parser decides).
+        #[doc(hidden)]
+        #[inline]
+        pub fn parse_line_quick(line: &[u8]) -> Option<Self> {
+            Self::quick(&mut Quick::<false>::new(line))
+        }
+
+        /// The fast path on the start of a buffer: the row of its first line and the length
+        /// of that line with its `\n`, when the line ends in `\n` and the fast path accepts
+        /// it (then the row equals [`Self::parse_line_quick`] of the line without its `\n`).
+        #[doc(hidden)]
+        #[inline]
+        pub fn parse_first_line_quick(buf: &[u8]) -> Option<(Self, usize)> {
+            let mut slot = None;
+            let n = Self::parse_first_line_quick_into(buf, &mut slot)?;
+            Some((slot?, n))
+        }
+
+        /// [`Self::parse_first_line_quick`] writing the row into `slot` in place (partly
+        /// written on `None`, see [`Record::parse_first_line_into`]).
+        #[doc(hidden)]
+        #[inline]
+        pub fn parse_first_line_quick_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
+            let mut q = Quick::<true>::new(buf);
+            Self::fill(&mut q, slot.get_or_insert_with(|| Self::BLANK))?;
+            Some(q.pos())
+        }
+
+        #[inline(always)]
+        fn quick<const NL: bool>(q: &mut Quick<'_, NL>) -> Option<Self> {
+            let mut r = Self::BLANK;
+            Self::fill(q, &mut r)?;
+            Some(r)
+        }
+    };
+}
+
 impl TaskEvent {
-    /// The fast path of [`Record::parse_line`]: a row for a well-formed line of the usual
-    /// shapes, `None` for anything else (then the checked parser decides).
-    #[doc(hidden)]
-    #[inline]
-    pub fn parse_line_quick(line: &[u8]) -> Option<Self> {
-        Self::quick(&mut Quick::<false>::new(line))
-    }
-
-    /// The fast path on the start of a buffer: the row of its first line and the length
-    /// of that line with its `\n`, when the line ends in `\n` and the fast path accepts
-    /// it (then the row equals [`Self::parse_line_quick`] of the line without its `\n`).
-    #[doc(hidden)]
-    #[inline]
-    pub fn parse_first_line_quick(buf: &[u8]) -> Option<(Self, usize)> {
-        let mut slot = None;
-        let n = Self::parse_first_line_quick_into(buf, &mut slot)?;
-        Some((slot?, n))
-    }
-
-    /// [`Self::parse_first_line_quick`] writing the row into `slot` in place (partly
-    /// written on `None`, see [`Record::parse_first_line_into`]).
-    #[doc(hidden)]
-    #[inline]
-    pub fn parse_first_line_quick_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
-        let mut q = Quick::<true>::new(buf);
-        Self::fill(&mut q, slot.get_or_insert_with(|| Self::BLANK))?;
-        Some(q.pos())
-    }
+    quick_paths!();
 
     /// Placeholder row, overwritten field by field by [`Self::fill`].
     const BLANK: Self = Self {
@@ -425,13 +440,6 @@ impl TaskEvent {
         disk_request: None,
         different_machines: None,
     };
-
-    #[inline(always)]
-    fn quick<const NL: bool>(q: &mut Quick<'_, NL>) -> Option<Self> {
-        let mut r = Self::BLANK;
-        Self::fill(q, &mut r)?;
-        Some(r)
-    }
 
     /// Sets every field of `r` from the line (`None`: gave up, `r` partly written).
     #[inline(always)]
@@ -516,34 +524,7 @@ impl Record for TaskUsage {
 }
 
 impl TaskUsage {
-    /// The fast path of [`Record::parse_line`]: a row for a well-formed line of the usual
-    /// shapes, `None` for anything else (then the checked parser decides).
-    #[doc(hidden)]
-    #[inline]
-    pub fn parse_line_quick(line: &[u8]) -> Option<Self> {
-        Self::quick(&mut Quick::<false>::new(line))
-    }
-
-    /// The fast path on the start of a buffer: the row of its first line and the length
-    /// of that line with its `\n`, when the line ends in `\n` and the fast path accepts
-    /// it (then the row equals [`Self::parse_line_quick`] of the line without its `\n`).
-    #[doc(hidden)]
-    #[inline]
-    pub fn parse_first_line_quick(buf: &[u8]) -> Option<(Self, usize)> {
-        let mut slot = None;
-        let n = Self::parse_first_line_quick_into(buf, &mut slot)?;
-        Some((slot?, n))
-    }
-
-    /// [`Self::parse_first_line_quick`] writing the row into `slot` in place (partly
-    /// written on `None`, see [`Record::parse_first_line_into`]).
-    #[doc(hidden)]
-    #[inline]
-    pub fn parse_first_line_quick_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
-        let mut q = Quick::<true>::new(buf);
-        Self::fill(&mut q, slot.get_or_insert_with(|| Self::BLANK))?;
-        Some(q.pos())
-    }
+    quick_paths!();
 
     /// Placeholder row, overwritten field by field by [`Self::fill`].
     const BLANK: Self = Self {
@@ -568,13 +549,6 @@ impl TaskUsage {
         aggregation_type: None,
         sampled_cpu: None,
     };
-
-    #[inline(always)]
-    fn quick<const NL: bool>(q: &mut Quick<'_, NL>) -> Option<Self> {
-        let mut r = Self::BLANK;
-        Self::fill(q, &mut r)?;
-        Some(r)
-    }
 
     /// Sets every field of `r` from the line (`None`: gave up, `r` partly written).
     #[inline(always)]
