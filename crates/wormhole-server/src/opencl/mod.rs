@@ -80,28 +80,41 @@ pub fn server_blocking(requested: u32, wait_list: &Option<Vec<*mut c_void>>) -> 
     Ok(CL_TRUE)
 }
 
+/// What every `clGet*Info` function of the library looks like.
+pub type InfoFn = unsafe extern "C" fn(*mut c_void, u32, usize, *mut c_void, *mut usize) -> i32;
+
+/// One fixed-size answer of an info query, if the library gives it.
+///
+/// # Safety
+/// `obj` is an object `f` takes (from a tenant's table or the library), and
+/// `T` is the type the API gives `param`.
+pub unsafe fn info_value<T: Copy + Default>(f: InfoFn, obj: *mut c_void, param: u32) -> Option<T> {
+    let mut v = T::default();
+    let size = std::mem::size_of::<T>();
+    // SAFETY: the caller's contract; the answer has `size` bytes, into `v`.
+    let s = unsafe {
+        f(
+            obj,
+            param,
+            size,
+            (&mut v as *mut T).cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    (s == CL_SUCCESS).then_some(v)
+}
+
 /// Whether `e` is a user event whose status has not been set yet.
 pub fn is_open_user_event(e: *mut c_void) -> bool {
-    let (mut ty, mut st) = (0u32, 0i32);
     // SAFETY: `e` came from the tenant's table (checked by kind); the
-    // values are a cl_command_type and a cl_int, 4 bytes each.
-    let ok = unsafe {
-        ffi::clGetEventInfo(
-            e,
-            CL_EVENT_COMMAND_TYPE,
-            4,
-            (&mut ty as *mut u32).cast(),
-            std::ptr::null_mut(),
-        ) == CL_SUCCESS
-            && ffi::clGetEventInfo(
-                e,
-                CL_EVENT_COMMAND_EXECUTION_STATUS,
-                4,
-                (&mut st as *mut i32).cast(),
-                std::ptr::null_mut(),
-            ) == CL_SUCCESS
+    // values are a cl_command_type and a cl_int.
+    let (ty, st) = unsafe {
+        (
+            info_value::<u32>(ffi::clGetEventInfo, e, CL_EVENT_COMMAND_TYPE),
+            info_value::<i32>(ffi::clGetEventInfo, e, CL_EVENT_COMMAND_EXECUTION_STATUS),
+        )
     };
-    ok && ty == CL_COMMAND_USER && st > 0
+    ty == Some(CL_COMMAND_USER) && st.is_some_and(|s| s > 0)
 }
 
 /// Takes a reference on an object the tenant's table will hold.

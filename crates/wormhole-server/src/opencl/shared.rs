@@ -178,26 +178,15 @@ fn cpu_context(ctx: *mut c_void) -> Option<u64> {
     }
     let mut align = 1u64;
     for &d in &devs {
-        let (mut ty, mut bits) = (0u64, 0u32);
         // SAFETY: a device of the context; the answers are a cl_bitfield
-        // and a cl_uint, into values of those sizes.
-        let ok = unsafe {
-            ffi::clGetDeviceInfo(
-                d,
-                CL_DEVICE_TYPE,
-                8,
-                (&mut ty as *mut u64).cast(),
-                std::ptr::null_mut(),
-            ) == CL_SUCCESS
-                && ffi::clGetDeviceInfo(
-                    d,
-                    CL_DEVICE_MEM_BASE_ADDR_ALIGN,
-                    4,
-                    (&mut bits as *mut u32).cast(),
-                    std::ptr::null_mut(),
-                ) == CL_SUCCESS
+        // and a cl_uint.
+        let (ty, bits) = unsafe {
+            (
+                super::info_value::<u64>(ffi::clGetDeviceInfo, d, CL_DEVICE_TYPE)?,
+                super::info_value::<u32>(ffi::clGetDeviceInfo, d, CL_DEVICE_MEM_BASE_ADDR_ALIGN)?,
+            )
         };
-        if !ok || ty & CL_DEVICE_TYPE_CPU == 0 {
+        if ty & CL_DEVICE_TYPE_CPU == 0 {
             return None;
         }
         align = align.max(u64::from(bits) / 8);
