@@ -358,22 +358,30 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// [`Record`]'s parsers for a row type with a fast path: the fast path first, the
+/// checked parser (which alone reports errors) for whatever it does not take.
+macro_rules! record_parsers {
+    () => {
+        #[inline]
+        fn parse_line(line: &[u8]) -> Result<Self, FieldError> {
+            match Self::parse_line_quick(line) {
+                Some(r) => Ok(r),
+                None => Self::parse_line_checked(line),
+            }
+        }
+
+        #[inline]
+        fn parse_first_line_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
+            Self::parse_first_line_quick_into(buf, slot)
+        }
+    };
+}
+
 impl Record for TaskEvent {
     const TABLE: &'static str = "task_events";
     const COLUMNS: usize = 13;
 
-    #[inline]
-    fn parse_line(line: &[u8]) -> Result<Self, FieldError> {
-        match Self::parse_line_quick(line) {
-            Some(r) => Ok(r),
-            None => Self::parse_line_checked(line),
-        }
-    }
-
-    #[inline]
-    fn parse_first_line_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
-        Self::parse_first_line_quick_into(buf, slot)
-    }
+    record_parsers!();
 
     fn time(&self) -> u64 {
         self.time
@@ -505,18 +513,7 @@ impl Record for TaskUsage {
     const TABLE: &'static str = "task_usage";
     const COLUMNS: usize = 20;
 
-    #[inline]
-    fn parse_line(line: &[u8]) -> Result<Self, FieldError> {
-        match Self::parse_line_quick(line) {
-            Some(r) => Ok(r),
-            None => Self::parse_line_checked(line),
-        }
-    }
-
-    #[inline]
-    fn parse_first_line_into(buf: &[u8], slot: &mut Option<Self>) -> Option<usize> {
-        Self::parse_first_line_quick_into(buf, slot)
-    }
+    record_parsers!();
 
     fn time(&self) -> u64 {
         self.start_time
