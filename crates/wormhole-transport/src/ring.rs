@@ -309,6 +309,8 @@ impl Producer {
             return self.write_parts(&[&(frame.len() as u64).to_le_bytes(), frame]);
         }
         let need = record_size(len) + REC_HDR;
+        // The common case checked here, inline; `reserve` looks again and
+        // waits when the ring is full.
         if self.free(self.tail)? < need {
             self.reserve(need)?;
         }
