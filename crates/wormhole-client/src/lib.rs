@@ -5,14 +5,14 @@
 //! process, behind the API's mutex; a request that needs an answer waits
 //! for it ([`Link::exchange`]); one that does not is left in the ring
 //! ([`Link::post`]) once a call of the same [`Shape`] has succeeded
-//! synchronously ([`deferrable`]), so that the first of a kind reports its
+//! synchronously ([`Link::deferrable`]), so that the first of a kind reports its
 //! own error as natively and a deferred failure is carried back by the next
 //! answer. What the API reports for a lost server, and how it records
 //! errors, stays with the API.
 
 use rustc_hash::FxHashSet;
 use std::ffi::c_void;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use thiserror::Error;
 use wormhole_transport::{Channel, TransportError};
@@ -38,6 +38,12 @@ pub struct Link {
     rx: Vec<u8>,
     tx: Vec<u8>,
     dead: bool,
+    /// Shapes of calls that succeeded synchronously. Kept here, under the
+    /// lock every call already holds, rather than behind a lock of its own.
+    shapes: FxHashSet<u64>,
+    /// The shapes last found in `shapes`, by their top bits: a loop repeats
+    /// a handful of shapes, and this spares each call the hash lookup.
+    recent: [u64; 16],
 }
 
 /// A reply: its status and the outputs after its header.
@@ -58,7 +64,36 @@ impl Link {
             rx: Vec::new(),
             tx: Vec::new(),
             dead: false,
+            shapes: FxHashSet::default(),
+            recent: [0; 16],
         }
+    }
+
+    /// Whether a call of this shape may be left in the ring: one of the
+    /// same shape succeeded synchronously, and WORMHOLE_SYNC is not set.
+    pub fn deferrable(&mut self, s: Shape) -> bool {
+        if force_sync() {
+            return false;
+        }
+        let slot = &mut self.recent[(s.0 >> 60) as usize];
+        if *slot == s.0 && s.0 != 0 {
+            return true;
+        }
+        let known = self.shapes.contains(&s.0);
+        if known {
+            *slot = s.0;
+        }
+        known
+    }
+
+    /// Records that a call of this shape succeeded. The set is bounded: when
+    /// full it starts again, which costs only round trips.
+    pub fn succeeded(&mut self, s: Shape) {
+        if self.shapes.len() >= 1 << 16 {
+            self.shapes.clear();
+            self.recent = [0; 16];
+        }
+        self.shapes.insert(s.0);
     }
 
     /// Starts a request for function `func`.
@@ -210,29 +245,6 @@ impl Shape {
     }
 }
 
-fn shapes() -> std::sync::MutexGuard<'static, FxHashSet<u64>> {
-    static SET: OnceLock<Mutex<FxHashSet<u64>>> = OnceLock::new();
-    SET.get_or_init(|| Mutex::new(FxHashSet::default()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-}
-
-/// Whether a call of this shape may be left in the ring: one of the same
-/// shape succeeded synchronously, and WORMHOLE_SYNC is not set.
-pub fn deferrable(s: Shape) -> bool {
-    !force_sync() && shapes().contains(&s.0)
-}
-
-/// Records that a call of this shape succeeded. The set is bounded: when
-/// full it starts again, which costs only round trips.
-pub fn succeeded(s: Shape) {
-    let mut set = shapes();
-    if set.len() >= 1 << 16 {
-        set.clear();
-    }
-    set.insert(s.0);
-}
-
 /// Whether every call is forwarded synchronously (WORMHOLE_SYNC=1), so that
 /// errors come back from the call that caused them.
 pub fn force_sync() -> bool {
@@ -312,13 +324,15 @@ mod tests {
 
     #[test]
     fn shapes_are_learned() {
+        let (a, _b) = std::os::unix::net::UnixStream::pair().expect("pair");
+        let mut link = Link::new(Box::new(StreamChannel::unix(a).expect("client end")));
         let mut s = Shape::new(77);
         s.add(1);
-        assert!(!deferrable(s));
-        succeeded(s);
-        assert_eq!(deferrable(s), !force_sync());
+        assert!(!link.deferrable(s));
+        link.succeeded(s);
+        assert_eq!(link.deferrable(s), !force_sync());
         let mut t = Shape::new(77);
         t.add(2);
-        assert!(!deferrable(t));
+        assert!(!link.deferrable(t));
     }
 }

@@ -268,14 +268,14 @@ impl<'a> Call<'a> {
     /// reports its own error as natively; a deferred failure is reported by
     /// the next synchronising call. WORMHOLE_SYNC=1 forwards every call
     /// synchronously.
-    pub fn finish_async(self, wake: bool) -> Result<i32, i32> {
+    pub fn finish_async(mut self, wake: bool) -> Result<i32, i32> {
         let shape = self.shape;
-        if !wormhole_client::deferrable(shape) {
+        if !self.guard.deferrable(shape) {
             let mut r = self.finish()?;
             let own = r.status();
             let status = r.status_with_deferred();
             if own == cudaSuccess {
-                wormhole_client::succeeded(shape);
+                r.guard.succeeded(shape);
             }
             return Ok(note(status));
         }

@@ -134,12 +134,68 @@ pub fn obj(p: *mut c_void, kind: Kind) -> Result<Option<&'static Obj>, i32> {
     if !registry().live.contains(&(p as usize)) {
         return Err(kind.invalid());
     }
-    // SAFETY: `p` is registered, so it is a live Obj we allocated.
+    typed(p, kind).map(Some)
+}
+
+/// A registered handle as the object it is, checked for kind.
+fn typed(p: *mut c_void, kind: Kind) -> Result<&'static Obj, i32> {
+    // SAFETY: the caller found `p` registered (now, or in a `Checked` still
+    // valid), so it is an Obj we allocated; released ones stay allocated in
+    // the quarantine for a while after.
     let o = unsafe { &*(p as *const Obj) };
     if o.magic != MAGIC || o.kind != kind {
         return Err(kind.invalid());
     }
-    Ok(Some(o))
+    Ok(o)
+}
+
+/// Bumped, under the registry's lock, whenever an object leaves the
+/// registry: a [`Checked`] older than that is forgotten.
+static RETIRED: AtomicU64 = AtomicU64::new(0);
+
+/// The last few handles calls found registered, valid until the next
+/// release anywhere in the process. A loop of launches names the same queue
+/// and kernel again and again; this spares each of them the registry's lock
+/// and hash lookup. It lives beside the channel, under the lock every call
+/// already holds.
+#[derive(Default)]
+pub struct Checked {
+    /// The value of [`RETIRED`] when these were found registered.
+    at: u64,
+    ptrs: [usize; 4],
+    next: usize,
+}
+
+impl Checked {
+    /// Whether `p` was found registered since the last release.
+    fn holds(&mut self, p: usize) -> bool {
+        let now = RETIRED.load(Ordering::Acquire);
+        if now != self.at {
+            *self = Checked {
+                at: now,
+                ..Checked::default()
+            };
+            return false;
+        }
+        self.ptrs.contains(&p)
+    }
+
+    /// `obj`, skipping the registry for a handle found there since the last
+    /// release.
+    fn obj(&mut self, p: *mut c_void, kind: Kind) -> Result<Option<&'static Obj>, i32> {
+        if p.is_null() {
+            return Ok(None);
+        }
+        // `holds` reads RETIRED before the registry is consulted below, so
+        // a release between the two makes the entry stale at once.
+        if !self.holds(p as usize) {
+            let o = obj(p, kind)?;
+            self.ptrs[self.next] = p as usize;
+            self.next = (self.next + 1) % self.ptrs.len();
+            return Ok(o);
+        }
+        typed(p, kind).map(Some)
+    }
 }
 
 /// Like [`obj`], for any kind: used to recognise handles in kernel arguments.
@@ -169,6 +225,7 @@ pub fn released(p: *mut c_void, kind: Kind) {
         let mut r = registry();
         r.by_id.remove(&o.id);
         r.live.remove(&(p as usize));
+        RETIRED.fetch_add(1, Ordering::Release);
         // The memory stays allocated (with its dispatch table) for a while:
         // the ICD loader reads the table through a handle before we can
         // check it, so a use after release then gets CL_INVALID_* instead
@@ -202,9 +259,29 @@ pub unsafe fn set_errcode(e: *mut i32, v: i32) {
     }
 }
 
+/// What a call holds while it marshals: the channel, and the handles it
+/// need not look up again.
+pub struct Chan {
+    link: Link,
+    checked: Checked,
+}
+
+impl std::ops::Deref for Chan {
+    type Target = Link;
+    fn deref(&self) -> &Link {
+        &self.link
+    }
+}
+
+impl std::ops::DerefMut for Chan {
+    fn deref_mut(&mut self) -> &mut Link {
+        &mut self.link
+    }
+}
+
 /// The connection to one server.
 pub struct Conn {
-    state: Mutex<Link>,
+    state: Mutex<Chan>,
     pub platforms: Vec<u64>,
     /// Memory the server may place buffers in (shared memory only).
     pub arena: Option<std::sync::Arc<wormhole_transport::arena::Arena>>,
@@ -262,7 +339,10 @@ fn connect() -> Result<Conn, String> {
     let arena = c.arena;
     watch_forks();
     let mut conn = Conn {
-        state: Mutex::new(Link::new(chan)),
+        state: Mutex::new(Chan {
+            link: Link::new(chan),
+            checked: Checked::default(),
+        }),
         platforms: Vec::new(),
         arena,
         fork_gen: FORK_GEN.load(Ordering::Relaxed),
@@ -312,7 +392,7 @@ pub fn arena() -> Option<&'static wormhole_transport::arena::Arena> {
 
 /// A call being marshalled; holds the channel.
 pub struct Call<'a> {
-    guard: MutexGuard<'a, Link>,
+    guard: MutexGuard<'a, Chan>,
     pub enc: Encoder,
     /// Bulk bytes to stream after the frame.
     raw: Option<(*const u8, usize)>,
@@ -353,7 +433,7 @@ impl<'a> Call<'a> {
     }
 
     pub fn handle(&mut self, p: *mut c_void, kind: Kind) -> Result<(), i32> {
-        let id = obj(p, kind)?.map_or(0, |o| o.id);
+        let id = self.guard.checked.obj(p, kind)?.map_or(0, |o| o.id);
         self.shape(id);
         self.enc.u64(id);
         Ok(())
@@ -379,7 +459,8 @@ impl<'a> Call<'a> {
         for i in 0..n {
             // SAFETY: caller's contract.
             let h = unsafe { *p.add(i) };
-            self.enc.u64(obj(h, kind)?.map_or(0, |o| o.id));
+            self.enc
+                .u64(self.guard.checked.obj(h, kind)?.map_or(0, |o| o.id));
         }
         Ok(())
     }
@@ -389,20 +470,33 @@ impl<'a> Call<'a> {
     pub unsafe fn in_bytes(&mut self, p: *const c_void, size: u64) {
         if p.is_null() {
             self.enc.opt_bytes(None);
-        } else {
-            // SAFETY: caller's contract.
-            let s = unsafe { std::slice::from_raw_parts(p as *const u8, size as usize) };
+            return;
+        }
+        // SAFETY: caller's contract.
+        let s = unsafe { std::slice::from_raw_parts(p as *const u8, size as usize) };
+        // Small values (work sizes, origins, patterns) can make a call
+        // fail; for large data only the length can.
+        self.shape(s.len() as u64);
+        if s.len() > 32 {
             self.enc.opt_bytes(Some(s));
-            // Small values (work sizes, origins, patterns) can make a call
-            // fail; for large data only the length can.
-            self.shape(s.len() as u64);
-            if s.len() <= 32 {
-                for c in s.chunks(8) {
-                    let mut a = [0u8; 8];
-                    a[..c.len()].copy_from_slice(c);
-                    self.shape(u64::from_le_bytes(a));
-                }
-            }
+            return;
+        }
+        // Encoded as `opt_bytes` would, word by word in the same pass that
+        // shapes them: these are a launch's sizes, on every call.
+        self.enc.u8(1);
+        self.enc.u64(s.len() as u64);
+        let mut words = s.chunks_exact(8);
+        for w in &mut words {
+            let v = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+            self.enc.u64(v);
+            self.shape(v);
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            self.enc.raw(rest);
+            let mut a = [0u8; 8];
+            a[..rest.len()].copy_from_slice(rest);
+            self.shape(u64::from_le_bytes(a));
         }
     }
 
@@ -491,14 +585,14 @@ impl<'a> Call<'a> {
     /// no round trip; a deferred call that fails all the same is reported by
     /// the next `syncpoint` call. With WORMHOLE_SYNC set, every call is made
     /// synchronously.
-    pub fn finish_async(self, wake: bool) -> Result<i32, i32> {
+    pub fn finish_async(mut self, wake: bool) -> Result<i32, i32> {
         let shape = self.shape;
-        if !wormhole_client::deferrable(shape) {
+        if !self.guard.deferrable(shape) {
             let mut r = self.finish()?;
             let own = r.status();
             let status = r.status_with_deferred();
             if own == CL_SUCCESS {
-                wormhole_client::succeeded(shape);
+                r.guard.succeeded(shape);
             }
             return Ok(status);
         }
@@ -526,7 +620,7 @@ pub unsafe fn adopt_new(id: Option<u64>, p: *mut *mut c_void, kind: Kind) {
 
 /// A reply being unmarshalled; still holds the channel.
 pub struct Reply<'a> {
-    guard: MutexGuard<'a, Link>,
+    guard: MutexGuard<'a, Chan>,
     cur: Cursor,
     status: i32,
     has_outputs: bool,

@@ -152,6 +152,13 @@ impl Encoder {
         self.buf.extend_from_slice(v);
     }
 
+    /// Bytes with no length prefix: the tail of a value whose length was
+    /// written before it.
+    #[inline]
+    pub fn raw(&mut self, v: &[u8]) {
+        self.buf.extend_from_slice(v);
+    }
+
     /// A length prefix followed by `len` bytes that the caller fills in
     /// place, which saves a copy for large payloads.
     #[inline]
