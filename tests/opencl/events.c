@@ -1,7 +1,9 @@
 /* Events: info, wait lists, markers and barriers, clWaitForEvents,
  * profiling, user events gating work, event callbacks, memory object
  * destructor callbacks. */
+#define _GNU_SOURCE
 #include "common.h"
+#include <sched.h>
 
 static const char *src =
     "__kernel void inc(__global int *a) { a[get_global_id(0)] += 1; }\n"
@@ -278,7 +280,17 @@ static void destructors(env_t *t) {
     CHECK(clReleaseMemObject(p));
 }
 
+/* How many CPUs this thread may run on: the client library must not move
+ * the application's threads (same-core handoff moves only the server's). */
+static int cpus_allowed(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
+    return CPU_COUNT(&set);
+}
+
 int main(void) {
+    int cpus = cpus_allowed();
     env_t t;
     env_init(&t, 0);
     cl_program p = build(&t, src, NULL);
@@ -291,6 +303,7 @@ int main(void) {
     CHECK(clReleaseKernel(inc));
     CHECK(clReleaseKernel(twice));
     CHECK(clReleaseProgram(p));
+    printf("same CPUs allowed after the calls: %d\n", cpus_allowed() == cpus);
     env_done(&t);
     printf("events: done\n");
     return 0;

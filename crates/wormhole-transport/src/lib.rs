@@ -16,6 +16,7 @@ pub mod client;
 pub mod copy;
 pub mod futex;
 pub mod hello;
+pub mod pin;
 pub mod ring;
 pub mod shm;
 pub mod stream;

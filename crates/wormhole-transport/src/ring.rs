@@ -440,8 +440,10 @@ pub struct Consumer {
     next: u64,
     handoff: Handoff,
     alive: Option<Liveness>,
-    /// The CPU this thread is pinned to (same-core handoff), plus one.
-    pinned: u32,
+    /// Same-core handoff: keeps this thread on the producer's CPU.
+    follower: crate::pin::Follower,
+    /// Same-core handoff, the caller's end: hold this CPU while asleep.
+    hold_cpu: bool,
     /// Polls the next wait may spin (spin handoff), adapted to how waits
     /// have been ending.
     spin_budget: u32,
@@ -487,7 +489,8 @@ impl Consumer {
             next: tail,
             handoff,
             alive,
-            pinned: 0,
+            follower: crate::pin::Follower::default(),
+            hold_cpu: false,
             spin_budget: match handoff {
                 Handoff::Spin { polls } => polls,
                 _ => 0,
@@ -625,27 +628,30 @@ impl Consumer {
             self.spin_budget = adapt_spin(budget, polls, false);
         }
         let h = raw.hdr();
-        sleep_on(&h.data_seq, &h.consumer_waiting, ready, self.alive.as_ref())?;
+        if self.hold_cpu && !ready() {
+            let alive = self.alive.as_ref();
+            crate::pin::hold_cpu_while(|| {
+                sleep_on(&h.data_seq, &h.consumer_waiting, ready, alive)
+            })?;
+        } else {
+            sleep_on(&h.data_seq, &h.consumer_waiting, ready, self.alive.as_ref())?;
+        }
         if self.handoff == Handoff::SameCore {
             self.follow_producer();
         }
         Ok(())
     }
 
+    /// Same-core handoff, the caller's end: sleep on the CPU this thread
+    /// runs on, so that the answer wakes it there.
+    pub(crate) fn hold_cpu_while_waiting(&mut self) {
+        self.hold_cpu = true;
+    }
+
     /// Moves this thread onto the CPU the producer published, if it moved.
-    /// The value is the peer's to write: any CPU number is harmless, and an
-    /// impossible one only makes the affinity call fail.
     fn follow_producer(&mut self) {
         let cpu = self.raw.hdr().producer_cpu.load(Ordering::Relaxed);
-        if cpu == 0 || cpu == self.pinned || cpu > libc::CPU_SETSIZE as u32 {
-            return;
-        }
-        let mut set = nix::sched::CpuSet::new();
-        if set.set(cpu as usize - 1).is_ok()
-            && nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).is_ok()
-        {
-            self.pinned = cpu;
-        }
+        self.follower.follow(cpu);
     }
 }
 

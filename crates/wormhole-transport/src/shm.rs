@@ -202,15 +202,29 @@ impl ShmChannel {
         let alive = alive.map(Arc::new);
         let a1 = alive.clone().map(|a| Box::new(move || a()) as Liveness);
         let a2 = alive.map(|a| Box::new(move || a()) as Liveness);
+        // Same-core: the client's end of the request ring says where the
+        // caller runs and the server's end follows it; the client's end of
+        // the reply ring holds the caller's CPU only while it sleeps there
+        // (`pin::hold_cpu_while`), so the application's threads keep their
+        // affinity.
+        let (tx_handoff, rx_handoff) = match (handoff, side) {
+            (Handoff::SameCore, Side::Client) => (Handoff::SameCore, Handoff::Futex),
+            (Handoff::SameCore, Side::Server) => (Handoff::Futex, Handoff::SameCore),
+            (h, _) => (h, h),
+        };
         // SAFETY: the region maps both rings with the capacities of its
         // layout and stays alive through `_region`; each side builds exactly
         // one producer and one consumer per ring.
         let (tx, rx) = unsafe {
             (
-                Producer::new(region.ring_base(tx_ring), tx_cap, handoff, a1),
-                Consumer::new(region.ring_base(rx_ring), rx_cap, handoff, a2),
+                Producer::new(region.ring_base(tx_ring), tx_cap, tx_handoff, a1),
+                Consumer::new(region.ring_base(rx_ring), rx_cap, rx_handoff, a2),
             )
         };
+        let mut rx = rx;
+        if handoff == Handoff::SameCore && side == Side::Client {
+            rx.hold_cpu_while_waiting();
+        }
         ShmChannel {
             tx,
             rx,
