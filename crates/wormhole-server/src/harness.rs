@@ -187,6 +187,17 @@ impl Harness {
         check("clEnqueueMarkerWithWaitList", s)?;
         // SAFETY: a valid queue.
         check("clFinish", unsafe { ffi::clFinish(queue) })?;
+        // PoCL drops its own reference on a finished command's event a
+        // moment after clFinish returns, from its worker: wait for it, so
+        // that the seeds' counts start settled (a test comparing counts
+        // before and after a run saw 2 then 1 under load). Bounded.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        // SAFETY: the event was just created and we hold its reference.
+        while unsafe { opencl::refcount(Kind::Event, event) } > 1
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         let seeds = vec![
             (ids::CONTEXT, Kind::Context, ctx),
             (ids::QUEUE, Kind::Queue, queue),
