@@ -229,13 +229,12 @@ impl ShmChannel {
         // SAFETY: the region maps both rings with the capacities of its
         // layout and stays alive through `_region`; each side builds exactly
         // one producer and one consumer per ring.
-        let (tx, rx) = unsafe {
+        let (tx, mut rx) = unsafe {
             (
                 Producer::new(region.ring_base(tx_ring), tx_cap, tx_handoff, a1),
                 Consumer::new(region.ring_base(rx_ring), rx_cap, rx_handoff, a2),
             )
         };
-        let mut rx = rx;
         if handoff == Handoff::SameCore && side == Side::Client {
             rx.hold_cpu_while_waiting();
         }
