@@ -52,7 +52,11 @@ pub fn serve(
         let done = run_frame(t, cu.as_deref_mut(), &req, &mut enc);
         // Bulk data that follows the frame goes straight where the request
         // put it (a mapped buffer), before the reply.
-        let status = opencl::overrides::finish_bulk_in(t, chan, done.status)?;
+        let status = if t.bulk.is_some() {
+            opencl::overrides::finish_bulk_in(t, chan, done.status)?
+        } else {
+            done.status
+        };
         if t.broken {
             return Err(ServeError::Protocol);
         }

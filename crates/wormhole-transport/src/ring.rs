@@ -173,6 +173,28 @@ impl Raw {
         }
     }
 
+    /// Replaces `buf`'s contents with `len` bytes from ring position `pos`
+    /// (`len` at most the capacity), without zeroing them first.
+    #[inline]
+    fn copy_out_to_vec(&self, pos: u64, len: usize, buf: &mut Vec<u8>) {
+        buf.clear();
+        buf.reserve(len);
+        let idx = (pos & (self.cap - 1)) as usize;
+        let first = len.min(self.cap as usize - idx);
+        let dst = buf.as_mut_ptr();
+        // SAFETY: `buf` has room for `len` bytes after `reserve`, and both
+        // copies together write exactly `len` of them (the second wraps to
+        // the start of the data area, as in `copy_out`) before `set_len`
+        // makes them part of the vector; the ring side is as in `copy_out`.
+        unsafe {
+            copy_bulk(dst, self.data.add(idx), first);
+            if first < len {
+                copy_bulk(dst.add(first), self.data, len - first);
+            }
+            buf.set_len(len);
+        }
+    }
+
     #[inline]
     fn copy_in(&self, pos: u64, src: &[u8]) {
         let idx = (pos & (self.cap - 1)) as usize;
@@ -527,19 +549,16 @@ impl Consumer {
         if self.pos & 7 != 0 || self.left < 8 {
             return fallback(self, buf);
         }
-        let mut prefix = [0u8; 8];
-        self.raw.copy_out(self.pos, &mut prefix);
-        let n = u64::from_le_bytes(prefix);
+        // The prefix is one aligned word, as `write_frame` stores it.
+        let n = u64::from_le(self.raw.word(self.pos).load(Ordering::Relaxed));
         if n > max {
             return Err(TransportError::FrameTooLarge { len: n, max });
         }
         if self.left != n + 8 {
             return fallback(self, buf);
         }
-        buf.clear();
         // n <= max, and a record is a fraction of the ring: it fits.
-        buf.resize(n as usize, 0);
-        self.raw.copy_out(self.pos + 8, buf);
+        self.raw.copy_out_to_vec(self.pos + 8, n as usize, buf);
         self.pos += self.left;
         self.left = 0;
         self.release();

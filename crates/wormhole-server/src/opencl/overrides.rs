@@ -597,7 +597,8 @@ const CL_IMAGE_ARRAY_SIZE: u32 = 0x1117;
 const HANDLE_SIZE: usize = std::mem::size_of::<usize>();
 
 /// What a kernel argument is declared as, from the kernel's argument info.
-enum ArgDecl {
+#[derive(Clone, Copy)]
+pub enum ArgDecl {
     /// `__global`/`__constant`: a memory object; `image` for image types.
     Mem {
         image: bool,
@@ -665,9 +666,18 @@ pub unsafe fn clSetKernelArg(
     size: usize,
     value: *const c_void,
 ) -> i32 {
-    let decl = match arg_decl(kernel, index) {
-        Ok(d) => d,
-        Err(e) => return e,
+    // A kernel's declarations never change: asked once per argument (two
+    // argument-info queries), then taken from the tenant's cache, which
+    // forgets a kernel when the tenant lets it go.
+    let decl = match t.arg_decls.get(&(kernel as usize, index)) {
+        Some(&d) => d,
+        None => match arg_decl(kernel, index) {
+            Ok(d) => {
+                t.remember_arg_decl(kernel, index, d);
+                d
+            }
+            Err(e) => return e,
+        },
     };
     let handle = || -> Option<*mut c_void> {
         if value.is_null() || size != HANDLE_SIZE {

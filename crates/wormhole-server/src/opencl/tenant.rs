@@ -53,6 +53,9 @@ impl Default for Limits {
     }
 }
 
+/// Most kernel-argument declarations a tenant caches.
+const MAX_ARG_DECLS: usize = 1 << 16;
+
 /// A tenant's objects and its channel back for notifications.
 pub struct Tenant {
     // FxHash, not SipHash: a lookup is on every call's path. Ids are the
@@ -76,6 +79,11 @@ pub struct Tenant {
     /// TCP, or when configured off).
     pub shared: Option<Arc<super::shared::SharedBuffers>>,
     out_bufs: OutBufs,
+    /// Kernel arguments' declarations, by real kernel and index, as the
+    /// library reported them (see `overrides::clSetKernelArg`). A kernel's
+    /// entries go when the tenant drops the kernel, before the library can
+    /// reuse its address.
+    pub arg_decls: FxHashMap<(usize, u32), Option<super::overrides::ArgDecl>>,
 }
 
 impl Tenant {
@@ -96,6 +104,7 @@ impl Tenant {
             broken: false,
             shared: None,
             out_bufs: OutBufs::default(),
+            arg_decls: FxHashMap::default(),
         };
         for &p in &platforms {
             t.id_for(Kind::Platform, p);
@@ -288,8 +297,25 @@ impl Tenant {
         if gone {
             if let Some(e) = self.table.remove(&id) {
                 self.reverse.remove(&(e.kind, e.raw));
+                if e.kind == Kind::Kernel {
+                    self.arg_decls.retain(|&(k, _), _| k != e.raw);
+                }
             }
         }
+    }
+
+    /// Caches a kernel argument's declaration (bounded: a tenant that
+    /// declares more arguments than this starts the cache again).
+    pub fn remember_arg_decl(
+        &mut self,
+        kernel: *mut c_void,
+        index: u32,
+        d: Option<super::overrides::ArgDecl>,
+    ) {
+        if self.arg_decls.len() >= MAX_ARG_DECLS {
+            self.arg_decls.clear();
+        }
+        self.arg_decls.insert((kernel as usize, index), d);
     }
 
     /// Drops every reference this tenant holds: the client's (`refs`) and
@@ -297,6 +323,7 @@ impl Tenant {
     /// exits instead; the in-process harness needs runs to be independent.
     pub fn release_all(&mut self) {
         self.mappings.clear();
+        self.arg_decls.clear();
         self.reverse.clear();
         // Dependents first, so that no object outlives what it was made from
         // inside this loop (the library counts references either way).
@@ -580,6 +607,26 @@ mod tests {
         t.released(3, Kind::Mem);
         assert_eq!(t.lookup(3, Kind::Mem), Err(CL_INVALID_MEM_OBJECT));
         assert!(t.is_empty());
+    }
+
+    /// A kernel's cached argument declarations go with the tenant's last
+    /// reference to it: the library may give a new kernel its address.
+    #[test]
+    fn a_released_kernel_forgets_its_argument_declarations() {
+        use crate::opencl::overrides::ArgDecl;
+        let mut t = Tenant::new(Vec::new(), Limits::default(), None);
+        let (k1, k2) = (0x40 as *mut c_void, 0x80 as *mut c_void);
+        t.insert(5, Kind::Kernel, k1).expect("insert");
+        t.insert(6, Kind::Kernel, k2).expect("insert");
+        t.remember_arg_decl(k1, 0, Some(ArgDecl::Local));
+        t.remember_arg_decl(k1, 1, None);
+        t.remember_arg_decl(k2, 0, Some(ArgDecl::Plain));
+        t.retained(5, Kind::Kernel);
+        t.released(5, Kind::Kernel);
+        assert_eq!(t.arg_decls.len(), 3, "one reference left: kept");
+        t.released(5, Kind::Kernel);
+        assert_eq!(t.arg_decls.len(), 1, "only the other kernel's stays");
+        assert!(t.arg_decls.contains_key(&(k2 as usize, 0)));
     }
 
     #[test]
