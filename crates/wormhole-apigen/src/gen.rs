@@ -568,11 +568,7 @@ fn server_func(o: &mut String, f: &Func) {
         Ret::Status => o.push_str("    let status = ret;\n"),
         Ret::New(k) => {
             let e = errcode_arg(f).unwrap_or("err");
-            let _ = writeln!(
-                o,
-                "    let status = v_{e};\n    if status == CL_SUCCESS {{ t.insert(new_id, {k}, ret)?; }} else {{ unsafe {{ release_failed_new({k}, ret) }}; }}",
-                k = kind(k)
-            );
+            let _ = writeln!(o, "    let status = v_{e};\n    if status == CL_SUCCESS {{ t.insert(new_id, {}, ret)?; }}", kind(k));
         }
         Ret::Custom { .. } => o.push_str("    let status = CL_SUCCESS;\n"),
     }
@@ -884,8 +880,6 @@ mod tests {
         let server = gen_server(&api);
         assert!(server.contains("func::clMake => d_clMake(t, d, e),"));
         assert!(server.contains("t.insert(new_id, Kind::Mem, ret)"));
-        // What a failed create call returned anyway is released.
-        assert!(server.contains("else { unsafe { release_failed_new(Kind::Mem, ret) }; }"));
     }
 }
 

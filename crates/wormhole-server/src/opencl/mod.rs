@@ -134,22 +134,6 @@ pub fn retain_real(kind: Kind, raw: *mut c_void) {
     }
 }
 
-/// Releases what a create call returned although it failed. The
-/// specification says NULL, but PoCL returns a context with no devices for
-/// `CL_DEVICE_NOT_FOUND` (so that an application's `clReleaseContext`
-/// works); the client gets no handle for it, so nobody else would release
-/// it, and a tenant that asked again and again would grow.
-///
-/// # Safety
-/// `raw` is NULL or what the failed create call returned.
-unsafe fn release_failed_new(kind: Kind, raw: *mut c_void) {
-    if !raw.is_null() {
-        // SAFETY: the caller's contract: an object the library made and
-        // handed to us, with the one reference a create call gives.
-        unsafe { release_real(kind, raw) };
-    }
-}
-
 /// Drops one reference on an object (the inverse of [`retain_real`]).
 ///
 /// # Safety
