@@ -158,19 +158,8 @@ impl Raw {
     /// Copies `dst.len()` bytes from ring position `pos`.
     #[inline]
     fn copy_out(&self, pos: u64, dst: &mut [u8]) {
-        let idx = (pos & (self.cap - 1)) as usize;
-        let first = dst.len().min(self.cap as usize - idx);
-        // SAFETY: idx + first <= cap and the rest wraps to the start of the
-        // data area (callers copy at most cap bytes); dst is private memory.
-        // The peer may write concurrently only if it breaks the protocol, and
-        // then it only garbles its own bytes, which are treated as untrusted
-        // data.
-        unsafe {
-            copy_bulk(dst.as_mut_ptr(), self.data.add(idx), first);
-            if first < dst.len() {
-                copy_bulk(dst.as_mut_ptr().add(first), self.data, dst.len() - first);
-            }
-        }
+        // SAFETY: `dst` is writable for its length.
+        unsafe { self.copy_out_raw(pos, dst.as_mut_ptr(), dst.len()) };
     }
 
     /// Replaces `buf`'s contents with `len` bytes from ring position `pos`
@@ -179,19 +168,33 @@ impl Raw {
     fn copy_out_to_vec(&self, pos: u64, len: usize, buf: &mut Vec<u8>) {
         buf.clear();
         buf.reserve(len);
+        // SAFETY: after `reserve`, `buf` has room for `len` bytes, which the
+        // copy writes in full before `set_len` makes them part of it.
+        unsafe {
+            self.copy_out_raw(pos, buf.as_mut_ptr(), len);
+            buf.set_len(len);
+        }
+    }
+
+    /// Copies `len` bytes (at most the capacity) from ring position `pos`
+    /// to `dst`.
+    ///
+    /// # Safety
+    /// `dst` is writable for `len` bytes and private to this side.
+    #[inline]
+    unsafe fn copy_out_raw(&self, pos: u64, dst: *mut u8, len: usize) {
         let idx = (pos & (self.cap - 1)) as usize;
         let first = len.min(self.cap as usize - idx);
-        let dst = buf.as_mut_ptr();
-        // SAFETY: `buf` has room for `len` bytes after `reserve`, and both
-        // copies together write exactly `len` of them (the second wraps to
-        // the start of the data area, as in `copy_out`) before `set_len`
-        // makes them part of the vector; the ring side is as in `copy_out`.
+        // SAFETY: idx + first <= cap and the rest wraps to the start of the
+        // data area (callers copy at most cap bytes); dst is the caller's.
+        // The peer may write concurrently only if it breaks the protocol, and
+        // then it only garbles its own bytes, which are treated as untrusted
+        // data.
         unsafe {
             copy_bulk(dst, self.data.add(idx), first);
             if first < len {
                 copy_bulk(dst.add(first), self.data, len - first);
             }
-            buf.set_len(len);
         }
     }
 
