@@ -9,6 +9,11 @@
 # Bounded: the measurements fit a budget of 360 s (`--budget`), sections
 # shortening their rounds to fit, and are killed after BENCH_LIMIT seconds
 # (default 480) whatever happens.
+#
+# --guest-halt-poll NS (first argument, root only): in a KVM guest with the
+# haltpoll cpuidle driver, let an idle vCPU poll for up to NS ns before it
+# halts during the run (Linux's default is 200000; some VMs set 0), and put
+# the old value back afterwards. The report names the value it ran with.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -33,6 +38,16 @@ echo "== building (release)"
 cargo build --release -q -p wormhole-server -p wormhole-opencl-icd -p wormhole-run -p wormhole-bench
 bin=${CARGO_TARGET_DIR:-$root/target}/release
 cc -O2 -Wall -o "$out/whbench" bench/wormhole/whbench.c -lOpenCL
+
+halt_poll=/sys/module/haltpoll/parameters/guest_halt_poll_ns
+if [ "${1:-}" = --guest-halt-poll ]; then
+  want=${2:?--guest-halt-poll needs a value in ns}
+  shift 2
+  [ -w "$halt_poll" ] || { echo "cannot set $halt_poll (not a haltpoll guest, or not root)" >&2; exit 1; }
+  old=$(cat "$halt_poll")
+  trap 'echo "$old" > "$halt_poll"' EXIT
+  echo "$want" > "$halt_poll"
+fi
 
 echo "== measuring on $(nproc) CPUs ($(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1)); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 timeout --kill-after=10 "${BENCH_LIMIT:-480}" \

@@ -157,8 +157,18 @@ pub fn markdown(r: &Results) -> String {
     let w = &mut s;
     let _ = writeln!(
         w,
-        "Measured {} on `{}`: `nproc` = {}, CPU: {}, Linux {}, commit `{}`.",
-        r.date, r.machine, r.nproc, r.cpu_model, r.kernel, r.git_rev
+        "Measured {} on `{}`: `nproc` = {}, CPU: {}, Linux {}, cpuidle: {}, commit `{}`.",
+        r.date,
+        r.machine,
+        r.nproc,
+        r.cpu_model,
+        r.kernel,
+        if r.idle.is_empty() {
+            "not recorded"
+        } else {
+            &r.idle
+        },
+        r.git_rev
     );
     let _ = writeln!(
         w,

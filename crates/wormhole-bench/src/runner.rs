@@ -194,6 +194,11 @@ pub struct Results {
     pub cpu_model: String,
     pub kernel: String,
     pub git_rev: String,
+    /// The cpuidle driver and, in a KVM guest, how long an idle vCPU polls
+    /// before it halts: on a VM that halts at once, every wake-up of an idle
+    /// CPU is an interrupt to a halted vCPU, which dominates hand-offs.
+    #[serde(default)]
+    pub idle: String,
     pub same_core: bool,
     pub rounds: usize,
     /// Label -> per-round summaries: forwarded calls ("call: ...") and raw
@@ -547,6 +552,22 @@ fn sh(cmd: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The cpuidle driver, with `guest_halt_poll_ns` when it is haltpoll.
+fn idle_policy() -> String {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let driver = read("/sys/devices/system/cpu/cpuidle/current_driver");
+    let poll = read("/sys/module/haltpoll/parameters/guest_halt_poll_ns");
+    match (driver.as_str(), poll.as_str()) {
+        ("", _) => "unknown".into(),
+        (d, "") => d.into(),
+        (d, p) => format!("{d}, guest_halt_poll_ns = {p}"),
+    }
+}
+
 /// Runs everything; returns the results even when some steps failed (their
 /// errors are listed in `errors`).
 pub fn run_all(opts: &Opts) -> anyhow::Result<Results> {
@@ -560,6 +581,7 @@ pub fn run_all(opts: &Opts) -> anyhow::Result<Results> {
         cpu_model: sh("lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1"),
         kernel: sh("uname -r"),
         git_rev: sh("git rev-parse --short HEAD 2>/dev/null"),
+        idle: idle_policy(),
         same_core: has_same_core(&opts.bin_dir),
         rounds: opts.rounds,
         clpeak_args: opts.clpeak_args.clone(),
