@@ -14,6 +14,9 @@
 #
 # Usage: bench/vnet/run.sh [SECONDS_PER_IPERF_RUN] [ROUNDS]     (root required)
 #   SETUPS="kvxlan vnet ..." picks setups (default: all; vnetold only with VNETD_OLD).
+#   GUEST_HALT_POLL=NS: in a KVM guest with the haltpoll cpuidle driver, let an idle vCPU poll
+#   up to NS ns before it halts during the run (Linux's default is 200000; some VMs set 0); the
+#   old value is put back at exit and machine.txt records the one used.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -49,8 +52,15 @@ cleanup() {
     ip netns del "$A" 2>/dev/null || true
     ip netns del "$B" 2>/dev/null || true
     rm -rf "$TMP"
+    [ -n "${HALT_POLL_OLD:-}" ] && echo "$HALT_POLL_OLD" > "$HALT_POLL"
 }
 trap cleanup EXIT
+HALT_POLL=/sys/module/haltpoll/parameters/guest_halt_poll_ns
+if [ -n "${GUEST_HALT_POLL:-}" ]; then
+    [ -w "$HALT_POLL" ] || { echo "cannot set $HALT_POLL (not a haltpoll guest, or not root)" >&2; exit 1; }
+    HALT_POLL_OLD=$(cat "$HALT_POLL")
+    echo "$GUEST_HALT_POLL" > "$HALT_POLL"
+fi
 
 # Fresh namespaces with a veth underlay 10.201.0.1 <-> 10.201.0.2.
 underlay() {
@@ -212,7 +222,7 @@ measure() {
 }
 
 echo "setup round gbps_1 gbps_4 rtt_ms cpu_s_per_gb" > "$OUT/raw.txt"
-{ date -u; nproc; lscpu | grep 'Model name'; uname -r; echo "load before: $(cat /proc/loadavg)"; } > "$OUT/machine.txt"
+{ date -u; nproc; lscpu | grep 'Model name'; uname -r; echo "cpuidle: $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo unknown)$([ -r "$HALT_POLL" ] && echo ", guest_halt_poll_ns = $(cat "$HALT_POLL")")"; echo "load before: $(cat /proc/loadavg)"; } > "$OUT/machine.txt"
 DEFAULT_SETUPS="veth kvxlan vnet vnetrt vnetspin${VNETD_OLD:+ vnetold} n2n tinc"
 for r in $(seq "$ROUNDS"); do
     for s in ${SETUPS:-$DEFAULT_SETUPS}; do
