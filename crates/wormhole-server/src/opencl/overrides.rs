@@ -669,11 +669,11 @@ pub unsafe fn clSetKernelArg(
     // A kernel's declarations never change: asked once per argument (two
     // argument-info queries), then taken from the tenant's cache, which
     // forgets a kernel when the tenant lets it go.
-    let decl = match t.arg_decls.get(&(kernel as usize, index)) {
-        Some(&d) => d,
+    let decl = match t.arg_decls.get(kernel, index) {
+        Some(d) => d,
         None => match arg_decl(kernel, index) {
             Ok(d) => {
-                t.remember_arg_decl(kernel, index, d);
+                t.arg_decls.insert(kernel, index, d);
                 d
             }
             Err(e) => return e,

@@ -55,6 +55,70 @@ impl Default for Limits {
 
 /// Most kernel-argument declarations a tenant caches.
 const MAX_ARG_DECLS: usize = 1 << 16;
+/// Arguments from this index on are asked for every time, never cached, so
+/// that one kernel's entry stays small whatever it declares.
+const MAX_CACHED_ARG_INDEX: u32 = 4096;
+
+use super::overrides::ArgDecl;
+
+/// Kernel arguments' declarations, as the library reported them (see
+/// `overrides::clSetKernelArg`), by real kernel and then by index: a
+/// kernel's entries go in one step when the tenant drops the kernel, before
+/// the library can reuse its address.
+#[derive(Default)]
+pub struct ArgDecls {
+    /// Per kernel, by argument index: `None` where not asked yet.
+    kernels: FxHashMap<usize, Vec<Option<Option<ArgDecl>>>>,
+    len: usize,
+}
+
+impl ArgDecls {
+    /// The declaration cached for this argument, if it was asked for.
+    #[inline]
+    pub fn get(&self, kernel: *mut c_void, index: u32) -> Option<Option<ArgDecl>> {
+        *self.kernels.get(&(kernel as usize))?.get(index as usize)?
+    }
+
+    /// Caches a declaration (bounded: past `MAX_ARG_DECLS` entries the
+    /// cache starts again).
+    pub fn insert(&mut self, kernel: *mut c_void, index: u32, d: Option<ArgDecl>) {
+        if index >= MAX_CACHED_ARG_INDEX {
+            return;
+        }
+        if self.len >= MAX_ARG_DECLS {
+            self.clear();
+        }
+        let slots = self.kernels.entry(kernel as usize).or_default();
+        let i = index as usize;
+        if slots.len() <= i {
+            slots.resize(i + 1, None);
+        }
+        if slots[i].replace(d).is_none() {
+            self.len += 1;
+        }
+    }
+
+    /// Forgets a kernel's declarations.
+    pub fn forget(&mut self, kernel: *mut c_void) {
+        if let Some(slots) = self.kernels.remove(&(kernel as usize)) {
+            self.len -= slots.iter().filter(|s| s.is_some()).count();
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.kernels.clear();
+        self.len = 0;
+    }
+
+    /// Declarations cached.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
 
 /// A tenant's objects and its channel back for notifications.
 pub struct Tenant {
@@ -79,11 +143,8 @@ pub struct Tenant {
     /// TCP, or when configured off).
     pub shared: Option<Arc<super::shared::SharedBuffers>>,
     out_bufs: OutBufs,
-    /// Kernel arguments' declarations, by real kernel and index, as the
-    /// library reported them (see `overrides::clSetKernelArg`). A kernel's
-    /// entries go when the tenant drops the kernel, before the library can
-    /// reuse its address.
-    pub arg_decls: FxHashMap<(usize, u32), Option<super::overrides::ArgDecl>>,
+    /// Kernel arguments' declarations (see `ArgDecls`).
+    pub arg_decls: ArgDecls,
 }
 
 impl Tenant {
@@ -104,7 +165,7 @@ impl Tenant {
             broken: false,
             shared: None,
             out_bufs: OutBufs::default(),
-            arg_decls: FxHashMap::default(),
+            arg_decls: ArgDecls::default(),
         };
         for &p in &platforms {
             t.id_for(Kind::Platform, p);
@@ -298,24 +359,10 @@ impl Tenant {
             if let Some(e) = self.table.remove(&id) {
                 self.reverse.remove(&(e.kind, e.raw));
                 if e.kind == Kind::Kernel {
-                    self.arg_decls.retain(|&(k, _), _| k != e.raw);
+                    self.arg_decls.forget(e.raw as *mut c_void);
                 }
             }
         }
-    }
-
-    /// Caches a kernel argument's declaration (bounded: a tenant that
-    /// declares more arguments than this starts the cache again).
-    pub fn remember_arg_decl(
-        &mut self,
-        kernel: *mut c_void,
-        index: u32,
-        d: Option<super::overrides::ArgDecl>,
-    ) {
-        if self.arg_decls.len() >= MAX_ARG_DECLS {
-            self.arg_decls.clear();
-        }
-        self.arg_decls.insert((kernel as usize, index), d);
     }
 
     /// Drops every reference this tenant holds: the client's (`refs`) and
@@ -613,20 +660,45 @@ mod tests {
     /// reference to it: the library may give a new kernel its address.
     #[test]
     fn a_released_kernel_forgets_its_argument_declarations() {
-        use crate::opencl::overrides::ArgDecl;
         let mut t = Tenant::new(Vec::new(), Limits::default(), None);
         let (k1, k2) = (0x40 as *mut c_void, 0x80 as *mut c_void);
         t.insert(5, Kind::Kernel, k1).expect("insert");
         t.insert(6, Kind::Kernel, k2).expect("insert");
-        t.remember_arg_decl(k1, 0, Some(ArgDecl::Local));
-        t.remember_arg_decl(k1, 1, None);
-        t.remember_arg_decl(k2, 0, Some(ArgDecl::Plain));
+        t.arg_decls.insert(k1, 0, Some(ArgDecl::Local));
+        t.arg_decls.insert(k1, 1, None);
+        t.arg_decls.insert(k2, 0, Some(ArgDecl::Plain));
         t.retained(5, Kind::Kernel);
         t.released(5, Kind::Kernel);
         assert_eq!(t.arg_decls.len(), 3, "one reference left: kept");
         t.released(5, Kind::Kernel);
         assert_eq!(t.arg_decls.len(), 1, "only the other kernel's stays");
-        assert!(t.arg_decls.contains_key(&(k2 as usize, 0)));
+        assert!(t.arg_decls.get(k2, 0).is_some());
+        assert!(t.arg_decls.get(k1, 0).is_none());
+    }
+
+    /// The cache stays bounded whatever a client asks about: indices past
+    /// the limit are not kept, a slot asked twice counts once, and a full
+    /// cache starts again.
+    #[test]
+    fn argument_declarations_are_bounded() {
+        let mut c = ArgDecls::default();
+        let k = 0x40 as *mut c_void;
+        c.insert(k, MAX_CACHED_ARG_INDEX, Some(ArgDecl::Plain));
+        assert!(c.get(k, MAX_CACHED_ARG_INDEX).is_none());
+        assert!(c.is_empty());
+        c.insert(k, 3, Some(ArgDecl::Plain));
+        c.insert(k, 3, Some(ArgDecl::Local));
+        assert_eq!(c.len(), 1);
+        assert!(matches!(c.get(k, 3), Some(Some(ArgDecl::Local))));
+        assert!(
+            c.get(k, 2).is_none(),
+            "a slot below one asked for is not known"
+        );
+        for i in 0..MAX_ARG_DECLS {
+            c.insert((0x1000 + i * 8) as *mut c_void, 0, None);
+        }
+        assert!(c.len() <= MAX_ARG_DECLS);
+        assert!(c.get(k, 3).is_none(), "a full cache started again");
     }
 
     #[test]
