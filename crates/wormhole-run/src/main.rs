@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::Parser;
+use wormhole_transport::client::Target;
+use wormhole_transport::default_socket_path;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -47,11 +49,21 @@ fn sibling(name: &str) -> anyhow::Result<PathBuf> {
     Ok(dir.join(name))
 }
 
-fn default_socket() -> PathBuf {
-    match std::env::var_os("XDG_RUNTIME_DIR") {
-        Some(d) if !d.is_empty() => PathBuf::from(d).join("wormhole.sock"),
-        // SAFETY: getuid has no preconditions and cannot fail.
-        _ => PathBuf::from(format!("/tmp/wormhole-{}.sock", unsafe { libc::getuid() })),
+/// Warns when nothing can be listening where the program will look: it
+/// would see no Wormhole platform, which programs report in their own,
+/// often puzzling, words. Only a look at the socket file: connecting would
+/// start a tenant in the server.
+fn warn_if_no_server(server: &str) {
+    use std::os::unix::fs::FileTypeExt;
+    if let Target::Unix(path) = Target::parse(server) {
+        let is_socket = std::fs::metadata(&path).is_ok_and(|m| m.file_type().is_socket());
+        if !is_socket {
+            eprintln!(
+                "wormhole-run: no Wormhole server at {} (start wormhole-server, or pass --start-server); \
+                 the program will see no Wormhole platform",
+                path.display()
+            );
+        }
     }
 }
 
@@ -108,7 +120,7 @@ fn main() -> anyhow::Result<ExitCode> {
     let server = match server {
         Some(s) => s,
         None => {
-            let sock = default_socket();
+            let sock = default_socket_path();
             if cli.start_server && std::os::unix::net::UnixStream::connect(&sock).is_err() {
                 let private =
                     std::env::temp_dir().join(format!("wormhole-run-{}.sock", std::process::id()));
@@ -119,6 +131,9 @@ fn main() -> anyhow::Result<ExitCode> {
             }
         }
     };
+    if _guard.is_none() {
+        warn_if_no_server(&server);
+    }
     let vendors = std::env::temp_dir().join(format!("wormhole-run-{}", std::process::id()));
     std::fs::create_dir_all(&vendors)?;
     std::fs::write(vendors.join("wormhole.icd"), format!("{}\n", icd.display()))?;

@@ -18,6 +18,27 @@ use crate::{Channel, TransportError};
 /// library loaded there never forwards to the server itself.
 pub const IN_SERVER_ENV: &str = "WORMHOLE_IN_SERVER";
 
+/// Where a client finds its server, as `WORMHOLE_SERVER` names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// `tcp:HOST:PORT`: another host, no shared memory.
+    Tcp(String),
+    /// `unix:PATH`, a bare socket path, or (empty) the default socket.
+    Unix(std::path::PathBuf),
+}
+
+impl Target {
+    pub fn parse(s: &str) -> Target {
+        if let Some(addr) = s.strip_prefix("tcp:") {
+            return Target::Tcp(addr.into());
+        }
+        match s.strip_prefix("unix:").unwrap_or(s) {
+            "" => Target::Unix(crate::default_socket_path()),
+            p => Target::Unix(p.into()),
+        }
+    }
+}
+
 /// Why there is no connection. Each is one line for the user.
 #[derive(Debug, Error)]
 pub enum ConnectError {
@@ -79,32 +100,9 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
         return Err(ConnectError::InServer);
     }
     let target = std::env::var("WORMHOLE_SERVER").unwrap_or_default();
-    if let Some(addr) = target.strip_prefix("tcp:") {
-        let unreachable = |source| ConnectError::Unreachable {
-            target: target.clone(),
-            source,
-        };
-        let mut s = std::net::TcpStream::connect(addr).map_err(unreachable)?;
-        let mut b = [0u8; HELLO_LEN];
-        s.read_exact(&mut b)
-            .map_err(|source| ConnectError::Unreachable {
-                target: target.clone(),
-                source,
-            })?;
-        Hello::from_bytes(&b).map_err(|source| ConnectError::BadGreeting {
-            target: target.clone(),
-            source,
-        })?;
-        return Ok(Connection {
-            chan: Box::new(StreamChannel::tcp(s)?),
-            notify: None,
-            arena: None,
-            arena_error: None,
-        });
-    }
-    let path = match target.strip_prefix("unix:").unwrap_or(&target) {
-        "" => crate::default_socket_path(),
-        p => p.into(),
+    let path = match Target::parse(&target) {
+        Target::Tcp(addr) => return connect_tcp(&target, &addr),
+        Target::Unix(p) => p,
     };
     let shown = path.display().to_string();
     let sock = UnixStream::connect(&path).map_err(|source| ConnectError::Unreachable {
@@ -152,4 +150,53 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
         arena,
         arena_error,
     })
+}
+
+fn connect_tcp(target: &str, addr: &str) -> Result<Connection, ConnectError> {
+    let unreachable = |source| ConnectError::Unreachable {
+        target: target.into(),
+        source,
+    };
+    let mut s = std::net::TcpStream::connect(addr).map_err(unreachable)?;
+    let mut b = [0u8; HELLO_LEN];
+    s.read_exact(&mut b).map_err(unreachable)?;
+    Hello::from_bytes(&b).map_err(|source| ConnectError::BadGreeting {
+        target: target.into(),
+        source,
+    })?;
+    Ok(Connection {
+        chan: Box::new(StreamChannel::tcp(s)?),
+        notify: None,
+        arena: None,
+        arena_error: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse_as_documented() {
+        assert_eq!(
+            Target::parse("tcp:10.0.0.2:7700"),
+            Target::Tcp("10.0.0.2:7700".into())
+        );
+        assert_eq!(
+            Target::parse("unix:/run/w.sock"),
+            Target::Unix("/run/w.sock".into())
+        );
+        assert_eq!(
+            Target::parse("/run/w.sock"),
+            Target::Unix("/run/w.sock".into())
+        );
+        assert_eq!(
+            Target::parse(""),
+            Target::Unix(crate::default_socket_path())
+        );
+        assert_eq!(
+            Target::parse("unix:"),
+            Target::Unix(crate::default_socket_path())
+        );
+    }
 }

@@ -1,0 +1,48 @@
+//! `wormhole-run` as a user meets it, without a device: it runs the command
+//! whatever the server's state, and says so when nothing listens where the
+//! program will look.
+
+use std::os::unix::net::UnixListener;
+use std::process::Command;
+
+fn run(server: &str) -> (bool, String) {
+    // Any existing file will do as the client library: `true` never loads it.
+    let icd = std::env::current_exe().expect("test binary path");
+    let out = Command::new(env!("CARGO_BIN_EXE_wormhole-run"))
+        .args([
+            "--icd",
+            &icd.display().to_string(),
+            "--server",
+            server,
+            "--",
+            "true",
+        ])
+        .output()
+        .expect("running wormhole-run");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_missing_server_is_named_and_the_command_still_runs() {
+    let (ok, stderr) = run("unix:/nonexistent-dir/wormhole.sock");
+    assert!(ok, "the command's own status is the result: {stderr}");
+    assert!(
+        stderr.contains("no Wormhole server at /nonexistent-dir/wormhole.sock"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_listening_socket_gets_no_warning() {
+    let dir = std::env::temp_dir().join(format!("wormhole-run-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let sock = dir.join("s.sock");
+    let _listener = UnixListener::bind(&sock).expect("bind");
+    let (ok, stderr) = run(&sock.display().to_string());
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(ok, "{stderr}");
+    assert!(!stderr.contains("no Wormhole server"), "{stderr}");
+}
