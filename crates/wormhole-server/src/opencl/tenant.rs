@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use super::overrides::ArgDecl;
 use crate::outbuf::OutBufs;
 
 use wormhole_opencl_api::{
@@ -53,13 +54,11 @@ impl Default for Limits {
     }
 }
 
-/// Most kernel-argument declarations a tenant caches.
+/// Most kernel-argument slots a tenant caches (2 bytes each).
 const MAX_ARG_DECLS: usize = 1 << 16;
 /// Arguments from this index on are asked for every time, never cached, so
 /// that one kernel's entry stays small whatever it declares.
 const MAX_CACHED_ARG_INDEX: u32 = 4096;
-
-use super::overrides::ArgDecl;
 
 /// Kernel arguments' declarations, as the library reported them (see
 /// `overrides::clSetKernelArg`), by real kernel and then by index: a
@@ -69,7 +68,9 @@ use super::overrides::ArgDecl;
 pub struct ArgDecls {
     /// Per kernel, by argument index: `None` where not asked yet.
     kernels: FxHashMap<usize, Vec<Option<Option<ArgDecl>>>>,
-    len: usize,
+    /// Slots allocated over all kernels: what the bound counts, so that
+    /// memory stays bounded however the indices are spread.
+    slots: usize,
 }
 
 impl ArgDecls {
@@ -79,44 +80,40 @@ impl ArgDecls {
         *self.kernels.get(&(kernel as usize))?.get(index as usize)?
     }
 
-    /// Caches a declaration (bounded: past `MAX_ARG_DECLS` entries the
-    /// cache starts again).
+    /// Caches a declaration (bounded: a cache that would grow past
+    /// `MAX_ARG_DECLS` slots starts again).
     pub fn insert(&mut self, kernel: *mut c_void, index: u32, d: Option<ArgDecl>) {
         if index >= MAX_CACHED_ARG_INDEX {
             return;
         }
-        if self.len >= MAX_ARG_DECLS {
+        let need = index as usize + 1;
+        let have = self.kernels.get(&(kernel as usize)).map_or(0, Vec::len);
+        if need > have && self.slots + (need - have) > MAX_ARG_DECLS {
             self.clear();
         }
         let slots = self.kernels.entry(kernel as usize).or_default();
-        let i = index as usize;
-        if slots.len() <= i {
-            slots.resize(i + 1, None);
+        if slots.len() < need {
+            self.slots += need - slots.len();
+            slots.resize(need, None);
         }
-        if slots[i].replace(d).is_none() {
-            self.len += 1;
-        }
+        slots[index as usize] = Some(d);
     }
 
     /// Forgets a kernel's declarations.
     pub fn forget(&mut self, kernel: *mut c_void) {
         if let Some(slots) = self.kernels.remove(&(kernel as usize)) {
-            self.len -= slots.iter().filter(|s| s.is_some()).count();
+            self.slots -= slots.len();
         }
     }
 
     pub fn clear(&mut self) {
         self.kernels.clear();
-        self.len = 0;
+        self.slots = 0;
     }
 
-    /// Declarations cached.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
+    /// Slots allocated.
+    pub fn slots(&self) -> usize {
+        self.slots
     }
 }
 
@@ -669,35 +666,37 @@ mod tests {
         t.arg_decls.insert(k2, 0, Some(ArgDecl::Plain));
         t.retained(5, Kind::Kernel);
         t.released(5, Kind::Kernel);
-        assert_eq!(t.arg_decls.len(), 3, "one reference left: kept");
+        assert_eq!(t.arg_decls.slots(), 3, "one reference left: kept");
         t.released(5, Kind::Kernel);
-        assert_eq!(t.arg_decls.len(), 1, "only the other kernel's stays");
+        assert_eq!(t.arg_decls.slots(), 1, "only the other kernel's stays");
         assert!(t.arg_decls.get(k2, 0).is_some());
         assert!(t.arg_decls.get(k1, 0).is_none());
     }
 
     /// The cache stays bounded whatever a client asks about: indices past
-    /// the limit are not kept, a slot asked twice counts once, and a full
-    /// cache starts again.
+    /// the limit are not kept, a slot asked twice is one slot, and a cache
+    /// that would outgrow its bound starts again.
     #[test]
     fn argument_declarations_are_bounded() {
         let mut c = ArgDecls::default();
         let k = 0x40 as *mut c_void;
         c.insert(k, MAX_CACHED_ARG_INDEX, Some(ArgDecl::Plain));
         assert!(c.get(k, MAX_CACHED_ARG_INDEX).is_none());
-        assert!(c.is_empty());
+        assert_eq!(c.slots(), 0);
         c.insert(k, 3, Some(ArgDecl::Plain));
         c.insert(k, 3, Some(ArgDecl::Local));
-        assert_eq!(c.len(), 1);
+        assert_eq!(c.slots(), 4);
         assert!(matches!(c.get(k, 3), Some(Some(ArgDecl::Local))));
         assert!(
             c.get(k, 2).is_none(),
             "a slot below one asked for is not known"
         );
-        for i in 0..MAX_ARG_DECLS {
-            c.insert((0x1000 + i * 8) as *mut c_void, 0, None);
+        // Kernels with only a high index each: the bound is on memory.
+        let high = MAX_CACHED_ARG_INDEX - 1;
+        for i in 0..MAX_ARG_DECLS / MAX_CACHED_ARG_INDEX as usize + 2 {
+            c.insert((0x1000 + i * 8) as *mut c_void, high, None);
+            assert!(c.slots() <= MAX_ARG_DECLS);
         }
-        assert!(c.len() <= MAX_ARG_DECLS);
         assert!(c.get(k, 3).is_none(), "a full cache started again");
     }
 
