@@ -246,6 +246,15 @@ fn sleep_on(
     }
 }
 
+/// Records after which a producer wakes a sleeping consumer without
+/// waiting for a flush. A batch of deferred calls (two records per kernel
+/// launch) longer than this is started on while it is still being written;
+/// a short one still costs one wake-up, at its synchronisation point. Once
+/// awake, the consumer usually stays busy to the end of the batch (running
+/// a call costs it more than writing one costs us), and waking an awake
+/// consumer is a fence and a load, not a system call.
+const EARLY_WAKE_RECORDS: u32 = 32;
+
 /// The writing end of a ring.
 pub struct Producer {
     raw: Raw,
@@ -260,7 +269,9 @@ pub struct Producer {
     max_record: u64,
     /// A header slot already zeroed ahead of need (see `write_parts`).
     prezeroed: Option<u64>,
+    /// Bytes and records published since the consumer was last woken.
     since_wake: u64,
+    records_since_wake: u32,
     handoff: Handoff,
     alive: Option<Liveness>,
 }
@@ -286,6 +297,7 @@ impl Producer {
             max_record: raw.cap / 8,
             prezeroed: None,
             since_wake: 0,
+            records_since_wake: 0,
             handoff,
             alive,
         }
@@ -374,8 +386,15 @@ impl Producer {
             self.prezeroed = Some(ahead);
         }
         self.since_wake += len;
-        // A large frame streams: let the consumer start on it early.
-        if self.since_wake >= self.raw.cap / 4 {
+        self.records_since_wake += 1;
+        // A large frame streams, and a long batch of calls is worked on
+        // while we write the rest of it: either way the consumer is woken
+        // early, so that its wake-up overlaps our writing instead of
+        // following it. Not in same-core mode, where it would run on our
+        // CPU and only preempt us.
+        if self.since_wake >= self.raw.cap / 4
+            || (self.records_since_wake == EARLY_WAKE_RECORDS && self.handoff != Handoff::SameCore)
+        {
             self.flush();
         }
     }
@@ -410,6 +429,7 @@ impl Producer {
     /// Wakes the consumer if it sleeps.
     pub fn flush(&mut self) {
         self.since_wake = 0;
+        self.records_since_wake = 0;
         let h = self.raw.hdr();
         if self.handoff == Handoff::SameCore {
             // SAFETY: sched_getcpu has no preconditions.
@@ -778,6 +798,38 @@ mod tests {
         (0..n)
             .map(|i| ((MARK | (1 + (i as u64 + seed) % 300)) >> ((i % 8) * 8)) as u8)
             .collect()
+    }
+
+    /// A long batch wakes a sleeping consumer before its flush, once per
+    /// `EARLY_WAKE_RECORDS` records; same-core never does (the consumer
+    /// would run on the producer's CPU and only preempt it).
+    #[test]
+    fn a_long_batch_wakes_a_sleeping_consumer_early() {
+        for (handoff, wakes) in [
+            (Handoff::Futex, true),
+            (Handoff::Spin { polls: 10 }, true),
+            (Handoff::SameCore, false),
+        ] {
+            let (_mem, mut p, _c) = ring(handoff);
+            let raw = p.raw;
+            let h = raw.hdr();
+            // What a consumer leaves behind when it goes to sleep.
+            h.consumer_waiting.store(1, Ordering::SeqCst);
+            let seq0 = h.data_seq.load(Ordering::SeqCst);
+            for i in 1..=EARLY_WAKE_RECORDS + 8 {
+                p.write_frame(&[7u8; 8]).expect("write");
+                let woken = h.data_seq.load(Ordering::SeqCst).wrapping_sub(seq0);
+                let want = if wakes { i / EARLY_WAKE_RECORDS } else { 0 };
+                assert_eq!(woken, want, "{handoff:?}, after {i} records");
+            }
+            p.flush();
+            let after = h.data_seq.load(Ordering::SeqCst).wrapping_sub(seq0);
+            assert_eq!(
+                after,
+                if wakes { 2 } else { 1 },
+                "{handoff:?}: the flush wakes"
+            );
+        }
     }
 
     #[test]
