@@ -458,7 +458,18 @@ fn real_sched_setaffinity_on_own_thread() {
     assert_eq!(act.ops.len(), 3);
     done_tx.send(()).unwrap();
     h.join().unwrap();
-    // A thread that no longer exists: ESRCH.
-    let err = act.set_thread_affinity(pid, tid, &original).unwrap_err();
+    // A thread that no longer exists: ESRCH. `join` returns once the thread
+    // has cleared its tid, which is before the kernel releases the task, so
+    // for a moment the tid still answers: wait for it to go (bounded).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let err = loop {
+        match act.set_thread_affinity(pid, tid, &original) {
+            Err(e) => break e,
+            Ok(()) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(1))
+            }
+            Ok(()) => panic!("thread {tid} still accepts an affinity 5 s after it was joined"),
+        }
+    };
     assert_eq!(err.raw_os_error(), Some(3));
 }
