@@ -29,13 +29,12 @@ pub use decide::{Decider, Decision, Policy};
 #[derive(Debug, thiserror::Error)]
 pub enum RebalanceError {
     /// A file the rebalancer needs could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {err}", path.display())]
     Read {
         /// File.
         path: std::path::PathBuf,
-        /// Cause.
-        #[source]
-        source: std::io::Error,
+        /// Cause (in the message, so not also a `source()`).
+        err: std::io::Error,
     },
     /// A file had unexpected content.
     #[error("{}: {msg}", path.display())]

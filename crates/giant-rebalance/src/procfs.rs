@@ -8,9 +8,9 @@ use crate::cpuset::CpuSet;
 use crate::RebalanceError;
 
 fn read(path: &Path) -> Result<String, RebalanceError> {
-    std::fs::read_to_string(path).map_err(|source| RebalanceError::Read {
+    std::fs::read_to_string(path).map_err(|err| RebalanceError::Read {
         path: path.to_path_buf(),
-        source,
+        err,
     })
 }
 
@@ -63,9 +63,9 @@ pub struct Node {
 /// Nodes with CPUs from `<root>/sys/devices/system/node/nodeN/cpulist`, by id.
 pub fn read_nodes(root: &Path) -> Result<Vec<Node>, RebalanceError> {
     let dir = root.join("sys/devices/system/node");
-    let rd = std::fs::read_dir(&dir).map_err(|source| RebalanceError::Read {
+    let rd = std::fs::read_dir(&dir).map_err(|err| RebalanceError::Read {
         path: dir.clone(),
-        source,
+        err,
     })?;
     let mut nodes = Vec::new();
     for e in rd.flatten() {

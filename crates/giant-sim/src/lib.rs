@@ -48,13 +48,12 @@ pub enum SimError {
     #[error("bad configuration: {0}")]
     Config(String),
     /// Writing an output failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {err}", path.display())]
     Output {
         /// File being written.
         path: std::path::PathBuf,
-        /// Cause.
-        #[source]
-        source: std::io::Error,
+        /// Cause (in the message, so not also a `source()`).
+        err: std::io::Error,
     },
     /// Drawing a plot failed.
     #[error("plot {}: {msg}", path.display())]

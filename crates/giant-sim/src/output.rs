@@ -10,15 +10,15 @@ use crate::SimError;
 fn write(path: &Path, text: &str) -> Result<(), SimError> {
     if let Some(dir) = path.parent() {
         if !dir.as_os_str().is_empty() {
-            std::fs::create_dir_all(dir).map_err(|source| SimError::Output {
+            std::fs::create_dir_all(dir).map_err(|err| SimError::Output {
                 path: dir.to_path_buf(),
-                source,
+                err,
             })?;
         }
     }
-    std::fs::write(path, text).map_err(|source| SimError::Output {
+    std::fs::write(path, text).map_err(|err| SimError::Output {
         path: path.to_path_buf(),
-        source,
+        err,
     })
 }
 
@@ -103,7 +103,7 @@ pub fn write_runs(
             .collect();
         let text = serde_json::to_string_pretty(&v).map_err(|e| SimError::Output {
             path: dir.join(format!("{stem}.json")),
-            source: std::io::Error::other(e),
+            err: std::io::Error::other(e),
         })?;
         write(&dir.join(format!("{stem}.json")), &text)
     } else {

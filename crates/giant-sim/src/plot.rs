@@ -144,9 +144,9 @@ fn noted<'a>(area: &Area<'a>, path: &Path, runs: &[Summary]) -> Result<Area<'a>,
 fn root<'a>(path: &'a Path, w: u32, h: u32) -> Result<Area<'a>, SimError> {
     register_font();
     if let Some(d) = path.parent() {
-        std::fs::create_dir_all(d).map_err(|source| SimError::Output {
+        std::fs::create_dir_all(d).map_err(|err| SimError::Output {
             path: d.to_path_buf(),
-            source,
+            err,
         })?;
     }
     let area = BitMapBackend::new(path, (w, h)).into_drawing_area();

@@ -49,24 +49,23 @@ pub enum TraceError {
         field: FieldError,
     },
     /// Reading or decompressing failed.
-    #[error("{}{}: {source}", file.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
+    #[error("{}{}: {err}", file.display(), line.map(|l| format!(":{l}")).unwrap_or_default())]
     Io {
         /// File being read.
         file: PathBuf,
         /// Line being read, when known.
         line: Option<u64>,
-        /// Underlying error.
-        #[source]
-        source: std::io::Error,
+        /// Underlying error (in the message, so not also a `source()`).
+        err: std::io::Error,
     },
 }
 
 /// The parts of one table found in a trace directory, sorted by name (= time order).
 pub fn table_files(dir: &Path, table: &str) -> Result<Vec<PathBuf>, TraceError> {
-    let rd = std::fs::read_dir(dir).map_err(|source| TraceError::Io {
+    let rd = std::fs::read_dir(dir).map_err(|err| TraceError::Io {
         file: dir.to_path_buf(),
         line: None,
-        source,
+        err,
     })?;
     let prefix = format!("{table}-");
     let mut out: Vec<PathBuf> = rd

@@ -183,10 +183,10 @@ fn job_id_of(line: &[u8]) -> Option<u64> {
 /// Opens a file, decompressing it when its name ends in `.gz` (streaming, flate2 with
 /// the zlib-rs backend: the fastest of those measured in docs/benchmarks-giant.md).
 pub fn open_maybe_gz(path: &Path) -> Result<Box<dyn Read + Send>, TraceError> {
-    let file = File::open(path).map_err(|source| TraceError::Io {
+    let file = File::open(path).map_err(|err| TraceError::Io {
         file: path.to_path_buf(),
         line: None,
-        source,
+        err,
     })?;
     let file = io::BufReader::with_capacity(256 * 1024, file);
     if path.extension().is_some_and(|e| e == "gz") {
@@ -308,12 +308,12 @@ impl<R: Read, T: Record> TraceReader<R, T> {
             let line = match self.lines.next_line() {
                 Ok(Some(l)) => l,
                 Ok(None) => return Ok(None),
-                Err(source) => {
+                Err(err) => {
                     self.failed = true;
                     return Err(TraceError::Io {
                         file: self.file.clone(),
                         line: Some(self.lines.line_no()),
-                        source,
+                        err,
                     });
                 }
             };

@@ -23,12 +23,12 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     /// Socket I/O failed.
-    #[error("control socket {path}: {source}")]
+    #[error("control socket {path}: {err}")]
     Io {
         /// The socket path.
         path: String,
         /// The underlying error.
-        source: std::io::Error,
+        err: std::io::Error,
     },
     /// The daemon's answer was not a valid response.
     #[error("bad response from daemon: {0}")]
@@ -253,9 +253,9 @@ impl Response {
 
 /// Sends one request to the daemon at `path` and waits (up to 30 s) for its response.
 pub fn call(path: &Path, req: &Request) -> Result<Response, ApiError> {
-    let io = |source| ApiError::Io {
+    let io = |err| ApiError::Io {
         path: path.display().to_string(),
-        source,
+        err,
     };
     let mut s = UnixStream::connect(path).map_err(io)?;
     s.set_read_timeout(Some(Duration::from_secs(30)))

@@ -23,14 +23,14 @@ pub enum ControlError {
     #[error(transparent)]
     Core(#[from] vnet_core::CoreError),
     /// Creating a device failed.
-    #[error("{what} {name}: {source}")]
+    #[error("{what} {name}: {err}")]
     Io {
         /// What was being created.
         what: &'static str,
         /// Its name.
         name: String,
         /// The error.
-        source: std::io::Error,
+        err: std::io::Error,
     },
     /// A field has an invalid value.
     #[error("invalid {0}")]
@@ -77,10 +77,10 @@ fn prepare(ops: &[Op]) -> Result<Prepared, ControlError> {
         match op {
             Op::AddInterface(d) => {
                 let tap = d.tap.clone().unwrap_or_else(|| d.name.clone());
-                let io = |source| ControlError::Io {
+                let io = |err| ControlError::Io {
                     what: "tap",
                     name: tap.clone(),
-                    source,
+                    err,
                 };
                 let mac = d.mac.as_deref().map(str::parse::<MacAddr>).transpose()?;
                 let f = sys::open_tap(&tap).map_err(io)?;
@@ -96,10 +96,10 @@ fn prepare(ops: &[Op]) -> Result<Prepared, ControlError> {
                 out.insert(d.name.clone(), (Arc::new(Device::tap(tap, f)), Some(mac)));
             }
             Op::AddBridge(b) => {
-                let io = |source| ControlError::Io {
+                let io = |err| ControlError::Io {
                     what: "bridge device",
                     name: b.device.clone(),
-                    source,
+                    err,
                 };
                 let fd = sys::open_packet(&b.device).map_err(io)?;
                 out.insert(

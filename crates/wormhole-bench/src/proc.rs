@@ -13,8 +13,8 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum ProcError {
-    #[error("starting {cmd}: {source}")]
-    Spawn { cmd: String, source: std::io::Error },
+    #[error("starting {cmd}: {err}")]
+    Spawn { cmd: String, err: std::io::Error },
     #[error("{cmd} took longer than {secs} s and was killed")]
     Timeout {
         cmd: String,
@@ -30,11 +30,8 @@ pub enum ProcError {
     },
     #[error("{cmd} printed no RESULT line")]
     NoResult { cmd: String },
-    #[error("{cmd}: bad RESULT: {source}")]
-    BadJson {
-        cmd: String,
-        source: serde_json::Error,
-    },
+    #[error("{cmd}: bad RESULT: {err}")]
+    BadJson { cmd: String, err: serde_json::Error },
     #[error("I/O: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -109,9 +106,9 @@ pub fn run(
         .stderr(Stdio::piped())
         .process_group(0);
     let start = Instant::now();
-    let mut child = cmd.spawn().map_err(|source| ProcError::Spawn {
+    let mut child = cmd.spawn().map_err(|err| ProcError::Spawn {
         cmd: name.clone(),
-        source,
+        err,
     })?;
     let dog = Watchdog::arm(child.id() as i32, limit);
     let mut stdin = child.stdin.take();
@@ -130,9 +127,9 @@ pub fn run(
             let line = line?;
             if let Some(json) = line.strip_prefix("RESULT ") {
                 result = Some(
-                    serde_json::from_str(json).map_err(|source| ProcError::BadJson {
+                    serde_json::from_str(json).map_err(|err| ProcError::BadJson {
                         cmd: name.clone(),
-                        source,
+                        err,
                     })?,
                 );
             }

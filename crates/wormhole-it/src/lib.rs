@@ -29,18 +29,15 @@ use thiserror::Error;
 /// observed behaviour, which is an assertion in the test).
 #[derive(Debug, Error)]
 pub enum HarnessError {
-    #[error("{what}: {source}")]
-    Io {
-        what: String,
-        source: std::io::Error,
-    },
+    #[error("{what}: {err}")]
+    Io { what: String, err: std::io::Error },
     #[error("{0}")]
     Setup(String),
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> HarnessError {
     let what = what.into();
-    move |source| HarnessError::Io { what, source }
+    move |err| HarnessError::Io { what, err }
 }
 
 /// The workspace root (this crate is `crates/wormhole-it`).

@@ -7,16 +7,10 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum ConfigError {
-    #[error("reading {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("parsing {path}: {source}")]
-    Parse {
-        path: PathBuf,
-        source: toml::de::Error,
-    },
+    #[error("reading {path}: {err}")]
+    Read { path: PathBuf, err: std::io::Error },
+    #[error("parsing {path}: {err}")]
+    Parse { path: PathBuf, err: toml::de::Error },
     #[error("invalid setting: {0}")]
     Invalid(String),
 }
@@ -87,13 +81,13 @@ impl Default for Config {
 
 impl Config {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|err| ConfigError::Read {
             path: path.into(),
-            source,
+            err,
         })?;
-        let c: Config = toml::from_str(&text).map_err(|source| ConfigError::Parse {
+        let c: Config = toml::from_str(&text).map_err(|err| ConfigError::Parse {
             path: path.into(),
-            source,
+            err,
         })?;
         c.validate()?;
         Ok(c)

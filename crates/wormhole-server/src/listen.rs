@@ -14,11 +14,8 @@ use thiserror::Error;
 
 #[derive(Debug, Error)]
 pub enum ListenError {
-    #[error("binding {path}: {source}")]
-    Bind {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("binding {path}: {err}")]
+    Bind { path: String, err: std::io::Error },
     #[error("another server is listening on {0}")]
     InUse(PathBuf),
     #[error("I/O: {0}")]
@@ -81,9 +78,9 @@ pub fn bind_unix(path: &Path) -> Result<UnixListener, ListenError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).ok();
     }
-    UnixListener::bind(path).map_err(|source| ListenError::Bind {
+    UnixListener::bind(path).map_err(|err| ListenError::Bind {
         path: path.display().to_string(),
-        source,
+        err,
     })
 }
 

@@ -44,16 +44,10 @@ impl Target {
 pub enum ConnectError {
     #[error("inside a Wormhole server: no forwarding to itself")]
     InServer,
-    #[error("no Wormhole server at {target} ({source})")]
-    Unreachable {
-        target: String,
-        source: std::io::Error,
-    },
-    #[error("bad greeting from {target}: {source}")]
-    BadGreeting {
-        target: String,
-        source: TransportError,
-    },
+    #[error("no Wormhole server at {target} ({err})")]
+    Unreachable { target: String, err: std::io::Error },
+    #[error("bad greeting from {target}: {err}")]
+    BadGreeting { target: String, err: TransportError },
     #[error("the server at {0} sent no shared memory")]
     NoSharedMemory(String),
     #[error("transport: {0}")]
@@ -105,13 +99,13 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
         Target::Unix(p) => p,
     };
     let shown = path.display().to_string();
-    let sock = UnixStream::connect(&path).map_err(|source| ConnectError::Unreachable {
+    let sock = UnixStream::connect(&path).map_err(|err| ConnectError::Unreachable {
         target: shown.clone(),
-        source,
+        err,
     })?;
-    let (hello, fds) = recv_hello(&sock).map_err(|source| ConnectError::BadGreeting {
+    let (hello, fds) = recv_hello(&sock).map_err(|err| ConnectError::BadGreeting {
         target: shown.clone(),
-        source,
+        err,
     })?;
     let mut fds = fds.into_iter();
     let (layout, fd) = match (hello.layout, fds.next()) {
@@ -153,16 +147,16 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
 }
 
 fn connect_tcp(target: &str, addr: &str) -> Result<Connection, ConnectError> {
-    let unreachable = |source| ConnectError::Unreachable {
+    let unreachable = |err| ConnectError::Unreachable {
         target: target.into(),
-        source,
+        err,
     };
     let mut s = std::net::TcpStream::connect(addr).map_err(unreachable)?;
     let mut b = [0u8; HELLO_LEN];
     s.read_exact(&mut b).map_err(unreachable)?;
-    Hello::from_bytes(&b).map_err(|source| ConnectError::BadGreeting {
+    Hello::from_bytes(&b).map_err(|err| ConnectError::BadGreeting {
         target: target.into(),
-        source,
+        err,
     })?;
     Ok(Connection {
         chan: Box::new(StreamChannel::tcp(s)?),
