@@ -52,14 +52,12 @@ cleanup() {
     ip netns del "$A" 2>/dev/null || true
     ip netns del "$B" 2>/dev/null || true
     rm -rf "$TMP"
-    [ -n "${HALT_POLL_OLD:-}" ] && echo "$HALT_POLL_OLD" > "$HALT_POLL"
+    halt_poll_restore
 }
+. "$ROOT/bench/halt-poll.sh"
 trap cleanup EXIT
-HALT_POLL=/sys/module/haltpoll/parameters/guest_halt_poll_ns
 if [ -n "${GUEST_HALT_POLL:-}" ]; then
-    [ -w "$HALT_POLL" ] || { echo "cannot set $HALT_POLL (not a haltpoll guest, or not root)" >&2; exit 1; }
-    HALT_POLL_OLD=$(cat "$HALT_POLL")
-    echo "$GUEST_HALT_POLL" > "$HALT_POLL"
+    halt_poll_set "$GUEST_HALT_POLL"
 fi
 
 # Fresh namespaces with a veth underlay 10.201.0.1 <-> 10.201.0.2.
@@ -222,7 +220,7 @@ measure() {
 }
 
 echo "setup round gbps_1 gbps_4 rtt_ms cpu_s_per_gb" > "$OUT/raw.txt"
-{ date -u; nproc; lscpu | grep 'Model name'; uname -r; echo "cpuidle: $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo unknown)$([ -r "$HALT_POLL" ] && echo ", guest_halt_poll_ns = $(cat "$HALT_POLL")")"; echo "load before: $(cat /proc/loadavg)"; } > "$OUT/machine.txt"
+{ date -u; nproc; lscpu | grep 'Model name'; uname -r; echo "cpuidle: $(halt_poll_describe)"; echo "load before: $(cat /proc/loadavg)"; } > "$OUT/machine.txt"
 DEFAULT_SETUPS="veth kvxlan vnet vnetrt vnetspin${VNETD_OLD:+ vnetold} n2n tinc"
 for r in $(seq "$ROUNDS"); do
     for s in ${SETUPS:-$DEFAULT_SETUPS}; do

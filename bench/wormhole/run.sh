@@ -39,14 +39,12 @@ cargo build --release -q -p wormhole-server -p wormhole-opencl-icd -p wormhole-r
 bin=${CARGO_TARGET_DIR:-$root/target}/release
 cc -O2 -Wall -o "$out/whbench" bench/wormhole/whbench.c -lOpenCL
 
-halt_poll=/sys/module/haltpoll/parameters/guest_halt_poll_ns
+. "$root/bench/halt-poll.sh"
 if [ "${1:-}" = --guest-halt-poll ]; then
   want=${2:?--guest-halt-poll needs a value in ns}
   shift 2
-  [ -w "$halt_poll" ] || { echo "cannot set $halt_poll (not a haltpoll guest, or not root)" >&2; exit 1; }
-  old=$(cat "$halt_poll")
-  trap 'echo "$old" > "$halt_poll"' EXIT
-  echo "$want" > "$halt_poll"
+  trap halt_poll_restore EXIT
+  halt_poll_set "$want"
 fi
 
 echo "== measuring on $(nproc) CPUs ($(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1)); load: $(cut -d' ' -f1-3 /proc/loadavg)"
