@@ -152,6 +152,55 @@ static void threads(env_t *t, cl_program p) {
     }
 }
 
+/* One thread waits on a user event that another thread sets: natively the
+ * wait returns once the status is set. Wormhole's calls from all threads of
+ * a process share one channel, so the wait must not hold it meanwhile. */
+typedef struct {
+    env_t *t;
+    cl_event gate;
+    cl_kernel k;
+    cl_mem b;
+    cl_int wait_status, finish_status, read_status;
+    unsigned first;
+} gated_t;
+
+static void *gated_waiter(void *arg) {
+    gated_t *g = arg;
+    size_t n = 1024;
+    cl_event done = NULL;
+    g->finish_status = clEnqueueNDRangeKernel(g->t->q, g->k, 1, NULL, &n, NULL, 1, &g->gate, &done);
+    g->wait_status = clWaitForEvents(1, &g->gate);
+    if (g->finish_status == CL_SUCCESS) g->finish_status = clFinish(g->t->q);
+    g->read_status = clEnqueueReadBuffer(g->t->q, g->b, CL_TRUE, 0, sizeof g->first, &g->first, 1, &done, NULL);
+    if (done) clReleaseEvent(done);
+    return NULL;
+}
+
+static void cross_thread_user_event(env_t *t, cl_kernel k) {
+    cl_int e;
+    unsigned zero[1024] = {0};
+    cl_mem b = buffer(t, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, zero);
+    unsigned add = 5;
+    CHECK(clSetKernelArg(k, 0, sizeof b, &b));
+    CHECK(clSetKernelArg(k, 1, sizeof add, &add));
+    gated_t g = {t, clCreateUserEvent(t->ctx, &e), k, b, 1, 1, 1, 0};
+    CHECK_ERR(e, "cross-thread user event");
+    pthread_t th;
+    ASSERT(pthread_create(&th, NULL, gated_waiter, &g) == 0);
+    /* Let the waiter reach its wait; the result is the same if it has not. */
+    struct timespec pause = {0, 50 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    cl_int st = 0;
+    CHECK(clGetEventInfo(g.gate, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
+    printf("cross-thread gate still submitted before set: %d\n", st == CL_SUBMITTED);
+    CHECK(clSetUserEventStatus(g.gate, CL_COMPLETE));
+    ASSERT(pthread_join(th, NULL) == 0);
+    printf("cross-thread wait %d, kernel+finish %d, gated read %d, value %u\n", g.wait_status,
+           g.finish_status, g.read_status, g.first);
+    CHECK(clReleaseEvent(g.gate));
+    CHECK(clReleaseMemObject(b));
+}
+
 int main(void) {
     env_t t;
     env_init(&t, 0);
@@ -160,6 +209,7 @@ int main(void) {
     large(&t, k);
     sub_and_reuse(&t);
     threads(&t, p);
+    cross_thread_user_event(&t, k);
     CHECK(clReleaseKernel(k));
     CHECK(clReleaseProgram(p));
     env_done(&t);
