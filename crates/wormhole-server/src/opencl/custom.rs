@@ -539,14 +539,16 @@ fn check_not_object(kernel: *mut c_void, index: u32) -> Result<(), i32> {
 /// A kernel argument: NULL (local memory), plain bytes, or a handle.
 pub struct KernelArg<'a> {
     bytes: Option<&'a [u8]>,
-    handle: Box<usize>,
+    handle: usize,
     is_handle: bool,
 }
 
 impl KernelArg<'_> {
+    /// Points into `self` for a handle: the caller keeps it in place until
+    /// the call (the generated code passes `v.arg()` straight to it).
     pub fn arg(&mut self) -> *const c_void {
         if self.is_handle {
-            &*self.handle as *const usize as *const c_void
+            &self.handle as *const usize as *const c_void
         } else {
             self.bytes.map_or(std::ptr::null(), |b| b.as_ptr().cast())
         }
@@ -567,7 +569,7 @@ pub mod kernel_arg {
     ) -> Result<KernelArg<'a>, i32> {
         let mut a = KernelArg {
             bytes: None,
-            handle: Box::new(0),
+            handle: 0,
             is_handle: false,
         };
         match d.u8().map_err(bad)? {
@@ -591,7 +593,7 @@ pub mod kernel_arg {
                 if *size != std::mem::size_of::<usize>() {
                     return Err(CL_INVALID_ARG_SIZE);
                 }
-                *a.handle = t.lookup(d.u64().map_err(bad)?, kind)? as usize;
+                a.handle = t.lookup(d.u64().map_err(bad)?, kind)? as usize;
                 a.is_handle = true;
             }
             _ => return Err(CL_INVALID_VALUE),
