@@ -30,10 +30,41 @@ pub const TENANT_FD: RawFd = 3;
 /// itself.
 pub use wormhole_transport::client::IN_SERVER_ENV;
 
-fn spawn_tenant(fd: RawFd, config_args: &[String]) -> std::io::Result<()> {
-    let exe = std::env::current_exe()?;
-    let mut cmd = Command::new(exe);
-    cmd.args(config_args).arg("tenant").env(IN_SERVER_ENV, "1");
+/// The binary tenants are started from: this server's own, held open from
+/// the start, so that rebuilding or upgrading it under a running server
+/// neither breaks new tenants nor gives them another version than the
+/// listener's. Executed through `/proc/self/fd`, which names it in the
+/// child too; without /proc, the path it was started from.
+struct TenantExe {
+    /// Keeps the inode alive after the path is replaced or removed.
+    _file: Option<std::fs::File>,
+    path: PathBuf,
+}
+
+impl TenantExe {
+    fn open() -> std::io::Result<TenantExe> {
+        match std::fs::File::open("/proc/self/exe") {
+            Ok(f) => Ok(TenantExe {
+                path: PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd())),
+                _file: Some(f),
+            }),
+            Err(e) => {
+                log::warn!("holding this binary open ({e}): tenants start from its path");
+                Ok(TenantExe {
+                    _file: None,
+                    path: std::env::current_exe()?,
+                })
+            }
+        }
+    }
+}
+
+fn spawn_tenant(exe: &TenantExe, fd: RawFd, config_args: &[String]) -> std::io::Result<()> {
+    let mut cmd = Command::new(&exe.path);
+    cmd.arg0("wormhole-server")
+        .args(config_args)
+        .arg("tenant")
+        .env(IN_SERVER_ENV, "1");
     // SAFETY: dup2 and signal are async-signal-safe; they run in the child
     // between fork and exec and touch only the descriptor table and the
     // signal dispositions. The new descriptor has no close-on-exec flag,
@@ -90,14 +121,16 @@ pub fn run(
     tcp: Option<TcpListener>,
     config_args: Vec<String>,
 ) -> Result<(), ListenError> {
+    let exe = std::sync::Arc::new(TenantExe::open()?);
     if let Some(tcp) = tcp {
         let args = config_args.clone();
+        let exe = exe.clone();
         std::thread::spawn(move || {
             for conn in tcp.incoming() {
                 match conn {
                     Ok(s) => {
                         let _ = s.set_nodelay(true);
-                        if let Err(e) = spawn_tenant(s.as_raw_fd(), &args) {
+                        if let Err(e) = spawn_tenant(&exe, s.as_raw_fd(), &args) {
                             log::error!("starting a tenant: {e}");
                         }
                     }
@@ -109,7 +142,7 @@ pub fn run(
     for conn in unix.incoming() {
         match conn {
             Ok(s) => {
-                if let Err(e) = spawn_tenant(s.as_raw_fd(), &config_args) {
+                if let Err(e) = spawn_tenant(&exe, s.as_raw_fd(), &config_args) {
                     log::error!("starting a tenant: {e}");
                 }
             }
