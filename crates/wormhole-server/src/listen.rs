@@ -4,7 +4,7 @@
 //! OpenCL library itself; each tenant does, after exec.
 
 use std::net::TcpListener;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -43,7 +43,7 @@ struct TenantExe {
 
 impl TenantExe {
     fn open() -> std::io::Result<TenantExe> {
-        match std::fs::File::open("/proc/self/exe") {
+        match std::fs::File::open("/proc/self/exe").and_then(above_tenant_fd) {
             Ok(f) => Ok(TenantExe {
                 path: PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd())),
                 _file: Some(f),
@@ -57,6 +57,23 @@ impl TenantExe {
             }
         }
     }
+}
+
+/// `f` on a descriptor above [`TENANT_FD`]: a tenant's connection is put
+/// on that one in the child before exec, which would replace the binary
+/// if it were there (a server started with stdin closed can get it).
+fn above_tenant_fd(f: std::fs::File) -> std::io::Result<std::fs::File> {
+    if f.as_raw_fd() > TENANT_FD {
+        return Ok(f);
+    }
+    // SAFETY: F_DUPFD_CLOEXEC on a descriptor we own returns a new one (or
+    // -1), which nothing else owns.
+    let fd = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_DUPFD_CLOEXEC, TENANT_FD + 1) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned to us and is owned by nothing else.
+    Ok(unsafe { std::fs::File::from_raw_fd(fd) })
 }
 
 fn spawn_tenant(exe: &TenantExe, fd: RawFd, config_args: &[String]) -> std::io::Result<()> {
