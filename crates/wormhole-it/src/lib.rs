@@ -156,6 +156,16 @@ impl Server {
         Self::start_with(a, dir, None, args)
     }
 
+    /// Like [`Server::start`], with extra variables in the server's
+    /// environment (its driver's configuration, say).
+    pub fn start_env(
+        a: &Artifacts,
+        dir: &Path,
+        env: &[(&str, &str)],
+    ) -> Result<Server, HarnessError> {
+        Self::start_full(a, dir, None, &[], env)
+    }
+
     /// Like [`Server::start`], also listening on TCP on loopback; returns
     /// the port too.
     pub fn start_tcp(a: &Artifacts, dir: &Path) -> Result<(Server, u16), HarnessError> {
@@ -181,11 +191,21 @@ impl Server {
         tcp: Option<u16>,
         args: &[&str],
     ) -> Result<Server, HarnessError> {
+        Self::start_full(a, dir, tcp, args, &[])
+    }
+
+    fn start_full(
+        a: &Artifacts,
+        dir: &Path,
+        tcp: Option<u16>,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<Server, HarnessError> {
         let socket = dir.join("server.sock");
         let log = dir.join("server.log");
         let logf = std::fs::File::create(&log).map_err(io("creating the server log"))?;
         let mut cmd = Command::new(&a.server);
-        cmd.args(args);
+        cmd.args(args).envs(env.iter().copied());
         if let Some(port) = tcp {
             cmd.arg("--tcp").arg(format!("127.0.0.1:{port}"));
         }
