@@ -72,6 +72,25 @@ pub struct Server {
     pub icd_dir: PathBuf,
 }
 
+/// Whether a Unix socket at `path` is listening, from /proc/net/unix,
+/// without connecting (a connection would start a tenant). The file alone
+/// is not enough: it exists from `bind`, and a connect before `listen` is
+/// refused (CI saw that). Without /proc, the file is taken as the sign.
+fn listening(path: &Path) -> bool {
+    /// `__SO_ACCEPTCON` in the flags column.
+    const ACCEPTING: u32 = 1 << 16;
+    let Ok(table) = std::fs::read_to_string("/proc/net/unix") else {
+        return path.exists();
+    };
+    let want = path.to_string_lossy();
+    table.lines().skip(1).any(|line| {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        cols.len() >= 8
+            && cols[7] == want
+            && u32::from_str_radix(cols[3], 16).is_ok_and(|f| f & ACCEPTING != 0)
+    })
+}
+
 impl Server {
     pub fn start() -> Result<Self, TestError> {
         Self::start_with(&[])
@@ -110,7 +129,7 @@ impl Server {
         };
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
-            if s.socket.exists() {
+            if listening(&s.socket) {
                 return Ok(s);
             }
             std::thread::sleep(Duration::from_millis(20));
