@@ -169,12 +169,21 @@ impl Server {
     /// Like [`Server::start`], also listening on TCP on loopback; returns
     /// the port too.
     pub fn start_tcp(a: &Artifacts, dir: &Path) -> Result<(Server, u16), HarnessError> {
+        Self::start_tcp_args(a, dir, &[])
+    }
+
+    /// Like [`Server::start_tcp`], with extra command-line arguments.
+    pub fn start_tcp_args(
+        a: &Artifacts,
+        dir: &Path,
+        args: &[&str],
+    ) -> Result<(Server, u16), HarnessError> {
         // A port the kernel just handed out is free with high probability.
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map_err(io("finding a free port"))?
             .port();
-        let s = Self::start_with(a, dir, Some(port), &[])?;
+        let s = Self::start_with(a, dir, Some(port), args)?;
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             if Instant::now() > deadline {
@@ -379,6 +388,17 @@ pub fn run(
     server: Option<&Server>,
     scratch: &Path,
 ) -> Result<RunOutput, HarnessError> {
+    run_env(bin, route, server, scratch, &[])
+}
+
+/// Like [`run`], with extra variables in the program's environment.
+pub fn run_env(
+    bin: &Path,
+    route: Route,
+    server: Option<&Server>,
+    scratch: &Path,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Result<RunOutput, HarnessError> {
     let mut cmd = if route == Route::WormholeNoArena {
         // 8 GB: room for the program, not for the 64 GiB arena.
         let mut c = Command::new("sh");
@@ -417,6 +437,7 @@ pub fn run(
             }
         }
     }
+    cmd.envs(env.iter().copied());
     run_bounded(cmd, RUN_LIMIT)
 }
 

@@ -28,3 +28,59 @@ fn tcp_event_callbacks_are_refused_honestly() {
     // What came before the callback ran.
     assert!(out.stdout.contains("chain: ok") && out.stdout.contains("profiling 1: "));
 }
+
+/// With a token file, a TCP server serves only clients that prove they
+/// know its secret: the right token computes, a wrong one and none are
+/// refused with a message that says why, and the server logs the refusal.
+#[test]
+fn a_tcp_token_admits_only_clients_that_know_it() {
+    use std::os::unix::fs::PermissionsExt;
+    use wormhole_it::{compile, run_env, Artifacts, Route, Server, TempDir};
+    let a = Artifacts::get().expect("artifacts");
+    let dir = TempDir::new("tcp-token").expect("scratch");
+    let bin = compile("which_device", dir.path()).expect("compile");
+    let write_token = |name: &str, secret: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, secret).expect("token file");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        p
+    };
+    let good = write_token("good", "the shared secret of this test\n");
+    let bad = write_token("bad", "some other secret, as long as it\n");
+    let flag = good.to_string_lossy().into_owned();
+    let (server, port) =
+        Server::start_tcp_args(a, dir.path(), &["--tcp-token-file", &flag]).expect("server");
+    let log = std::ffi::OsStr::new("1");
+    let through = |token: Option<&std::path::Path>| {
+        let mut env = vec![("WORMHOLE_LOG", log)];
+        if let Some(t) = token {
+            env.push(("WORMHOLE_TOKEN_FILE", t.as_os_str()));
+        }
+        run_env(
+            &bin,
+            Route::WormholeTcp(port),
+            Some(&server),
+            dir.path(),
+            &env,
+        )
+        .expect("run")
+    };
+    let ok = through(Some(&good));
+    assert!(ok.ok(), "with the token:\n{}\n{}", ok.stdout, ok.stderr);
+    assert!(ok.stdout.contains("sum of squares: 85344"), "{}", ok.stdout);
+    let wrong = through(Some(&bad));
+    assert!(!wrong.ok(), "a wrong token was served:\n{}", wrong.stdout);
+    assert!(
+        wrong.stderr.contains("refused our token"),
+        "{}",
+        wrong.stderr
+    );
+    let none = through(None);
+    assert!(!none.ok(), "no token was served:\n{}", none.stdout);
+    assert!(none.stderr.contains("asks for a token"), "{}", none.stderr);
+    assert!(
+        server.log_text().contains("wrong token, refused"),
+        "{}",
+        server.log_text()
+    );
+}

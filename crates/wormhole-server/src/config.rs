@@ -36,6 +36,10 @@ pub struct Config {
     pub socket: PathBuf,
     /// Optional TCP address (host:port) for clients on other hosts.
     pub tcp: Option<String>,
+    /// A file holding a secret that TCP clients must prove they know
+    /// (their `WORMHOLE_TOKEN_FILE`); without it any client that can reach
+    /// the port is served.
+    pub tcp_token_file: Option<PathBuf>,
     pub handoff: HandoffMode,
     /// Most polls before sleeping, in spin mode (the budget adapts below it).
     pub spin_polls: u32,
@@ -65,6 +69,7 @@ impl Default for Config {
         Config {
             socket: wormhole_transport::default_socket_path(),
             tcp: None,
+            tcp_token_file: None,
             handoff: HandoffMode::Futex,
             spin_polls: 20_000,
             platforms: Vec::new(),

@@ -3,14 +3,18 @@
 //! tenant's crash or bad input cannot reach another. It never loads the
 //! OpenCL library itself; each tenant does, after exec.
 
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use thiserror::Error;
+use wormhole_transport::auth::Token;
 
 #[derive(Debug, Error)]
 pub enum ListenError {
@@ -115,6 +119,33 @@ fn spawn_tenant(exe: &TenantExe, fd: RawFd, config_args: &[String]) -> std::io::
     Ok(())
 }
 
+/// Challenges a TCP client for the token, bounded in time, and starts its
+/// tenant if it answers right.
+fn authenticated_tenant(mut s: TcpStream, token: &Token, exe: &TenantExe, args: &[String]) {
+    let peer = s
+        .peer_addr()
+        .map_or_else(|_| "?".to_string(), |a| a.to_string());
+    let timed = |s: &TcpStream, t: Option<Duration>| {
+        s.set_read_timeout(t).and_then(|_| s.set_write_timeout(t))
+    };
+    let passed = timed(&s, Some(AUTH_TIMEOUT))
+        .map_err(wormhole_transport::TransportError::from)
+        .and_then(|_| wormhole_transport::auth::challenge(&mut s, token));
+    match passed {
+        // The tenant inherits the socket and its timeouts: clear them.
+        Ok(true) => match timed(&s, None) {
+            Ok(()) => {
+                if let Err(e) = spawn_tenant(exe, s.as_raw_fd(), args) {
+                    log::error!("starting a tenant: {e}");
+                }
+            }
+            Err(e) => log::warn!("tcp client {peer}: {e}"),
+        },
+        Ok(false) => log::warn!("tcp client {peer}: wrong token, refused"),
+        Err(e) => log::info!("tcp client {peer}: no answer to the token challenge ({e})"),
+    }
+}
+
 /// Binds the Unix socket, replacing a stale one but never a live server's.
 pub fn bind_unix(path: &Path) -> Result<UnixListener, ListenError> {
     if path.exists() {
@@ -132,34 +163,58 @@ pub fn bind_unix(path: &Path) -> Result<UnixListener, ListenError> {
     })
 }
 
-/// Accepts clients forever. `config_args` are passed to each tenant.
+/// How long a TCP client may take to answer the token challenge.
+const AUTH_TIMEOUT: Duration = Duration::from_secs(5);
+/// Most TCP clients being challenged at once; more are dropped, so that
+/// silent connections cannot pile up threads.
+const MAX_PENDING_AUTH: usize = 64;
+
+/// Accepts clients forever. `config_args` are passed to each tenant. TCP
+/// clients must answer the token challenge first when there is a token.
 pub fn run(
     unix: UnixListener,
-    tcp: Option<TcpListener>,
+    tcp: Option<(TcpListener, Option<Token>)>,
     config_args: Vec<String>,
 ) -> Result<(), ListenError> {
-    let exe = std::sync::Arc::new(TenantExe::open()?);
-    if let Some(tcp) = tcp {
-        let args = config_args.clone();
-        let exe = exe.clone();
+    let exe = Arc::new(TenantExe::open()?);
+    let args = Arc::new(config_args);
+    if let Some((tcp, token)) = tcp {
+        let (exe, args) = (exe.clone(), args.clone());
+        let token = token.map(Arc::new);
+        let pending = Arc::new(AtomicUsize::new(0));
         std::thread::spawn(move || {
             for conn in tcp.incoming() {
-                match conn {
-                    Ok(s) => {
-                        let _ = s.set_nodelay(true);
-                        if let Err(e) = spawn_tenant(&exe, s.as_raw_fd(), &args) {
-                            log::error!("starting a tenant: {e}");
-                        }
+                let s = match conn {
+                    Ok(s) => s,
+                    Err(e) => {
+                        log::warn!("accept (tcp): {e}");
+                        continue;
                     }
-                    Err(e) => log::warn!("accept (tcp): {e}"),
+                };
+                let _ = s.set_nodelay(true);
+                let Some(token) = token.clone() else {
+                    if let Err(e) = spawn_tenant(&exe, s.as_raw_fd(), &args) {
+                        log::error!("starting a tenant: {e}");
+                    }
+                    continue;
+                };
+                if pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING_AUTH {
+                    pending.fetch_sub(1, Ordering::SeqCst);
+                    log::warn!("too many TCP clients answering the token challenge: one dropped");
+                    continue;
                 }
+                let (exe, args, pending) = (exe.clone(), args.clone(), pending.clone());
+                std::thread::spawn(move || {
+                    authenticated_tenant(s, &token, &exe, &args);
+                    pending.fetch_sub(1, Ordering::SeqCst);
+                });
             }
         });
     }
     for conn in unix.incoming() {
         match conn {
             Ok(s) => {
-                if let Err(e) = spawn_tenant(&exe, s.as_raw_fd(), &config_args) {
+                if let Err(e) = spawn_tenant(&exe, s.as_raw_fd(), &args) {
                     log::error!("starting a tenant: {e}");
                 }
             }

@@ -20,6 +20,10 @@ struct Cli {
     /// Also listen on this TCP address (e.g. 127.0.0.1:7700).
     #[arg(long)]
     tcp: Option<String>,
+    /// Serve only TCP clients that prove they know the secret in this file
+    /// (mode 600; clients name theirs in WORMHOLE_TOKEN_FILE).
+    #[arg(long)]
+    tcp_token_file: Option<PathBuf>,
     /// How a tenant waits for requests.
     #[arg(long, value_enum)]
     handoff: Option<HandoffMode>,
@@ -65,6 +69,9 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     }
     if let Some(t) = &cli.tcp {
         c.tcp = Some(t.clone());
+    }
+    if let Some(p) = &cli.tcp_token_file {
+        c.tcp_token_file = Some(p.clone());
     }
     if let Some(h) = cli.handoff {
         c.handoff = h;
@@ -142,7 +149,24 @@ fn main() -> anyhow::Result<()> {
             let unix = listen::bind_unix(&c.socket)?;
             let tcp = match &c.tcp {
                 Some(a) => {
-                    Some(std::net::TcpListener::bind(a).with_context(|| format!("binding {a}"))?)
+                    let l =
+                        std::net::TcpListener::bind(a).with_context(|| format!("binding {a}"))?;
+                    let token = match &c.tcp_token_file {
+                        Some(p) => Some(
+                            wormhole_transport::auth::Token::from_file(p)
+                                .with_context(|| format!("the TCP token in {}", p.display()))?,
+                        ),
+                        None => {
+                            if !l.local_addr().is_ok_and(|a| a.ip().is_loopback()) {
+                                log::warn!(
+                                    "listening on tcp {a} without a token: anyone who can reach \
+                                     it is served (see tcp_token_file)"
+                                );
+                            }
+                            None
+                        }
+                    };
+                    Some((l, token))
                 }
                 None => None,
             };

@@ -50,6 +50,12 @@ pub enum ConnectError {
     BadGreeting { target: String, err: TransportError },
     #[error("the server at {0} sent no shared memory")]
     NoSharedMemory(String),
+    #[error("the server at {0} asks for a token: set WORMHOLE_TOKEN_FILE to the file holding it")]
+    TokenRequired(String),
+    #[error("the server at {0} refused our token")]
+    TokenRefused(String),
+    #[error("the token in {path}: {err}")]
+    TokenFile { path: String, err: TransportError },
     #[error("transport: {0}")]
     Transport(#[from] TransportError),
     #[error("I/O: {0}")]
@@ -153,7 +159,24 @@ fn connect_tcp(target: &str, addr: &str) -> Result<Connection, ConnectError> {
     };
     let mut s = std::net::TcpStream::connect(addr).map_err(unreachable)?;
     let mut b = [0u8; HELLO_LEN];
-    s.read_exact(&mut b).map_err(unreachable)?;
+    s.read_exact(&mut b[..4]).map_err(unreachable)?;
+    if b[..4] == crate::auth::CHALLENGE_MAGIC {
+        // The server wants proof of the shared token before it serves us.
+        let path = std::env::var_os("WORMHOLE_TOKEN_FILE")
+            .ok_or_else(|| ConnectError::TokenRequired(target.into()))?;
+        let token = crate::auth::Token::from_file(path.as_ref()).map_err(|err| {
+            ConnectError::TokenFile {
+                path: path.to_string_lossy().into_owned(),
+                err,
+            }
+        })?;
+        crate::auth::answer(&mut s, &token)?;
+        s.read_exact(&mut b[..4]).map_err(unreachable)?;
+        if b[..4] == crate::auth::REFUSED_MAGIC {
+            return Err(ConnectError::TokenRefused(target.into()));
+        }
+    }
+    s.read_exact(&mut b[4..]).map_err(unreachable)?;
     Hello::from_bytes(&b).map_err(|err| ConnectError::BadGreeting {
         target: target.into(),
         err,

@@ -12,6 +12,7 @@
 //! Both implement [`Channel`], which is all the client and server see.
 
 pub mod arena;
+pub mod auth;
 pub mod client;
 pub mod copy;
 pub mod futex;
@@ -47,6 +48,8 @@ pub enum TransportError {
     BadLayout,
     #[error("bad greeting: {0}")]
     BadHello(&'static str),
+    #[error("authentication: {0}")]
+    Auth(&'static str),
     #[error("I/O: {0}")]
     Io(#[from] std::io::Error),
     #[error("system call: {0}")]
