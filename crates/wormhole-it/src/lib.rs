@@ -148,12 +148,12 @@ pub struct Server {
 impl Server {
     /// Starts a server and waits (bounded) until it accepts connections.
     pub fn start(a: &Artifacts, dir: &Path) -> Result<Server, HarnessError> {
-        Self::start_with(a, dir, None, &[])
+        Self::start_with(a, dir, None, &[], &[])
     }
 
     /// Like [`Server::start`], with extra command-line arguments.
     pub fn start_args(a: &Artifacts, dir: &Path, args: &[&str]) -> Result<Server, HarnessError> {
-        Self::start_with(a, dir, None, args)
+        Self::start_with(a, dir, None, args, &[])
     }
 
     /// Like [`Server::start`], with extra variables in the server's
@@ -163,7 +163,7 @@ impl Server {
         dir: &Path,
         env: &[(&str, &str)],
     ) -> Result<Server, HarnessError> {
-        Self::start_full(a, dir, None, &[], env)
+        Self::start_with(a, dir, None, &[], env)
     }
 
     /// Like [`Server::start`], also listening on TCP on loopback; returns
@@ -183,7 +183,7 @@ impl Server {
             .and_then(|l| l.local_addr())
             .map_err(io("finding a free port"))?
             .port();
-        let s = Self::start_with(a, dir, Some(port), args)?;
+        let s = Self::start_with(a, dir, Some(port), args, &[])?;
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             if Instant::now() > deadline {
@@ -195,15 +195,6 @@ impl Server {
     }
 
     fn start_with(
-        a: &Artifacts,
-        dir: &Path,
-        tcp: Option<u16>,
-        args: &[&str],
-    ) -> Result<Server, HarnessError> {
-        Self::start_full(a, dir, tcp, args, &[])
-    }
-
-    fn start_full(
         a: &Artifacts,
         dir: &Path,
         tcp: Option<u16>,
