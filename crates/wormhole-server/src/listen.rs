@@ -119,6 +119,13 @@ fn spawn_tenant(exe: &TenantExe, fd: RawFd, config_args: &[String]) -> std::io::
     Ok(())
 }
 
+/// Starts a tenant for a connection; a failure costs only that client.
+fn start_tenant(exe: &TenantExe, fd: RawFd, args: &[String]) {
+    if let Err(e) = spawn_tenant(exe, fd, args) {
+        log::error!("starting a tenant: {e}");
+    }
+}
+
 /// Challenges a TCP client for the token, bounded in time, and starts its
 /// tenant if it answers right.
 fn authenticated_tenant(mut s: TcpStream, token: &Token, exe: &TenantExe, args: &[String]) {
@@ -134,11 +141,7 @@ fn authenticated_tenant(mut s: TcpStream, token: &Token, exe: &TenantExe, args: 
     match passed {
         // The tenant inherits the socket and its timeouts: clear them.
         Ok(true) => match timed(&s, None) {
-            Ok(()) => {
-                if let Err(e) = spawn_tenant(exe, s.as_raw_fd(), args) {
-                    log::error!("starting a tenant: {e}");
-                }
-            }
+            Ok(()) => start_tenant(exe, s.as_raw_fd(), args),
             Err(e) => log::warn!("tcp client {peer}: {e}"),
         },
         Ok(false) => log::warn!("tcp client {peer}: wrong token, refused"),
@@ -193,9 +196,7 @@ pub fn run(
                 };
                 let _ = s.set_nodelay(true);
                 let Some(token) = token.clone() else {
-                    if let Err(e) = spawn_tenant(&exe, s.as_raw_fd(), &args) {
-                        log::error!("starting a tenant: {e}");
-                    }
+                    start_tenant(&exe, s.as_raw_fd(), &args);
                     continue;
                 };
                 if pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING_AUTH {
@@ -213,11 +214,7 @@ pub fn run(
     }
     for conn in unix.incoming() {
         match conn {
-            Ok(s) => {
-                if let Err(e) = spawn_tenant(&exe, s.as_raw_fd(), &args) {
-                    log::error!("starting a tenant: {e}");
-                }
-            }
+            Ok(s) => start_tenant(&exe, s.as_raw_fd(), &args),
             Err(e) => log::warn!("accept: {e}"),
         }
     }
