@@ -217,27 +217,6 @@ static void user_events(env_t *t, cl_kernel inc) {
     clFinish(t->q);
     CHECK(clEnqueueReadBuffer(t->q, b, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
     printf("failed dependency did not run: %d\n", out[0] == 11);
-    /* A non-blocking read gated on an open user event that this thread sets
-     * afterwards (pyopencl's get_async does this), then a non-blocking
-     * write gated the same way, then a kernel and a blocking read that must
-     * come after both. Natively the transfers wait for the event; through
-     * Wormhole they complete later too (shared buffers). */
-    cl_event open_gate = clCreateUserEvent(t->ctx, &e);
-    CHECK_ERR(e, "open gate");
-    int gated[4] = {0}, later[4] = {5, 6, 7, 8};
-    cl_event grd = NULL, gwr = NULL;
-    CHECK(clEnqueueReadBuffer(t->q, b, CL_FALSE, 0, sizeof gated, gated, 1, &open_gate, &grd));
-    CHECK(clEnqueueWriteBuffer(t->q, b, CL_FALSE, 0, sizeof later, later, 1, &open_gate, &gwr));
-    CHECK(clEnqueueNDRangeKernel(t->q, inc, 1, NULL, &g, NULL, 0, NULL, NULL));
-    CHECK(clSetUserEventStatus(open_gate, CL_COMPLETE));
-    CHECK(clWaitForEvents(1, &grd));
-    printf("gated non-blocking read: %d\n", gated[0]);
-    CHECK(clWaitForEvents(1, &gwr));
-    CHECK(clEnqueueReadBuffer(t->q, b, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
-    printf("gated write then kernel: %d %d\n", out[0], out[3]);
-    CHECK(clReleaseEvent(grd));
-    CHECK(clReleaseEvent(gwr));
-    CHECK(clReleaseEvent(open_gate));
     CHECK(clReleaseEvent(bad));
     CHECK(clReleaseEvent(k2));
     CHECK(clReleaseEvent(k));

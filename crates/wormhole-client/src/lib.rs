@@ -171,6 +171,15 @@ impl Link {
         self.chan.recv_raw(dst).map_err(|e| self.lost(e))
     }
 
+    /// Reads the notifications waiting on an in-band channel (TCP); the
+    /// caller holds the lock every call holds, so none is in flight.
+    pub fn pump_notes(&mut self) -> Result<(), LinkError> {
+        if self.dead {
+            return Err(LinkError::Dead);
+        }
+        self.chan.pump_notes().map_err(|e| self.lost(e))
+    }
+
     /// The earliest deferred failure not yet reported, now reported.
     pub fn take_deferred(&mut self) -> i32 {
         std::mem::take(&mut self.deferred)

@@ -4,17 +4,26 @@
 
 #[test]
 fn handoff_spin_matches_native() {
-    wormhole_it::native_vs_wormhole_server_args(&["events", "large"], &["--handoff", "spin"]);
+    wormhole_it::native_vs_wormhole_server_args(
+        &["events", "gated", "large"],
+        &["--handoff", "spin"],
+    );
 }
 
 #[test]
 fn handoff_same_core_matches_native() {
-    wormhole_it::native_vs_wormhole_server_args(&["events", "large"], &["--handoff", "same-core"]);
+    wormhole_it::native_vs_wormhole_server_args(
+        &["events", "gated", "large"],
+        &["--handoff", "same-core"],
+    );
 }
 
 #[test]
 fn without_shared_buffers_matches_native() {
-    wormhole_it::native_vs_wormhole_server_args(&["buffers", "large"], &["--no-shared-buffers"]);
+    wormhole_it::native_vs_wormhole_server_args(
+        &["buffers", "gated", "large"],
+        &["--no-shared-buffers"],
+    );
 }
 
 #[test]

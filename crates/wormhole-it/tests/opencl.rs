@@ -42,6 +42,11 @@ fn events() {
 }
 
 #[test]
+fn gated() {
+    check("gated");
+}
+
+#[test]
 fn errors() {
     check("errors");
 }

@@ -1,8 +1,8 @@
 //! Callbacks. Build notifications run here when the (synchronous) call
 //! returns. Event and destructor callbacks are registered under a token; the
-//! server posts the token on the notification ring when the callback fires,
-//! and the notifier thread (asleep on a futex until then) calls the
-//! application's function.
+//! server posts the token when the callback fires (on the notification ring,
+//! or in band over TCP), and the notifier thread (asleep on a futex or in
+//! `poll` until then) calls the application's function.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -10,6 +10,8 @@ use std::sync::{Mutex, OnceLock};
 
 use wormhole_opencl_api::{notify, CallbackKind, CL_SUCCESS};
 use wormhole_transport::shm::NotifyReceiver;
+use wormhole_transport::stream::StreamNotes;
+use wormhole_transport::TransportError;
 use wormhole_wire::Decoder;
 
 use crate::rt::{fresh_id, log, Call};
@@ -58,6 +60,7 @@ pub fn put(
             if pfn.is_null() {
                 c.enc.bool(false);
             } else {
+                crate::rt::watch_stream_notes();
                 let token = fresh_id();
                 tokens().insert(
                     token,
@@ -149,11 +152,26 @@ fn deliver(frame: &[u8]) -> Result<(), wormhole_wire::WireError> {
 
 /// Starts the notifier thread, which sleeps until the server posts.
 pub fn start_notifier(mut rx: NotifyReceiver) {
+    spawn_notifier(move |buf| rx.recv(buf));
+}
+
+/// Over TCP: starts the notifier thread, which reads the socket itself
+/// (holding the channel's lock) when no call is in flight.
+pub fn start_stream_notifier(
+    mut notes: StreamNotes,
+    mut pump: impl FnMut() -> Result<(), TransportError> + Send + 'static,
+) {
+    spawn_notifier(move |buf| notes.recv(buf, &mut pump));
+}
+
+fn spawn_notifier(
+    mut next: impl FnMut(&mut Vec<u8>) -> Result<(), TransportError> + Send + 'static,
+) {
     let r = std::thread::Builder::new()
         .name("wormhole-notify".into())
         .spawn(move || {
             let mut buf = Vec::new();
-            while rx.recv(&mut buf).is_ok() {
+            while next(&mut buf).is_ok() {
                 if let Err(e) = deliver(&buf) {
                     log(&format!("bad notification: {e}"));
                 }

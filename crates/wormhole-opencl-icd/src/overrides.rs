@@ -770,6 +770,8 @@ pub unsafe extern "C" fn clGetExtensionFunctionAddressForPlatform(
 }
 
 const CL_QUEUE_CONTEXT: u32 = 0x1090;
+const CL_QUEUE_DEVICE: u32 = 0x1091;
+const CL_TRUE: u32 = 1;
 const CL_COMPLETE: i32 = 0;
 
 /// Transfers at least this large stream through the channel outside the
@@ -875,6 +877,27 @@ unsafe fn settle(q: *mut c_void, n: u32, wl: *const *mut c_void) -> Result<(), i
     r
 }
 
+/// A handle a queue knows: its context or device.
+fn queue_handle(q: *mut c_void, param: u32) -> Result<*mut c_void, i32> {
+    let mut h = std::ptr::null_mut::<c_void>();
+    // SAFETY: the answer is one handle, into `h`; the client library checks
+    // `q` before anything is sent.
+    let s = unsafe {
+        gen::clGetCommandQueueInfo(
+            q,
+            param,
+            std::mem::size_of::<*mut c_void>(),
+            (&mut h as *mut *mut c_void).cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    if s == CL_SUCCESS {
+        Ok(h)
+    } else {
+        Err(s)
+    }
+}
+
 /// A transfer that completes after we return: a map the server does not
 /// wait for, whose event fires a callback (on the notifier thread) that
 /// copies, unmaps and completes a user event standing for the transfer. A
@@ -896,20 +919,10 @@ unsafe fn transfer_later(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
-    let mut ctx = std::ptr::null_mut::<c_void>();
-    // SAFETY: the answer is one handle, into `ctx`.
-    let s = unsafe {
-        gen::clGetCommandQueueInfo(
-            q,
-            CL_QUEUE_CONTEXT,
-            std::mem::size_of::<*mut c_void>(),
-            (&mut ctx as *mut *mut c_void).cast(),
-            std::ptr::null_mut(),
-        )
+    let ctx = match queue_handle(q, CL_QUEUE_CONTEXT) {
+        Ok(c) => c,
+        Err(s) => return s,
     };
-    if s != CL_SUCCESS {
-        return s;
-    }
     let mut e = CL_SUCCESS;
     // SAFETY: `ctx` is the queue's context.
     let user = unsafe { clCreateUserEvent(ctx, &mut e) };
@@ -931,101 +944,460 @@ unsafe fn transfer_later(
         gen::clRetainCommandQueue(q);
         gen::clRetainMemObject(buf);
     }
-    let later = Box::into_raw(Box::new(Later {
+    // SAFETY: `user` is ours and not set.
+    let hold = match unsafe { Hold::behind(q, user, done_ev) } {
+        Ok(h) => h,
+        Err(s) => {
+            // SAFETY: the map and references are ours.
+            unsafe {
+                clEnqueueUnmapMemObject(
+                    q,
+                    buf,
+                    m.cast(),
+                    0,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                );
+                gen::clReleaseEvent(done_ev);
+                gen::clReleaseCommandQueue(q);
+                gen::clReleaseMemObject(buf);
+                drop_user_event(user, s);
+            }
+            return s;
+        }
+    };
+    let later = Later::Mapped {
         q: q as usize,
         buf: buf as usize,
         mapped: m as usize,
         app: ptr as usize,
         size,
         map_flags,
-        user: user as usize,
-    }));
-    // SAFETY: `transfer_done` takes the box back, exactly once.
-    let s = unsafe {
-        gen::clSetEventCallback(
-            done_ev,
-            CL_COMPLETE,
-            transfer_done as *mut c_void,
-            later.cast(),
-        )
+        hold,
     };
-    if s != CL_SUCCESS {
-        // No way to learn when the bytes are there: undo.
-        // SAFETY: the box was not taken; the map and references are ours.
-        unsafe {
-            drop(Box::from_raw(later));
-            clEnqueueUnmapMemObject(q, buf, m.cast(), 0, std::ptr::null(), std::ptr::null_mut());
-            gen::clReleaseEvent(done_ev);
-            gen::clReleaseCommandQueue(q);
-            gen::clReleaseMemObject(buf);
-            drop_user_event(user, s);
+    // SAFETY: `user` is ours, `ev` the application's out-slot.
+    unsafe { later.wait_for(done_ev, user, ev) }
+}
+
+/// A transfer completing later, by how: a map of a buffer in shared memory
+/// to copy from or into ([`transfer_later`]), or a transfer to run once its
+/// gate opens ([`transfer_after_gate`]). Addresses are integers: it
+/// completes on another thread.
+enum Later {
+    Mapped {
+        q: usize,
+        buf: usize,
+        mapped: usize,
+        app: usize,
+        size: usize,
+        map_flags: u64,
+        hold: Hold,
+    },
+    Gated {
+        ctx: usize,
+        dev: usize,
+        buf: usize,
+        write: bool,
+        offset: usize,
+        size: usize,
+        app: usize,
+        hold: Hold,
+    },
+}
+
+/// Transfers completing later, by the token their callback carries. PoCL
+/// 3.1 calls no `CL_COMPLETE` callback of a failed command, so a user event
+/// set to a failure also looks here for the transfers it failed
+/// ([`fail_later_transfers`]). Whoever takes an entry out completes it.
+fn later_transfers() -> std::sync::MutexGuard<'static, HashMap<u64, Later>> {
+    static L: OnceLock<Mutex<HashMap<u64, Later>>> = OnceLock::new();
+    L.get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+impl Later {
+    fn hold(&self) -> &Hold {
+        match self {
+            Later::Mapped { hold, .. } | Later::Gated { hold, .. } => hold,
         }
+    }
+
+    /// Completes the transfer when `cmd` (held by the hold) completes, and
+    /// hands out `user` as its event.
+    ///
+    /// # Safety
+    /// `user` is the hold's user event; `ev` is NULL or an out-slot.
+    unsafe fn wait_for(self, cmd: *mut c_void, user: *mut c_void, ev: *mut *mut c_void) -> i32 {
+        let token = fresh_id();
+        later_transfers().insert(token, self);
+        // SAFETY: `later_ready` takes the token's entry, at most once.
+        let s = unsafe {
+            gen::clSetEventCallback(
+                cmd,
+                CL_COMPLETE,
+                later_ready as *mut c_void,
+                token as *mut c_void,
+            )
+        };
+        if s != CL_SUCCESS {
+            // No way to learn when to complete it: undo, and let the queue
+            // go on (the application gets the error, not the event).
+            let l = later_transfers().remove(&token);
+            if let Some(l) = l {
+                // SAFETY: taken out once.
+                unsafe { l.undo() };
+            }
+            return s;
+        }
+        // SAFETY: the caller's contract.
+        unsafe { hand_out(user, ev) };
+        CL_SUCCESS
+    }
+
+    /// Performs what is left once `cmd` completed with `status`, sets the
+    /// user event and lets our references go.
+    ///
+    /// # Safety
+    /// Once per transfer, after `cmd` completed or failed.
+    unsafe fn complete(self, status: i32) {
+        match self {
+            Later::Mapped {
+                q,
+                buf,
+                mapped,
+                app,
+                size,
+                map_flags,
+                hold,
+            } => {
+                if status == CL_COMPLETE {
+                    // SAFETY: the map is done and lasts until the unmap
+                    // below; the application keeps its memory until the
+                    // transfer completes.
+                    unsafe { copy_for(map_flags, mapped as *mut u8, app as *mut u8, size) };
+                }
+                // SAFETY: our mapping, given back once; then our references
+                // go.
+                unsafe { unmap_held(q, buf, mapped, &hold, status) };
+            }
+            Later::Gated {
+                ctx,
+                dev,
+                buf,
+                write,
+                offset,
+                size,
+                app,
+                hold,
+            } => {
+                let (ctx, buf) = (ctx as *mut c_void, buf as *mut c_void);
+                let mut s = status;
+                if s == CL_COMPLETE {
+                    // SAFETY: what `transfer_after_gate` was given, kept alive
+                    // by our references.
+                    s = unsafe {
+                        transfer_now(ctx, dev as *mut c_void, buf, write, offset, size, app)
+                    };
+                }
+                // SAFETY: set once; then our references go.
+                unsafe {
+                    hold.finish(s);
+                    gen::clReleaseContext(ctx);
+                    gen::clReleaseMemObject(buf);
+                }
+            }
+        }
+    }
+
+    /// Undoes a transfer whose completion could not be arranged.
+    ///
+    /// # Safety
+    /// Once per transfer, instead of [`Later::complete`].
+    unsafe fn undo(self) {
+        match self {
+            Later::Mapped {
+                q,
+                buf,
+                mapped,
+                hold,
+                ..
+            } => {
+                // SAFETY: our mapping and references, given back once.
+                unsafe { unmap_held(q, buf, mapped, &hold, CL_COMPLETE) };
+            }
+            Later::Gated { ctx, buf, hold, .. } => {
+                // SAFETY: our references, given back once.
+                unsafe {
+                    hold.finish(CL_COMPLETE);
+                    gen::clReleaseContext(ctx as *mut c_void);
+                    gen::clReleaseMemObject(buf as *mut c_void);
+                }
+            }
+        }
+    }
+}
+
+/// Gives a mapping of ours back, completes the hold with `status`, and
+/// lets our references to the queue and buffer go. The unmap gets an event
+/// we hold until then, as the hold's commands do.
+///
+/// # Safety
+/// Once per mapping; `q` and `buf` are references of ours.
+unsafe fn unmap_held(q: usize, buf: usize, mapped: usize, hold: &Hold, status: i32) {
+    let (q, buf) = (q as *mut c_void, buf as *mut c_void);
+    let mut unmapped = std::ptr::null_mut();
+    // SAFETY: the caller's contract.
+    unsafe {
+        let s = clEnqueueUnmapMemObject(
+            q,
+            buf,
+            mapped as *mut c_void,
+            0,
+            std::ptr::null(),
+            &mut unmapped,
+        );
+        hold.finish(status);
+        if s == CL_SUCCESS {
+            gen::clReleaseEvent(unmapped);
+        }
+        gen::clReleaseCommandQueue(q);
+        gen::clReleaseMemObject(buf);
+    }
+}
+
+/// Runs a gated transfer, blocking, on a queue of our own: in order and
+/// with no wait list, it runs now.
+///
+/// # Safety
+/// The handles are live; the application keeps `size` bytes at `app` until
+/// the transfer completes.
+unsafe fn transfer_now(
+    ctx: *mut c_void,
+    dev: *mut c_void,
+    buf: *mut c_void,
+    write: bool,
+    offset: usize,
+    size: usize,
+    app: usize,
+) -> i32 {
+    let mut e = CL_SUCCESS;
+    // SAFETY: the context and device of the application's queue.
+    let q = unsafe { gen::clCreateCommandQueue(ctx, dev, 0, &mut e) };
+    if e != CL_SUCCESS {
+        return e;
+    }
+    let (app, none) = (app as *mut c_void, std::ptr::null());
+    // SAFETY: the caller's contract; blocking, so complete on return.
+    let s = unsafe {
+        if write {
+            clEnqueueWriteBuffer(
+                q,
+                buf,
+                CL_TRUE,
+                offset,
+                size,
+                app,
+                0,
+                none,
+                std::ptr::null_mut(),
+            )
+        } else {
+            clEnqueueReadBuffer(
+                q,
+                buf,
+                CL_TRUE,
+                offset,
+                size,
+                app,
+                0,
+                none,
+                std::ptr::null_mut(),
+            )
+        }
+    };
+    // SAFETY: our own queue.
+    unsafe { gen::clReleaseCommandQueue(q) };
+    s
+}
+
+/// The callback of the command a transfer completing later waits for.
+unsafe extern "C" fn later_ready(_ev: *mut c_void, status: i32, data: *mut c_void) {
+    let l = later_transfers().remove(&(data as u64));
+    if let Some(l) = l {
+        // SAFETY: taken out once, after its command completed.
+        unsafe { l.complete(status) };
+    }
+}
+
+/// After a user event was set to a failure: completes, with their
+/// command's failure, the transfers whose command it failed.
+fn fail_later_transfers() {
+    let cmds: Vec<(u64, usize)> = later_transfers()
+        .iter()
+        .map(|(t, l)| (*t, l.hold().held[1]))
+        .collect();
+    for (token, cmd) in cmds {
+        let mut st = CL_COMPLETE;
+        // SAFETY: the hold keeps `cmd` alive; the answer is one cl_int.
+        let s = unsafe {
+            gen::clGetEventInfo(
+                cmd as *mut c_void,
+                CL_EVENT_COMMAND_EXECUTION_STATUS,
+                std::mem::size_of::<i32>(),
+                (&mut st as *mut i32).cast(),
+                std::ptr::null_mut(),
+            )
+        };
+        if s == CL_SUCCESS && st < 0 {
+            let l = later_transfers().remove(&token);
+            if let Some(l) = l {
+                // SAFETY: taken out once; its command failed.
+                unsafe { l.complete(st) };
+            }
+        }
+    }
+}
+
+/// A transfer that completes after we return, of a buffer that is not in
+/// memory shared with the server (over TCP, without shared buffers, on
+/// other devices): a marker with the transfer's wait list fires a callback
+/// (on the notifier thread) that performs the transfer, blocking, on a queue
+/// of our own, and completes a user event standing for it. A barrier on that
+/// event keeps later commands of the queue after the transfer.
+///
+/// # Safety
+/// As for `clEnqueueReadBuffer` (`write` false) or `clEnqueueWriteBuffer`;
+/// `ptr` stays valid until the transfer completes (the API's rule for
+/// non-blocking transfers).
+#[allow(clippy::too_many_arguments)]
+unsafe fn transfer_after_gate(
+    q: *mut c_void,
+    buf: *mut c_void,
+    write: bool,
+    offset: usize,
+    size: usize,
+    ptr: *mut u8,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    let (ctx, dev) = match (
+        queue_handle(q, CL_QUEUE_CONTEXT),
+        queue_handle(q, CL_QUEUE_DEVICE),
+    ) {
+        (Ok(c), Ok(d)) => (c, d),
+        (Err(s), _) | (_, Err(s)) => return s,
+    };
+    let mut marker = std::ptr::null_mut();
+    // SAFETY: forwarded contract; a valid out-slot for the marker.
+    let s = unsafe { gen::clEnqueueMarkerWithWaitList(q, n, wl, &mut marker) };
+    if s != CL_SUCCESS {
         return s;
     }
-    // SAFETY: the callback holds the event on the server; ours can go.
-    unsafe { gen::clReleaseEvent(done_ev) };
-    let barrier_on = [user];
-    // SAFETY: one event in the list; no event out.
-    let s = unsafe {
-        gen::clEnqueueBarrierWithWaitList(q, 1, barrier_on.as_ptr(), std::ptr::null_mut())
+    let mut e = CL_SUCCESS;
+    // SAFETY: `ctx` is the queue's context.
+    let user = unsafe { clCreateUserEvent(ctx, &mut e) };
+    let hold = match e {
+        // SAFETY: `user` is ours and not set; `marker` is ours.
+        CL_SUCCESS => unsafe { Hold::behind(q, user, marker) },
+        e => Err(e),
     };
-    if s == CL_SUCCESS && !ev.is_null() {
+    let hold = match hold {
+        Ok(h) => h,
+        Err(s) => {
+            // SAFETY: our own references.
+            unsafe {
+                gen::clReleaseEvent(marker);
+                if e == CL_SUCCESS {
+                    drop_user_event(user, s);
+                }
+            }
+            return s;
+        }
+    };
+    // SAFETY: handles the application holds; our references keep them for
+    // the callback.
+    unsafe {
+        gen::clRetainContext(ctx);
+        gen::clRetainMemObject(buf);
+    }
+    let later = Later::Gated {
+        ctx: ctx as usize,
+        dev: dev as usize,
+        buf: buf as usize,
+        write,
+        offset,
+        size,
+        app: ptr as usize,
+        hold,
+    };
+    // SAFETY: `user` is ours, `ev` the application's out-slot.
+    unsafe { later.wait_for(marker, user, ev) }
+}
+
+/// The user event that stands for a transfer completing later, and the
+/// events we hold until it is set: the barrier that keeps the queue's later
+/// commands behind it, and the command whose callback completes it. PoCL
+/// 3.1 aborts when a command fails whose event nobody holds any more (these
+/// fail when what the transfer waits for fails).
+struct Hold {
+    user: usize,
+    held: [usize; 2],
+}
+
+impl Hold {
+    /// Enqueues the barrier behind `user`; `cmd` is the command whose
+    /// callback will set `user` (our reference, which the hold takes).
+    ///
+    /// # Safety
+    /// `user` is a user event of ours, not yet set; `cmd` an event of ours.
+    unsafe fn behind(q: *mut c_void, user: *mut c_void, cmd: *mut c_void) -> Result<Hold, i32> {
+        let on = [user];
+        let mut barrier = std::ptr::null_mut();
+        // SAFETY: one event in the list; a valid out-slot.
+        let s = unsafe { gen::clEnqueueBarrierWithWaitList(q, 1, on.as_ptr(), &mut barrier) };
+        if s != CL_SUCCESS {
+            return Err(s);
+        }
+        Ok(Hold {
+            user: user as usize,
+            held: [barrier as usize, cmd as usize],
+        })
+    }
+
+    /// Sets the user event (`CL_COMPLETE`, or the transfer's failure) and
+    /// lets every reference go.
+    ///
+    /// # Safety
+    /// Once per hold.
+    unsafe fn finish(&self, status: i32) {
+        let status = if status == CL_SUCCESS {
+            CL_COMPLETE
+        } else {
+            status.min(-1)
+        };
+        // SAFETY: our events (the caller's contract).
+        unsafe {
+            drop_user_event(self.user as *mut c_void, status);
+            for e in self.held {
+                gen::clReleaseEvent(e as *mut c_void);
+            }
+        }
+    }
+}
+
+/// Hands `user` out as the transfer's event.
+///
+/// # Safety
+/// `user` is an event of ours; `ev` is NULL or an out-slot.
+unsafe fn hand_out(user: *mut c_void, ev: *mut *mut c_void) {
+    if !ev.is_null() {
         // SAFETY: the application's own reference to the user event.
         unsafe {
             gen::clRetainEvent(user);
             *ev = user;
         }
-    }
-    s
-}
-
-/// What a transfer completing later needs (addresses as integers: the
-/// callback runs on another thread).
-struct Later {
-    q: usize,
-    buf: usize,
-    mapped: usize,
-    app: usize,
-    size: usize,
-    map_flags: u64,
-    user: usize,
-}
-
-/// Completes a transfer begun by [`transfer_later`] once its map is done.
-unsafe extern "C" fn transfer_done(_ev: *mut c_void, status: i32, data: *mut c_void) {
-    // SAFETY: the box `transfer_later` leaked for this callback, which runs
-    // once.
-    let l = unsafe { Box::from_raw(data as *mut Later) };
-    let (q, buf, user) = (
-        l.q as *mut c_void,
-        l.buf as *mut c_void,
-        l.user as *mut c_void,
-    );
-    if status == CL_COMPLETE {
-        // SAFETY: the map is done and lasts until the unmap below; the
-        // application keeps its memory until the transfer completes.
-        unsafe { copy_for(l.map_flags, l.mapped as *mut u8, l.app as *mut u8, l.size) };
-    }
-    // SAFETY: our mapping, given back once; then our references go.
-    unsafe {
-        clEnqueueUnmapMemObject(
-            q,
-            buf,
-            l.mapped as *mut c_void,
-            0,
-            std::ptr::null(),
-            std::ptr::null_mut(),
-        );
-        drop_user_event(
-            user,
-            if status == CL_COMPLETE {
-                CL_COMPLETE
-            } else {
-                status.min(-1)
-            },
-        );
-        gen::clReleaseCommandQueue(q);
-        gen::clReleaseMemObject(buf);
     }
 }
 
@@ -1067,14 +1439,18 @@ unsafe fn transfer_shortcut(
         if let Err(e) = unsafe { settle(q, n, wl) } {
             return Some(e);
         }
-    } else if PENDING_USER_EVENTS.load(Ordering::Relaxed) > 0
-        && !ptr.is_null()
-        && shared_candidate(buf).is_some()
-    {
+    } else if PENDING_USER_EVENTS.load(Ordering::Relaxed) > 0 && !ptr.is_null() {
         // It may wait for a user event that this very thread sets after we
         // return: it completes later, as natively.
         // SAFETY: forwarded contract.
-        return Some(unsafe { transfer_later(q, buf, map_flags, offset, size, ptr, n, wl, ev) });
+        return Some(unsafe {
+            if shared_candidate(buf).is_some() {
+                transfer_later(q, buf, map_flags, offset, size, ptr, n, wl, ev)
+            } else {
+                let write = map_flags != CL_MAP_READ;
+                transfer_after_gate(q, buf, write, offset, size, ptr, n, wl, ev)
+            }
+        });
     }
     if size < BULK_MIN || ptr.is_null() {
         return None;
@@ -1238,6 +1614,9 @@ pub unsafe extern "C" fn clSetUserEventStatus(ev: *mut c_void, status: i32) -> i
             if o.user_pending.swap(false, Ordering::Relaxed) {
                 PENDING_USER_EVENTS.fetch_sub(1, Ordering::Relaxed);
             }
+        }
+        if status < 0 {
+            fail_later_transfers();
         }
     }
     s

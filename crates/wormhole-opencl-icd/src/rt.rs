@@ -17,6 +17,8 @@ use wormhole_client::{copy_out, store, Cursor, Link, LinkError, Shape};
 use wormhole_opencl_api::{
     info_handle, CallbackKind, InfoHandle, Kind, CL_OUT_OF_RESOURCES, CL_SUCCESS,
 };
+use wormhole_transport::stream::StreamNotes;
+use wormhole_transport::TransportError;
 use wormhole_wire::{Decoder, Encoder};
 
 /// Prints one line on stderr when `WORMHOLE_LOG` is set.
@@ -289,6 +291,8 @@ pub struct Conn {
     /// fork() shares our rings and must not use them: it would corrupt its
     /// parent's calls.
     fork_gen: u32,
+    /// Over TCP, the notifier's end until a callback is first registered.
+    stream_notes: Mutex<Option<StreamNotes>>,
 }
 
 /// Bumped in the child of every fork(). Checking it costs an atomic load
@@ -337,6 +341,7 @@ fn connect() -> Result<Conn, String> {
     }
     let chan = c.chan;
     let arena = c.arena;
+    let stream_notes = Mutex::new(c.stream_notes);
     watch_forks();
     let mut conn = Conn {
         state: Mutex::new(Chan {
@@ -346,6 +351,7 @@ fn connect() -> Result<Conn, String> {
         platforms: Vec::new(),
         arena,
         fork_gen: FORK_GEN.load(Ordering::Relaxed),
+        stream_notes,
     };
     conn.platforms = fetch_platforms(&conn)?;
     Ok(conn)
@@ -383,6 +389,26 @@ pub fn conn() -> Option<&'static Conn> {
         }
     })
     .as_ref()
+}
+
+/// Over TCP, starts the notifier thread when the first callback is
+/// registered: nothing is notified before, and a thread watching the socket
+/// wakes at every reply.
+pub fn watch_stream_notes() {
+    let Some(conn) = conn() else { return };
+    let taken = conn
+        .stream_notes
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take();
+    let Some(notes) = taken else { return };
+    crate::callbacks::start_stream_notifier(notes, move || {
+        let mut chan = conn.state.lock().unwrap_or_else(|p| p.into_inner());
+        chan.pump_notes().map_err(|e| match e {
+            LinkError::Lost(e) => e,
+            _ => TransportError::PeerGone,
+        })
+    });
 }
 
 /// The memory shared with the server for buffers, if any.

@@ -15,6 +15,7 @@ use wormhole_transport::arena::Arena;
 use wormhole_transport::hello::{send_hello, Hello, PROTOCOL_VERSION};
 use wormhole_transport::shm::{NotifySender, Region, ShmChannel, Side};
 use wormhole_transport::stream::StreamChannel;
+use wormhole_transport::Notify;
 use wormhole_transport::{Channel, TransportError};
 use wormhole_wire::{Decoder, Encoder, ReplyHeader, RequestHeader, FLAG_ASYNC, REPLY_HEADER_LEN};
 
@@ -64,6 +65,7 @@ pub fn serve(
             chan.send(enc.as_slice())?;
             chan.flush()?;
             opencl::overrides::finish_bulk_out(t, chan)?;
+            chan.end_reply()?;
         }
     }
 }
@@ -250,9 +252,10 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
             arena: 0,
         };
         stream.write_all(&hello.to_bytes())?;
-        let mut t = Tenant::new(export(config), limits(config), None);
         let mut chan = StreamChannel::tcp(stream)?;
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
+        let notify: Arc<dyn Notify> = Arc::new(chan.notifier());
+        let mut t = Tenant::new(export(config), limits(config), Some(notify));
         let mut cu = cuda_tenant(config);
         serve(&mut chan, &mut t, cu.as_mut())
     }

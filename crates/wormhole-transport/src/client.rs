@@ -11,7 +11,7 @@ use thiserror::Error;
 use crate::arena::Arena;
 use crate::hello::{recv_hello, Hello, HELLO_LEN};
 use crate::shm::{NotifyReceiver, Region, ShmChannel, Side};
-use crate::stream::StreamChannel;
+use crate::stream::{StreamChannel, StreamNotes};
 use crate::{Channel, TransportError};
 
 /// Environment variable a server sets in its tenants, so that a client
@@ -64,10 +64,13 @@ pub enum ConnectError {
 
 /// A connection: the call channel and, over shared memory, the ring on
 /// which the server posts notifications (callbacks) and the arena in which
-/// it may place device buffers.
+/// it may place device buffers; over TCP, the notifications' inbox.
 pub struct Connection {
     pub chan: Box<dyn Channel>,
     pub notify: Option<NotifyReceiver>,
+    /// Over TCP notifications come in band: a thread that waits for them
+    /// with [`StreamNotes::recv`] must read them when no call is in flight.
+    pub stream_notes: Option<StreamNotes>,
     pub arena: Option<std::sync::Arc<Arena>>,
     /// Why an arena the server offered could not be mapped.
     pub arena_error: Option<TransportError>,
@@ -147,6 +150,7 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
     Ok(Connection {
         chan: Box::new(chan),
         notify: Some(notify),
+        stream_notes: None,
         arena,
         arena_error,
     })
@@ -181,9 +185,12 @@ fn connect_tcp(target: &str, addr: &str) -> Result<Connection, ConnectError> {
         target: target.into(),
         err,
     })?;
+    let mut chan = StreamChannel::tcp(s)?;
+    let notes = chan.notes()?;
     Ok(Connection {
-        chan: Box::new(StreamChannel::tcp(s)?),
+        chan: Box::new(chan),
         notify: None,
+        stream_notes: Some(notes),
         arena: None,
         arena_error: None,
     })

@@ -15,7 +15,7 @@ use crate::TransportError;
 
 const MAGIC: u32 = u32::from_le_bytes(*b"WHOL");
 /// Bumped whenever the wire format or the ring layout changes.
-pub const PROTOCOL_VERSION: u32 = 4;
+pub const PROTOCOL_VERSION: u32 = 5;
 /// Bytes of a greeting.
 pub const HELLO_LEN: usize = 48;
 

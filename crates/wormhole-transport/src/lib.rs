@@ -71,6 +71,24 @@ pub trait Channel: Send {
     /// Receives exactly `dst.len()` bulk bytes sent with `send_raw`,
     /// straight into `dst`.
     fn recv_raw(&mut self, dst: &mut [u8]) -> Result<(), TransportError>;
+    /// Server: the reply begun by the last `send` (and any bulk bytes after
+    /// it) is complete, so a notification held back meanwhile may go.
+    fn end_reply(&mut self) -> Result<(), TransportError> {
+        Ok(())
+    }
+    /// Client, with no call in flight (under the lock every call holds):
+    /// reads the notifications waiting on the connection into its inbox.
+    /// Only a stream carries notifications in band; the rings have their own.
+    fn pump_notes(&mut self) -> Result<(), TransportError> {
+        Ok(())
+    }
+}
+
+/// Where a tenant posts notifications (callbacks that fired) for its
+/// client: a ring of its own over shared memory, in band over a stream.
+/// Callback threads of the device's library share it.
+pub trait Notify: Send + Sync {
+    fn notify(&self, frame: &[u8]) -> Result<(), TransportError>;
 }
 
 impl<C: Channel + ?Sized> Channel for Box<C> {
@@ -88,5 +106,11 @@ impl<C: Channel + ?Sized> Channel for Box<C> {
     }
     fn recv_raw(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
         (**self).recv_raw(dst)
+    }
+    fn end_reply(&mut self) -> Result<(), TransportError> {
+        (**self).end_reply()
+    }
+    fn pump_notes(&mut self) -> Result<(), TransportError> {
+        (**self).pump_notes()
     }
 }

@@ -260,7 +260,16 @@ pub(crate) fn read_frame(
 ) -> Result<(), TransportError> {
     let mut len = [0u8; 8];
     read(&mut len)?;
-    let len = u64::from_le_bytes(len);
+    read_body(u64::from_le_bytes(len), max, buf, read)
+}
+
+/// Reads the `len` bytes of a frame whose length prefix is already read.
+pub(crate) fn read_body(
+    len: u64,
+    max: u64,
+    buf: &mut Vec<u8>,
+    mut read: impl FnMut(&mut [u8]) -> Result<(), TransportError>,
+) -> Result<(), TransportError> {
     if len > max {
         return Err(TransportError::FrameTooLarge { len, max });
     }
@@ -319,9 +328,11 @@ impl NotifySender {
             _region: region,
         }
     }
+}
 
+impl crate::Notify for NotifySender {
     /// Sends one notification frame and wakes the client's notifier.
-    pub fn send(&self, frame: &[u8]) -> Result<(), TransportError> {
+    fn notify(&self, frame: &[u8]) -> Result<(), TransportError> {
         let mut tx = self
             .tx
             .lock()

@@ -1,13 +1,13 @@
 //! Callbacks. A client's function pointer means nothing here, so the server
 //! registers its own trampoline and posts a notification (a token chosen by
-//! the client) on the tenant's notification ring; the client's notifier
-//! thread calls the application's function.
+//! the client) on the tenant's notification ring, or in band over TCP; the
+//! client's notifier thread calls the application's function.
 
 use std::ffi::c_void;
 use std::sync::Arc;
 
 use wormhole_opencl_api::{notify, CallbackKind, CL_INVALID_OPERATION};
-use wormhole_transport::shm::NotifySender;
+use wormhole_transport::Notify;
 use wormhole_wire::{Decoder, Encoder};
 
 use super::tenant::{bad, Tenant};
@@ -28,7 +28,7 @@ impl CallbackArg {
 }
 
 struct Registration {
-    notify: Arc<NotifySender>,
+    notify: Arc<dyn Notify>,
     token: u64,
 }
 
@@ -68,7 +68,7 @@ extern "C" fn event_trampoline(_event: *mut c_void, status: i32, data: *mut c_vo
     e.u8(notify::EVENT_CALLBACK);
     e.u64(reg.token);
     e.i32(status);
-    if let Err(err) = reg.notify.send(e.as_slice()) {
+    if let Err(err) = reg.notify.notify(e.as_slice()) {
         log::warn!("event callback lost: {err}");
     }
 }
@@ -79,7 +79,7 @@ extern "C" fn memdtor_trampoline(_mem: *mut c_void, data: *mut c_void) {
     let mut e = Encoder::new();
     e.u8(notify::MEM_DESTRUCTOR);
     e.u64(reg.token);
-    if let Err(err) = reg.notify.send(e.as_slice()) {
+    if let Err(err) = reg.notify.notify(e.as_slice()) {
         log::warn!("destructor callback lost: {err}");
     }
 }

@@ -15,7 +15,7 @@ use crate::outbuf::OutBufs;
 use wormhole_opencl_api::{
     info_handle, InfoHandle, Kind, CL_INVALID_VALUE, CL_OUT_OF_HOST_MEMORY, CL_SUCCESS,
 };
-use wormhole_transport::shm::NotifySender;
+use wormhole_transport::Notify;
 use wormhole_wire::{Decoder, Encoder, WireError};
 
 /// Ids at or above this are assigned by the server (objects the client first
@@ -128,7 +128,7 @@ pub struct Tenant {
     pub limits: Limits,
     /// The platforms this server exports, in order.
     pub platforms: Vec<*mut c_void>,
-    pub notify: Option<Arc<NotifySender>>,
+    pub notify: Option<Arc<dyn Notify>>,
     /// Live mappings: client-visible map id -> (mem, server pointer, bytes).
     pub mappings: HashMap<u64, super::overrides::Mapping>,
     /// A bulk transfer to complete around the current reply.
@@ -148,7 +148,7 @@ impl Tenant {
     pub fn new(
         platforms: Vec<*mut c_void>,
         limits: Limits,
-        notify: Option<Arc<NotifySender>>,
+        notify: Option<Arc<dyn Notify>>,
     ) -> Self {
         let mut t = Tenant {
             table: FxHashMap::default(),
