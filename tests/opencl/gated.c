@@ -60,6 +60,45 @@ int main(void) {
     cl_int wr = clWaitForEvents(1, &frd);
     CHECK(clGetEventInfo(frd, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
     printf("read behind a failed gate: wait %d status negative %d\n", wr, st < 0);
+    /* Argument errors are still reported by the call. */
+    cl_event gate4 = clCreateUserEvent(t.ctx, &e);
+    CHECK_ERR(e, "gate 4");
+    EXPECT_CODE("gated read past the end",
+                clEnqueueReadBuffer(t.q, big, CL_FALSE, BIG - 8, 64, dst_h, 1, &gate4, NULL), CL_INVALID_VALUE);
+    CHECK(clSetUserEventStatus(gate4, CL_COMPLETE));
+    CHECK(clReleaseEvent(gate4));
+    /* A 2D image: a gated write, then a gated read of a window of it. */
+    unsigned char pix[8 * 4 * 4], win[2 * 2 * 4] = {0};
+    for (size_t i = 0; i < sizeof pix; i++) pix[i] = (unsigned char)(i * 5 + 1);
+    cl_image_format f = {CL_RGBA, CL_UNSIGNED_INT8};
+    cl_image_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.image_type = CL_MEM_OBJECT_IMAGE2D;
+    desc.image_width = 8;
+    desc.image_height = 4;
+    cl_mem img = clCreateImage(t.ctx, CL_MEM_READ_WRITE, &f, &desc, NULL, &e);
+    CHECK_ERR(e, "clCreateImage");
+    cl_event gate5 = clCreateUserEvent(t.ctx, &e);
+    CHECK_ERR(e, "gate 5");
+    size_t zero[3] = {0, 0, 0}, all[3] = {8, 4, 1}, at[3] = {3, 1, 0}, two[3] = {2, 2, 1};
+    cl_event iwr = NULL, ird = NULL;
+    CHECK(clEnqueueWriteImage(t.q, img, CL_FALSE, zero, all, 0, 0, pix, 1, &gate5, &iwr));
+    CHECK(clEnqueueReadImage(t.q, img, CL_FALSE, at, two, 0, 0, win, 1, &gate5, &ird));
+    CHECK(clSetUserEventStatus(gate5, CL_COMPLETE));
+    CHECK(clWaitForEvents(1, &ird));
+    for (int y = 0; y < 2; y++)
+        printf("gated image window row %d: %d %d %d %d %d %d %d %d\n", y, win[y * 8], win[y * 8 + 1],
+               win[y * 8 + 2], win[y * 8 + 3], win[y * 8 + 4], win[y * 8 + 5], win[y * 8 + 6], win[y * 8 + 7]);
+    cl_event gate6 = clCreateUserEvent(t.ctx, &e);
+    CHECK_ERR(e, "gate 6");
+    EXPECT_CODE("gated image read on a buffer",
+                clEnqueueReadImage(t.q, big, CL_FALSE, zero, two, 0, 0, win, 1, &gate6, NULL), CL_INVALID_MEM_OBJECT);
+    CHECK(clSetUserEventStatus(gate6, CL_COMPLETE));
+    CHECK(clReleaseEvent(gate5));
+    CHECK(clReleaseEvent(gate6));
+    CHECK(clReleaseEvent(iwr));
+    CHECK(clReleaseEvent(ird));
+    CHECK(clReleaseMemObject(img));
     CHECK(clReleaseEvent(brd));
     CHECK(clReleaseEvent(frd));
     CHECK(clReleaseEvent(gate2));

@@ -9,9 +9,9 @@ use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock};
 
 use wormhole_opencl_api::{
-    func, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_VALUE, CL_MAP_READ, CL_MAP_WRITE,
-    CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_TYPE, CL_MEM_USE_HOST_PTR, CL_OUT_OF_HOST_MEMORY,
-    CL_OUT_OF_RESOURCES, CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS,
+    func, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_MEM_OBJECT, CL_INVALID_VALUE, CL_MAP_READ,
+    CL_MAP_WRITE, CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_SIZE, CL_MEM_TYPE, CL_MEM_USE_HOST_PTR,
+    CL_OUT_OF_HOST_MEMORY, CL_OUT_OF_RESOURCES, CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS,
 };
 use wormhole_transport::copy::copy_bulk;
 
@@ -341,6 +341,52 @@ fn stash_image_shape(image: *mut c_void) -> Result<(), i32> {
     Ok(())
 }
 
+/// A non-blocking image read or write while a user event is open completes
+/// later (see [`transfer_after_gate`]); `None`: forward it.
+///
+/// # Safety
+/// As for `clEnqueueReadImage` (`write` false) or `clEnqueueWriteImage`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn image_later(
+    q: *mut c_void,
+    image: *mut c_void,
+    write: bool,
+    blocking: u32,
+    origin: *const c_void,
+    region: *const c_void,
+    row: usize,
+    slice: usize,
+    ptr: *mut c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> Option<i32> {
+    if blocking != 0
+        || PENDING_USER_EVENTS.load(Ordering::Relaxed) == 0
+        || ptr.is_null()
+        || origin.is_null()
+        || region.is_null()
+    {
+        return None;
+    }
+    // SAFETY: the API's origin and region are three size_t each.
+    let (origin, region) = unsafe {
+        (
+            (origin as *const [usize; 3]).read_unaligned(),
+            (region as *const [usize; 3]).read_unaligned(),
+        )
+    };
+    let op = GatedOp::Image {
+        write,
+        origin,
+        region,
+        row,
+        slice,
+    };
+    // SAFETY: forwarded contract.
+    Some(unsafe { transfer_after_gate(q, image, op, ptr, n, wl, ev) })
+}
+
 /// What an image read or write does before it is forwarded: settle a
 /// blocking one (see [`settle`]), and stash the image's shape for the
 /// marshalling of the host memory.
@@ -378,6 +424,14 @@ pub unsafe extern "C" fn clEnqueueReadImage(
     ev: *mut *mut c_void,
 ) -> i32 {
     // SAFETY: forwarded contract.
+    if let Some(s) = unsafe {
+        image_later(
+            q, image, false, blocking, origin, region, row, slice, ptr, n, wl, ev,
+        )
+    } {
+        return s;
+    }
+    // SAFETY: forwarded contract.
     if let Err(e) = unsafe { before_image_transfer(q, image, blocking, n, wl) } {
         return e;
     }
@@ -405,6 +459,25 @@ pub unsafe extern "C" fn clEnqueueWriteImage(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
+    // SAFETY: forwarded contract.
+    if let Some(s) = unsafe {
+        image_later(
+            q,
+            image,
+            true,
+            blocking,
+            origin,
+            region,
+            row,
+            slice,
+            ptr as *mut c_void,
+            n,
+            wl,
+            ev,
+        )
+    } {
+        return s;
+    }
     // SAFETY: forwarded contract.
     if let Err(e) = unsafe { before_image_transfer(q, image, blocking, n, wl) } {
         return e;
@@ -771,6 +844,7 @@ pub unsafe extern "C" fn clGetExtensionFunctionAddressForPlatform(
 
 const CL_QUEUE_CONTEXT: u32 = 0x1090;
 const CL_QUEUE_DEVICE: u32 = 0x1091;
+const CL_MEM_OBJECT_BUFFER: u32 = 0x10F0;
 const CL_TRUE: u32 = 1;
 const CL_COMPLETE: i32 = 0;
 
@@ -875,6 +949,51 @@ unsafe fn settle(q: *mut c_void, n: u32, wl: *const *mut c_void) -> Result<(), i
     // SAFETY: our own reference to the marker.
     unsafe { gen::clReleaseEvent(marker) };
     r
+}
+
+/// What the library would refuse when the transfer is enqueued, checked
+/// now: the transfer itself is enqueued later, and its own failure would
+/// reach the application only through the event.
+fn check_gated(mem: *mut c_void, op: GatedOp) -> Result<(), i32> {
+    match op {
+        GatedOp::Buffer { offset, size, .. } => {
+            let (mut ty, mut len) = (0u32, 0usize);
+            // SAFETY: a cl_mem_object_type and a size_t out.
+            let s = unsafe {
+                match gen::clGetMemObjectInfo(
+                    mem,
+                    CL_MEM_TYPE,
+                    4,
+                    (&mut ty as *mut u32).cast(),
+                    std::ptr::null_mut(),
+                ) {
+                    CL_SUCCESS => gen::clGetMemObjectInfo(
+                        mem,
+                        CL_MEM_SIZE,
+                        8,
+                        (&mut len as *mut usize).cast(),
+                        std::ptr::null_mut(),
+                    ),
+                    s => s,
+                }
+            };
+            if s != CL_SUCCESS {
+                return Err(s);
+            }
+            if ty != CL_MEM_OBJECT_BUFFER {
+                return Err(CL_INVALID_MEM_OBJECT);
+            }
+            if offset.checked_add(size).is_none_or(|end| end > len) {
+                return Err(CL_INVALID_VALUE);
+            }
+            Ok(())
+        }
+        GatedOp::Image { .. } => match image_shape(mem)? {
+            // CL_MEM_OBJECT_IMAGE2D to CL_MEM_OBJECT_IMAGE1D_BUFFER.
+            (0x10F1..=0x10F6, _) => Ok(()),
+            _ => Err(CL_INVALID_MEM_OBJECT),
+        },
+    }
 }
 
 /// A handle a queue knows: its context or device.
@@ -996,12 +1115,28 @@ enum Later {
     Gated {
         ctx: usize,
         dev: usize,
-        buf: usize,
+        mem: usize,
+        op: GatedOp,
+        app: usize,
+        hold: Hold,
+    },
+}
+
+/// A transfer to run once its gate opens; the host memory is the
+/// application's, at `app` in [`Later::Gated`].
+#[derive(Clone, Copy)]
+enum GatedOp {
+    Buffer {
         write: bool,
         offset: usize,
         size: usize,
-        app: usize,
-        hold: Hold,
+    },
+    Image {
+        write: bool,
+        origin: [usize; 3],
+        region: [usize; 3],
+        row: usize,
+        slice: usize,
     },
 }
 
@@ -1084,27 +1219,25 @@ impl Later {
             Later::Gated {
                 ctx,
                 dev,
-                buf,
-                write,
-                offset,
-                size,
+                mem,
+                op,
                 app,
                 hold,
             } => {
-                let (ctx, buf) = (ctx as *mut c_void, buf as *mut c_void);
+                let (ctx, mem) = (ctx as *mut c_void, mem as *mut c_void);
                 let mut s = status;
                 if s == CL_COMPLETE {
                     // SAFETY: what `transfer_after_gate` was given, kept alive
                     // by our references.
                     s = unsafe {
-                        transfer_now(ctx, dev as *mut c_void, buf, write, offset, size, app)
+                        transfer_now(ctx, dev as *mut c_void, mem, op, app as *mut c_void)
                     };
                 }
                 // SAFETY: set once; then our references go.
                 unsafe {
                     hold.finish(s);
                     gen::clReleaseContext(ctx);
-                    gen::clReleaseMemObject(buf);
+                    gen::clReleaseMemObject(mem);
                 }
             }
         }
@@ -1126,12 +1259,12 @@ impl Later {
                 // SAFETY: our mapping and references, given back once.
                 unsafe { unmap_held(q, buf, mapped, &hold, CL_COMPLETE) };
             }
-            Later::Gated { ctx, buf, hold, .. } => {
+            Later::Gated { ctx, mem, hold, .. } => {
                 // SAFETY: our references, given back once.
                 unsafe {
                     hold.finish(CL_COMPLETE);
                     gen::clReleaseContext(ctx as *mut c_void);
-                    gen::clReleaseMemObject(buf as *mut c_void);
+                    gen::clReleaseMemObject(mem as *mut c_void);
                 }
             }
         }
@@ -1170,16 +1303,14 @@ unsafe fn unmap_held(q: usize, buf: usize, mapped: usize, hold: &Hold, status: i
 /// with no wait list, it runs now.
 ///
 /// # Safety
-/// The handles are live; the application keeps `size` bytes at `app` until
+/// The handles are live; the application keeps the memory at `app` until
 /// the transfer completes.
 unsafe fn transfer_now(
     ctx: *mut c_void,
     dev: *mut c_void,
-    buf: *mut c_void,
-    write: bool,
-    offset: usize,
-    size: usize,
-    app: usize,
+    mem: *mut c_void,
+    op: GatedOp,
+    app: *mut c_void,
 ) -> i32 {
     let mut e = CL_SUCCESS;
     // SAFETY: the context and device of the application's queue.
@@ -1187,33 +1318,34 @@ unsafe fn transfer_now(
     if e != CL_SUCCESS {
         return e;
     }
-    let (app, none) = (app as *mut c_void, std::ptr::null());
+    let (none, no_ev) = (std::ptr::null(), std::ptr::null_mut());
     // SAFETY: the caller's contract; blocking, so complete on return.
     let s = unsafe {
-        if write {
-            clEnqueueWriteBuffer(
-                q,
-                buf,
-                CL_TRUE,
+        match op {
+            GatedOp::Buffer {
+                write: true,
                 offset,
                 size,
-                app,
-                0,
-                none,
-                std::ptr::null_mut(),
-            )
-        } else {
-            clEnqueueReadBuffer(
-                q,
-                buf,
-                CL_TRUE,
+            } => clEnqueueWriteBuffer(q, mem, CL_TRUE, offset, size, app, 0, none, no_ev),
+            GatedOp::Buffer {
+                write: false,
                 offset,
                 size,
-                app,
-                0,
-                none,
-                std::ptr::null_mut(),
-            )
+            } => clEnqueueReadBuffer(q, mem, CL_TRUE, offset, size, app, 0, none, no_ev),
+            GatedOp::Image {
+                write,
+                origin,
+                region,
+                row,
+                slice,
+            } => {
+                let (o, r) = (origin.as_ptr().cast(), region.as_ptr().cast());
+                if write {
+                    clEnqueueWriteImage(q, mem, CL_TRUE, o, r, row, slice, app, 0, none, no_ev)
+                } else {
+                    clEnqueueReadImage(q, mem, CL_TRUE, o, r, row, slice, app, 0, none, no_ev)
+                }
+            }
         }
     };
     // SAFETY: our own queue.
@@ -1273,11 +1405,9 @@ fn fail_later_transfers() {
 #[allow(clippy::too_many_arguments)]
 unsafe fn transfer_after_gate(
     q: *mut c_void,
-    buf: *mut c_void,
-    write: bool,
-    offset: usize,
-    size: usize,
-    ptr: *mut u8,
+    mem: *mut c_void,
+    op: GatedOp,
+    ptr: *mut c_void,
     n: u32,
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
@@ -1289,6 +1419,9 @@ unsafe fn transfer_after_gate(
         (Ok(c), Ok(d)) => (c, d),
         (Err(s), _) | (_, Err(s)) => return s,
     };
+    if let Err(s) = check_gated(mem, op) {
+        return s;
+    }
     let mut marker = std::ptr::null_mut();
     // SAFETY: forwarded contract; a valid out-slot for the marker.
     let s = unsafe { gen::clEnqueueMarkerWithWaitList(q, n, wl, &mut marker) };
@@ -1320,15 +1453,13 @@ unsafe fn transfer_after_gate(
     // the callback.
     unsafe {
         gen::clRetainContext(ctx);
-        gen::clRetainMemObject(buf);
+        gen::clRetainMemObject(mem);
     }
     let later = Later::Gated {
         ctx: ctx as usize,
         dev: dev as usize,
-        buf: buf as usize,
-        write,
-        offset,
-        size,
+        mem: mem as usize,
+        op,
         app: ptr as usize,
         hold,
     };
@@ -1439,7 +1570,7 @@ unsafe fn transfer_shortcut(
         if let Err(e) = unsafe { settle(q, n, wl) } {
             return Some(e);
         }
-    } else if PENDING_USER_EVENTS.load(Ordering::Relaxed) > 0 && !ptr.is_null() {
+    } else if PENDING_USER_EVENTS.load(Ordering::Relaxed) > 0 && !ptr.is_null() && size > 0 {
         // It may wait for a user event that this very thread sets after we
         // return: it completes later, as natively.
         // SAFETY: forwarded contract.
@@ -1447,8 +1578,12 @@ unsafe fn transfer_shortcut(
             if shared_candidate(buf).is_some() {
                 transfer_later(q, buf, map_flags, offset, size, ptr, n, wl, ev)
             } else {
-                let write = map_flags != CL_MAP_READ;
-                transfer_after_gate(q, buf, write, offset, size, ptr, n, wl, ev)
+                let op = GatedOp::Buffer {
+                    write: map_flags != CL_MAP_READ,
+                    offset,
+                    size,
+                };
+                transfer_after_gate(q, buf, op, ptr.cast(), n, wl, ev)
             }
         });
     }
