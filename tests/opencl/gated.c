@@ -67,6 +67,30 @@ int main(void) {
                 clEnqueueReadBuffer(t.q, big, CL_FALSE, BIG - 8, 64, dst_h, 1, &gate4, NULL), CL_INVALID_VALUE);
     CHECK(clSetUserEventStatus(gate4, CL_COMPLETE));
     CHECK(clReleaseEvent(gate4));
+    /* Buffer rectangles: a gated write of a 4x3x2 box, then a gated read of
+     * a box overlapping it, into a padded host layout; one past the end is
+     * refused by the call. */
+    unsigned char box[4 * 3 * 2], host[8 * 4 * 2] = {0};
+    for (size_t i = 0; i < sizeof box; i++) box[i] = (unsigned char)(200 + i);
+    size_t b_org[3] = {5, 2, 1}, h_org[3] = {0, 0, 0}, reg[3] = {4, 3, 2};
+    size_t r_org[3] = {4, 2, 1}, rh_org[3] = {1, 1, 0}, r_reg[3] = {5, 3, 2}, far[3] = {60, 15, 1023};
+    cl_event gate7 = clCreateUserEvent(t.ctx, &e);
+    CHECK_ERR(e, "gate 7");
+    cl_event rwr = NULL, rrd = NULL;
+    CHECK(clEnqueueWriteBufferRect(t.q, big, CL_FALSE, b_org, h_org, reg, 64, 1024, 4, 12, box, 1, &gate7, &rwr));
+    CHECK(clEnqueueReadBufferRect(t.q, big, CL_FALSE, r_org, rh_org, r_reg, 64, 1024, 8, 32, host, 1, &gate7, &rrd));
+    EXPECT_CODE("gated rect read past the end",
+                clEnqueueReadBufferRect(t.q, big, CL_FALSE, far, h_org, r_reg, 64, 1024, 8, 32, host, 1, &gate7, NULL),
+                CL_INVALID_VALUE);
+    CHECK(clSetUserEventStatus(gate7, CL_COMPLETE));
+    CHECK(clWaitForEvents(1, &rrd));
+    unsigned sum = 0;
+    for (size_t i = 0; i < sizeof host; i++) sum = sum * 31 + host[i];
+    printf("gated rect read: sum %u, first row %d %d %d %d %d %d\n", sum, host[9], host[10], host[11], host[12],
+           host[13], host[14]);
+    CHECK(clReleaseEvent(gate7));
+    CHECK(clReleaseEvent(rwr));
+    CHECK(clReleaseEvent(rrd));
     /* A 2D image: a gated write, then a gated read of a window of it. */
     unsigned char pix[8 * 4 * 4], win[2 * 2 * 4] = {0};
     for (size_t i = 0; i < sizeof pix; i++) pix[i] = (unsigned char)(i * 5 + 1);

@@ -158,6 +158,11 @@ impl RectExtent {
             .checked_add(origin[1].checked_mul(self.row)?)?
             .checked_add(origin[0].checked_mul(elem)?)
     }
+
+    /// The byte after the last one the rectangle at `origin` touches.
+    pub fn end(&self, origin: [u64; 3], elem: u64) -> Option<u64> {
+        self.offset(origin, elem)?.checked_add(self.extent)
+    }
 }
 
 /// Reads three `size_t` values (an origin or region) from 24 wire bytes.

@@ -387,6 +387,161 @@ unsafe fn image_later(
     Some(unsafe { transfer_after_gate(q, image, op, ptr, n, wl, ev) })
 }
 
+/// What a buffer rectangle read or write does before it is forwarded:
+/// settle a blocking one (see [`settle`]); complete later a non-blocking one
+/// while a user event is open (see [`transfer_after_gate`]). `None`:
+/// forward it.
+///
+/// # Safety
+/// As for `clEnqueueReadBufferRect` (`write` false) or
+/// `clEnqueueWriteBufferRect`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn rect_shortcut(
+    q: *mut c_void,
+    buf: *mut c_void,
+    write: bool,
+    blocking: u32,
+    geometry: [*const c_void; 3],
+    pitches: [usize; 4],
+    ptr: *mut c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> Option<i32> {
+    if blocking != 0 {
+        // SAFETY: forwarded contract.
+        return unsafe { settle(q, n, wl) }.err();
+    }
+    if PENDING_USER_EVENTS.load(Ordering::Relaxed) == 0
+        || ptr.is_null()
+        || geometry.iter().any(|p| p.is_null())
+    {
+        return None;
+    }
+    // SAFETY: the API's origins and region are three size_t each.
+    let [buffer_origin, host_origin, region] =
+        geometry.map(|p| unsafe { (p as *const [usize; 3]).read_unaligned() });
+    if region.contains(&0) {
+        // Refused by the library at once: let it say so.
+        return None;
+    }
+    let rect = Rect {
+        buffer_origin,
+        host_origin,
+        region,
+        pitches,
+    };
+    // SAFETY: forwarded contract.
+    Some(unsafe { transfer_after_gate(q, buf, GatedOp::Rect { write, rect }, ptr, n, wl, ev) })
+}
+
+/// # Safety
+/// As for `clEnqueueReadBufferRect`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clEnqueueReadBufferRect(
+    q: *mut c_void,
+    buf: *mut c_void,
+    blocking: u32,
+    buffer_origin: *const c_void,
+    host_origin: *const c_void,
+    region: *const c_void,
+    buffer_row_pitch: usize,
+    buffer_slice_pitch: usize,
+    host_row_pitch: usize,
+    host_slice_pitch: usize,
+    ptr: *mut c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    let geometry = [buffer_origin, host_origin, region];
+    let pitches = [
+        buffer_row_pitch,
+        buffer_slice_pitch,
+        host_row_pitch,
+        host_slice_pitch,
+    ];
+    // SAFETY: forwarded contract.
+    let shortcut =
+        unsafe { rect_shortcut(q, buf, false, blocking, geometry, pitches, ptr, n, wl, ev) };
+    if let Some(s) = shortcut {
+        return s;
+    }
+    // SAFETY: forwarded contract.
+    unsafe {
+        gen::clEnqueueReadBufferRect(
+            q,
+            buf,
+            blocking,
+            buffer_origin,
+            host_origin,
+            region,
+            buffer_row_pitch,
+            buffer_slice_pitch,
+            host_row_pitch,
+            host_slice_pitch,
+            ptr,
+            n,
+            wl,
+            ev,
+        )
+    }
+}
+
+/// # Safety
+/// As for `clEnqueueWriteBufferRect`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clEnqueueWriteBufferRect(
+    q: *mut c_void,
+    buf: *mut c_void,
+    blocking: u32,
+    buffer_origin: *const c_void,
+    host_origin: *const c_void,
+    region: *const c_void,
+    buffer_row_pitch: usize,
+    buffer_slice_pitch: usize,
+    host_row_pitch: usize,
+    host_slice_pitch: usize,
+    ptr: *const c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    let geometry = [buffer_origin, host_origin, region];
+    let pitches = [
+        buffer_row_pitch,
+        buffer_slice_pitch,
+        host_row_pitch,
+        host_slice_pitch,
+    ];
+    let app = ptr as *mut c_void;
+    // SAFETY: forwarded contract.
+    let shortcut =
+        unsafe { rect_shortcut(q, buf, true, blocking, geometry, pitches, app, n, wl, ev) };
+    if let Some(s) = shortcut {
+        return s;
+    }
+    // SAFETY: forwarded contract.
+    unsafe {
+        gen::clEnqueueWriteBufferRect(
+            q,
+            buf,
+            blocking,
+            buffer_origin,
+            host_origin,
+            region,
+            buffer_row_pitch,
+            buffer_slice_pitch,
+            host_row_pitch,
+            host_slice_pitch,
+            ptr,
+            n,
+            wl,
+            ev,
+        )
+    }
+}
+
 /// What an image read or write does before it is forwarded: settle a
 /// blocking one (see [`settle`]), and stash the image's shape for the
 /// marshalling of the host memory.
@@ -955,44 +1110,51 @@ unsafe fn settle(q: *mut c_void, n: u32, wl: *const *mut c_void) -> Result<(), i
 /// now: the transfer itself is enqueued later, and its own failure would
 /// reach the application only through the event.
 fn check_gated(mem: *mut c_void, op: GatedOp) -> Result<(), i32> {
-    match op {
-        GatedOp::Buffer { offset, size, .. } => {
-            let (mut ty, mut len) = (0u32, 0usize);
-            // SAFETY: a cl_mem_object_type and a size_t out.
-            let s = unsafe {
-                match gen::clGetMemObjectInfo(
-                    mem,
-                    CL_MEM_TYPE,
-                    4,
-                    (&mut ty as *mut u32).cast(),
-                    std::ptr::null_mut(),
-                ) {
-                    CL_SUCCESS => gen::clGetMemObjectInfo(
-                        mem,
-                        CL_MEM_SIZE,
-                        8,
-                        (&mut len as *mut usize).cast(),
-                        std::ptr::null_mut(),
-                    ),
-                    s => s,
-                }
+    let end = match op {
+        GatedOp::Image { .. } => {
+            return match image_shape(mem)? {
+                // CL_MEM_OBJECT_IMAGE2D to CL_MEM_OBJECT_IMAGE1D_BUFFER.
+                (0x10F1..=0x10F6, _) => Ok(()),
+                _ => Err(CL_INVALID_MEM_OBJECT),
             };
-            if s != CL_SUCCESS {
-                return Err(s);
-            }
-            if ty != CL_MEM_OBJECT_BUFFER {
-                return Err(CL_INVALID_MEM_OBJECT);
-            }
-            if offset.checked_add(size).is_none_or(|end| end > len) {
-                return Err(CL_INVALID_VALUE);
-            }
-            Ok(())
         }
-        GatedOp::Image { .. } => match image_shape(mem)? {
-            // CL_MEM_OBJECT_IMAGE2D to CL_MEM_OBJECT_IMAGE1D_BUFFER.
-            (0x10F1..=0x10F6, _) => Ok(()),
-            _ => Err(CL_INVALID_MEM_OBJECT),
-        },
+        GatedOp::Buffer { offset, size, .. } => offset.checked_add(size).map(|e| e as u64),
+        GatedOp::Rect { rect: r, .. } => {
+            let t = |a: [usize; 3]| a.map(|v| v as u64);
+            let [row, slice, ..] = r.pitches;
+            wormhole_opencl_api::rect_extent(t(r.region), 1, row as u64, slice as u64)
+                .and_then(|ext| ext.end(t(r.buffer_origin), 1))
+        }
+    };
+    let (mut ty, mut len) = (0u32, 0usize);
+    // SAFETY: a cl_mem_object_type and a size_t out.
+    let s = unsafe {
+        match gen::clGetMemObjectInfo(
+            mem,
+            CL_MEM_TYPE,
+            4,
+            (&mut ty as *mut u32).cast(),
+            std::ptr::null_mut(),
+        ) {
+            CL_SUCCESS => gen::clGetMemObjectInfo(
+                mem,
+                CL_MEM_SIZE,
+                8,
+                (&mut len as *mut usize).cast(),
+                std::ptr::null_mut(),
+            ),
+            s => s,
+        }
+    };
+    if s != CL_SUCCESS {
+        return Err(s);
+    }
+    if ty != CL_MEM_OBJECT_BUFFER {
+        return Err(CL_INVALID_MEM_OBJECT);
+    }
+    match end {
+        Some(end) if end <= len as u64 => Ok(()),
+        _ => Err(CL_INVALID_VALUE),
     }
 }
 
@@ -1138,6 +1300,20 @@ enum GatedOp {
         row: usize,
         slice: usize,
     },
+    Rect {
+        write: bool,
+        rect: Rect,
+    },
+}
+
+/// A buffer rectangle transfer's geometry: buffer origin, host origin,
+/// region, then buffer row and slice pitch, host row and slice pitch.
+#[derive(Clone, Copy)]
+struct Rect {
+    buffer_origin: [usize; 3],
+    host_origin: [usize; 3],
+    region: [usize; 3],
+    pitches: [usize; 4],
 }
 
 /// Transfers completing later, by the token their callback carries. PoCL
@@ -1332,6 +1508,23 @@ unsafe fn transfer_now(
                 offset,
                 size,
             } => clEnqueueReadBuffer(q, mem, CL_TRUE, offset, size, app, 0, none, no_ev),
+            GatedOp::Rect { write, rect: r } => {
+                let (bo, ho, rg) = (
+                    r.buffer_origin.as_ptr().cast(),
+                    r.host_origin.as_ptr().cast(),
+                    r.region.as_ptr().cast(),
+                );
+                let [brp, bsp, hrp, hsp] = r.pitches;
+                if write {
+                    clEnqueueWriteBufferRect(
+                        q, mem, CL_TRUE, bo, ho, rg, brp, bsp, hrp, hsp, app, 0, none, no_ev,
+                    )
+                } else {
+                    clEnqueueReadBufferRect(
+                        q, mem, CL_TRUE, bo, ho, rg, brp, bsp, hrp, hsp, app, 0, none, no_ev,
+                    )
+                }
+            }
             GatedOp::Image {
                 write,
                 origin,

@@ -390,12 +390,8 @@ pub(crate) unsafe fn buffer_rect_ok(
     // SAFETY: the caller's contract.
     let (o, r) = unsafe { (triple_at(origin), triple_at(region)) };
     let (o, r) = (o.ok_or(CL_INVALID_VALUE)?, r.ok_or(CL_INVALID_VALUE)?);
-    let ext = rect_extent(r, 1, row as u64, slice as u64).ok_or(CL_INVALID_VALUE)?;
-    let end = o[2]
-        .checked_mul(ext.slice)
-        .and_then(|z| o[1].checked_mul(ext.row)?.checked_add(z))
-        .and_then(|yz| yz.checked_add(o[0]))
-        .and_then(|start| start.checked_add(ext.extent))
+    let end = rect_extent(r, 1, row as u64, slice as u64)
+        .and_then(|ext| ext.end(o, 1))
         .ok_or(CL_INVALID_VALUE)?;
     let size = mem_size(buf)?;
     if end > size {
