@@ -302,34 +302,44 @@ pub unsafe extern "C" fn clCreateImage3D(
     m
 }
 
+/// One fixed-size answer of `clGetMemObjectInfo`; `T` is the type the API
+/// gives `param`.
+fn mem_info<T: Copy + Default>(mem: *mut c_void, param: u32) -> Result<T, i32> {
+    let mut v = T::default();
+    // SAFETY: the answer is one `T`, into `v`.
+    let s = unsafe {
+        gen::clGetMemObjectInfo(
+            mem,
+            param,
+            std::mem::size_of::<T>(),
+            (&mut v as *mut T).cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    if s == CL_SUCCESS {
+        Ok(v)
+    } else {
+        Err(s)
+    }
+}
+
 /// An image's type and element size, which size its transfers' windows.
 fn image_shape(image: *mut c_void) -> Result<(u32, u64), i32> {
     let mut elem = 0usize;
-    let mut ty = 0u32;
-    // SAFETY: a size_t and a cl_mem_object_type out.
+    // SAFETY: a size_t out.
     let s = unsafe {
-        match gen::clGetImageInfo(
+        gen::clGetImageInfo(
             image,
             CL_IMAGE_ELEMENT_SIZE,
             8,
             (&mut elem as *mut usize).cast(),
             std::ptr::null_mut(),
-        ) {
-            CL_SUCCESS => gen::clGetMemObjectInfo(
-                image,
-                CL_MEM_TYPE,
-                4,
-                (&mut ty as *mut u32).cast(),
-                std::ptr::null_mut(),
-            ),
-            s => s,
-        }
+        )
     };
-    if s == CL_SUCCESS {
-        Ok((ty, elem as u64))
-    } else {
-        Err(s)
+    if s != CL_SUCCESS {
+        return Err(s);
     }
+    Ok((mem_info::<u32>(image, CL_MEM_TYPE)?, elem as u64))
 }
 
 /// Queries the image's shape before the transfer is marshalled (a query
@@ -435,112 +445,69 @@ unsafe fn rect_shortcut(
     Some(unsafe { transfer_after_gate(q, buf, GatedOp::Rect { write, rect }, ptr, n, wl, ev) })
 }
 
-/// # Safety
-/// As for `clEnqueueReadBufferRect`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn clEnqueueReadBufferRect(
-    q: *mut c_void,
-    buf: *mut c_void,
-    blocking: u32,
-    buffer_origin: *const c_void,
-    host_origin: *const c_void,
-    region: *const c_void,
-    buffer_row_pitch: usize,
-    buffer_slice_pitch: usize,
-    host_row_pitch: usize,
-    host_slice_pitch: usize,
-    ptr: *mut c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    let geometry = [buffer_origin, host_origin, region];
-    let pitches = [
-        buffer_row_pitch,
-        buffer_slice_pitch,
-        host_row_pitch,
-        host_slice_pitch,
-    ];
-    // SAFETY: forwarded contract.
-    let shortcut =
-        unsafe { rect_shortcut(q, buf, false, blocking, geometry, pitches, ptr, n, wl, ev) };
-    if let Some(s) = shortcut {
-        return s;
-    }
-    // SAFETY: forwarded contract.
-    unsafe {
-        gen::clEnqueueReadBufferRect(
-            q,
-            buf,
-            blocking,
-            buffer_origin,
-            host_origin,
-            region,
-            buffer_row_pitch,
-            buffer_slice_pitch,
-            host_row_pitch,
-            host_slice_pitch,
-            ptr,
-            n,
-            wl,
-            ev,
-        )
-    }
+/// The two rectangle transfers differ only in direction and in whether the
+/// host pointer is const.
+macro_rules! rect_transfer {
+    ($name:ident, $write:expr, $ptr:ty) => {
+        /// # Safety
+        /// As for the OpenCL function of this name.
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $name(
+            q: *mut c_void,
+            buf: *mut c_void,
+            blocking: u32,
+            buffer_origin: *const c_void,
+            host_origin: *const c_void,
+            region: *const c_void,
+            buffer_row_pitch: usize,
+            buffer_slice_pitch: usize,
+            host_row_pitch: usize,
+            host_slice_pitch: usize,
+            ptr: $ptr,
+            n: u32,
+            wl: *const *mut c_void,
+            ev: *mut *mut c_void,
+        ) -> i32 {
+            let geometry = [buffer_origin, host_origin, region];
+            let pitches = [
+                buffer_row_pitch,
+                buffer_slice_pitch,
+                host_row_pitch,
+                host_slice_pitch,
+            ];
+            let app = ptr as *mut c_void;
+            // SAFETY: forwarded contract.
+            let shortcut = unsafe {
+                rect_shortcut(q, buf, $write, blocking, geometry, pitches, app, n, wl, ev)
+            };
+            if let Some(s) = shortcut {
+                return s;
+            }
+            // SAFETY: forwarded contract.
+            unsafe {
+                gen::$name(
+                    q,
+                    buf,
+                    blocking,
+                    buffer_origin,
+                    host_origin,
+                    region,
+                    buffer_row_pitch,
+                    buffer_slice_pitch,
+                    host_row_pitch,
+                    host_slice_pitch,
+                    ptr,
+                    n,
+                    wl,
+                    ev,
+                )
+            }
+        }
+    };
 }
 
-/// # Safety
-/// As for `clEnqueueWriteBufferRect`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn clEnqueueWriteBufferRect(
-    q: *mut c_void,
-    buf: *mut c_void,
-    blocking: u32,
-    buffer_origin: *const c_void,
-    host_origin: *const c_void,
-    region: *const c_void,
-    buffer_row_pitch: usize,
-    buffer_slice_pitch: usize,
-    host_row_pitch: usize,
-    host_slice_pitch: usize,
-    ptr: *const c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    let geometry = [buffer_origin, host_origin, region];
-    let pitches = [
-        buffer_row_pitch,
-        buffer_slice_pitch,
-        host_row_pitch,
-        host_slice_pitch,
-    ];
-    let app = ptr as *mut c_void;
-    // SAFETY: forwarded contract.
-    let shortcut =
-        unsafe { rect_shortcut(q, buf, true, blocking, geometry, pitches, app, n, wl, ev) };
-    if let Some(s) = shortcut {
-        return s;
-    }
-    // SAFETY: forwarded contract.
-    unsafe {
-        gen::clEnqueueWriteBufferRect(
-            q,
-            buf,
-            blocking,
-            buffer_origin,
-            host_origin,
-            region,
-            buffer_row_pitch,
-            buffer_slice_pitch,
-            host_row_pitch,
-            host_slice_pitch,
-            ptr,
-            n,
-            wl,
-            ev,
-        )
-    }
-}
+rect_transfer!(clEnqueueReadBufferRect, false, *mut c_void);
+rect_transfer!(clEnqueueWriteBufferRect, true, *const c_void);
 
 /// What an image read or write does before it is forwarded: settle a
 /// blocking one (see [`settle`]), and stash the image's shape for the
@@ -1126,29 +1093,8 @@ fn check_gated(mem: *mut c_void, op: GatedOp) -> Result<(), i32> {
                 .and_then(|ext| ext.end(t(r.buffer_origin), 1))
         }
     };
-    let (mut ty, mut len) = (0u32, 0usize);
-    // SAFETY: a cl_mem_object_type and a size_t out.
-    let s = unsafe {
-        match gen::clGetMemObjectInfo(
-            mem,
-            CL_MEM_TYPE,
-            4,
-            (&mut ty as *mut u32).cast(),
-            std::ptr::null_mut(),
-        ) {
-            CL_SUCCESS => gen::clGetMemObjectInfo(
-                mem,
-                CL_MEM_SIZE,
-                8,
-                (&mut len as *mut usize).cast(),
-                std::ptr::null_mut(),
-            ),
-            s => s,
-        }
-    };
-    if s != CL_SUCCESS {
-        return Err(s);
-    }
+    let ty: u32 = mem_info(mem, CL_MEM_TYPE)?;
+    let len: usize = mem_info(mem, CL_MEM_SIZE)?;
     if ty != CL_MEM_OBJECT_BUFFER {
         return Err(CL_INVALID_MEM_OBJECT);
     }
