@@ -43,7 +43,8 @@ pub struct StreamChannel<S: Read + Write> {
     reader: BufReader<S>,
     out: Arc<Mutex<Outbox<S>>>,
     max_frame: u64,
-    /// The socket, for a readiness check before reading notifications.
+    /// The reader's socket, for a readiness check before reading
+    /// notifications.
     fd: Option<RawFd>,
     /// Client: where notifications read with the replies go.
     inbox: Option<Arc<Inbox>>,
@@ -52,8 +53,8 @@ pub struct StreamChannel<S: Read + Write> {
 impl StreamChannel<TcpStream> {
     pub fn tcp(stream: TcpStream) -> Result<Self, TransportError> {
         stream.set_nodelay(true)?;
-        let fd = stream.as_raw_fd();
         let reader = stream.try_clone()?;
+        let fd = reader.as_raw_fd();
         let mut ch = Self::new(reader, stream);
         ch.fd = Some(fd);
         Ok(ch)
@@ -62,8 +63,8 @@ impl StreamChannel<TcpStream> {
 
 impl StreamChannel<std::os::unix::net::UnixStream> {
     pub fn unix(stream: std::os::unix::net::UnixStream) -> Result<Self, TransportError> {
-        let fd = stream.as_raw_fd();
         let reader = stream.try_clone()?;
+        let fd = reader.as_raw_fd();
         let mut ch = Self::new(reader, stream);
         ch.fd = Some(fd);
         Ok(ch)
