@@ -529,88 +529,52 @@ unsafe fn before_image_transfer(
     stash_image_shape(image)
 }
 
-/// # Safety
-/// As for `clEnqueueReadImage`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn clEnqueueReadImage(
-    q: *mut c_void,
-    image: *mut c_void,
-    blocking: u32,
-    origin: *const c_void,
-    region: *const c_void,
-    row: usize,
-    slice: usize,
-    ptr: *mut c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: forwarded contract.
-    if let Some(s) = unsafe {
-        image_later(
-            q, image, false, blocking, origin, region, row, slice, ptr, n, wl, ev,
-        )
-    } {
-        return s;
-    }
-    // SAFETY: forwarded contract.
-    if let Err(e) = unsafe { before_image_transfer(q, image, blocking, n, wl) } {
-        return e;
-    }
-    // SAFETY: forwarded contract.
-    unsafe {
-        gen::clEnqueueReadImage(
-            q, image, blocking, origin, region, row, slice, ptr, n, wl, ev,
-        )
-    }
+/// The two image transfers differ only in direction and in whether the
+/// host pointer is const.
+macro_rules! image_transfer {
+    ($name:ident, $write:expr, $ptr:ty) => {
+        /// # Safety
+        /// As for the OpenCL function of this name.
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $name(
+            q: *mut c_void,
+            image: *mut c_void,
+            blocking: u32,
+            origin: *const c_void,
+            region: *const c_void,
+            row: usize,
+            slice: usize,
+            ptr: $ptr,
+            n: u32,
+            wl: *const *mut c_void,
+            ev: *mut *mut c_void,
+        ) -> i32 {
+            let app = ptr as *mut c_void;
+            // SAFETY: forwarded contract.
+            let later = unsafe {
+                image_later(
+                    q, image, $write, blocking, origin, region, row, slice, app, n, wl, ev,
+                )
+            };
+            if let Some(s) = later {
+                return s;
+            }
+            // SAFETY: forwarded contract.
+            if let Err(e) = unsafe { before_image_transfer(q, image, blocking, n, wl) } {
+                return e;
+            }
+            // SAFETY: forwarded contract.
+            unsafe {
+                gen::$name(
+                    q, image, blocking, origin, region, row, slice, ptr, n, wl, ev,
+                )
+            }
+        }
+    };
 }
 
-/// # Safety
-/// As for `clEnqueueWriteImage`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn clEnqueueWriteImage(
-    q: *mut c_void,
-    image: *mut c_void,
-    blocking: u32,
-    origin: *const c_void,
-    region: *const c_void,
-    row: usize,
-    slice: usize,
-    ptr: *const c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    // SAFETY: forwarded contract.
-    if let Some(s) = unsafe {
-        image_later(
-            q,
-            image,
-            true,
-            blocking,
-            origin,
-            region,
-            row,
-            slice,
-            ptr as *mut c_void,
-            n,
-            wl,
-            ev,
-        )
-    } {
-        return s;
-    }
-    // SAFETY: forwarded contract.
-    if let Err(e) = unsafe { before_image_transfer(q, image, blocking, n, wl) } {
-        return e;
-    }
-    // SAFETY: forwarded contract.
-    unsafe {
-        gen::clEnqueueWriteImage(
-            q, image, blocking, origin, region, row, slice, ptr, n, wl, ev,
-        )
-    }
-}
+image_transfer!(clEnqueueReadImage, false, *mut c_void);
+image_transfer!(clEnqueueWriteImage, true, *const c_void);
 
 /// One mapping handed to the application.
 struct Mapped {
