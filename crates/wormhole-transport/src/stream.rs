@@ -193,9 +193,11 @@ impl<S: Read + Write + Send> Channel for StreamChannel<S> {
         loop {
             let len = self.read_len()?;
             // Without an inbox a marked length is just too large.
-            if let (true, Some(inbox)) = (len & NOTE_BIT != 0, self.inbox.clone()) {
-                self.file_note(len, &inbox)?;
-                continue;
+            if len & NOTE_BIT != 0 {
+                if let Some(inbox) = self.inbox.clone() {
+                    self.file_note(len, &inbox)?;
+                    continue;
+                }
             }
             let max = self.max_frame;
             read_body(len, max, buf, |b| self.read_exact(b))?;
