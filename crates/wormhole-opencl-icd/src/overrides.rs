@@ -1267,7 +1267,7 @@ impl Later {
             let l = later_transfers().remove(&token);
             if let Some(l) = l {
                 // SAFETY: taken out once.
-                unsafe { l.undo() };
+                unsafe { l.finish(CL_COMPLETE) };
             }
             return s;
         }
@@ -1276,64 +1276,60 @@ impl Later {
         CL_SUCCESS
     }
 
-    /// Performs what is left once `cmd` completed with `status`, sets the
-    /// user event and lets our references go.
+    /// Performs what is left once `cmd` completed with `status`, then
+    /// [`Later::finish`]es with the transfer's status.
     ///
     /// # Safety
     /// Once per transfer, after `cmd` completed or failed.
     unsafe fn complete(self, status: i32) {
-        match self {
-            Later::Mapped {
-                q,
-                buf,
-                mapped,
-                app,
-                size,
-                map_flags,
-                hold,
-            } => {
-                if status == CL_COMPLETE {
-                    // SAFETY: the map is done and lasts until the unmap
-                    // below; the application keeps its memory until the
+        let mut s = status;
+        if status == CL_COMPLETE {
+            match &self {
+                Later::Mapped {
+                    mapped,
+                    app,
+                    size,
+                    map_flags,
+                    ..
+                } => {
+                    // SAFETY: the map is done and lasts until the unmap in
+                    // `finish`; the application keeps its memory until the
                     // transfer completes.
-                    unsafe { copy_for(map_flags, mapped as *mut u8, app as *mut u8, size) };
+                    unsafe { copy_for(*map_flags, *mapped as *mut u8, *app as *mut u8, *size) };
                 }
-                // SAFETY: our mapping, given back once; then our references
-                // go.
-                unsafe { unmap_held(q, buf, mapped, &hold, status) };
-            }
-            Later::Gated {
-                ctx,
-                dev,
-                mem,
-                op,
-                app,
-                hold,
-            } => {
-                let (ctx, mem) = (ctx as *mut c_void, mem as *mut c_void);
-                let mut s = status;
-                if s == CL_COMPLETE {
+                Later::Gated {
+                    ctx,
+                    dev,
+                    mem,
+                    op,
+                    app,
+                    ..
+                } => {
                     // SAFETY: what `transfer_after_gate` was given, kept alive
                     // by our references.
                     s = unsafe {
-                        transfer_now(ctx, dev as *mut c_void, mem, op, app as *mut c_void)
+                        transfer_now(
+                            *ctx as *mut c_void,
+                            *dev as *mut c_void,
+                            *mem as *mut c_void,
+                            *op,
+                            *app as *mut c_void,
+                        )
                     };
-                }
-                // SAFETY: set once; then our references go.
-                unsafe {
-                    hold.finish(s);
-                    gen::clReleaseContext(ctx);
-                    gen::clReleaseMemObject(mem);
                 }
             }
         }
+        // SAFETY: once, after the work.
+        unsafe { self.finish(s) };
     }
 
-    /// Undoes a transfer whose completion could not be arranged.
+    /// Gives back what the transfer held (its mapping, our references) and
+    /// sets its user event: `CL_COMPLETE`, or the transfer's failure. An
+    /// undone transfer finishes as complete, so that the queue goes on.
     ///
     /// # Safety
-    /// Once per transfer, instead of [`Later::complete`].
-    unsafe fn undo(self) {
+    /// Once per transfer.
+    unsafe fn finish(self, status: i32) {
         match self {
             Later::Mapped {
                 q,
@@ -1342,13 +1338,14 @@ impl Later {
                 hold,
                 ..
             } => {
-                // SAFETY: our mapping and references, given back once.
-                unsafe { unmap_held(q, buf, mapped, &hold, CL_COMPLETE) };
+                // SAFETY: our mapping, given back once; then our references
+                // go.
+                unsafe { unmap_held(q, buf, mapped, &hold, status) };
             }
             Later::Gated { ctx, mem, hold, .. } => {
-                // SAFETY: our references, given back once.
+                // SAFETY: set once; then our references go.
                 unsafe {
-                    hold.finish(CL_COMPLETE);
+                    hold.finish(status);
                     gen::clReleaseContext(ctx as *mut c_void);
                     gen::clReleaseMemObject(mem as *mut c_void);
                 }
@@ -1473,18 +1470,8 @@ fn fail_later_transfers() {
         .map(|(t, l)| (*t, l.hold().held[1]))
         .collect();
     for (token, cmd) in cmds {
-        let mut st = CL_COMPLETE;
-        // SAFETY: the hold keeps `cmd` alive; the answer is one cl_int.
-        let s = unsafe {
-            gen::clGetEventInfo(
-                cmd as *mut c_void,
-                CL_EVENT_COMMAND_EXECUTION_STATUS,
-                std::mem::size_of::<i32>(),
-                (&mut st as *mut i32).cast(),
-                std::ptr::null_mut(),
-            )
-        };
-        if s == CL_SUCCESS && st < 0 {
+        // The hold keeps `cmd` alive.
+        if let Ok(st @ ..0) = event_status(cmd as *mut c_void) {
             let l = later_transfers().remove(&token);
             if let Some(l) = l {
                 // SAFETY: taken out once; its command failed.
@@ -1863,6 +1850,26 @@ pub unsafe extern "C" fn clSetUserEventStatus(ev: *mut c_void, status: i32) -> i
 const CL_EVENT_COMMAND_EXECUTION_STATUS: u32 = 0x11D3;
 const CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST: i32 = -14;
 
+/// An event's execution status (negative: it failed).
+fn event_status(e: *mut c_void) -> Result<i32, i32> {
+    let mut st: i32 = 0;
+    // SAFETY: a cl_int out-value.
+    let s = unsafe {
+        gen::clGetEventInfo(
+            e,
+            CL_EVENT_COMMAND_EXECUTION_STATUS,
+            4,
+            (&mut st as *mut i32).cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    if s == CL_SUCCESS {
+        Ok(st)
+    } else {
+        Err(s)
+    }
+}
+
 /// Waits for `events` by polling their status with short calls, sleeping
 /// in between (from 50 us up to 5 ms), so the channel stays free. Returns
 /// when all are complete or one failed.
@@ -1871,20 +1878,7 @@ fn poll_until_complete(events: &[*mut c_void]) -> Result<(), i32> {
     loop {
         let mut done = true;
         for &e in events {
-            let mut st: i32 = 0;
-            // SAFETY: a cl_int out-value.
-            let s = unsafe {
-                gen::clGetEventInfo(
-                    e,
-                    CL_EVENT_COMMAND_EXECUTION_STATUS,
-                    4,
-                    (&mut st as *mut i32).cast(),
-                    std::ptr::null_mut(),
-                )
-            };
-            if s != CL_SUCCESS {
-                return Err(s);
-            }
+            let st = event_status(e)?;
             if st < 0 {
                 return Err(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
             }
