@@ -6,6 +6,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+# A one-off build gains nothing from incremental caches, which take gigabytes.
+[ "${CI:-}" = true ] && export CARGO_INCREMENTAL=0
+# Running out of disk makes every later step fail with unrelated-looking
+# errors; say so once, up front.
+free_kib=$(df -Pk . | awk 'NR == 2 { print $4 }')
+if [ "${free_kib:-0}" -lt $((6 * 1024 * 1024)) ]; then
+  echo "warning: only $((free_kib / 1024)) MiB free here; the build and tests need about 6 GiB" >&2
+fi
 cargo build --workspace --all-targets
 status=0
 for t in scripts/test-*.sh; do
