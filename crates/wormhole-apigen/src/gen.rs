@@ -111,6 +111,14 @@ fn client_put(o: &mut String, f: &Func) {
                     enc
                 }
             }
+            // Releasing a live handle cannot fail on the server, whichever
+            // it is: its shape is only whether it is NULL, so releases of
+            // fresh objects are batched too.
+            Ty::Handle { kind: k, .. }
+                if f.attrs.release.is_some() && f.attrs.is_async && is_first(f, n) =>
+            {
+                format!("c.released_handle({n}, {})?;", kind(k))
+            }
             Ty::Handle { kind: k, .. } => format!("c.handle({n}, {})?;", kind(k)),
             Ty::HandleArray { kind: k, count } => {
                 format!("c.handles({n}, {count} as usize, {})?;", kind(k))
@@ -142,6 +150,10 @@ fn client_put(o: &mut String, f: &Func) {
     if let Ret::New(_) = f.ret {
         o.push_str("        let new_id = c.new_id();\n");
     }
+}
+
+fn is_first(f: &Func, name: &str) -> bool {
+    f.args.first().is_some_and(|a| a.name == name)
 }
 
 fn client_take(o: &mut String, f: &Func) {
@@ -176,11 +188,86 @@ fn client_take(o: &mut String, f: &Func) {
     }
 }
 
-fn client_func(o: &mut String, f: &Func) {
-    let ret_ty = f.ret.ctype();
+/// The stub of a `cached` query: answers from the object's cache, and
+/// otherwise asks through `fetch_NAME`, the ordinary stub under another name.
+/// `check` (parse.rs) guarantees the shape used here.
+fn client_cached(o: &mut String, f: &Func, mutable: &[u32]) {
+    let names: Vec<&str> = f.args.iter().map(|a| a.name.as_str()).collect();
+    let Some(first) = f.args.first() else { return };
+    let Ty::Handle {
+        kind: first_kind, ..
+    } = &first.ty
+    else {
+        return;
+    };
+    let Some(Ty::OutInfo { size, .. }) = f
+        .args
+        .iter()
+        .find(|a| matches!(a.ty, Ty::OutInfo { .. }))
+        .map(|a| &a.ty)
+    else {
+        return;
+    };
+    let value = f
+        .args
+        .iter()
+        .find(|a| matches!(a.ty, Ty::OutInfo { .. }))
+        .map_or("", |a| a.name.as_str());
+    let size_ret = f
+        .args
+        .iter()
+        .find(|a| a.ty == Ty::OutScalar(Scalar::Usize))
+        .map_or("", |a| a.name.as_str());
+    let extra = f
+        .args
+        .iter()
+        .skip(1)
+        .find_map(|a| match &a.ty {
+            Ty::Handle { kind: k, .. } => Some(format!("key_of({}, {})", a.name, kind(k))),
+            Ty::Scalar(_) if a.name != "param_name" && a.name != size.arg => {
+                Some(format!("Some({} as u64)", a.name))
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| "Some(0)".to_string());
+    let fetch_args: Vec<String> = names
+        .iter()
+        .map(|n| match *n {
+            n if n == size.arg => "s".to_string(),
+            n if n == value => "v".to_string(),
+            n if n == size_ret => "r".to_string(),
+            n => n.to_string(),
+        })
+        .collect();
+    let mutable: Vec<String> = mutable.iter().map(|p| format!("{p:#x}")).collect();
     let _ = writeln!(
         o,
-        "{ALLOW}\npub unsafe extern \"C\" fn {}({}) -> {ret_ty} {{",
+        "{ALLOW}\npub unsafe extern \"C\" fn {name}({params}) -> i32 {{\n    \
+         let q = CachedQuery {{ func: func::{name}, obj: {first}, kind: {fk}, extra: {extra}, param: param_name, mutable: &[{mutable}] }};\n    \
+         // SAFETY: the caller's contract is the query's; `fetch` passes it on\n    \
+         // with the caller's arguments or with a buffer of ours and its size.\n    \
+         unsafe {{ cached_info(q, {sz}, {value}, {size_ret}, &|s, v, r| fetch_{name}({fetch})) }}\n}}\n",
+        name = f.name,
+        params = c_params(f),
+        first = first.name,
+        fk = kind(first_kind),
+        sz = size.arg,
+        mutable = mutable.join(", "),
+        fetch = fetch_args.join(", "),
+    );
+}
+
+fn client_func(o: &mut String, f: &Func) {
+    let ret_ty = f.ret.ctype();
+    let prefix = if let Some(mutable) = &f.attrs.cached {
+        client_cached(o, f, mutable);
+        "fetch_"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        o,
+        "{ALLOW}\npub unsafe extern \"C\" fn {prefix}{}({}) -> {ret_ty} {{",
         f.name,
         c_params(f)
     );
@@ -215,7 +302,12 @@ fn client_func(o: &mut String, f: &Func) {
         .map(|a| a.name.as_str())
         .collect();
     if f.attrs.is_async {
-        let _ = writeln!(o, "        let status = c.finish_async({})?;", f.attrs.wake);
+        let wake = f
+            .attrs
+            .wake_if
+            .clone()
+            .unwrap_or_else(|| f.attrs.wake.to_string());
+        let _ = writeln!(o, "        let status = c.finish_async({wake})?;");
         for a in &f.args {
             if let Ty::OutNew { kind: k } = &a.ty {
                 let n = &a.name;
@@ -861,6 +953,26 @@ pub fn gen_version_script(node: &str) -> String {
 mod tests {
     use super::*;
     use crate::parse;
+
+    #[test]
+    fn a_cached_query_asks_through_its_fetch_stub() {
+        let api = crate::parse(
+            "fn clGetKernelWorkGroupInfo(kernel: kernel, device: device?, param_name: u32, \
+             param_value_size: usize, param_value: out info[param_value_size]? {}, \
+             param_value_size_ret: out usize?) -> status cached=except(0x11B2);",
+        )
+        .expect("parse");
+        let client = gen_client(&api);
+        assert!(
+            client.contains("extra: key_of(device, Kind::Device)"),
+            "{client}"
+        );
+        assert!(client.contains("mutable: &[0x11b2]"), "{client}");
+        assert!(
+            client.contains("fetch_clGetKernelWorkGroupInfo(kernel, device, param_name, s, v, r)")
+        );
+        assert!(client.contains("pub unsafe extern \"C\" fn fetch_clGetKernelWorkGroupInfo("));
+    }
 
     #[test]
     fn generated_code_mentions_every_piece() {

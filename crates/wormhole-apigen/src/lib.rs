@@ -110,6 +110,9 @@ pub struct Attrs {
     /// With `is_async`: wake the server now (clFlush) rather than leave the
     /// call in the ring until the next synchronisation point.
     pub wake: bool,
+    /// `wake-if=EXPR`: async, and the client wakes the server when this Rust
+    /// expression (a call, evaluated before the call is posted) is true.
+    pub wake_if: Option<String>,
     /// Reports the failure of an earlier deferred call if its own succeeds.
     pub syncpoint: bool,
     pub retain: Option<String>,
@@ -126,6 +129,10 @@ pub struct Attrs {
     /// Answered by the client alone (`client-only`): never forwarded, the
     /// client's `overrides::NAME` implements it.
     pub client_only: bool,
+    /// `cached` or `cached=except(P, ...)`: an info query whose answers do
+    /// not change while its object lives, except for the listed parameters.
+    /// The client keeps each answer with the object and asks once.
+    pub cached: Option<Vec<u32>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -385,6 +385,12 @@ impl<'a> P<'a> {
                     attrs.is_async = true;
                     attrs.wake = true;
                 }
+                "wake" => {
+                    self.expect("-if")?;
+                    self.expect("=")?;
+                    attrs.is_async = true;
+                    attrs.wake_if = Some(self.call_expr()?);
+                }
                 "syncpoint" => attrs.syncpoint = true,
                 "retain" => attrs.retain = Some(self.kind()?),
                 "release" => attrs.release = Some(self.kind()?),
@@ -406,6 +412,26 @@ impl<'a> P<'a> {
                     attrs.checks.push(self.call_expr()?);
                 }
                 "unsupported" => attrs.unsupported = true,
+                "cached" => {
+                    let mut except = Vec::new();
+                    if self.eat("=") {
+                        if self.ident()? != "except" {
+                            return self.err("expected `cached=except(PARAM, ...)`");
+                        }
+                        self.expect("(")?;
+                        loop {
+                            let v = self.number()?;
+                            let v = u32::try_from(v)
+                                .or_else(|_| self.err(format!("parameter {v:#x} is not a u32")))?;
+                            except.push(v);
+                            if !self.eat(",") {
+                                self.expect(")")?;
+                                break;
+                            }
+                        }
+                    }
+                    attrs.cached = Some(except);
+                }
                 a => return self.err(format!("unknown attribute `{a}`")),
             }
         }
@@ -471,6 +497,9 @@ fn check(api: &Api) -> Result<(), String> {
                 ));
             }
         }
+        if f.attrs.cached.is_some() {
+            check_cached(f)?;
+        }
         if matches!(f.ret, Ret::New(_)) && !f.args.iter().any(|a| a.ty == Ty::Errcode) {
             return Err(format!(
                 "{}: a function returning a handle needs an errcode argument",
@@ -484,6 +513,55 @@ fn check(api: &Api) -> Result<(), String> {
                 return Err(format!("dispatch names `{n}`, which is not described"));
             }
         }
+    }
+    Ok(())
+}
+
+/// A `cached` query must look like an OpenCL info query: its object first,
+/// `param_name`, the value and its size, the size returned, and at most one
+/// more argument (a handle or a scalar) that also selects the answer.
+fn check_cached(f: &Func) -> Result<(), String> {
+    let bad = |why: &str| Err(format!("{}: cached: {why}", f.name));
+    if f.attrs.is_async || f.attrs.client_override || f.attrs.manual || f.attrs.client_only {
+        return bad("a cached query is forwarded synchronously by the generated stub");
+    }
+    if f.ret != Ret::Status {
+        return bad("must return a status");
+    }
+    match f.args.first().map(|a| &a.ty) {
+        Some(Ty::Handle {
+            optional: false, ..
+        }) => {}
+        _ => return bad("the first argument must be a handle that is not NULL"),
+    }
+    let Some(size) = f.args.iter().find_map(|a| match &a.ty {
+        Ty::OutInfo { size, .. } if !size.is_const() && size.mult == 1 => Some(size.arg.clone()),
+        _ => None,
+    }) else {
+        return bad("needs an `out info[SIZE]?` argument sized by an argument");
+    };
+    let mut keys = 0;
+    for a in f.args.iter().skip(1) {
+        match &a.ty {
+            Ty::OutInfo { .. } | Ty::OutScalar(Scalar::Usize) => {}
+            Ty::Scalar(Scalar::U32) if a.name == "param_name" => {}
+            Ty::Scalar(Scalar::Usize) if a.name == size => {}
+            Ty::Handle { .. } | Ty::Scalar(Scalar::U32) => keys += 1,
+            _ => {
+                return bad(&format!(
+                    "argument `{}` cannot be part of a cache key",
+                    a.name
+                ))
+            }
+        }
+    }
+    if keys > 1 {
+        return bad(
+            "at most one argument besides the object and the parameter may select the answer",
+        );
+    }
+    if !f.args.iter().any(|a| a.ty == Ty::OutScalar(Scalar::Usize)) {
+        return bad("needs an `out usize?` for the size returned");
     }
     Ok(())
 }
@@ -545,6 +623,42 @@ pub fn parse(src: &str) -> Result<Api, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const QUERY: &str = "fn q(d: device, param_name: u32, param_value_size: usize, \
+        param_value: out info[param_value_size]? {}, param_value_size_ret: out usize?) -> status";
+
+    #[test]
+    fn cached_queries_and_conditional_wakes() {
+        let api = parse(&format!(
+            "{QUERY} cached=except(0x1027, 7);\n\
+             fn r(m: mem) -> status release mem wake-if=crate::x::pending();"
+        ))
+        .expect("parse");
+        assert_eq!(api.funcs[0].attrs.cached, Some(vec![0x1027, 7]));
+        let r = &api.funcs[1].attrs;
+        assert!(r.is_async && !r.wake);
+        assert_eq!(r.wake_if.as_deref(), Some("crate::x::pending()"));
+        assert_eq!(
+            parse(&format!("{QUERY} cached;")).expect("parse").funcs[0]
+                .attrs
+                .cached,
+            Some(vec![])
+        );
+    }
+
+    #[test]
+    fn cached_needs_the_shape_of_a_query() {
+        for bad in [
+            "fn q(d: device?, param_name: u32, param_value_size: usize, param_value: out info[param_value_size]? {}, param_value_size_ret: out usize?) -> status cached;",
+            "fn q(d: device, param_name: u32, param_value_size: usize, param_value: out info[param_value_size]? {}) -> status cached;",
+            "fn q(d: device, a: u32, b: u32, param_name: u32, param_value_size: usize, param_value: out info[param_value_size]? {}, param_value_size_ret: out usize?) -> status cached;",
+            "fn q(d: device, param_name: u32, param_value_size: usize, param_value: out info[param_value_size]? {}, param_value_size_ret: out usize?) -> status client-override cached;",
+        ] {
+            let e = parse(bad).expect_err(bad);
+            assert!(e.msg.contains("cached"), "{bad}: {}", e.msg);
+        }
+        assert!(parse(&format!("{QUERY} cached=except();")).is_err());
+    }
 
     #[test]
     fn parses_each_form() {

@@ -60,3 +60,8 @@ fn platform() {
 fn large() {
     check("large");
 }
+
+#[test]
+fn info() {
+    check("info");
+}

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use wormhole_opencl_api::{notify, CallbackKind, CL_SUCCESS};
@@ -25,6 +26,17 @@ struct Registered {
     /// The application's event or memory object, filled in by `fire`.
     obj: usize,
     kind: CallbackKind,
+}
+
+/// Destructor callbacks registered and not yet run. While there are any,
+/// releases wake the server: the last release of an object (or of one that
+/// holds it, such as a sub-buffer) runs its destructor, which the
+/// application may be waiting for. Otherwise releases wait in the ring for
+/// the next call that needs the server.
+static DESTRUCTORS: AtomicUsize = AtomicUsize::new(0);
+
+pub fn destructors_pending() -> bool {
+    DESTRUCTORS.load(Ordering::Acquire) != 0
 }
 
 fn tokens() -> std::sync::MutexGuard<'static, HashMap<u64, Registered>> {
@@ -61,6 +73,9 @@ pub fn put(
                 c.enc.bool(false);
             } else {
                 crate::rt::watch_stream_notes();
+                if kind == CallbackKind::Memdtor {
+                    DESTRUCTORS.fetch_add(1, Ordering::AcqRel);
+                }
                 let token = fresh_id();
                 tokens().insert(
                     token,
@@ -99,13 +114,20 @@ impl Pending {
                         if let Some(r) = reg.get_mut(&t) {
                             r.obj = obj as usize;
                         }
-                    } else {
-                        reg.remove(&t);
+                    } else if let Some(r) = reg.remove(&t) {
+                        forget(&r);
                     }
                 }
             }
             _ => {}
         }
+    }
+}
+
+/// Accounts for a registration that leaves the table.
+fn forget(r: &Registered) {
+    if r.kind == CallbackKind::Memdtor {
+        DESTRUCTORS.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -121,6 +143,9 @@ fn deliver(frame: &[u8]) -> Result<(), wormhole_wire::WireError> {
         match t.get(&token) {
             Some(r) if r.obj != 0 => {
                 reg = t.remove(&token);
+                if let Some(r) = &reg {
+                    forget(r);
+                }
                 break;
             }
             Some(_) => {}

@@ -14,6 +14,7 @@
 
 mod callbacks;
 mod custom;
+mod info_cache;
 mod overrides;
 mod rt;
 
@@ -27,6 +28,7 @@ pub mod gen {
     use wormhole_opencl_api::{func, CallbackKind, Kind, CL_INVALID_OPERATION, CL_SUCCESS};
 
     use crate::custom;
+    use crate::info_cache::{cached_info, key_of, CachedQuery};
     use crate::overrides;
     use crate::rt::{adopt_new, released, retained, set_errcode, Call};
     use crate::{unsupported_int, unsupported_ptr, unsupported_void};

@@ -47,6 +47,8 @@ pub struct Obj {
     /// For buffers: whether the server keeps them in the shared arena, as
     /// learned from the first large transfer (see [`Placement`]).
     pub placement: std::sync::atomic::AtomicU8,
+    /// Answers to queries that cannot change while the object lives.
+    pub info: crate::info_cache::InfoCache,
 }
 
 /// Where a buffer's storage lives, as far as this side knows.
@@ -121,6 +123,7 @@ pub fn object_for(id: u64, kind: Kind, refs: u32) -> *mut c_void {
         host_ptr: AtomicUsize::new(0),
         user_pending: std::sync::atomic::AtomicBool::new(false),
         placement: std::sync::atomic::AtomicU8::new(Placement::Unknown as u8),
+        info: Default::default(),
     }));
     r.by_id.insert(id, obj as usize);
     r.live.insert(obj as usize);
@@ -456,6 +459,15 @@ impl<'a> Call<'a> {
     /// Adds a value to the call's shape.
     pub fn shape(&mut self, v: u64) {
         self.shape.add(v);
+    }
+
+    /// The object of a release: shaped by NULL-ness only (see the
+    /// generator), since a live handle's release cannot fail on the server.
+    pub fn released_handle(&mut self, p: *mut c_void, kind: Kind) -> Result<(), i32> {
+        let id = self.guard.checked.obj(p, kind)?.map_or(0, |o| o.id);
+        self.shape(u64::from(id != 0));
+        self.enc.u64(id);
+        Ok(())
     }
 
     pub fn handle(&mut self, p: *mut c_void, kind: Kind) -> Result<(), i32> {

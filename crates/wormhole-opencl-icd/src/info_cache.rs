@@ -1,0 +1,185 @@
+//! Answers to info queries that cannot change while their object lives (a
+//! device's name, a buffer's size, a queue's context), kept with the object
+//! so that each is asked of the server once. Libraries such as CLBlast ask
+//! the same questions around every call they make, and each would otherwise
+//! be a round trip: most of the time CLBlast's own tests took through
+//! Wormhole. The description marks these queries `cached`, naming the
+//! parameters that can change (reference counts, map counts).
+
+use std::ffi::c_void;
+use std::sync::Mutex;
+
+use wormhole_opencl_api::{info_handle, InfoHandle, Kind, CL_INVALID_VALUE, CL_SUCCESS};
+
+use crate::rt::obj;
+
+/// Answers kept per object; past this, queries are forwarded each time.
+const MAX_ENTRIES: usize = 256;
+/// Larger values are forwarded each time.
+const MAX_VALUE: usize = 16 * 1024;
+/// The first ask uses a buffer this large: most values fit, so a miss
+/// usually costs one round trip, as the query did before.
+const PROBE: usize = 256;
+
+/// One object's answers.
+#[derive(Default)]
+pub struct InfoCache(Mutex<Vec<Entry>>);
+
+struct Entry {
+    func: u32,
+    param: u32,
+    extra: u64,
+    value: Box<[u8]>,
+}
+
+/// What a generated `cached` stub asks.
+pub struct CachedQuery {
+    pub func: u32,
+    /// The queried object, as the application passed it.
+    pub obj: *mut c_void,
+    pub kind: Kind,
+    /// The other argument that selects the answer (a device, an argument
+    /// index; 0 when there is none), or `None` when it is not valid, in which
+    /// case the query is forwarded for the library's error.
+    pub extra: Option<u64>,
+    pub param: u32,
+    /// Parameters whose answer can change.
+    pub mutable: &'static [u32],
+}
+
+/// The cache key of a handle argument: its id, 0 for NULL, `None` when it
+/// is not a live handle of that kind.
+pub fn key_of(p: *mut c_void, kind: Kind) -> Option<u64> {
+    obj(p, kind).ok().map(|o| o.map_or(0, |o| o.id))
+}
+
+/// Answers `q` from the object's cache, or asks the server through `fetch`
+/// (the ordinary stub, given a size, a value buffer and a size-returned
+/// pointer) and keeps the answer. Anything unusual (an invalid handle, a
+/// failed query, a value that is too large) is forwarded exactly as the
+/// application asked, so errors are the library's.
+///
+/// # Safety
+/// `value` is NULL or writable for `size` bytes, `size_ret` is NULL or a
+/// writable usize; `fetch` must be safe to call with such arguments.
+pub unsafe fn cached_info(
+    q: CachedQuery,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+    fetch: &dyn Fn(usize, *mut c_void, *mut usize) -> i32,
+) -> i32 {
+    let forward = || fetch(size, value, size_ret);
+    let Some(extra) = q.extra else {
+        return forward();
+    };
+    let handles = info_handle(q.func, q.param);
+    if q.mutable.contains(&q.param) || matches!(handles, Some(InfoHandle::Custom)) {
+        return forward();
+    }
+    let Ok(Some(o)) = obj(q.obj, q.kind) else {
+        return forward();
+    };
+    let key = (q.func, q.param, extra);
+    if let Some(status) = o.info.answer(key, handles, |v| {
+        // SAFETY: the caller's contract.
+        unsafe { answer(v, size, value, size_ret) }
+    }) {
+        return status;
+    }
+    let Some(v) = learn(fetch) else {
+        return forward();
+    };
+    // SAFETY: the caller's contract.
+    let status = unsafe { answer(&v, size, value, size_ret) };
+    o.info.keep(key, v);
+    status
+}
+
+/// Asks for the whole value with buffers of ours.
+fn learn(fetch: &dyn Fn(usize, *mut c_void, *mut usize) -> i32) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; PROBE];
+    let mut len = 0usize;
+    match fetch(PROBE, buf.as_mut_ptr().cast(), &mut len) {
+        CL_SUCCESS if len <= PROBE => {
+            buf.truncate(len);
+            return Some(buf);
+        }
+        // Too small a buffer, or a bad parameter: the size query tells.
+        CL_INVALID_VALUE => {}
+        _ => return None,
+    }
+    if fetch(0, std::ptr::null_mut(), &mut len) != CL_SUCCESS || len > MAX_VALUE {
+        return None;
+    }
+    let mut buf = vec![0u8; len];
+    let mut got = 0usize;
+    if fetch(len, buf.as_mut_ptr().cast(), &mut got) != CL_SUCCESS || got != len {
+        return None;
+    }
+    Some(buf)
+}
+
+/// Answers as the library does: the value if the buffer holds it,
+/// `CL_INVALID_VALUE` if it is too small, and the size.
+///
+/// # Safety
+/// As for [`cached_info`].
+unsafe fn answer(v: &[u8], size: usize, value: *mut c_void, size_ret: *mut usize) -> i32 {
+    if !value.is_null() {
+        if size < v.len() {
+            return CL_INVALID_VALUE;
+        }
+        // SAFETY: `value` holds `size` >= v.len() bytes (caller's contract).
+        unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), value.cast::<u8>(), v.len()) };
+    }
+    if !size_ret.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { *size_ret = v.len() };
+    }
+    CL_SUCCESS
+}
+
+impl InfoCache {
+    /// Runs `f` on the kept answer, if there is one whose handles are all
+    /// still the application's. An answer naming an object the application
+    /// has since released is dropped: the server may still hold that object
+    /// and answer with a fresh handle for it.
+    fn answer(
+        &self,
+        (func, param, extra): (u32, u32, u64),
+        handles: Option<InfoHandle>,
+        f: impl FnOnce(&[u8]) -> i32,
+    ) -> Option<i32> {
+        let mut entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let i = entries
+            .iter()
+            .position(|e| e.func == func && e.param == param && e.extra == extra)?;
+        if let Some(InfoHandle::One(k) | InfoHandle::Array(k)) = handles {
+            let live = entries[i].value.chunks(8).all(|c| {
+                let p = c.try_into().map_or(0, usize::from_le_bytes);
+                p == 0 || matches!(obj(p as *mut c_void, k), Ok(Some(_)))
+            });
+            if !live {
+                entries.swap_remove(i);
+                return None;
+            }
+        }
+        Some(f(&entries[i].value))
+    }
+
+    fn keep(&self, (func, param, extra): (u32, u32, u64), value: Vec<u8>) {
+        let mut entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let known = entries
+            .iter()
+            .any(|e| e.func == func && e.param == param && e.extra == extra);
+        if !known && entries.len() < MAX_ENTRIES {
+            entries.push(Entry {
+                func,
+                param,
+                extra,
+                value: value.into_boxed_slice(),
+            });
+        }
+    }
+}
