@@ -241,6 +241,30 @@ static void wormhole_only(env_t *t, int remoted) {
     EXPECT_CODE("~released event wait", clWaitForEvents(1, &ev), CL_INVALID_EVENT);
 }
 
+/* Through Wormhole, calls on buffers created alike (context, flags, size)
+ * are batched alike once one has succeeded; whatever makes a call on another
+ * buffer fail must still fail at once: a copy onto itself, a range past the
+ * end of a smaller buffer, a buffer the host may only read. */
+static void alike_buffers(env_t *t) {
+    cl_mem a = buffer(t, CL_MEM_READ_WRITE, 64, NULL), c = buffer(t, CL_MEM_READ_WRITE, 64, NULL);
+    cl_mem d = buffer(t, CL_MEM_READ_WRITE, 64, NULL), small = buffer(t, CL_MEM_READ_WRITE, 48, NULL);
+    cl_mem ro = buffer(t, CL_MEM_READ_WRITE | CL_MEM_HOST_READ_ONLY, 64, NULL);
+    int v[8] = {0};
+    for (int i = 0; i < 2; i++) {
+        CHECK(clEnqueueCopyBuffer(t->q, a, c, 0, 8, 16, 0, NULL, NULL));
+        EXPECT_CODE("copy onto itself after copies onto a twin",
+                    clEnqueueCopyBuffer(t->q, d, d, 0, 8, 16, 0, NULL, NULL), CL_MEM_COPY_OVERLAP);
+        CHECK(clEnqueueWriteBuffer(t->q, a, CL_FALSE, 32, 32, v, 0, NULL, NULL));
+        EXPECT_CODE("write past the end of a smaller buffer",
+                    clEnqueueWriteBuffer(t->q, small, CL_FALSE, 32, 32, v, 0, NULL, NULL), CL_INVALID_VALUE);
+        EXPECT_CODE("write to a buffer the host may only read",
+                    clEnqueueWriteBuffer(t->q, ro, CL_FALSE, 32, 32, v, 0, NULL, NULL), CL_INVALID_OPERATION);
+    }
+    CHECK(clFinish(t->q));
+    cl_mem all[] = {a, c, d, small, ro};
+    for (int i = 0; i < 5; i++) CHECK(clReleaseMemObject(all[i]));
+}
+
 int main(void) {
     env_t t;
     env_init(&t, 0);
@@ -252,6 +276,7 @@ int main(void) {
     bad_args(&t);
     programs_and_kernels(&t);
     wormhole_only(&t, remoted);
+    alike_buffers(&t);
     env_done(&t);
     printf("errors: done\n");
     return 0;

@@ -496,7 +496,7 @@ pub mod kernel_arg {
                 };
                 if let Some(tag) = tag {
                     c.shape(2 + tag as u64);
-                    c.shape(o.id);
+                    c.shape(o.shape_key());
                     c.enc.u8(2);
                     c.enc.u8(tag);
                     c.enc.u64(o.id);

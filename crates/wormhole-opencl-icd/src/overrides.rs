@@ -203,6 +203,13 @@ pub unsafe extern "C" fn clCreateBuffer(
     // SAFETY: forwarded contract.
     let m = unsafe { gen::clCreateBuffer(ctx, flags, size, host_ptr, err) };
     remember_host_ptr(m, flags, host_ptr);
+    // A buffer with a host pointer keeps its identity as its shape: its
+    // transfers and maps take paths of their own.
+    if host_ptr.is_null() {
+        if let (Ok(Some(b)), Ok(Some(c))) = (obj(m, Kind::Mem), obj(ctx, Kind::Context)) {
+            b.shape_as_created(c.id, flags, size);
+        }
+    }
     m
 }
 

@@ -7,6 +7,7 @@
 //! the server knows the object. The server never sees our pointers.
 
 use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::ffi::c_void;
@@ -49,6 +50,10 @@ pub struct Obj {
     pub placement: std::sync::atomic::AtomicU8,
     /// Answers to queries that cannot change while the object lives.
     pub info: crate::info_cache::InfoCache,
+    /// What this object contributes to a call's shape (0: its id). Buffers
+    /// alike in context, flags and size share one, so that the first
+    /// transfer to or launch with a fresh buffer is batched too.
+    shape_key: AtomicU64,
 }
 
 /// Where a buffer's storage lives, as far as this side knows.
@@ -63,6 +68,26 @@ pub enum Placement {
 }
 
 impl Obj {
+    /// What can make a call that names this object fail, as far as the
+    /// object goes: the object itself, or what a buffer was created as.
+    pub fn shape_key(&self) -> u64 {
+        match self.shape_key.load(Ordering::Relaxed) {
+            0 => self.id,
+            k => k,
+        }
+    }
+
+    /// Makes calls that name this buffer shaped by how it was created: the
+    /// context, flags and size decide what a transfer or argument with it
+    /// can fail on (range, host access, context), not which buffer it is.
+    pub fn shape_as_created(&self, context: u64, flags: u64, size: usize) {
+        let mut h = rustc_hash::FxHasher::default();
+        (0x4255_4646u32, context, flags, size).hash(&mut h);
+        // The top bit keeps a key apart from every id.
+        self.shape_key
+            .store(h.finish() | 1 << 63, Ordering::Relaxed);
+    }
+
     pub fn placement(&self) -> Placement {
         match self.placement.load(Ordering::Relaxed) {
             1 => Placement::Shared,
@@ -124,6 +149,7 @@ pub fn object_for(id: u64, kind: Kind, refs: u32) -> *mut c_void {
         user_pending: std::sync::atomic::AtomicBool::new(false),
         placement: std::sync::atomic::AtomicU8::new(Placement::Unknown as u8),
         info: Default::default(),
+        shape_key: AtomicU64::new(0),
     }));
     r.by_id.insert(id, obj as usize);
     r.live.insert(obj as usize);
@@ -427,6 +453,8 @@ pub struct Call<'a> {
     raw: Option<(*const u8, usize)>,
     /// What can make the call fail (see `finish_async`).
     shape: Shape,
+    /// The first handles the call names, for `handle`'s aliasing check.
+    named: [u64; 4],
 }
 
 /// What the application sees when the server is gone or misbehaves.
@@ -453,6 +481,7 @@ impl<'a> Call<'a> {
             enc,
             raw: None,
             shape: Shape::new(func),
+            named: [0; 4],
         })
     }
 
@@ -471,8 +500,17 @@ impl<'a> Call<'a> {
     }
 
     pub fn handle(&mut self, p: *mut c_void, kind: Kind) -> Result<(), i32> {
-        let id = self.guard.checked.obj(p, kind)?.map_or(0, |o| o.id);
-        self.shape(id);
+        let o = self.guard.checked.obj(p, kind)?;
+        let id = o.map_or(0, |o| o.id);
+        self.shape(o.map_or(0, |o| o.shape_key()));
+        // Whether a handle repeats an earlier one of the same call (a copy
+        // from a buffer to itself can fail where one to another cannot).
+        if let Some(i) = self.named.iter().position(|&n| n == id && id != 0) {
+            self.shape(0x5a4d_0000 + i as u64);
+        }
+        if let Some(slot) = self.named.iter_mut().find(|n| **n == 0) {
+            *slot = id;
+        }
         self.enc.u64(id);
         Ok(())
     }
