@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# A real third-party OpenCL workload, unmodified: CLBlast's own correctness
+# tests (Debian's clblast-tests), natively and through Wormhole (a private
+# server per run, release build), alternating in each round so that a noisy
+# machine hits both alike. Writes bench/out/clblast.md: wall seconds per
+# routine (median of the rounds) and the ratio to native.
+#
+#   bench/wormhole/clblast.sh [ROUNDS] [ROUTINE...]     (default 3; xaxpy xgemv xcol2im)
+#
+# ALT_RUN=/path/to/wormhole-run ALT_NAME=label adds a third setup, e.g. an
+# older build, measured in the same rounds.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+out=$root/bench/out
+mkdir -p "$out"
+rounds=${1:-3}
+shift || true
+routines=("$@")
+[ ${#routines[@]} -gt 0 ] || routines=(xaxpy xgemv xcol2im)
+
+pkgs=(pocl-opencl-icd ocl-icd-opencl-dev clblast-tests)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+cargo build --release -q -p wormhole-server -p wormhole-opencl-icd -p wormhole-run
+run=${CARGO_TARGET_DIR:-$root/target}/release/wormhole-run
+POCL_ICD=${POCL_ICD:-/etc/OpenCL/vendors/pocl.icd}
+
+setups=(native wormhole)
+[ -n "${ALT_RUN:-}" ] && setups+=("${ALT_NAME:-alt}")
+raw=$out/clblast-raw.txt
+: > "$raw"
+# One timed run; fails the benchmark if the tests themselves fail.
+one() {
+  local setup=$1 bin=/usr/bin/clblast_test_$2 t0 t1 rc=0
+  t0=$(date +%s.%N)
+  case $setup in
+    native) OCL_ICD_VENDORS=$POCL_ICD timeout 1800 "$bin" -q > "$out/clblast.log" 2>&1 || rc=$? ;;
+    wormhole) timeout 1800 "$run" --start-server -- "$bin" -q > "$out/clblast.log" 2>&1 || rc=$? ;;
+    *) timeout 1800 "$ALT_RUN" --start-server -- "$bin" -q > "$out/clblast.log" 2>&1 || rc=$? ;;
+  esac
+  t1=$(date +%s.%N)
+  if [ $rc -ne 0 ] || sed 's/\x1b\[[0-9;]*m//g' "$out/clblast.log" | grep -aqE "[1-9][0-9]* test\(s\) failed"; then
+    echo "$setup $2: exit $rc or failed tests; see $out/clblast.log" >&2
+    exit 1
+  fi
+  echo "$2 $setup $(echo "$t1 - $t0" | bc)" >> "$raw"
+}
+for ((r = 1; r <= rounds; r++)); do
+  for rt in "${routines[@]}"; do
+    # Alternate which setup goes first.
+    if ((r % 2)); then order=("${setups[@]}"); else order=(); for ((i = ${#setups[@]} - 1; i >= 0; i--)); do order+=("${setups[$i]}"); done; fi
+    for s in "${order[@]}"; do one "$s" "$rt"; done
+    echo "round $r/$rounds $rt done" >&2
+  done
+done
+
+python3 - "$raw" "${setups[@]}" > "$out/clblast.md" <<'EOF'
+import statistics, sys
+raw, setups = sys.argv[1], sys.argv[2:]
+t = {}
+for line in open(raw):
+    rt, s, v = line.split()
+    t.setdefault(rt, {}).setdefault(s, []).append(float(v))
+head = "| routine | " + " | ".join(f"{s} s" for s in setups) + " | " + " | ".join(f"{s} / native" for s in setups[1:]) + " |"
+print(head)
+print("|" + "---|" * (1 + 2 * len(setups) - 1))
+for rt, by in t.items():
+    med = {s: statistics.median(by[s]) for s in setups}
+    cells = [f"{med[s]:.2f}" for s in setups] + [f"{med[s] / med['native']:.2f}x" for s in setups[1:]]
+    print(f"| {rt} | " + " | ".join(cells) + " |")
+print()
+print(f"Median of {len(next(iter(t.values()))['native'])} rounds, setups alternating within each round.")
+EOF
+cat "$out/clblast.md"

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Third-party OpenCL programs, unmodified, natively and through Wormhole:
+#  - CLBlast's own correctness tests (Debian's clblast-tests) for a set of
+#    routines: each must pass the same number of cases both ways and fail none.
+#    They also check the error codes of bad calls, so they compare Wormhole's
+#    argument checks with the library's.
+#  - hashcat cracking an MD5 by brute force, twice through Wormhole: cold (its
+#    kernels built from source through us) and warm (loaded from the binaries
+#    it cached on the first run).
+#
+#   scripts/test-opencl-apps.sh [--all]   (--all: every CLBlast routine, ~1 h)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+
+pkgs=(pocl-opencl-icd ocl-icd-opencl-dev clinfo clblast-tests hashcat)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+
+# A handful of routines that together cover BLAS levels 1-3, reductions,
+# batched calls and im2col in a few minutes on two cores.
+routines=(xaxpy xdot xnrm2 xgemv xger xtrsm xim2col xomatcopy)
+if [ "${1:-}" = --all ]; then
+  routines=()
+  for t in /usr/bin/clblast_test_x*; do routines+=("${t#/usr/bin/clblast_test_}"); done
+fi
+
+cargo build -q -p wormhole-server -p wormhole-opencl-icd -p wormhole-run
+TARGET=$(cargo metadata --format-version 1 --no-deps | sed 's/.*"target_directory":"\([^"]*\)".*/\1/')
+RUN=$TARGET/debug/wormhole-run
+WORK=$TARGET/opencl-apps
+rm -rf "$WORK"
+mkdir -p "$WORK"
+POCL_ICD=${POCL_ICD:-/etc/OpenCL/vendors/pocl.icd}
+
+# Sum of "N test(s) WORD" over all precisions in a CLBlast log.
+count() { sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -aoE "[0-9]+ test\(s\) $2" | awk '{s += $1} END {print s + 0}'; }
+
+status=0
+echo "== CLBlast tests: native vs Wormhole =="
+printf '%-16s %8s %8s %8s %8s\n' routine native wormhole failed "skipped (both)"
+for r in "${routines[@]}"; do
+  bin=/usr/bin/clblast_test_$r
+  n=$WORK/$r.native.log w=$WORK/$r.wormhole.log
+  nrc=0 wrc=0
+  OCL_ICD_VENDORS=$POCL_ICD timeout 1200 "$bin" -q > "$n" 2>&1 || nrc=$?
+  timeout 1200 "$RUN" --start-server -- "$bin" -q > "$w" 2>&1 || wrc=$?
+  np=$(count "$n" passed) wp=$(count "$w" passed)
+  nf=$(count "$n" failed) wf=$(count "$w" failed)
+  ns=$(count "$n" skipped) ws=$(count "$w" skipped)
+  printf '%-16s %8s %8s %8s %8s\n' "$r" "$np" "$wp" "$wf" "$ns/$ws"
+  if [ "$nrc" -ne 0 ] || [ "$nf" -ne 0 ] || [ "$np" -eq 0 ]; then
+    echo "  native run unusable (exit $nrc, $nf failed): $n"; status=1
+  elif [ "$wrc" -ne 0 ] || [ "$wf" -ne 0 ] || [ "$wp" -ne "$np" ] || [ "$ws" -ne "$ns" ]; then
+    echo "  through Wormhole: exit $wrc, $wf failed, $wp passed and $ws skipped against $np and $ns natively: $w"
+    tail -n 20 "$w" | sed 's/\x1b\[[0-9;]*m//g'
+    status=1
+  fi
+done
+
+echo "== hashcat through Wormhole: cold, then from its cached kernels =="
+HC=$WORK/hashcat
+mkdir -p "$HC/home"
+printf '%s' 4242 | md5sum | cut -d' ' -f1 > "$HC/hash.txt"
+want="$(cat "$HC/hash.txt"):4242"
+for run in cold warm; do
+  [ "$run" = warm ] && find "$HC/home" -name '*.kernel' -printf '%p %T@\n' | sort > "$HC/kernels.cold"
+  rc=0
+  # Its own cache (hashcat keeps kernels under XDG_CACHE_HOME, else the
+  # user's home from the password file): the cold run must build the
+  # kernels, the warm one must find what the cold one cached.
+  (cd "$HC" && XDG_CACHE_HOME="$HC/home/cache" XDG_DATA_HOME="$HC/home/data" \
+    XDG_CONFIG_HOME="$HC/home/config" timeout 900 \
+    "$RUN" --start-server -- hashcat -m 0 -a 3 --potfile-disable --quiet hash.txt '?d?d?d?d') \
+    > "$HC/$run.log" 2>&1 || rc=$?
+  if [ "$rc" -eq 0 ] && grep -qx "$want" "$HC/$run.log"; then
+    echo "$run: cracked"
+  else
+    echo "$run: hashcat exit $rc, no '$want' in its output:"; tail -n 20 "$HC/$run.log"; status=1
+  fi
+done
+kernels=$(find "$HC/home" -name '*.kernel' | wc -l)
+echo "kernels cached by the cold run: $kernels"
+[ "$kernels" -gt 0 ] || { echo "the cold run cached no kernel binaries"; status=1; }
+find "$HC/home" -name '*.kernel' -printf '%p %T@\n' | sort > "$HC/kernels.warm"
+cmp -s "$HC/kernels.cold" "$HC/kernels.warm" || { echo "the warm run rebuilt kernels instead of loading them"; status=1; }
+exit $status
