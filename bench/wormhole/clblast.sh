@@ -19,14 +19,7 @@ shift || true
 routines=("$@")
 [ ${#routines[@]} -gt 0 ] || routines=(xaxpy xgemv xcol2im)
 
-pkgs=(pocl-opencl-icd ocl-icd-opencl-dev clblast-tests)
-missing=()
-for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
-if [ ${#missing[@]} -gt 0 ]; then
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+scripts/need-packages.sh pocl-opencl-icd ocl-icd-opencl-dev clblast-tests bc python3
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 cargo build --release -q -p wormhole-server -p wormhole-opencl-icd -p wormhole-run
 run=${CARGO_TARGET_DIR:-$root/target}/release/wormhole-run
