@@ -192,7 +192,6 @@ fn client_take(o: &mut String, f: &Func) {
 /// otherwise asks through `fetch_NAME`, the ordinary stub under another name.
 /// `check` (parse.rs) guarantees the shape used here.
 fn client_cached(o: &mut String, f: &Func, mutable: &[u32]) {
-    let names: Vec<&str> = f.args.iter().map(|a| a.name.as_str()).collect();
     let Some(first) = f.args.first() else { return };
     let Ty::Handle {
         kind: first_kind, ..
@@ -200,19 +199,12 @@ fn client_cached(o: &mut String, f: &Func, mutable: &[u32]) {
     else {
         return;
     };
-    let Some(Ty::OutInfo { size, .. }) = f
-        .args
-        .iter()
-        .find(|a| matches!(a.ty, Ty::OutInfo { .. }))
-        .map(|a| &a.ty)
-    else {
+    let Some((value, size)) = f.args.iter().find_map(|a| match &a.ty {
+        Ty::OutInfo { size, .. } => Some((a.name.as_str(), size)),
+        _ => None,
+    }) else {
         return;
     };
-    let value = f
-        .args
-        .iter()
-        .find(|a| matches!(a.ty, Ty::OutInfo { .. }))
-        .map_or("", |a| a.name.as_str());
     let size_ret = f
         .args
         .iter()
@@ -230,13 +222,14 @@ fn client_cached(o: &mut String, f: &Func, mutable: &[u32]) {
             _ => None,
         })
         .unwrap_or_else(|| "Some(0)".to_string());
-    let fetch_args: Vec<String> = names
+    let fetch_args: Vec<&str> = f
+        .args
         .iter()
-        .map(|n| match *n {
-            n if n == size.arg => "s".to_string(),
-            n if n == value => "v".to_string(),
-            n if n == size_ret => "r".to_string(),
-            n => n.to_string(),
+        .map(|a| match a.name.as_str() {
+            n if n == size.arg => "s",
+            n if n == value => "v",
+            n if n == size_ret => "r",
+            n => n,
         })
         .collect();
     let mutable: Vec<String> = mutable.iter().map(|p| format!("{p:#x}")).collect();
