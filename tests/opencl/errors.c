@@ -260,9 +260,19 @@ static void alike_buffers(env_t *t) {
         EXPECT_CODE("write to a buffer the host may only read",
                     clEnqueueWriteBuffer(t->q, ro, CL_FALSE, 32, 32, v, 0, NULL, NULL), CL_INVALID_OPERATION);
     }
+    /* A buffer with a sub-buffer overlaps it; its twin does not. */
+    cl_buffer_region r = {0, 32};
+    cl_int e;
+    cl_mem sub = clCreateSubBuffer(d, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &e);
+    CHECK_ERR(e, "sub-buffer");
+    for (int i = 0; i < 2; i++) {
+        CHECK(clEnqueueCopyBuffer(t->q, c, sub, 0, 0, 16, 0, NULL, NULL));
+        PRINT_CODE("copy from a buffer into its own sub-buffer, overlapping",
+                   clEnqueueCopyBuffer(t->q, d, sub, 0, 0, 16, 0, NULL, NULL));
+    }
     CHECK(clFinish(t->q));
-    cl_mem all[] = {a, c, d, small, ro};
-    for (int i = 0; i < 5; i++) CHECK(clReleaseMemObject(all[i]));
+    cl_mem all[] = {a, c, d, small, ro, sub};
+    for (int i = 0; i < 6; i++) CHECK(clReleaseMemObject(all[i]));
 }
 
 int main(void) {

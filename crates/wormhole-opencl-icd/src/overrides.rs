@@ -234,12 +234,15 @@ pub unsafe extern "C" fn clCreateSubBuffer(
 ) -> *mut c_void {
     // SAFETY: forwarded contract.
     let m = unsafe { gen::clCreateSubBuffer(buf, flags, ty, info, err) };
+    let parent = obj(buf, Kind::Mem).ok().flatten();
+    if !m.is_null() {
+        if let Some(p) = parent {
+            p.shape_as_itself();
+        }
+    }
     // A sub-buffer of a USE_HOST_PTR buffer uses the parent's memory from
     // its origin on.
-    let parent_host = obj(buf, Kind::Mem)
-        .ok()
-        .flatten()
-        .map_or(0, |o| o.host_ptr.load(Ordering::Relaxed));
+    let parent_host = parent.map_or(0, |o| o.host_ptr.load(Ordering::Relaxed));
     if parent_host != 0 && !info.is_null() {
         // SAFETY: a successful region sub-buffer's info is a
         // cl_buffer_region, whose first field is the origin.

@@ -88,6 +88,13 @@ impl Obj {
             .store(h.finish() | 1 << 63, Ordering::Relaxed);
     }
 
+    /// Back to the object itself as its shape: a buffer with sub-buffers
+    /// overlaps them, which its twins do not (a copy between it and one of
+    /// them can fail where theirs cannot).
+    pub fn shape_as_itself(&self) {
+        self.shape_key.store(0, Ordering::Relaxed);
+    }
+
     pub fn placement(&self) -> Placement {
         match self.placement.load(Ordering::Relaxed) {
             1 => Placement::Shared,
