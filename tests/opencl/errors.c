@@ -273,6 +273,39 @@ static void alike_buffers(env_t *t) {
     CHECK(clFinish(t->q));
     cl_mem all[] = {a, c, d, small, ro, sub};
     for (int i = 0; i < 6; i++) CHECK(clReleaseMemObject(all[i]));
+
+    /* Creations alike to ones that succeeded may be batched; these differ
+     * in what can fail, so each still fails at once. */
+    cl_ulong max = 0;
+    CHECK(clGetDeviceInfo(t->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max, &max, NULL));
+    int host[16] = {0};
+    for (int i = 0; i < 2; i++) {
+        cl_mem ok = buffer(t, CL_MEM_READ_WRITE, 64 + i, NULL);
+        cl_mem m = clCreateBuffer(t->ctx, CL_MEM_READ_WRITE, 0, NULL, &e);
+        EXPECT_CODE("buffer of size 0 after alike ones", e, CL_INVALID_BUFFER_SIZE);
+        ASSERT(m == NULL);
+        m = clCreateBuffer(t->ctx, CL_MEM_READ_WRITE, (size_t)max + 1, NULL, &e);
+        EXPECT_CODE("buffer above max alloc after alike ones", e, CL_INVALID_BUFFER_SIZE);
+        ASSERT(m == NULL);
+        m = clCreateBuffer(t->ctx, CL_MEM_READ_WRITE, 64, host, &e);
+        EXPECT_CODE("pointer without host flag after alike buffers", e, CL_INVALID_HOST_PTR);
+        ASSERT(m == NULL);
+        CHECK(clReleaseMemObject(ok));
+    }
+    /* A batched creation gives a buffer that works at once, with its size. */
+    int w[16], got[16] = {0};
+    for (int i = 0; i < 16; i++) w[i] = 7 * i + 1;
+    for (int i = 0; i < 3; i++) {
+        cl_mem m = buffer(t, CL_MEM_READ_WRITE, sizeof w - i, NULL);
+        size_t sz = 0;
+        CHECK(clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof sz, &sz, NULL));
+        ASSERT(sz == sizeof w - i);
+        CHECK(clEnqueueWriteBuffer(t->q, m, CL_FALSE, 0, 32, w, 0, NULL, NULL));
+        CHECK(clEnqueueReadBuffer(t->q, m, CL_TRUE, 0, 32, got, 0, NULL, NULL));
+        ASSERT(memcmp(w, got, 32) == 0);
+        CHECK(clReleaseMemObject(m));
+    }
+    printf("alike creations: checked\n");
 }
 
 int main(void) {

@@ -7,7 +7,12 @@
 
 static const char *src =
     "__kernel void inc(__global int *a) { a[get_global_id(0)] += 1; }\n"
-    "__kernel void twice(__global int *a) { a[get_global_id(0)] *= 2; }\n";
+    "__kernel void twice(__global int *a) { a[get_global_id(0)] *= 2; }\n"
+    "__kernel void spin(__global uint *a, uint n) {\n"
+    "  uint x = a[0];\n"
+    "  for (uint i = 0; i < n; i++) x = x * 1103515245u + 12345u + (x >> 7);\n"
+    "  a[1] = x;\n"
+    "}\n";
 
 static void event_info(env_t *t, cl_event ev, cl_command_queue q, const char *label) {
     cl_int st;
@@ -261,6 +266,42 @@ static void destructors(env_t *t) {
 
 /* How many CPUs this thread may run on: the client library must not move
  * the application's threads (same-core handoff moves only the server's). */
+/* A finish right after a read: on an in-order queue the read waited for
+ * the kernel before it, so the kernel is complete after both; on an
+ * out-of-order queue the read need not wait, and the finish must. */
+static void finish_after_read(env_t *t, cl_kernel spin) {
+    cl_int e;
+    cl_queue_properties ooo[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0};
+    cl_command_queue oq = clCreateCommandQueueWithProperties(t->ctx, t->device, ooo, &e);
+    CHECK_ERR(e, "out-of-order queue");
+    cl_command_queue qs[2] = {t->q, oq};
+    const char *names[2] = {"in order", "out of order"};
+    cl_uint seed[2] = {1, 0}, n = 20000000;
+    for (int i = 0; i < 2; i++) {
+        cl_mem a = buffer(t, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof seed, seed);
+        cl_mem b = buffer(t, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof seed, seed);
+        CHECK(clSetKernelArg(spin, 0, sizeof a, &a));
+        CHECK(clSetKernelArg(spin, 1, sizeof n, &n));
+        size_t g = 1;
+        cl_event k;
+        cl_uint got[2] = {9, 9};
+        CHECK(clEnqueueNDRangeKernel(qs[i], spin, 1, NULL, &g, NULL, 0, NULL, &k));
+        CHECK(clEnqueueReadBuffer(qs[i], b, CL_TRUE, 0, sizeof got, got, 0, NULL, NULL));
+        cl_int st;
+        CHECK(clGetEventInfo(k, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
+        printf("~%s: kernel status right after the read: %d\n", names[i], st);
+        CHECK(clFinish(qs[i]));
+        CHECK(clGetEventInfo(k, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
+        printf("%s: read %u %u, kernel status after finish: %d\n", names[i], got[0], got[1], st);
+        CHECK(clFinish(qs[i]));
+        printf("%s: finish again: ok\n", names[i]);
+        CHECK(clReleaseEvent(k));
+        CHECK(clReleaseMemObject(a));
+        CHECK(clReleaseMemObject(b));
+    }
+    CHECK(clReleaseCommandQueue(oq));
+}
+
 static int cpus_allowed(void) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -273,8 +314,10 @@ int main(void) {
     env_t t;
     env_init(&t, 0);
     cl_program p = build(&t, src, NULL);
-    cl_kernel inc = kernel(p, "inc"), twice = kernel(p, "twice");
+    cl_kernel inc = kernel(p, "inc"), twice = kernel(p, "twice"), spin = kernel(p, "spin");
     basics(&t, inc, twice);
+    finish_after_read(&t, spin);
+    CHECK(clReleaseKernel(spin));
     profiling(&t, inc);
     user_events(&t, inc);
     callback_types(&t, inc);

@@ -2,7 +2,9 @@
 
 use std::fmt::Write;
 
-use crate::{kind_variant, Api, Func, InfoHandle, Ret, Scalar, Settings, Size, Slot, StubRet, Ty};
+use crate::{
+    kind_variant, Api, Drains, Func, InfoHandle, Ret, Scalar, Settings, Size, Slot, StubRet, Ty,
+};
 
 const ALLOW: &str = "#[allow(non_snake_case, unused_variables, unused_mut, unused_unsafe, clippy::too_many_arguments, clippy::needless_late_init, clippy::let_and_return, clippy::unnecessary_cast, clippy::redundant_closure_call, clippy::let_unit_value)]";
 
@@ -103,7 +105,9 @@ fn client_put(o: &mut String, f: &Func) {
                     Scalar::F32 => format!("c.enc.u32({n}.to_bits());"),
                     Scalar::F64 => format!("c.enc.u64({n}.to_bits());"),
                 };
-                if f.attrs.is_async && matches!(s, Scalar::F32 | Scalar::F64) {
+                if let (true, Some(sh)) = (f.attrs.is_async, &a.shape) {
+                    format!("{enc} c.shape(({sh}) as u64);")
+                } else if f.attrs.is_async && matches!(s, Scalar::F32 | Scalar::F64) {
                     format!("{enc} c.shape({n}.to_bits() as u64);")
                 } else if f.attrs.is_async {
                     format!("{enc} c.shape({n} as u64);")
@@ -300,7 +304,13 @@ fn client_func(o: &mut String, f: &Func) {
             .wake_if
             .clone()
             .unwrap_or_else(|| f.attrs.wake.to_string());
-        let _ = writeln!(o, "        let status = c.finish_async({wake})?;");
+        if matches!(f.ret, Ret::New(_)) {
+            // A creation reports its own status: an earlier deferred
+            // failure is left for the next synchronisation point.
+            o.push_str("        let status = c.finish_async_create()?;\n");
+        } else {
+            let _ = writeln!(o, "        let status = c.finish_async({wake})?;");
+        }
         for a in &f.args {
             if let Ty::OutNew { kind: k } = &a.ty {
                 let n = &a.name;
@@ -317,6 +327,14 @@ fn client_func(o: &mut String, f: &Func) {
             o.push_str("        let status = r.status_with_deferred();\n");
         } else {
             o.push_str("        let status = r.status();\n");
+        }
+        if let (Some(d), Some(q)) = (f.attrs.drains, f.args.first()) {
+            let always = d == Drains::Always;
+            let _ = writeln!(
+                o,
+                "        if r.status() == CL_SUCCESS {{ r.drained({}, {always}); }}",
+                q.name
+            );
         }
         let mut take = String::new();
         client_take(&mut take, f);
@@ -354,6 +372,12 @@ fn client_func(o: &mut String, f: &Func) {
                 let _ = writeln!(o, "        cb_{cb}.fire(status, {first});");
             }
             o.push_str("        Ok(status)\n");
+        }
+        Ret::New(k) if f.attrs.is_async => {
+            let _ = writeln!(o, "        let obj = if status == CL_SUCCESS {{ adopt_id(new_id, {}) }} else {{ std::ptr::null_mut() }};", kind(k));
+            o.push_str(
+                "        if status != CL_SUCCESS { return Err(status); }\n        Ok(obj)\n",
+            );
         }
         Ret::New(k) => {
             let _ = writeln!(o, "        let obj = if status == CL_SUCCESS {{ r.adopt(new_id, {}) }} else {{ std::ptr::null_mut() }};", kind(k));
@@ -965,6 +989,32 @@ mod tests {
             client.contains("fetch_clGetKernelWorkGroupInfo(kernel, device, param_name, s, v, r)")
         );
         assert!(client.contains("pub unsafe extern \"C\" fn fetch_clGetKernelWorkGroupInfo("));
+    }
+
+    #[test]
+    fn an_async_creation_posts_under_its_own_id() {
+        let api = parse(
+            "fn clMake(ctx: context, n: usize shape=class(n), errcode_ret: errcode) -> new mem async;\n\
+             fn clPlain(ctx: context, n: usize, errcode_ret: errcode) -> new mem;",
+        )
+        .expect("parse");
+        let client = gen_client(&api);
+        let make = &client[..client.find("fn clPlain").expect("clPlain")];
+        assert!(
+            make.contains("c.enc.usize(n); c.shape((class(n)) as u64);"),
+            "{make}"
+        );
+        assert!(
+            make.contains("let status = c.finish_async_create()?;"),
+            "{make}"
+        );
+        assert!(make.contains("adopt_id(new_id, Kind::Mem)"), "{make}");
+        let plain = &client[client.find("fn clPlain").expect("clPlain")..];
+        assert!(plain.contains("r.adopt(new_id, Kind::Mem)") && !plain.contains("finish_async"));
+        assert!(
+            crate::parse("fn f(n: usize shape=g(n)) -> status;").is_err(),
+            "shape= on a synchronous call"
+        );
     }
 
     #[test]

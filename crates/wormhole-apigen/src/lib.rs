@@ -104,6 +104,15 @@ pub struct Func {
     pub attrs: Attrs,
 }
 
+/// When a call leaves its queue with nothing to run (see [`Attrs::drains`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Drains {
+    /// If the queue executes its commands in order.
+    InOrder,
+    /// Whatever the queue's order (clFinish).
+    Always,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Attrs {
     pub is_async: bool,
@@ -133,6 +142,11 @@ pub struct Attrs {
     /// not change while its object lives, except for the listed parameters.
     /// The client keeps each answer with the object and asks once.
     pub cached: Option<Vec<u32>>,
+    /// `drains` / `drains=always`: once the call has succeeded synchronously,
+    /// the queue it names first has run every command it was given (with
+    /// `drains`, when that queue executes in order), so a clFinish right
+    /// after it has nothing to wait for and is answered by the client.
+    pub drains: Option<Drains>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -143,6 +157,10 @@ pub struct Arg {
     /// client's value (a Rust expression over the decoded `v_NAME`s), for
     /// arguments whose meaning cannot cross the boundary unchanged.
     pub server: Option<String>,
+    /// `shape=EXPR`: what a scalar of an async call adds to the call's shape
+    /// instead of its value (a Rust expression over the client's
+    /// arguments): the classes of value that fail alike.
+    pub shape: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,8 @@
 //! The description language's parser: small, line-aware, strict.
 
 use crate::{
-    Api, Arg, Attrs, Func, InfoHandle, ParseError, Ret, Scalar, Settings, Size, Slot, StubRet, Ty,
+    Api, Arg, Attrs, Drains, Func, InfoHandle, ParseError, Ret, Scalar, Settings, Size, Slot,
+    StubRet, Ty,
 };
 
 struct P<'a> {
@@ -351,16 +352,23 @@ impl<'a> P<'a> {
             let an = self.ident()?;
             self.expect(":")?;
             let ty = self.ty()?;
-            let server = if self.eat("server") {
-                self.expect("=")?;
-                Some(self.expr()?)
-            } else {
-                None
-            };
+            let (mut server, mut shape) = (None, None);
+            loop {
+                if self.eat("server") {
+                    self.expect("=")?;
+                    server = Some(self.expr()?);
+                } else if self.eat("shape") {
+                    self.expect("=")?;
+                    shape = Some(self.expr()?);
+                } else {
+                    break;
+                }
+            }
             args.push(Arg {
                 name: an,
                 ty,
                 server,
+                shape,
             });
             if !self.eat(",") {
                 self.expect(")")?;
@@ -392,6 +400,16 @@ impl<'a> P<'a> {
                     attrs.wake_if = Some(self.call_expr()?);
                 }
                 "syncpoint" => attrs.syncpoint = true,
+                "drains" => {
+                    attrs.drains = Some(if self.eat("=") {
+                        match self.ident()?.as_str() {
+                            "always" => Drains::Always,
+                            other => return self.err(format!("drains={other}: only `always`")),
+                        }
+                    } else {
+                        Drains::InOrder
+                    })
+                }
                 "retain" => attrs.retain = Some(self.kind()?),
                 "release" => attrs.release = Some(self.kind()?),
                 "client" => {
@@ -490,15 +508,36 @@ fn check(api: &Api) -> Result<(), String> {
                         | Ty::Callback { .. }
                 )
             });
-            if has_outputs || f.ret != Ret::Status || f.attrs.syncpoint {
+            let ret_ok = matches!(f.ret, Ret::Status | Ret::New(_));
+            if has_outputs || !ret_ok || f.attrs.syncpoint {
                 return Err(format!(
                     "{}: an async call can return only a status and new handles the client names",
                     f.name
                 ));
             }
         }
+        if let Some(a) = f.args.iter().find(|a| a.shape.is_some()) {
+            if !f.attrs.is_async || !matches!(a.ty, Ty::Scalar(_)) {
+                return Err(format!(
+                    "{}: `shape=` on `{}`: only a scalar of an async call has a shape",
+                    f.name, a.name
+                ));
+            }
+        }
         if f.attrs.cached.is_some() {
             check_cached(f)?;
+        }
+        if f.attrs.drains.is_some() {
+            let queue_first = matches!(
+                f.args.first().map(|a| &a.ty),
+                Some(Ty::Handle { kind, .. }) if kind == "queue"
+            );
+            if f.attrs.is_async || f.attrs.manual || !queue_first || f.ret != Ret::Status {
+                return Err(format!(
+                    "{}: `drains` needs a synchronous call returning a status, its queue first",
+                    f.name
+                ));
+            }
         }
         if matches!(f.ret, Ret::New(_)) && !f.args.iter().any(|a| a.ty == Ty::Errcode) {
             return Err(format!(

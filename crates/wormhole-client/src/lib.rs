@@ -44,6 +44,9 @@ pub struct Link {
     /// The shapes last found in `shapes`, by their top bits: a loop repeats
     /// a handful of shapes, and this spares each call the hash lookup.
     recent: [u64; 16],
+    /// Frames sent so far: tells whether anything went to the server
+    /// between two points of a client's choosing.
+    sent: u64,
 }
 
 /// A reply: its status and the outputs after its header.
@@ -66,6 +69,7 @@ impl Link {
             dead: false,
             shapes: FxHashSet::default(),
             recent: [0; 16],
+            sent: 0,
         }
     }
 
@@ -111,7 +115,13 @@ impl Link {
         LinkError::Lost(e)
     }
 
+    /// How many requests have been sent (posted or exchanged).
+    pub fn sent(&self) -> u64 {
+        self.sent
+    }
+
     fn send(&mut self, frame: &[u8], raw: Option<&[u8]>) -> Result<(), TransportError> {
+        self.sent += 1;
         self.chan.send(frame)?;
         if let Some(data) = raw {
             self.chan.send_raw(data)?;

@@ -172,12 +172,17 @@ pub use queue_props as sampler_props;
 /// # Safety
 /// `p` is NULL or holds `size` bytes when the flags say it is read.
 unsafe fn put_host(c: &mut Call, p: *mut c_void, flags: u64, size: Option<u64>) {
+    // Whether there is a pointer, and whether the flags use it, decide
+    // what a creation can fail on (not where it points).
     if p.is_null() {
         c.enc.u8(0);
+        c.shape(0);
     } else if flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR) == 0 {
         c.enc.u8(2);
+        c.shape(2);
     } else {
         c.enc.u8(1);
+        c.shape(1);
         let n = size.unwrap_or(0) as usize;
         // SAFETY: caller's contract.
         c.enc
@@ -195,6 +200,20 @@ pub mod host_ptr {
         Ok(())
     }
     no_take!(flags: u64, size: usize);
+}
+
+/// What a buffer's size can make its creation fail on, as a call's shape: 0
+/// is invalid, and every device that is not of the custom type takes any
+/// size up to 1 MiB (the least CL_DEVICE_MAX_MEM_ALLOC_SIZE the embedded
+/// profile allows); a larger size is its own class. Running out of memory
+/// is the one failure left, and a deferred creation reports it late.
+pub fn buffer_size_class(size: usize) -> usize {
+    const ALWAYS_ALLOWED: usize = 1 << 20;
+    match size {
+        0 => 0,
+        1..=ALWAYS_ALLOWED => 1,
+        s => s,
+    }
 }
 
 /// # Safety

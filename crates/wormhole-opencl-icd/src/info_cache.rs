@@ -168,6 +168,12 @@ impl InfoCache {
         Some(f(&entries[i].value))
     }
 
+    /// Records an answer this side knows without asking (a buffer's size,
+    /// as it was created): the first query costs no round trip either.
+    pub fn know(&self, func: u32, param: u32, value: &[u8]) {
+        self.keep((func, param, 0), value.to_vec());
+    }
+
     fn keep(&self, (func, param, extra): (u32, u32, u64), value: Vec<u8>) {
         let mut entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let known = entries

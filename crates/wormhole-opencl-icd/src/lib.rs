@@ -30,7 +30,7 @@ pub mod gen {
     use crate::custom;
     use crate::info_cache::{cached_info, key_of, CachedQuery};
     use crate::overrides;
-    use crate::rt::{adopt_new, released, retained, set_errcode, Call};
+    use crate::rt::{adopt_id, adopt_new, released, retained, set_errcode, Call};
     use crate::{unsupported_int, unsupported_ptr, unsupported_void};
 
     include!(concat!(env!("OUT_DIR"), "/client_gen.rs"));

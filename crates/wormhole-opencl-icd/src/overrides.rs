@@ -210,7 +210,83 @@ pub unsafe extern "C" fn clCreateBuffer(
             b.shape_as_created(c.id, flags, size);
         }
     }
+    // Libraries ask a fresh buffer's size before each transfer (CLBlast
+    // does): it is the size it was created with.
+    if let Ok(Some(b)) = obj(m, Kind::Mem) {
+        b.info
+            .know(func::clGetMemObjectInfo, CL_MEM_SIZE, &size.to_le_bytes());
+    }
     m
+}
+
+/// CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, and CL_QUEUE_PROPERTIES as a
+/// property list names it.
+const OUT_OF_ORDER: u64 = 1;
+const QUEUE_PROPERTIES: u64 = 0x1093;
+
+/// Notes whether a new queue executes its commands in order.
+fn note_queue_order(q: *mut c_void, props: u64) {
+    if let Ok(Some(o)) = obj(q, Kind::Queue) {
+        o.in_order
+            .store(props & OUT_OF_ORDER == 0, Ordering::Relaxed);
+    }
+}
+
+/// # Safety
+/// As for `clCreateCommandQueue`.
+pub unsafe extern "C" fn clCreateCommandQueue(
+    ctx: *mut c_void,
+    dev: *mut c_void,
+    props: u64,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    let q = unsafe { gen::clCreateCommandQueue(ctx, dev, props, err) };
+    note_queue_order(q, props);
+    q
+}
+
+/// # Safety
+/// As for `clCreateCommandQueueWithProperties`: `props` is NULL or a
+/// zero-terminated list of name and value pairs.
+pub unsafe extern "C" fn clCreateCommandQueueWithProperties(
+    ctx: *mut c_void,
+    dev: *mut c_void,
+    props: *const u64,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    let q = unsafe { gen::clCreateCommandQueueWithProperties(ctx, dev, props, err) };
+    let mut bits = 0;
+    let mut i = 0;
+    // SAFETY: the list is zero-terminated pairs (caller's contract), and a
+    // queue was created from it, so the library read it the same way.
+    while !q.is_null() && !props.is_null() && unsafe { *props.add(i) } != 0 {
+        // SAFETY: as above: a name is followed by its value.
+        let (name, value) = unsafe { (*props.add(i), *props.add(i + 1)) };
+        if name == QUEUE_PROPERTIES {
+            bits |= value;
+        }
+        i += 2;
+    }
+    note_queue_order(q, bits);
+    q
+}
+
+/// # Safety
+/// As for `clSetCommandQueueProperty`.
+pub unsafe extern "C" fn clSetCommandQueueProperty(
+    q: *mut c_void,
+    props: u64,
+    enable: u32,
+    old: *mut u64,
+) -> i32 {
+    // Whatever it changes, the queue's order is no longer known here.
+    if let Ok(Some(o)) = obj(q, Kind::Queue) {
+        o.in_order.store(false, Ordering::Relaxed);
+    }
+    // SAFETY: forwarded contract.
+    unsafe { gen::clSetCommandQueueProperty(q, props, enable, old) }
 }
 
 /// Remembers the application's pointer of a USE_HOST_PTR memory object:
@@ -1920,6 +1996,11 @@ pub unsafe extern "C" fn clWaitForEvents(n: u32, list: *const *mut c_void) -> i3
 /// # Safety
 /// As for `clFinish`.
 pub unsafe extern "C" fn clFinish(q: *mut c_void) -> i32 {
+    // Libraries finish after each read (CLBlast does): the read already
+    // waited for everything before it.
+    if let Some(s) = crate::rt::finish_drained(q) {
+        return s;
+    }
     if PENDING_USER_EVENTS.load(Ordering::Relaxed) > 0 {
         // Wait for a marker by polling, then finish (at once).
         let mut marker = std::ptr::null_mut();

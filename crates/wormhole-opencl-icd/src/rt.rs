@@ -14,7 +14,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use wormhole_client::{copy_out, store, Cursor, Link, LinkError, Shape};
+use wormhole_client::{copy_out, force_sync, store, Cursor, Link, LinkError, Shape};
 use wormhole_opencl_api::{
     info_handle, CallbackKind, InfoHandle, Kind, CL_OUT_OF_RESOURCES, CL_SUCCESS,
 };
@@ -54,6 +54,9 @@ pub struct Obj {
     /// alike in context, flags and size share one, so that the first
     /// transfer to or launch with a fresh buffer is batched too.
     shape_key: AtomicU64,
+    /// For queues: created to execute in order (and never changed since),
+    /// so a command that completed had every earlier one complete first.
+    pub in_order: std::sync::atomic::AtomicBool,
 }
 
 /// Where a buffer's storage lives, as far as this side knows.
@@ -157,6 +160,7 @@ pub fn object_for(id: u64, kind: Kind, refs: u32) -> *mut c_void {
         placement: std::sync::atomic::AtomicU8::new(Placement::Unknown as u8),
         info: Default::default(),
         shape_key: AtomicU64::new(0),
+        in_order: std::sync::atomic::AtomicBool::new(false),
     }));
     r.by_id.insert(id, obj as usize);
     r.live.insert(obj as usize);
@@ -302,6 +306,10 @@ pub unsafe fn set_errcode(e: *mut i32, v: i32) {
 pub struct Chan {
     link: Link,
     checked: Checked,
+    /// A queue known to have nothing left to run, and the count of frames
+    /// sent when that became known: while nothing else has been sent, a
+    /// clFinish of that queue needs no round trip.
+    drained: Option<(u64, u64)>,
 }
 
 impl std::ops::Deref for Chan {
@@ -383,6 +391,7 @@ fn connect() -> Result<Conn, String> {
         state: Mutex::new(Chan {
             link: Link::new(chan),
             checked: Checked::default(),
+            drained: None,
         }),
         platforms: Vec::new(),
         arena,
@@ -668,12 +677,28 @@ impl<'a> Call<'a> {
     /// no round trip; a deferred call that fails all the same is reported by
     /// the next `syncpoint` call. With WORMHOLE_SYNC set, every call is made
     /// synchronously.
-    pub fn finish_async(mut self, wake: bool) -> Result<i32, i32> {
+    pub fn finish_async(self, wake: bool) -> Result<i32, i32> {
+        self.defer_or_exchange(wake, true)
+    }
+
+    /// As [`Call::finish_async`], for a call that creates an object under an
+    /// id this side chose: made synchronously, it reports only its own
+    /// status (the object exists exactly when that is CL_SUCCESS), leaving
+    /// an earlier deferred failure for the next synchronisation point.
+    pub fn finish_async_create(self) -> Result<i32, i32> {
+        self.defer_or_exchange(false, false)
+    }
+
+    fn defer_or_exchange(mut self, wake: bool, report_deferred: bool) -> Result<i32, i32> {
         let shape = self.shape;
         if !self.guard.deferrable(shape) {
             let mut r = self.finish()?;
             let own = r.status();
-            let status = r.status_with_deferred();
+            let status = if report_deferred {
+                r.status_with_deferred()
+            } else {
+                own
+            };
             if own == CL_SUCCESS {
                 r.guard.succeeded(shape);
             }
@@ -701,6 +726,31 @@ pub unsafe fn adopt_new(id: Option<u64>, p: *mut *mut c_void, kind: Kind) {
     }
 }
 
+/// clFinish's answer for a queue that has run everything it was given, with
+/// nothing sent to the server since that became known: CL_SUCCESS, or an
+/// earlier deferred failure not yet reported, as the server's answer would
+/// have been. `None`: the call must go to the server.
+pub fn finish_drained(q: *mut c_void) -> Option<i32> {
+    let conn = conn()?;
+    let mut guard = conn.state.lock().unwrap_or_else(|p| p.into_inner());
+    if FORK_GEN.load(Ordering::Relaxed) != conn.fork_gen || force_sync() {
+        return None;
+    }
+    let id = obj(q, Kind::Queue).ok()??.id;
+    if guard.drained != Some((id, guard.sent())) {
+        return None;
+    }
+    Some(match guard.take_deferred() {
+        0 => CL_SUCCESS,
+        e => e,
+    })
+}
+
+/// The application's handle for an object an async call created under `id`.
+pub fn adopt_id(id: u64, kind: Kind) -> *mut c_void {
+    object_for(id, kind, 1)
+}
+
 /// A reply being unmarshalled; still holds the channel.
 pub struct Reply<'a> {
     guard: MutexGuard<'a, Chan>,
@@ -722,6 +772,17 @@ fn proto<T>(_: T) -> i32 {
 impl Reply<'_> {
     pub fn status(&self) -> i32 {
         self.status
+    }
+
+    /// Records that queue `q` has nothing left to run now that this call
+    /// returned: always (clFinish), or if the queue executes in order (a
+    /// transfer the server made blocking). Nothing has been sent since.
+    pub fn drained(&mut self, q: *mut c_void, always: bool) {
+        if let Ok(Some(o)) = obj(q, Kind::Queue) {
+            if always || o.in_order.load(Ordering::Relaxed) {
+                self.guard.drained = Some((o.id, self.guard.sent()));
+            }
+        }
     }
 
     /// The call's status, or, if it succeeded, the failure of an earlier
