@@ -308,6 +308,44 @@ static void alike_buffers(env_t *t) {
     printf("alike creations: checked\n");
 }
 
+/* Kernels of one program and name are batched alike; a fresh one whose
+ * arguments are not all set, or a kernel of another name, still fails at
+ * once. */
+static void alike_kernels(env_t *t) {
+    const char *two = "__kernel void k(__global int *a, int n) { a[get_global_id(0)] = n; }\n"
+                      "__kernel void s(int n, __global int *a) { a[0] = n; }\n";
+    cl_program p = build(t, two, NULL);
+    cl_mem b = buffer(t, CL_MEM_READ_WRITE, 256, NULL);
+    int n = 5, got[4] = {0};
+    size_t g = 4;
+    for (int i = 0; i < 2; i++) {
+        cl_kernel k = kernel(p, "k");
+        CHECK(clSetKernelArg(k, 0, sizeof b, &b));
+        CHECK(clSetKernelArg(k, 1, sizeof n, &n));
+        CHECK(clEnqueueNDRangeKernel(t->q, k, 1, NULL, &g, NULL, 0, NULL, NULL));
+        CHECK(clReleaseKernel(k));
+        cl_kernel fresh = kernel(p, "k");
+        EXPECT_CODE("launch of an alike kernel with no arguments set",
+                    clEnqueueNDRangeKernel(t->q, fresh, 1, NULL, &g, NULL, 0, NULL, NULL),
+                    CL_INVALID_KERNEL_ARGS);
+        CHECK(clSetKernelArg(fresh, 0, sizeof b, &b));
+        EXPECT_CODE("launch of an alike kernel with one argument of two set",
+                    clEnqueueNDRangeKernel(t->q, fresh, 1, NULL, &g, NULL, 0, NULL, NULL),
+                    CL_INVALID_KERNEL_ARGS);
+        CHECK(clReleaseKernel(fresh));
+        cl_kernel other = kernel(p, "s");
+        EXPECT_CODE("buffer as the int argument of a kernel of another name",
+                    clSetKernelArg(other, 0, sizeof b, &b), CL_INVALID_ARG_SIZE);
+        CHECK(clReleaseKernel(other));
+        n++;
+    }
+    CHECK(clEnqueueReadBuffer(t->q, b, CL_TRUE, 0, sizeof got, got, 0, NULL, NULL));
+    CHECK(clFinish(t->q));
+    printf("alike kernels: wrote %d %d %d %d\n", got[0], got[1], got[2], got[3]);
+    CHECK(clReleaseMemObject(b));
+    CHECK(clReleaseProgram(p));
+}
+
 int main(void) {
     env_t t;
     env_init(&t, 0);
@@ -320,6 +358,7 @@ int main(void) {
     programs_and_kernels(&t);
     wormhole_only(&t, remoted);
     alike_buffers(&t);
+    alike_kernels(&t);
     env_done(&t);
     printf("errors: done\n");
     return 0;

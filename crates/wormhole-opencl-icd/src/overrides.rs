@@ -289,6 +289,45 @@ pub unsafe extern "C" fn clSetCommandQueueProperty(
     unsafe { gen::clSetCommandQueueProperty(q, props, enable, old) }
 }
 
+/// # Safety
+/// As for `clCreateKernel`.
+pub unsafe extern "C" fn clCreateKernel(
+    program: *mut c_void,
+    name: *const c_char,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    let k = unsafe { gen::clCreateKernel(program, name, err) };
+    if let (Ok(Some(o)), Ok(Some(p)), false) = (
+        obj(k, Kind::Kernel),
+        obj(program, Kind::Program),
+        name.is_null(),
+    ) {
+        // SAFETY: a NUL-terminated name (caller's contract; the kernel was
+        // created from it).
+        o.shape_as_kernel_of(p.id, unsafe { CStr::from_ptr(name) }.to_bytes());
+    }
+    k
+}
+
+/// # Safety
+/// As for `clSetKernelArg`.
+pub unsafe extern "C" fn clSetKernelArg(
+    k: *mut c_void,
+    index: u32,
+    size: usize,
+    value: *const c_void,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    let s = unsafe { gen::clSetKernelArg(k, index, size, value) };
+    if s == CL_SUCCESS {
+        if let Ok(Some(o)) = obj(k, Kind::Kernel) {
+            o.arg_set(index);
+        }
+    }
+    s
+}
+
 /// Remembers the application's pointer of a USE_HOST_PTR memory object:
 /// the server holds a copy, so queries and maps answer from here.
 fn remember_host_ptr(m: *mut c_void, flags: u64, host_ptr: *mut c_void) {

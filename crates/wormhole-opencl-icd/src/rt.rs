@@ -57,6 +57,8 @@ pub struct Obj {
     /// For queues: created to execute in order (and never changed since),
     /// so a command that completed had every earlier one complete first.
     pub in_order: std::sync::atomic::AtomicBool,
+    /// For kernels: the arguments set so far (bit i: argument i).
+    args_set: AtomicU64,
 }
 
 /// Where a buffer's storage lives, as far as this side knows.
@@ -76,7 +78,34 @@ impl Obj {
     pub fn shape_key(&self) -> u64 {
         match self.shape_key.load(Ordering::Relaxed) {
             0 => self.id,
+            k if self.kind == Kind::Kernel => {
+                // Which arguments are set decides whether a launch can fail.
+                let mut h = rustc_hash::FxHasher::default();
+                (k, self.args_set.load(Ordering::Relaxed)).hash(&mut h);
+                h.finish() | 1 << 63
+            }
             k => k,
+        }
+    }
+
+    /// Makes calls that name this kernel shaped by what it was created
+    /// from: kernels of one program and name take the same arguments and
+    /// fail alike (CLBlast creates a kernel for every call it makes).
+    pub fn shape_as_kernel_of(&self, program: u64, name: &[u8]) {
+        let mut h = rustc_hash::FxHasher::default();
+        (0x4b45_524eu32, program, name).hash(&mut h);
+        self.shape_key
+            .store(h.finish() | 1 << 63, Ordering::Relaxed);
+    }
+
+    /// Notes that a kernel's argument `index` was set; past the 64 this
+    /// counts, the kernel is shaped as itself.
+    pub fn arg_set(&self, index: u32) {
+        match 1u64.checked_shl(index) {
+            Some(bit) => {
+                self.args_set.fetch_or(bit, Ordering::Relaxed);
+            }
+            None => self.shape_as_itself(),
         }
     }
 
@@ -161,6 +190,7 @@ pub fn object_for(id: u64, kind: Kind, refs: u32) -> *mut c_void {
         info: Default::default(),
         shape_key: AtomicU64::new(0),
         in_order: std::sync::atomic::AtomicBool::new(false),
+        args_set: AtomicU64::new(0),
     }));
     r.by_id.insert(id, obj as usize);
     r.live.insert(obj as usize);
