@@ -47,6 +47,8 @@ pub struct Link {
     /// Frames sent so far: tells whether anything went to the server
     /// between two points of a client's choosing.
     sent: u64,
+    /// Of those, the ones that waited for an answer.
+    exchanged: u64,
 }
 
 /// A reply: its status and the outputs after its header.
@@ -70,6 +72,7 @@ impl Link {
             shapes: FxHashSet::default(),
             recent: [0; 16],
             sent: 0,
+            exchanged: 0,
         }
     }
 
@@ -120,6 +123,11 @@ impl Link {
         self.sent
     }
 
+    /// How many requests have waited for an answer: round trips.
+    pub fn exchanged(&self) -> u64 {
+        self.exchanged
+    }
+
     fn send(&mut self, frame: &[u8], raw: Option<&[u8]>) -> Result<(), TransportError> {
         self.sent += 1;
         self.chan.send(frame)?;
@@ -132,6 +140,7 @@ impl Link {
     /// Sends a request (and `raw`, streamed after it) and waits for the
     /// reply.
     pub fn exchange(&mut self, enc: Encoder, raw: Option<&[u8]>) -> Result<Answer, LinkError> {
+        self.exchanged += 1;
         let sent = self
             .send(enc.as_slice(), raw)
             .and_then(|_| self.chan.flush());
@@ -327,6 +336,7 @@ mod tests {
         assert_eq!(link.take_deferred(), 0);
         let enc = link.request(3).expect("request");
         assert_eq!(link.exchange(enc, None).expect("again").deferred_news, None);
+        assert_eq!((link.sent(), link.exchanged()), (3, 2));
         drop(link);
         server.join().expect("server thread");
     }

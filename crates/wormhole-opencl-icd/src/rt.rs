@@ -429,7 +429,32 @@ fn connect() -> Result<Conn, String> {
         stream_notes,
     };
     conn.platforms = fetch_platforms(&conn)?;
+    if std::env::var_os("WORMHOLE_LOG").is_some() {
+        // SAFETY: the handler is a plain function that stays mapped (the
+        // library is linked `-z nodelete`) and only try-locks the channel.
+        if unsafe { libc::atexit(report_counts) } != 0 {
+            log("cannot report call counts at exit");
+        }
+    }
     Ok(conn)
+}
+
+/// With `WORMHOLE_LOG`, at exit: how many calls reached the server and how
+/// many of them waited for an answer (the rest were batched).
+extern "C" fn report_counts() {
+    let Some(conn) = conn() else { return };
+    if FORK_GEN.load(Ordering::Relaxed) != conn.fork_gen {
+        return;
+    }
+    // A thread still in a call holds the lock: no report then.
+    if let Ok(chan) = conn.state.try_lock() {
+        log(&format!(
+            "{} calls forwarded, {} of them round trips, {} batched",
+            chan.sent(),
+            chan.exchanged(),
+            chan.sent() - chan.exchanged()
+        ));
+    }
 }
 
 fn fetch_platforms(conn: &Conn) -> Result<Vec<u64>, String> {
