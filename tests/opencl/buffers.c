@@ -304,6 +304,66 @@ static void migrate(env_t *t) {
     CHECK(clReleaseMemObject(b));
 }
 
+/* Transfers on a queue that has finished everything, as libraries make
+ * them (write and finish, launch, read and finish): data moves both ways
+ * around kernels, and what the library refuses is still refused. */
+static void after_finish(env_t *t, cl_kernel add) {
+    enum { N = 64 };
+    int h[N], got[N];
+    cl_mem b[3];
+    for (int i = 0; i < 3; i++) b[i] = buffer(t, CL_MEM_READ_WRITE, sizeof h + i * 4, NULL);
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 3; i++) {
+            for (int j = 0; j < N; j++) h[j] = 1000 * round + 100 * i + j;
+            CHECK(clEnqueueWriteBuffer(t->q, b[i], CL_FALSE, 0, sizeof h, h, 0, NULL, NULL));
+            CHECK(clFinish(t->q));
+        }
+        /* A partial write at an offset, then a kernel that reads it. */
+        int patch[4] = {-1, -2, -3, -4};
+        CHECK(clEnqueueWriteBuffer(t->q, b[1], CL_TRUE, 8 * sizeof(int), sizeof patch, patch, 0, NULL, NULL));
+        int v = 7;
+        size_t g = N;
+        CHECK(clSetKernelArg(add, 0, sizeof b[1], &b[1]));
+        CHECK(clSetKernelArg(add, 1, sizeof v, &v));
+        CHECK(clEnqueueNDRangeKernel(t->q, add, 1, NULL, &g, NULL, 0, NULL, NULL));
+        CHECK(clFinish(t->q));
+        for (int i = 0; i < 3; i++) {
+            memset(got, 0, sizeof got);
+            CHECK(clEnqueueReadBuffer(t->q, b[i], CL_FALSE, 0, sizeof got, got, 0, NULL, NULL));
+            CHECK(clFinish(t->q));
+            printf("after finish, round %d, buffer %d: %d %d %d %d\n", round, i, got[0], got[8], got[11], got[N - 1]);
+        }
+    }
+    /* Refused as natively, after a finish: a range past the end, a buffer
+     * the host may not write or read, a buffer of another context. */
+    CHECK(clFinish(t->q));
+    EXPECT_CODE("write past the end after a finish",
+                clEnqueueWriteBuffer(t->q, b[0], CL_FALSE, 8, sizeof h, h, 0, NULL, NULL), CL_INVALID_VALUE);
+    CHECK(clFinish(t->q));
+    EXPECT_CODE("read past the end after a finish",
+                clEnqueueReadBuffer(t->q, b[0], CL_TRUE, 8, sizeof h, got, 0, NULL, NULL), CL_INVALID_VALUE);
+    cl_mem ro = buffer(t, CL_MEM_READ_WRITE | CL_MEM_HOST_READ_ONLY, sizeof h, NULL);
+    cl_mem wo = buffer(t, CL_MEM_READ_WRITE | CL_MEM_HOST_WRITE_ONLY, sizeof h, NULL);
+    CHECK(clFinish(t->q));
+    EXPECT_CODE("write to a host-read-only buffer after a finish",
+                clEnqueueWriteBuffer(t->q, ro, CL_FALSE, 0, sizeof h, h, 0, NULL, NULL), CL_INVALID_OPERATION);
+    CHECK(clFinish(t->q));
+    EXPECT_CODE("read from a host-write-only buffer after a finish",
+                clEnqueueReadBuffer(t->q, wo, CL_TRUE, 0, sizeof h, got, 0, NULL, NULL), CL_INVALID_OPERATION);
+    cl_int e;
+    cl_context other = clCreateContext(NULL, 1, &t->device, NULL, NULL, &e);
+    CHECK_ERR(e, "other context");
+    cl_mem ob = buffer(&(env_t){.ctx = other}, CL_MEM_READ_WRITE, sizeof h, NULL);
+    CHECK(clFinish(t->q));
+    EXPECT_CODE("write to a buffer of another context after a finish",
+                clEnqueueWriteBuffer(t->q, ob, CL_FALSE, 0, sizeof h, h, 0, NULL, NULL), CL_INVALID_CONTEXT);
+    CHECK(clReleaseMemObject(ob));
+    CHECK(clReleaseContext(other));
+    CHECK(clReleaseMemObject(ro));
+    CHECK(clReleaseMemObject(wo));
+    for (int i = 0; i < 3; i++) CHECK(clReleaseMemObject(b[i]));
+}
+
 int main(void) {
     env_t t;
     env_init(&t, 0);
@@ -316,6 +376,7 @@ int main(void) {
     rects(&t);
     maps(&t);
     migrate(&t);
+    after_finish(&t, add);
     CHECK(clReleaseKernel(add));
     CHECK(clReleaseProgram(p));
     env_done(&t);

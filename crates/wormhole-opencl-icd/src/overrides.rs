@@ -215,6 +215,10 @@ pub unsafe extern "C" fn clCreateBuffer(
     if let Ok(Some(b)) = obj(m, Kind::Mem) {
         b.info
             .know(func::clGetMemObjectInfo, CL_MEM_SIZE, &size.to_le_bytes());
+        b.set_created_flags(flags);
+        if let Ok(Some(c)) = obj(ctx, Kind::Context) {
+            b.created_in.store(c.id, Ordering::Relaxed);
+        }
     }
     m
 }
@@ -224,11 +228,15 @@ pub unsafe extern "C" fn clCreateBuffer(
 const OUT_OF_ORDER: u64 = 1;
 const QUEUE_PROPERTIES: u64 = 0x1093;
 
-/// Notes whether a new queue executes its commands in order.
-fn note_queue_order(q: *mut c_void, props: u64) {
+/// Notes whether a new queue executes its commands in order, and its
+/// context.
+fn note_queue(q: *mut c_void, ctx: *mut c_void, props: u64) {
     if let Ok(Some(o)) = obj(q, Kind::Queue) {
         o.in_order
             .store(props & OUT_OF_ORDER == 0, Ordering::Relaxed);
+        if let Ok(Some(c)) = obj(ctx, Kind::Context) {
+            o.created_in.store(c.id, Ordering::Relaxed);
+        }
     }
 }
 
@@ -242,7 +250,7 @@ pub unsafe extern "C" fn clCreateCommandQueue(
 ) -> *mut c_void {
     // SAFETY: forwarded contract.
     let q = unsafe { gen::clCreateCommandQueue(ctx, dev, props, err) };
-    note_queue_order(q, props);
+    note_queue(q, ctx, props);
     q
 }
 
@@ -269,7 +277,7 @@ pub unsafe extern "C" fn clCreateCommandQueueWithProperties(
         }
         i += 2;
     }
-    note_queue_order(q, bits);
+    note_queue(q, ctx, bits);
     q
 }
 
@@ -1810,6 +1818,78 @@ unsafe fn transfer_shortcut(
     Some(unsafe { transfer_via_map(o, q, buf, map_flags, offset, size, ptr, n, wl, ev) })
 }
 
+const CL_MEM_HOST_WRITE_ONLY: u64 = 1 << 7;
+const CL_MEM_HOST_READ_ONLY: u64 = 1 << 8;
+const CL_MEM_HOST_NO_ACCESS: u64 = 1 << 9;
+
+/// A transfer the client makes itself, without the server: the buffer is
+/// one the server placed in the arena and published in its directory, the
+/// queue has run everything it was given with nothing sent since, so the
+/// transfer would start at once and finish as the copy does, and no wait
+/// list or event asks for more. Libraries write each buffer and finish
+/// (CLBlast does, around every routine): this spares both round trips,
+/// and the queue stays drained for the next one. Anything the library
+/// could refuse (another context, a range past the end, a host access the
+/// flags deny) goes to the server for its error.
+///
+/// # Safety
+/// `ptr` holds `size` bytes, readable (write) or writable (read).
+#[allow(clippy::too_many_arguments)]
+unsafe fn transfer_in_place(
+    q: *mut c_void,
+    buf: *mut c_void,
+    write: bool,
+    offset: usize,
+    size: usize,
+    ptr: *mut u8,
+    n: u32,
+    ev: *mut *mut c_void,
+) -> Option<i32> {
+    if n != 0 || !ev.is_null() || ptr.is_null() || size == 0 {
+        return None;
+    }
+    let arena = crate::rt::arena()?;
+    let b = obj(buf, Kind::Mem).ok()??;
+    let denied = if write {
+        CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS
+    } else {
+        CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS
+    };
+    if b.created_flags()? & denied != 0 {
+        return None;
+    }
+    let (off, len) = arena.lookup(b.id)?;
+    if offset.checked_add(size)? as u64 > len {
+        return None;
+    }
+    let at = arena.ptr_at(off + offset as u64, size)?;
+    crate::rt::while_drained(q, |queue, deferred| {
+        let ctx = queue.created_in.load(Ordering::Relaxed);
+        if ctx == 0 || ctx != b.created_in.load(Ordering::Relaxed) {
+            return None;
+        }
+        // SAFETY: `at` is `size` bytes of the buffer's storage in the arena
+        // (the directory's range, checked above) and `ptr` is the
+        // application's `size` bytes (caller's contract); the queue runs
+        // nothing that could touch the buffer meanwhile.
+        unsafe {
+            if write {
+                copy_bulk(at, ptr, size);
+            } else {
+                copy_bulk(ptr, at, size);
+            }
+        }
+        // A read reports an earlier deferred failure, as the server would.
+        Some(match (write, deferred) {
+            (false, d) => match d() {
+                0 => CL_SUCCESS,
+                e => e,
+            },
+            (true, _) => CL_SUCCESS,
+        })
+    })
+}
+
 /// # Safety
 /// As for `clEnqueueWriteBuffer`.
 #[allow(clippy::too_many_arguments)]
@@ -1824,6 +1904,11 @@ pub unsafe extern "C" fn clEnqueueWriteBuffer(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
+    // SAFETY: forwarded contract.
+    if let Some(s) = unsafe { transfer_in_place(q, buf, true, offset, size, ptr as *mut u8, n, ev) }
+    {
+        return s;
+    }
     // SAFETY: forwarded contract.
     if let Some(s) = unsafe {
         transfer_shortcut(
@@ -1890,6 +1975,11 @@ pub unsafe extern "C" fn clEnqueueReadBuffer(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
+    // SAFETY: forwarded contract.
+    let in_place = unsafe { transfer_in_place(q, buf, false, offset, size, ptr.cast(), n, ev) };
+    if let Some(s) = in_place {
+        return s;
+    }
     // SAFETY: forwarded contract.
     if let Some(s) = unsafe {
         transfer_shortcut(

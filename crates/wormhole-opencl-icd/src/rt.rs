@@ -59,7 +59,15 @@ pub struct Obj {
     pub in_order: std::sync::atomic::AtomicBool,
     /// For kernels: the arguments set so far (bit i: argument i).
     args_set: AtomicU64,
+    /// For queues and buffers: the id of the context they were created in
+    /// (0: not known here).
+    pub created_in: AtomicU64,
+    /// For buffers from clCreateBuffer: their flags, with [`FLAGS_KNOWN`].
+    created_flags: AtomicU64,
 }
+
+/// Marks `Obj::created_flags` as set (no OpenCL memory flag uses the top bit).
+const FLAGS_KNOWN: u64 = 1 << 63;
 
 /// Where a buffer's storage lives, as far as this side knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,6 +135,18 @@ impl Obj {
         self.shape_key.store(0, Ordering::Relaxed);
     }
 
+    /// Notes a buffer's flags as clCreateBuffer made it.
+    pub fn set_created_flags(&self, flags: u64) {
+        self.created_flags
+            .store(flags | FLAGS_KNOWN, Ordering::Relaxed);
+    }
+
+    /// A buffer's flags, if clCreateBuffer made it.
+    pub fn created_flags(&self) -> Option<u64> {
+        let f = self.created_flags.load(Ordering::Relaxed);
+        (f & FLAGS_KNOWN != 0).then_some(f & !FLAGS_KNOWN)
+    }
+
     pub fn placement(&self) -> Placement {
         match self.placement.load(Ordering::Relaxed) {
             1 => Placement::Shared,
@@ -191,6 +211,8 @@ pub fn object_for(id: u64, kind: Kind, refs: u32) -> *mut c_void {
         shape_key: AtomicU64::new(0),
         in_order: std::sync::atomic::AtomicBool::new(false),
         args_set: AtomicU64::new(0),
+        created_in: AtomicU64::new(0),
+        created_flags: AtomicU64::new(0),
     }));
     r.by_id.insert(id, obj as usize);
     r.live.insert(obj as usize);
@@ -781,23 +803,37 @@ pub unsafe fn adopt_new(id: Option<u64>, p: *mut *mut c_void, kind: Kind) {
     }
 }
 
-/// clFinish's answer for a queue that has run everything it was given, with
-/// nothing sent to the server since that became known: CL_SUCCESS, or an
-/// earlier deferred failure not yet reported, as the server's answer would
-/// have been. `None`: the call must go to the server.
-pub fn finish_drained(q: *mut c_void) -> Option<i32> {
+/// Runs `f` on queue `q`'s object with the channel held, if the queue has
+/// run everything it was given and nothing has been sent since (as for
+/// [`finish_drained`]): a command enqueued now would start at once, and no
+/// other thread can send one meanwhile. `f` gets the failure of an earlier
+/// deferred call, if one is waiting to be reported, to report it or not.
+pub fn while_drained<T>(
+    q: *mut c_void,
+    f: impl FnOnce(&Obj, &mut dyn FnMut() -> i32) -> Option<T>,
+) -> Option<T> {
     let conn = conn()?;
     let mut guard = conn.state.lock().unwrap_or_else(|p| p.into_inner());
     if FORK_GEN.load(Ordering::Relaxed) != conn.fork_gen || force_sync() {
         return None;
     }
-    let id = obj(q, Kind::Queue).ok()??.id;
-    if guard.drained != Some((id, guard.sent())) {
+    let o = obj(q, Kind::Queue).ok()??;
+    if guard.drained != Some((o.id, guard.sent())) {
         return None;
     }
-    Some(match guard.take_deferred() {
-        0 => CL_SUCCESS,
-        e => e,
+    f(o, &mut || guard.take_deferred())
+}
+
+/// clFinish's answer for a queue that has run everything it was given, with
+/// nothing sent to the server since that became known: CL_SUCCESS, or an
+/// earlier deferred failure not yet reported, as the server's answer would
+/// have been. `None`: the call must go to the server.
+pub fn finish_drained(q: *mut c_void) -> Option<i32> {
+    while_drained(q, |_, deferred| {
+        Some(match deferred() {
+            0 => CL_SUCCESS,
+            e => e,
+        })
     })
 }
 

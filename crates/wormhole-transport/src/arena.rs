@@ -9,9 +9,16 @@
 //!
 //! Nothing the server relies on lives in the arena: the client may write any
 //! byte of it at any time and can only damage its own buffers' contents.
+//!
+//! Its first [`DIRECTORY_LEN`] bytes are a directory the server writes and
+//! the client reads: where each buffer the client created lies, so that it
+//! can move a small buffer's bytes itself when its queue has nothing to run
+//! (a round trip saved per transfer). The server never acts on what it
+//! finds there.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use nix::sys::mman::{munmap, MapFlags};
@@ -98,6 +105,69 @@ impl Arena {
     }
 }
 
+/// Bytes at the start of the arena that hold the directory of buffers;
+/// pieces for buffers are carved from the rest.
+pub const DIRECTORY_LEN: u64 = 64 * 1024;
+/// One directory entry: a buffer's id, then where its bytes lie.
+const SLOT: usize = 32;
+const SLOTS: u64 = DIRECTORY_LEN / SLOT as u64;
+
+impl Arena {
+    /// The directory slot for buffer `id` (ids are the client's, dense, so
+    /// a direct-mapped table spreads them): its id, offset and length words.
+    fn slot(&self, id: u64) -> Option<[&AtomicU64; 3]> {
+        if (self.len as u64) < DIRECTORY_LEN {
+            return None;
+        }
+        let at = (id % SLOTS) as usize * SLOT;
+        // SAFETY: `at + SLOT` <= DIRECTORY_LEN <= len: inside the mapping,
+        // which is page-aligned, so every word is 8-byte aligned. AtomicU64
+        // has u64's layout; both processes touch these words only through
+        // atomics (a client that does otherwise garbles its own answers).
+        let word = |i: usize| unsafe { &*(self.base.as_ptr().add(at + 8 * i) as *const AtomicU64) };
+        Some([word(0), word(1), word(2)])
+    }
+
+    /// Server: buffer `id` lies at `[off, off + len)`. A later buffer whose
+    /// id maps to the same slot replaces it.
+    pub fn publish(&self, id: u64, off: u64, len: u64) {
+        let Some([sid, soff, slen]) = self.slot(id) else {
+            return;
+        };
+        // A seqlock of one writer: the id is cleared before the location
+        // changes and set after, so a reader that saw the id twice saw the
+        // location written between.
+        sid.store(0, Ordering::Relaxed);
+        fence(Ordering::Release);
+        soff.store(off, Ordering::Relaxed);
+        slen.store(len, Ordering::Relaxed);
+        sid.store(id, Ordering::Release);
+    }
+
+    /// Server: buffer `id` is gone (its slot is cleared if it still holds it).
+    pub fn withdraw(&self, id: u64) {
+        if let Some([sid, _, _]) = self.slot(id) {
+            let _ = sid.compare_exchange(id, 0, Ordering::Relaxed, Ordering::Relaxed);
+        }
+    }
+
+    /// Client: where buffer `id` lies, as the server published it, if it
+    /// did and the place is inside the arena, past the directory.
+    pub fn lookup(&self, id: u64) -> Option<(u64, u64)> {
+        let [sid, soff, slen] = self.slot(id)?;
+        if id == 0 || sid.load(Ordering::Acquire) != id {
+            return None;
+        }
+        let (off, len) = (soff.load(Ordering::Relaxed), slen.load(Ordering::Relaxed));
+        fence(Ordering::Acquire);
+        if sid.load(Ordering::Relaxed) != id || off < DIRECTORY_LEN {
+            return None;
+        }
+        self.ptr_at(off, usize::try_from(len).ok()?)?;
+        Some((off, len))
+    }
+}
+
 impl Drop for Arena {
     fn drop(&mut self) {
         // SAFETY: our own mapping, of exactly this length; nothing borrowed
@@ -128,6 +198,30 @@ mod tests {
         a.discard(8192, 4096).expect("punch");
         // SAFETY: as above.
         assert_eq!(unsafe { *q }, 0);
+    }
+
+    #[test]
+    fn the_directory_says_where_a_buffer_lies_until_withdrawn_or_replaced() {
+        let a = Arena::create(1 << 20).expect("create");
+        let dup = a.fd().try_clone().expect("dup");
+        let b = Arena::open(dup, 1 << 20).expect("open");
+        assert_eq!(b.lookup(7), None);
+        a.publish(7, DIRECTORY_LEN + 128, 1000);
+        assert_eq!(b.lookup(7), Some((DIRECTORY_LEN + 128, 1000)));
+        // Another id in the same slot replaces it.
+        a.publish(7 + SLOTS, DIRECTORY_LEN + 8192, 10);
+        assert_eq!(b.lookup(7), None);
+        assert_eq!(b.lookup(7 + SLOTS), Some((DIRECTORY_LEN + 8192, 10)));
+        a.withdraw(7);
+        assert_eq!(b.lookup(7 + SLOTS), Some((DIRECTORY_LEN + 8192, 10)));
+        a.withdraw(7 + SLOTS);
+        assert_eq!(b.lookup(7 + SLOTS), None);
+        // A place inside the directory or past the end is not believed.
+        a.publish(9, 0, 10);
+        assert_eq!(b.lookup(9), None);
+        a.publish(9, (1 << 20) - 4, 10);
+        assert_eq!(b.lookup(9), None);
+        assert_eq!(b.lookup(0), None);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use range_alloc::RangeAllocator;
 use wormhole_opencl_api::{
     CL_MEM_ALLOC_HOST_PTR, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR, CL_SUCCESS,
 };
-use wormhole_transport::arena::Arena;
+use wormhole_transport::arena::{Arena, DIRECTORY_LEN};
 
 use super::ffi;
 
@@ -40,9 +40,18 @@ const LEAD: u64 = 128;
 
 struct State {
     free: RangeAllocator<u64>,
-    /// Buffers placed in the arena: the flags the application would see
-    /// natively, and their piece.
-    buffers: HashMap<usize, (u64, Range<u64>)>,
+    /// Buffers placed in the arena, by the library's handle.
+    buffers: HashMap<usize, Placed>,
+}
+
+struct Placed {
+    /// The flags the application would see natively.
+    flags: u64,
+    /// Where the buffer's bytes start in the arena, and how many.
+    data: u64,
+    size: u64,
+    /// The client's id for it, once published in the arena's directory.
+    id: Option<u64>,
 }
 
 /// A tenant's arena and what is allocated in it.
@@ -54,10 +63,13 @@ pub struct SharedBuffers {
 impl SharedBuffers {
     pub fn new(arena: Arc<Arena>) -> Arc<Self> {
         let len = arena.len() as u64 / PAGE * PAGE;
+        // The directory stays out of every piece. An arena no larger than
+        // it has one page to give, past its end, which `create` refuses.
+        let end = len.max(DIRECTORY_LEN + PAGE);
         Arc::new(SharedBuffers {
             arena,
             state: Mutex::new(State {
-                free: RangeAllocator::new(0..len),
+                free: RangeAllocator::new(DIRECTORY_LEN..end),
                 buffers: HashMap::new(),
             }),
         })
@@ -90,6 +102,16 @@ impl SharedBuffers {
         self.state().free.free_range(r);
     }
 
+    /// Tells the client, through the arena's directory, where buffer `mem`
+    /// (known to it as `id`) lies, if it is one placed here.
+    pub fn publish(&self, mem: *mut c_void, id: u64) {
+        let mut st = self.state();
+        if let Some(b) = st.buffers.get_mut(&(mem as usize)) {
+            b.id = Some(id);
+            self.arena.publish(id, b.data, b.size);
+        }
+    }
+
     /// Whether `mem`'s storage is in the arena (its own, or that of the
     /// buffer it is a sub-buffer of).
     pub fn holds(&self, mem: *mut c_void) -> bool {
@@ -103,8 +125,8 @@ impl SharedBuffers {
         // A sub-buffer or image inherits its buffer's storage; the chain is
         // at most a buffer under an image under a sub-buffer.
         for _ in 0..4 {
-            if let Some((flags, _)) = self.state().buffers.get(&(m as usize)) {
-                return Some(*flags);
+            if let Some(b) = self.state().buffers.get(&(m as usize)) {
+                return Some(b.flags);
             }
             m = associated(m)?;
         }
@@ -206,7 +228,10 @@ extern "C" fn piece_freed(mem: *mut c_void, user: *mut c_void) {
     // SAFETY: `user` is the Box<Piece> leaked in `create`, and the library
     // calls a destructor callback exactly once.
     let piece = unsafe { Box::from_raw(user as *mut Piece) };
-    piece.owner.state().buffers.remove(&(mem as usize));
+    let placed = piece.owner.state().buffers.remove(&(mem as usize));
+    if let Some(id) = placed.and_then(|b| b.id) {
+        piece.owner.arena.withdraw(id);
+    }
     piece.owner.free(piece.range.clone());
 }
 
@@ -267,7 +292,13 @@ pub unsafe fn create(
         drop(unsafe { Box::from_raw(piece) });
         log::warn!("shared buffers: no destructor callback ({s}); piece kept");
     }
-    sb.state().buffers.insert(mem as usize, (flags, range));
+    let placed = Placed {
+        flags,
+        data: range.start + lead,
+        size: size as u64,
+        id: None,
+    };
+    sb.state().buffers.insert(mem as usize, placed);
     Some(mem)
 }
 
@@ -300,22 +331,25 @@ mod tests {
     #[test]
     fn pieces_are_pages_within_the_arena_and_absurd_sizes_are_refused() {
         let sb = SharedBuffers::new(Arena::create(1 << 20).expect("arena"));
+        // Everything past the directory.
+        let room = (1 << 20) - DIRECTORY_LEN as usize;
         assert_eq!(sb.alloc(0, 0), None);
         assert_eq!(sb.alloc(usize::MAX, LEAD), None);
         assert_eq!(sb.alloc(1 << 63, 0), None);
-        assert_eq!(sb.alloc((1 << 20) + 1, 0), None);
-        assert_eq!(sb.alloc(1 << 20, LEAD), None);
+        assert_eq!(sb.alloc(room + 1, 0), None);
+        assert_eq!(sb.alloc(room, LEAD), None);
         let a = sb.alloc(1, LEAD).expect("one page");
         assert_eq!(a.end - a.start, PAGE);
+        assert!(a.start >= DIRECTORY_LEN);
         // The lead pushes a page's worth of bytes into a second page.
         let b = sb.alloc(PAGE as usize, LEAD).expect("two pages");
         assert_eq!(b.end - b.start, 2 * PAGE);
         assert!(a.end <= b.start || b.end <= a.start);
-        // What is left cannot hold the whole arena again until freed.
-        assert_eq!(sb.alloc(1 << 20, 0), None);
+        // What is left cannot hold the whole room again until freed.
+        assert_eq!(sb.alloc(room, 0), None);
         sb.free(a);
         sb.free(b);
-        assert_eq!(sb.alloc(1 << 20, 0), Some(0..1 << 20));
+        assert_eq!(sb.alloc(room, 0), Some(DIRECTORY_LEN..1 << 20));
     }
 
     #[test]

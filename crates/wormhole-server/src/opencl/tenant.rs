@@ -273,6 +273,9 @@ impl Tenant {
                 pinned: false,
             },
         );
+        if let (Kind::Mem, Some(sb)) = (kind, &self.shared) {
+            sb.publish(raw, id);
+        }
         Ok(())
     }
 
