@@ -337,6 +337,10 @@ static void alike_kernels(env_t *t) {
         EXPECT_CODE("buffer as the int argument of a kernel of another name",
                     clSetKernelArg(other, 0, sizeof b, &b), CL_INVALID_ARG_SIZE);
         CHECK(clReleaseKernel(other));
+        cl_int e;
+        cl_kernel none = clCreateKernel(p, "not_in_the_program", &e);
+        EXPECT_CODE("a kernel name not in the program, after alike creations", e, CL_INVALID_KERNEL_NAME);
+        ASSERT(none == NULL);
         n++;
     }
     CHECK(clEnqueueReadBuffer(t->q, b, CL_TRUE, 0, sizeof got, got, 0, NULL, NULL));

@@ -300,6 +300,39 @@ static void finish_after_read(env_t *t, cl_kernel spin) {
         CHECK(clReleaseMemObject(b));
     }
     CHECK(clReleaseCommandQueue(oq));
+
+    /* A wait for a command's event: a read after it must still see what a
+     * later command, not waited for, writes. */
+    cl_program p = NULL;
+    CHECK(clGetKernelInfo(spin, CL_KERNEL_PROGRAM, sizeof p, &p, NULL));
+    cl_kernel inc = kernel(p, "inc");
+    for (int last = 0; last < 2; last++) {
+        cl_mem a = buffer(t, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof seed, seed);
+        cl_mem b = buffer(t, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof seed, seed);
+        CHECK(clFinish(t->q));
+        size_t g = 1;
+        cl_event e;
+        CHECK(clSetKernelArg(inc, 0, sizeof a, &a));
+        CHECK(clSetKernelArg(spin, 0, sizeof b, &b));
+        CHECK(clSetKernelArg(spin, 1, sizeof n, &n));
+        if (last) { /* the spin is the last command, and waited for */
+            CHECK(clEnqueueNDRangeKernel(t->q, inc, 1, NULL, &g, NULL, 0, NULL, NULL));
+            CHECK(clEnqueueNDRangeKernel(t->q, spin, 1, NULL, &g, NULL, 0, NULL, &e));
+        } else { /* the spin comes after the command waited for */
+            CHECK(clEnqueueNDRangeKernel(t->q, inc, 1, NULL, &g, NULL, 0, NULL, &e));
+            CHECK(clEnqueueNDRangeKernel(t->q, spin, 1, NULL, &g, NULL, 0, NULL, NULL));
+        }
+        CHECK(clWaitForEvents(1, &e));
+        cl_uint ga[2] = {9, 9}, gb[2] = {9, 9};
+        CHECK(clEnqueueReadBuffer(t->q, b, CL_FALSE, 0, sizeof gb, gb, 0, NULL, NULL));
+        CHECK(clFinish(t->q));
+        CHECK(clEnqueueReadBuffer(t->q, a, CL_TRUE, 0, sizeof ga, ga, 0, NULL, NULL));
+        printf("wait for the %s command: a %u %u, b %u %u\n", last ? "last" : "first", ga[0], ga[1], gb[0], gb[1]);
+        CHECK(clReleaseEvent(e));
+        CHECK(clReleaseMemObject(a));
+        CHECK(clReleaseMemObject(b));
+    }
+    CHECK(clReleaseKernel(inc));
 }
 
 static int cpus_allowed(void) {

@@ -328,13 +328,27 @@ fn client_func(o: &mut String, f: &Func) {
         } else {
             o.push_str("        let status = r.status();\n");
         }
-        if let (Some(d), Some(q)) = (f.attrs.drains, f.args.first()) {
-            let always = d == Drains::Always;
-            let _ = writeln!(
-                o,
-                "        if r.status() == CL_SUCCESS {{ r.drained({}, {always}); }}",
-                q.name
-            );
+        match (f.attrs.drains, f.args.first()) {
+            (Some(Drains::Events), _) => {
+                for a in &f.args {
+                    if let Ty::HandleArray { count, .. } = &a.ty {
+                        let _ = writeln!(
+                            o,
+                            "        if r.status() == CL_SUCCESS {{ r.waited_for({}, {count} as usize); }}",
+                            a.name
+                        );
+                    }
+                }
+            }
+            (Some(d), Some(q)) => {
+                let always = d == Drains::Always;
+                let _ = writeln!(
+                    o,
+                    "        if r.status() == CL_SUCCESS {{ r.drained({}, {always}); }}",
+                    q.name
+                );
+            }
+            _ => {}
         }
         let mut take = String::new();
         client_take(&mut take, f);

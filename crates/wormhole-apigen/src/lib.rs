@@ -111,6 +111,9 @@ pub enum Drains {
     InOrder,
     /// Whatever the queue's order (clFinish).
     Always,
+    /// `drains=events`: a wait for the event of the last command sent, on an
+    /// in-order queue, with nothing sent in between, drains that queue.
+    Events,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -404,7 +404,10 @@ impl<'a> P<'a> {
                     attrs.drains = Some(if self.eat("=") {
                         match self.ident()?.as_str() {
                             "always" => Drains::Always,
-                            other => return self.err(format!("drains={other}: only `always`")),
+                            "events" => Drains::Events,
+                            other => {
+                                return self.err(format!("drains={other}: `always` or `events`"))
+                            }
                         }
                     } else {
                         Drains::InOrder
@@ -527,14 +530,24 @@ fn check(api: &Api) -> Result<(), String> {
         if f.attrs.cached.is_some() {
             check_cached(f)?;
         }
-        if f.attrs.drains.is_some() {
+        if let Some(d) = f.attrs.drains {
             let queue_first = matches!(
                 f.args.first().map(|a| &a.ty),
                 Some(Ty::Handle { kind, .. }) if kind == "queue"
             );
-            if f.attrs.is_async || f.attrs.manual || !queue_first || f.ret != Ret::Status {
+            let events = f
+                .args
+                .iter()
+                .any(|a| matches!(&a.ty, Ty::HandleArray { kind, .. } if kind == "event"));
+            let names_it = if d == Drains::Events {
+                events
+            } else {
+                queue_first
+            };
+            if f.attrs.is_async || f.attrs.manual || !names_it || f.ret != Ret::Status {
                 return Err(format!(
-                    "{}: `drains` needs a synchronous call returning a status, its queue first",
+                    "{}: `drains` needs a synchronous call returning a status, its queue first \
+                     (`drains=events`: a list of events)",
                     f.name
                 ));
             }
@@ -683,6 +696,33 @@ mod tests {
                 .cached,
             Some(vec![])
         );
+    }
+
+    #[test]
+    fn drains_names_its_queue_or_events() {
+        let api = parse(
+            "fn f(q: queue) -> status syncpoint drains=always;\n\
+             fn r(q: queue, n: u32) -> status drains;\n\
+             fn w(n: u32, l: [event; n]?) -> status drains=events;",
+        )
+        .expect("parse");
+        let d: Vec<_> = api.funcs.iter().map(|f| f.attrs.drains).collect();
+        assert_eq!(
+            d,
+            [
+                Some(Drains::Always),
+                Some(Drains::InOrder),
+                Some(Drains::Events)
+            ]
+        );
+        for bad in [
+            "fn f(n: u32, q: queue) -> status drains;",
+            "fn f(q: queue) -> status async drains;",
+            "fn f(q: queue) -> status drains=events;",
+            "fn f(q: queue) -> status drains=sometimes;",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

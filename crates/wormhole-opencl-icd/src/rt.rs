@@ -362,6 +362,18 @@ pub struct Chan {
     /// sent when that became known: while nothing else has been sent, a
     /// clFinish of that queue needs no round trip.
     drained: Option<(u64, u64)>,
+    /// The last command sent that created an event on an in-order queue:
+    /// the queue, the event and the count of frames sent with it. Awaited
+    /// with nothing sent in between, it drains the queue.
+    last_enqueued: Option<(u64, u64, u64)>,
+}
+
+impl Chan {
+    fn note_enqueued(&mut self, (queue, event): (u64, u64)) {
+        if queue != 0 && event != 0 {
+            self.last_enqueued = Some((queue, event, self.sent()));
+        }
+    }
 }
 
 impl std::ops::Deref for Chan {
@@ -444,6 +456,7 @@ fn connect() -> Result<Conn, String> {
             link: Link::new(chan),
             checked: Checked::default(),
             drained: None,
+            last_enqueued: None,
         }),
         platforms: Vec::new(),
         arena,
@@ -548,6 +561,9 @@ pub struct Call<'a> {
     shape: Shape,
     /// The first handles the call names, for `handle`'s aliasing check.
     named: [u64; 4],
+    /// The in-order queue the call names first, and the event it creates:
+    /// an enqueue whose completion, awaited, drains that queue.
+    enqueued: (u64, u64),
 }
 
 /// What the application sees when the server is gone or misbehaves.
@@ -575,6 +591,7 @@ impl<'a> Call<'a> {
             raw: None,
             shape: Shape::new(func),
             named: [0; 4],
+            enqueued: (0, 0),
         })
     }
 
@@ -595,6 +612,11 @@ impl<'a> Call<'a> {
     pub fn handle(&mut self, p: *mut c_void, kind: Kind) -> Result<(), i32> {
         let o = self.guard.checked.obj(p, kind)?;
         let id = o.map_or(0, |o| o.id);
+        if let (Kind::Queue, Some(o), 0) = (kind, o, self.enqueued.0) {
+            if o.in_order.load(Ordering::Relaxed) {
+                self.enqueued.0 = id;
+            }
+        }
         self.shape(o.map_or(0, |o| o.shape_key()));
         // Whether a handle repeats an earlier one of the same call (a copy
         // from a buffer to itself can fail where one to another cannot).
@@ -673,10 +695,15 @@ impl<'a> Call<'a> {
     /// `p` is NULL or a NUL-terminated string.
     pub unsafe fn str(&mut self, p: *const std::ffi::c_char) {
         if p.is_null() {
+            self.shape(0);
             self.enc.opt_bytes(None);
         } else {
             // SAFETY: caller's contract.
             let s = unsafe { std::ffi::CStr::from_ptr(p) };
+            // A name decides what a call can fail on (a kernel's, say).
+            let mut h = rustc_hash::FxHasher::default();
+            s.to_bytes().hash(&mut h);
+            self.shape(h.finish() | 1);
             self.enc.opt_bytes(Some(s.to_bytes()));
         }
     }
@@ -690,6 +717,7 @@ impl<'a> Call<'a> {
             let id = fresh_id();
             self.enc.bool(true);
             self.enc.u64(id);
+            self.enqueued.1 = id;
             Some(id)
         }
     }
@@ -729,9 +757,11 @@ impl<'a> Call<'a> {
             mut guard,
             enc,
             raw,
+            enqueued,
             ..
         } = self;
         let a = guard.exchange(enc, Self::raw(raw)).map_err(lost)?;
+        guard.note_enqueued(enqueued);
         if let Some(d) = a.deferred_news {
             log(&format!("a deferred call failed with {d}"));
         }
@@ -785,9 +815,11 @@ impl<'a> Call<'a> {
             mut guard,
             enc,
             raw,
+            enqueued,
             ..
         } = self;
         guard.post(enc, Self::raw(raw), wake).map_err(lost)?;
+        guard.note_enqueued(enqueued);
         Ok(CL_SUCCESS)
     }
 }
@@ -872,6 +904,29 @@ impl Reply<'_> {
         if let Ok(Some(o)) = obj(q, Kind::Queue) {
             if always || o.in_order.load(Ordering::Relaxed) {
                 self.guard.drained = Some((o.id, self.guard.sent()));
+            }
+        }
+    }
+
+    /// Records, after a wait for `n` events at `list` succeeded, that the
+    /// queue whose last command created the one event waited for has
+    /// nothing left to run (it executes in order), if nothing but this wait
+    /// was sent since that command.
+    ///
+    /// # Safety
+    /// `list` is NULL or holds `n` handles.
+    pub unsafe fn waited_for(&mut self, list: *const *mut c_void, n: usize) {
+        if n != 1 || list.is_null() {
+            return;
+        }
+        // SAFETY: the caller's contract: one handle.
+        let Ok(Some(e)) = obj(unsafe { *list }, Kind::Event) else {
+            return;
+        };
+        let sent = self.guard.sent();
+        if let Some((q, ev, at)) = self.guard.last_enqueued {
+            if ev == e.id && at + 1 == sent {
+                self.guard.drained = Some((q, sent));
             }
         }
     }
