@@ -282,22 +282,6 @@ pub unsafe extern "C" fn clCreateCommandQueueWithProperties(
 }
 
 /// # Safety
-/// As for `clSetCommandQueueProperty`.
-pub unsafe extern "C" fn clSetCommandQueueProperty(
-    q: *mut c_void,
-    props: u64,
-    enable: u32,
-    old: *mut u64,
-) -> i32 {
-    // Whatever it changes, the queue's order is no longer known here.
-    if let Ok(Some(o)) = obj(q, Kind::Queue) {
-        o.in_order.store(false, Ordering::Relaxed);
-    }
-    // SAFETY: forwarded contract.
-    unsafe { gen::clSetCommandQueueProperty(q, props, enable, old) }
-}
-
-/// # Safety
 /// As for `clCreateKernel`.
 pub unsafe extern "C" fn clCreateKernel(
     program: *mut c_void,

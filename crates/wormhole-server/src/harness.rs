@@ -876,6 +876,25 @@ mod tests {
         assert_eq!(s.last(), Some(&Some(wormhole_opencl_api::CL_INVALID_VALUE)));
         assert_eq!(h.seed_refcounts(), before);
     }
+
+    /// PoCL leaves clSetCommandQueueProperty out of its dispatch table, so
+    /// the loader jumps to NULL: the fuzzer crashed a tenant with it. It is
+    /// refused, not forwarded.
+    #[test]
+    fn a_queue_property_change_is_refused_not_forwarded() {
+        let Ok(mut h) = Harness::new() else {
+            eprintln!("no OpenCL platform: skipped");
+            return;
+        };
+        let set = Frame::new(func::clSetCommandQueueProperty)
+            .h(ids::QUEUE)
+            .u64(1)
+            .u32(1)
+            .b(false)
+            .done();
+        let s = h.run([set.as_slice()]);
+        assert!(matches!(s.last(), Some(&Some(code)) if code != 0), "{s:?}");
+    }
 }
 
 /// Replays a trace written by the fuzz target (`WORMHOLE_FUZZ_TRACE`): one
