@@ -203,21 +203,20 @@ pub unsafe extern "C" fn clCreateBuffer(
     // SAFETY: forwarded contract.
     let m = unsafe { gen::clCreateBuffer(ctx, flags, size, host_ptr, err) };
     remember_host_ptr(m, flags, host_ptr);
-    // A buffer with a host pointer keeps its identity as its shape: its
-    // transfers and maps take paths of their own.
-    if host_ptr.is_null() {
-        if let (Ok(Some(b)), Ok(Some(c))) = (obj(m, Kind::Mem), obj(ctx, Kind::Context)) {
-            b.shape_as_created(c.id, flags, size);
-        }
-    }
+    let Ok(Some(b)) = obj(m, Kind::Mem) else {
+        return m;
+    };
     // Libraries ask a fresh buffer's size before each transfer (CLBlast
     // does): it is the size it was created with.
-    if let Ok(Some(b)) = obj(m, Kind::Mem) {
-        b.info
-            .know(func::clGetMemObjectInfo, CL_MEM_SIZE, &size.to_le_bytes());
-        b.set_created_flags(flags);
-        if let Ok(Some(c)) = obj(ctx, Kind::Context) {
-            b.created_in.store(c.id, Ordering::Relaxed);
+    b.info
+        .know(func::clGetMemObjectInfo, CL_MEM_SIZE, &size.to_le_bytes());
+    b.set_created_flags(flags);
+    if let Ok(Some(c)) = obj(ctx, Kind::Context) {
+        b.created_in.store(c.id, Ordering::Relaxed);
+        // A buffer with a host pointer keeps its identity as its shape: its
+        // transfers and maps take paths of their own.
+        if host_ptr.is_null() {
+            b.shape_as_created(c.id, flags, size);
         }
     }
     m
@@ -1864,13 +1863,7 @@ unsafe fn transfer_in_place(
             }
         }
         // A read reports an earlier deferred failure, as the server would.
-        Some(match (write, deferred) {
-            (false, d) => match d() {
-                0 => CL_SUCCESS,
-                e => e,
-            },
-            (true, _) => CL_SUCCESS,
-        })
+        Some(if write { CL_SUCCESS } else { deferred() })
     })
 }
 

@@ -838,8 +838,9 @@ pub unsafe fn adopt_new(id: Option<u64>, p: *mut *mut c_void, kind: Kind) {
 /// Runs `f` on queue `q`'s object with the channel held, if the queue has
 /// run everything it was given and nothing has been sent since (as for
 /// [`finish_drained`]): a command enqueued now would start at once, and no
-/// other thread can send one meanwhile. `f` gets the failure of an earlier
-/// deferred call, if one is waiting to be reported, to report it or not.
+/// other thread can send one meanwhile. `f` gets a way to take the failure
+/// of an earlier deferred call not yet reported (CL_SUCCESS, 0, if none),
+/// to report it or not.
 pub fn while_drained<T>(
     q: *mut c_void,
     f: impl FnOnce(&Obj, &mut dyn FnMut() -> i32) -> Option<T>,
@@ -861,12 +862,7 @@ pub fn while_drained<T>(
 /// earlier deferred failure not yet reported, as the server's answer would
 /// have been. `None`: the call must go to the server.
 pub fn finish_drained(q: *mut c_void) -> Option<i32> {
-    while_drained(q, |_, deferred| {
-        Some(match deferred() {
-            0 => CL_SUCCESS,
-            e => e,
-        })
-    })
+    while_drained(q, |_, deferred| Some(deferred()))
 }
 
 /// The application's handle for an object an async call created under `id`.
