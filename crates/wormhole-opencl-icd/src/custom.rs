@@ -57,7 +57,7 @@ pub fn info(f: u32, param: u32, v: &mut [u8], first: *mut c_void) {
 ///
 /// # Safety
 /// `p` is NULL or a zero-terminated list, as the API requires.
-unsafe fn zero_list(p: *const u64, pairs: bool) -> Option<Vec<u64>> {
+pub(crate) unsafe fn zero_list(p: *const u64, pairs: bool) -> Option<Vec<u64>> {
     if p.is_null() {
         return None;
     }

@@ -264,19 +264,16 @@ pub unsafe extern "C" fn clCreateCommandQueueWithProperties(
 ) -> *mut c_void {
     // SAFETY: forwarded contract.
     let q = unsafe { gen::clCreateCommandQueueWithProperties(ctx, dev, props, err) };
-    let mut bits = 0;
-    let mut i = 0;
-    // SAFETY: the list is zero-terminated pairs (caller's contract), and a
-    // queue was created from it, so the library read it the same way.
-    while !q.is_null() && !props.is_null() && unsafe { *props.add(i) } != 0 {
-        // SAFETY: as above: a name is followed by its value.
-        let (name, value) = unsafe { (*props.add(i), *props.add(i + 1)) };
-        if name == QUEUE_PROPERTIES {
-            bits |= value;
-        }
-        i += 2;
+    if !q.is_null() {
+        // SAFETY: the list is zero-terminated pairs (caller's contract), and
+        // a queue was created from it, so the library read it the same way.
+        let list = unsafe { crate::custom::zero_list(props, true) }.unwrap_or_default();
+        let bits = list
+            .chunks_exact(2)
+            .filter(|kv| kv[0] == QUEUE_PROPERTIES)
+            .fold(0, |bits, kv| bits | kv[1]);
+        note_queue(q, ctx, bits);
     }
-    note_queue(q, ctx, bits);
     q
 }
 

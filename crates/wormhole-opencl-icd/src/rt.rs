@@ -80,18 +80,22 @@ pub enum Placement {
     Server = 2,
 }
 
+/// An object's shape key made from what decides its calls' failures; the
+/// top bit keeps a key apart from every id.
+fn shape_of(v: impl Hash) -> u64 {
+    let mut h = rustc_hash::FxHasher::default();
+    v.hash(&mut h);
+    h.finish() | 1 << 63
+}
+
 impl Obj {
     /// What can make a call that names this object fail, as far as the
     /// object goes: the object itself, or what a buffer was created as.
     pub fn shape_key(&self) -> u64 {
         match self.shape_key.load(Ordering::Relaxed) {
             0 => self.id,
-            k if self.kind == Kind::Kernel => {
-                // Which arguments are set decides whether a launch can fail.
-                let mut h = rustc_hash::FxHasher::default();
-                (k, self.args_set.load(Ordering::Relaxed)).hash(&mut h);
-                h.finish() | 1 << 63
-            }
+            // Which arguments are set decides whether a launch can fail.
+            k if self.kind == Kind::Kernel => shape_of((k, self.args_set.load(Ordering::Relaxed))),
             k => k,
         }
     }
@@ -100,10 +104,8 @@ impl Obj {
     /// from: kernels of one program and name take the same arguments and
     /// fail alike (CLBlast creates a kernel for every call it makes).
     pub fn shape_as_kernel_of(&self, program: u64, name: &[u8]) {
-        let mut h = rustc_hash::FxHasher::default();
-        (0x4b45_524eu32, program, name).hash(&mut h);
         self.shape_key
-            .store(h.finish() | 1 << 63, Ordering::Relaxed);
+            .store(shape_of((0x4b45_524eu32, program, name)), Ordering::Relaxed);
     }
 
     /// Notes that a kernel's argument `index` was set; past the 64 this
@@ -121,11 +123,10 @@ impl Obj {
     /// context, flags and size decide what a transfer or argument with it
     /// can fail on (range, host access, context), not which buffer it is.
     pub fn shape_as_created(&self, context: u64, flags: u64, size: usize) {
-        let mut h = rustc_hash::FxHasher::default();
-        (0x4255_4646u32, context, flags, size).hash(&mut h);
-        // The top bit keeps a key apart from every id.
-        self.shape_key
-            .store(h.finish() | 1 << 63, Ordering::Relaxed);
+        self.shape_key.store(
+            shape_of((0x4255_4646u32, context, flags, size)),
+            Ordering::Relaxed,
+        );
     }
 
     /// Back to the object itself as its shape: a buffer with sub-buffers
