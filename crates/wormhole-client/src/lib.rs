@@ -49,6 +49,11 @@ pub struct Link {
     sent: u64,
     /// Of those, the ones that waited for an answer.
     exchanged: u64,
+    /// The function of the request being built.
+    func: u32,
+    /// Round trips per function id, for `WORMHOLE_LOG`'s report: which
+    /// calls still wait for the server is what to look at next.
+    exchanged_by: Vec<u64>,
 }
 
 /// A reply: its status and the outputs after its header.
@@ -73,6 +78,8 @@ impl Link {
             recent: [0; 16],
             sent: 0,
             exchanged: 0,
+            func: 0,
+            exchanged_by: Vec::new(),
         }
     }
 
@@ -110,6 +117,7 @@ impl Link {
         }
         let mut enc = Encoder::with_buffer(std::mem::take(&mut self.tx));
         RequestHeader { func, flags: 0 }.encode(&mut enc);
+        self.func = func;
         Ok(enc)
     }
 
@@ -128,6 +136,16 @@ impl Link {
         self.exchanged
     }
 
+    /// Round trips so far by function id, the most frequent first.
+    pub fn exchanged_by_func(&self) -> Vec<(u32, u64)> {
+        let mut v: Vec<(u32, u64)> = (0u32..)
+            .zip(self.exchanged_by.iter().copied())
+            .filter(|&(_, n)| n > 0)
+            .collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        v
+    }
+
     fn send(&mut self, frame: &[u8], raw: Option<&[u8]>) -> Result<(), TransportError> {
         self.sent += 1;
         self.chan.send(frame)?;
@@ -141,6 +159,14 @@ impl Link {
     /// reply.
     pub fn exchange(&mut self, enc: Encoder, raw: Option<&[u8]>) -> Result<Answer, LinkError> {
         self.exchanged += 1;
+        let f = self.func as usize;
+        // Ids are dense and few (the API's functions), so this stays small.
+        if f >= self.exchanged_by.len() && f < 1 << 16 {
+            self.exchanged_by.resize(f + 1, 0);
+        }
+        if let Some(n) = self.exchanged_by.get_mut(f) {
+            *n += 1;
+        }
         let sent = self
             .send(enc.as_slice(), raw)
             .and_then(|_| self.chan.flush());
@@ -337,6 +363,7 @@ mod tests {
         let enc = link.request(3).expect("request");
         assert_eq!(link.exchange(enc, None).expect("again").deferred_news, None);
         assert_eq!((link.sent(), link.exchanged()), (3, 2));
+        assert_eq!(link.exchanged_by_func(), vec![(3, 1), (9, 1)]);
         drop(link);
         server.join().expect("server thread");
     }

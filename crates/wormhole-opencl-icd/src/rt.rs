@@ -484,10 +484,18 @@ extern "C" fn report_counts() {
     }
     // A thread still in a call holds the lock: no report then.
     if let Ok(chan) = conn.state.try_lock() {
+        let names = wormhole_opencl_api::FUNC_NAMES;
+        let top: Vec<String> = chan
+            .exchanged_by_func()
+            .iter()
+            .take(8)
+            .map(|&(f, n)| format!("{} {n}", names.get(f as usize).unwrap_or(&"?")))
+            .collect();
         log(&format!(
-            "{} calls forwarded, {} of them round trips, {} batched",
+            "{} calls forwarded, {} of them round trips ({}), {} batched",
             chan.sent(),
             chan.exchanged(),
+            top.join(", "),
             chan.sent() - chan.exchanged()
         ));
     }
