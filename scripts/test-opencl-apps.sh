@@ -7,13 +7,19 @@
 #  - hashcat cracking an MD5 by brute force, twice through Wormhole: cold (its
 #    kernels built from source through us) and warm (loaded from the binaries
 #    it cached on the first run).
+#  - clFFT's client (Debian's clfft-client) running five transforms, each
+#    checked by the client itself against its reference, both ways.
+#  - A CLBlast tuner (clblast-utils): every configuration it compiles, runs,
+#    times with event profiling and compares with its reference must match,
+#    as many natively as through Wormhole.
 #
 #   scripts/test-opencl-apps.sh [--all]   (--all: every CLBlast routine, ~1 h)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
-scripts/need-packages.sh pocl-opencl-icd ocl-icd-opencl-dev clinfo clblast-tests hashcat
+scripts/need-packages.sh pocl-opencl-icd ocl-icd-opencl-dev clinfo clblast-tests hashcat \
+  clfft-client clblast-utils
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
 # A handful of routines that together cover BLAS levels 1-3, reductions,
@@ -83,4 +89,40 @@ echo "kernels cached by the cold run: $kernels"
 [ "$kernels" -gt 0 ] || { echo "the cold run cached no kernel binaries"; status=1; }
 find "$HC/home" -name '*.kernel' -printf '%p %T@\n' | sort > "$HC/kernels.warm"
 cmp -s "$HC/kernels.cold" "$HC/kernels.warm" || { echo "the warm run rebuilt kernels instead of loading them"; status=1; }
+echo "== clFFT's client: its own check of each transform, native and through Wormhole =="
+# With one profiling pass (the default) the client compares its result with
+# its reference transform and prints PASS or FAIL.
+transforms=("-x 1024" "-x 4096 -o" "-x 64 -y 64 -z 64 --double" "-x 1000 --inv -b 8"
+  "-x 256 -y 256 -o --double --inv")
+for t in "${transforms[@]}"; do
+  line=""
+  for setup in native wormhole; do
+    log=$WORK/clfft.$setup.log rc=0
+    # shellcheck disable=SC2086  # the transform's flags are words
+    case $setup in
+      native) OCL_ICD_VENDORS=$POCL_ICD timeout 300 clFFT-client $t > "$log" 2>&1 || rc=$? ;;
+      wormhole) timeout 300 "$RUN" --start-server -- clFFT-client $t > "$log" 2>&1 || rc=$? ;;
+    esac
+    if [ "$rc" -eq 0 ] && grep -q 'Internal Client Test \*\*\*\*\*PASS' "$log"; then
+      line="$line $setup PASS"
+    else
+      line="$line $setup FAILED (exit $rc)"; status=1; tail -n 5 "$log"
+    fi
+  done
+  echo "clFFT-client $t:$line"
+done
+
+echo "== CLBlast's xaxpy tuner: configurations whose results match =="
+for setup in native wormhole; do
+  log=$WORK/tuner.$setup.log rc=0
+  # The tuner writes its JSON results into the working directory.
+  case $setup in
+    native) (cd "$WORK" && OCL_ICD_VENDORS=$POCL_ICD timeout 600 clblast_tuner_xaxpy -precision 32) > "$log" 2>&1 || rc=$? ;;
+    wormhole) (cd "$WORK" && timeout 600 "$RUN" --start-server -- clblast_tuner_xaxpy -precision 32) > "$log" 2>&1 || rc=$? ;;
+  esac
+  found=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | sed -n 's/^\* Found \([0-9]*\) configuration.*/\1/p')
+  matched=$(grep -c 'results match' "$log" || true)
+  echo "$setup: exit $rc, $matched of ${found:-?} configurations match"
+  if [ "$rc" -ne 0 ] || [ -z "$found" ] || [ "$matched" -ne "$found" ]; then status=1; tail -n 10 "$log"; fi
+done
 exit $status
