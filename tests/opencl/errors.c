@@ -189,11 +189,60 @@ static void programs_and_kernels(env_t *t) {
     CHECK(clReleaseKernel(k));
 }
 
+/* User data without a callback is an error the library reports (it did not
+ * reach the library through Wormhole before: found with piglit); so is a
+ * NULL in a list of buffers, also once alike calls succeeded and are
+ * batched. */
+static void user_data_and_lists(env_t *t) {
+    cl_int e;
+    int ud = 0;
+    cl_context c = clCreateContext(NULL, 1, &t->device, NULL, &ud, &e);
+    EXPECT_CODE("context: user data without a callback", e, CL_INVALID_VALUE);
+    ASSERT(c == NULL);
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)t->platform, 0};
+    c = clCreateContextFromType(props, CL_DEVICE_TYPE_ALL, NULL, &ud, &e);
+    EXPECT_CODE("context from type: user data without a callback", e, CL_INVALID_VALUE);
+    ASSERT(c == NULL);
+    cl_program p = clCreateProgramWithSource(t->ctx, 1, &src, NULL, &e);
+    CHECK_ERR(e, "program");
+    EXPECT_CODE("build: user data without a callback", clBuildProgram(p, 1, &t->device, "", NULL, &ud),
+                CL_INVALID_VALUE);
+    EXPECT_CODE("compile: user data without a callback",
+                clCompileProgram(p, 1, &t->device, "", 0, NULL, NULL, NULL, &ud), CL_INVALID_VALUE);
+    CHECK(clCompileProgram(p, 1, &t->device, "", 0, NULL, NULL, NULL, NULL));
+    cl_program l = clLinkProgram(t->ctx, 1, &t->device, "", 1, &p, NULL, &ud, &e);
+    EXPECT_CODE("link: user data without a callback", e, CL_INVALID_VALUE);
+    ASSERT(l == NULL);
+    CHECK(clReleaseProgram(p));
+    cl_mem b = buffer(t, CL_MEM_READ_WRITE, 64, NULL);
+    for (int i = 0; i < 3; i++) CHECK(clEnqueueMigrateMemObjects(t->q, 1, &b, 0, 0, NULL, NULL));
+    cl_mem none = NULL;
+    EXPECT_CODE("migrate a NULL buffer after alike migrations",
+                clEnqueueMigrateMemObjects(t->q, 1, &none, 0, 0, NULL, NULL), CL_INVALID_MEM_OBJECT);
+    cl_mem two[2] = {b, NULL};
+    CHECK(clEnqueueMigrateMemObjects(t->q, 1, two, 0, 0, NULL, NULL));
+    EXPECT_CODE("migrate a list with a NULL second",
+                clEnqueueMigrateMemObjects(t->q, 2, two, 0, 0, NULL, NULL), CL_INVALID_MEM_OBJECT);
+    CHECK(clFinish(t->q));
+    CHECK(clReleaseMemObject(b));
+}
+
 /* Handles PoCL does not validate, through Wormhole only. */
 static void wormhole_only(env_t *t, int remoted) {
     if (!remoted) return;
     size_t sz;
     cl_int e;
+    /* PoCL aborts on a device-side queue (so not natively): the tenant
+     * answers with the API's codes instead, and lives on. */
+    cl_command_queue dq = clCreateCommandQueue(t->ctx, t->device, CL_QUEUE_ON_DEVICE | CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &e);
+    EXPECT_CODE("~on-device queue", e, CL_INVALID_QUEUE_PROPERTIES);
+    ASSERT(dq == NULL);
+    cl_queue_properties qp[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_ON_DEVICE | CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, 0};
+    dq = clCreateCommandQueueWithProperties(t->ctx, t->device, qp, &e);
+    EXPECT_CODE("~on-device queue with properties", e, CL_INVALID_QUEUE_PROPERTIES);
+    dq = clCreateCommandQueue(t->ctx, t->device, 0xFFFFFFFF, &e);
+    EXPECT_CODE("~on-device queue with unknown bits", e, CL_INVALID_VALUE);
+    CHECK(clFinish(t->q));
     cl_mem b = buffer(t, CL_MEM_READ_WRITE, 64, NULL);
     static struct {
         void *dispatch;
@@ -360,6 +409,7 @@ int main(void) {
     null_handles(&t);
     bad_args(&t);
     programs_and_kernels(&t);
+    user_data_and_lists(&t);
     wormhole_only(&t, remoted);
     alike_buffers(&t);
     alike_kernels(&t);

@@ -329,6 +329,26 @@ static void binaries(env_t *t) {
     CHECK(clReleaseProgram(p));
 }
 
+/* An empty source builds, and reads back as the empty string. Through
+ * Wormhole its length of 0 once sent the library reading past it. */
+static void empty_source(env_t *t) {
+    const char *empty = "";
+    size_t zero = 0;
+    for (int with_len = 0; with_len < 2; with_len++) {
+        cl_int e;
+        cl_program p = clCreateProgramWithSource(t->ctx, 1, &empty, with_len ? &zero : NULL, &e);
+        CHECK_ERR(e, "empty program");
+        CHECK(clBuildProgram(p, 1, &t->device, "", NULL, NULL));
+        char got[64];
+        size_t n = 0;
+        memset(got, 'x', sizeof got);
+        CHECK(clGetProgramInfo(p, CL_PROGRAM_SOURCE, sizeof got, got, &n));
+        printf("empty source (lengths %s): builds, source of %zu byte(s), first %d\n", with_len ? "given" : "NULL", n,
+               got[0]);
+        CHECK(clReleaseProgram(p));
+    }
+}
+
 int main(void) {
     env_t t;
     env_init(&t, 0);
@@ -336,6 +356,7 @@ int main(void) {
     build_failure(&t);
     compile_link(&t);
     binaries(&t);
+    empty_source(&t);
     env_done(&t);
     printf("programs: done\n");
     return 0;

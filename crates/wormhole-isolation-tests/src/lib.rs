@@ -404,6 +404,8 @@ impl Session {
             .b(false)
             .u32(1)
             .ids(&[device])
+            // No callback, and no user data.
+            .b(false)
             .b(false)
             .u64(s.context)
             .done();

@@ -67,10 +67,18 @@ pub fn put(
         token: None,
     };
     match kind {
-        CallbackKind::Ctx | CallbackKind::Program => c.enc.bool(!pfn.is_null()),
+        CallbackKind::Ctx | CallbackKind::Program => {
+            c.enc.bool(!pfn.is_null());
+            if pfn.is_null() {
+                c.enc.bool(!user_data.is_null());
+            }
+        }
         CallbackKind::Event | CallbackKind::Memdtor => {
             if pfn.is_null() {
                 c.enc.bool(false);
+                // Only whether there is one: user data without a callback
+                // is an error (CL_INVALID_VALUE) the library reports.
+                c.enc.bool(!user_data.is_null());
             } else {
                 crate::rt::watch_stream_notes();
                 if kind == CallbackKind::Memdtor {

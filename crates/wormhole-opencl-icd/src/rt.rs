@@ -653,14 +653,20 @@ impl<'a> Call<'a> {
         }
         self.enc.bool(true);
         self.enc.u64(n as u64);
-        // Which events a wait list names does not change what can fail
-        // (each is checked here); how many it names may.
+        // Which objects a list names does not change what can fail (each
+        // is checked here); how many it names may, and so may a NULL among
+        // them, which only the library refuses.
         self.shape(n as u64);
+        let mut nulls = 0u64;
         for i in 0..n {
             // SAFETY: caller's contract.
             let h = unsafe { *p.add(i) };
+            nulls += u64::from(h.is_null());
             self.enc
                 .u64(self.guard.checked.obj(h, kind)?.map_or(0, |o| o.id));
+        }
+        if nulls != 0 {
+            self.shape(u64::MAX - nulls);
         }
         Ok(())
     }

@@ -16,7 +16,7 @@ use crate::TransportError;
 const MAGIC: u32 = u32::from_le_bytes(*b"WHOL");
 /// Bumped whenever the wire format, the ring layout or the arena's layout
 /// changes (6: the arena starts with a directory of buffers).
-pub const PROTOCOL_VERSION: u32 = 6;
+pub const PROTOCOL_VERSION: u32 = 7;
 /// Bytes of a greeting.
 pub const HELLO_LEN: usize = 48;
 

@@ -27,6 +27,9 @@ impl CallbackArg {
     }
 }
 
+/// What the library sees as user data given without a callback.
+static NO_CALLBACK_DATA: u8 = 0;
+
 struct Registration {
     notify: Arc<dyn Notify>,
     token: u64,
@@ -37,17 +40,25 @@ pub fn decode(t: &mut Tenant, d: &mut Decoder<'_>, kind: CallbackKind) -> Result
         func: std::ptr::null_mut(),
         data: std::ptr::null_mut(),
     };
+    if !d.bool().map_err(bad)? {
+        // No callback. The client's user data is only said to exist: the
+        // library gets a stand-in, which it never dereferences without a
+        // callback to pass it to, so that it reports that error itself.
+        let data = if d.bool().map_err(bad)? {
+            std::ptr::addr_of!(NO_CALLBACK_DATA) as *mut c_void
+        } else {
+            std::ptr::null_mut()
+        };
+        return Ok(CallbackArg {
+            func: std::ptr::null_mut(),
+            data,
+        });
+    }
     match kind {
         // Context notifications are not forwarded; build notifications run
         // on the client once the (synchronous) build returns.
-        CallbackKind::Ctx | CallbackKind::Program => {
-            d.bool().map_err(bad)?;
-            Ok(none)
-        }
+        CallbackKind::Ctx | CallbackKind::Program => Ok(none),
         CallbackKind::Event | CallbackKind::Memdtor => {
-            if !d.bool().map_err(bad)? {
-                return Ok(none);
-            }
             let token = d.u64().map_err(bad)?;
             let notify = t.notify.clone().ok_or(CL_INVALID_OPERATION)?;
             let data = Box::into_raw(Box::new(Registration { notify, token })) as *mut c_void;

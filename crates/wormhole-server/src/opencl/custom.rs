@@ -59,6 +59,18 @@ impl<T> Props<T> {
     }
 }
 
+impl Props<u64> {
+    /// The value given for `key` in a zero-terminated list of pairs; 0 if
+    /// absent.
+    pub fn value_of(&self, key: u64) -> u64 {
+        let Some(l) = &self.list else { return 0 };
+        l.chunks_exact(2)
+            .take_while(|p| p[0] != 0)
+            .find(|p| p[0] == key)
+            .map_or(0, |p| p[1])
+    }
+}
+
 fn props_raw(d: &mut Decoder<'_>) -> Result<Option<Vec<u64>>, i32> {
     if !d.bool().map_err(bad)? {
         return Ok(None);
@@ -332,8 +344,21 @@ pub mod sources {
         let src: Vec<&[u8]> = (0..n)
             .map(|_| d.bytes().map_err(bad))
             .collect::<Result<_, _>>()?;
+        // A length of 0 tells the library to read up to a NUL, which the
+        // request does not have after an empty string: it would read on
+        // into whatever follows. An empty string is given as one.
+        let ptrs = src
+            .iter()
+            .map(|s| {
+                if s.is_empty() {
+                    c"".as_ptr()
+                } else {
+                    s.as_ptr() as *const c_char
+                }
+            })
+            .collect();
         Ok(Sources {
-            ptrs: Some(src.iter().map(|s| s.as_ptr() as *const c_char).collect()),
+            ptrs: Some(ptrs),
             lens: src.iter().map(|s| s.len()).collect(),
             _src: src,
         })

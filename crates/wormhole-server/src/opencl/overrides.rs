@@ -6,7 +6,7 @@ use std::ffi::c_void;
 
 use wormhole_opencl_api::{
     image_window, rect_extent, triple, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_MEM_OBJECT,
-    CL_INVALID_VALUE, CL_MAP_WRITE_INVALIDATE_REGION, CL_SUCCESS,
+    CL_INVALID_QUEUE_PROPERTIES, CL_INVALID_VALUE, CL_MAP_WRITE_INVALIDATE_REGION, CL_SUCCESS,
 };
 use wormhole_wire::{Decoder, Encoder};
 
@@ -398,6 +398,42 @@ pub(crate) unsafe fn buffer_rect_ok(
         return Err(CL_INVALID_VALUE);
     }
     Ok(())
+}
+
+/// PoCL aborts the process when asked for a device-side queue it does not
+/// implement (found with piglit's `cl-api-create-command-queue`), which
+/// would end the tenant. Where the device has no on-device queues such
+/// properties get the API's error instead: `CL_INVALID_QUEUE_PROPERTIES`
+/// for valid bits the device does not support, `CL_INVALID_VALUE` when
+/// unknown bits come with them. A NULL or other invalid device is left to
+/// the library.
+///
+/// # Safety
+/// `device` is NULL or a device from the table.
+pub(crate) unsafe fn queue_supported(device: *mut c_void, props: u64) -> Result<(), i32> {
+    const CL_QUEUE_ON_DEVICE: u64 = 1 << 2;
+    const KNOWN: u64 = 0xF;
+    const CL_DEVICE_MAX_ON_DEVICE_QUEUES: u32 = 0x1051;
+    if props & CL_QUEUE_ON_DEVICE == 0 || device.is_null() {
+        return Ok(());
+    }
+    let mut n: u32 = 0;
+    // SAFETY: a device from the table; `n` is a cl_uint.
+    let s = unsafe {
+        ffi::clGetDeviceInfo(
+            device,
+            CL_DEVICE_MAX_ON_DEVICE_QUEUES,
+            std::mem::size_of::<u32>(),
+            &mut n as *mut u32 as *mut c_void,
+            std::ptr::null_mut(),
+        )
+    };
+    match (s, n) {
+        // No on-device queues, or a device too old to say.
+        (CL_SUCCESS, 0) | (CL_INVALID_VALUE, _) if props & !KNOWN != 0 => Err(CL_INVALID_VALUE),
+        (CL_SUCCESS, 0) | (CL_INVALID_VALUE, _) => Err(CL_INVALID_QUEUE_PROPERTIES),
+        _ => Ok(()),
+    }
 }
 
 /// Queries one size_t property of an image.
