@@ -12,6 +12,9 @@
 #  - A CLBlast tuner (clblast-utils): every configuration it compiles, runs,
 #    times with event profiling and compares with its reference must match,
 #    as many natively as through Wormhole.
+#  - piglit's OpenCL API tests (piglit): each checks one entry point's
+#    results and error codes against the specification; every one that
+#    passes natively must pass through Wormhole.
 #
 #   scripts/test-opencl-apps.sh [--all]   (--all: every CLBlast routine, ~1 h)
 set -euo pipefail
@@ -19,7 +22,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
 scripts/need-packages.sh pocl-opencl-icd ocl-icd-opencl-dev clinfo clblast-tests hashcat \
-  clfft-client clblast-utils
+  clfft-client clblast-utils piglit
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
 # A handful of routines that together cover BLAS levels 1-3, reductions,
@@ -125,4 +128,28 @@ for setup in native wormhole; do
   echo "$setup: exit $rc, $matched of ${found:-?} configurations match"
   if [ "$rc" -ne 0 ] || [ -z "$found" ] || [ "$matched" -ne "$found" ]; then status=1; tail -n 10 "$log"; fi
 done
+echo "== piglit's OpenCL API tests: native vs Wormhole =="
+PIG=/usr/lib/x86_64-linux-gnu/piglit/bin
+result() { grep -ao '"result": "[a-z]*"' "$1" | tail -n 1 | cut -d'"' -f4; }
+npass=0 wpass=0 ntests=0
+for bin in "$PIG"/cl-api-* "$PIG"/cl-custom-* "$PIG"/cl-program-*; do
+  t=${bin##*/}
+  # The tester needs a test file; the others run alone.
+  [ "$t" = cl-program-tester ] && continue
+  n=$WORK/piglit.$t.native.log w=$WORK/piglit.$t.wormhole.log
+  (cd "$WORK" && OCL_ICD_VENDORS=$POCL_ICD timeout 120 "$bin") > "$n" 2>&1 || true
+  (cd "$WORK" && timeout 120 "$RUN" --start-server -- "$bin") > "$w" 2>&1 || true
+  nr=$(result "$n") wr=$(result "$w")
+  ntests=$((ntests + 1))
+  [ "$nr" = pass ] && npass=$((npass + 1))
+  [ "$wr" = pass ] && wpass=$((wpass + 1))
+  if [ "$nr" = pass ] && [ "$wr" != pass ]; then
+    echo "$t: passes natively, ${wr:-no result} through Wormhole:"; grep -a -i "fail\|error" "$w" | head -n 10
+    status=1
+  elif [ "$nr" != "$wr" ]; then
+    echo "$t: ${nr:-no result} natively, ${wr:-no result} through Wormhole"
+  fi
+done
+echo "piglit: $npass of $ntests pass natively, $wpass through Wormhole"
+[ "$ntests" -gt 40 ] || { echo "piglit: expected its OpenCL tests in $PIG"; status=1; }
 exit $status
