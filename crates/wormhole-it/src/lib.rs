@@ -205,6 +205,8 @@ impl Server {
         let log = dir.join("server.log");
         let logf = std::fs::File::create(&log).map_err(io("creating the server log"))?;
         let mut cmd = Command::new(&a.server);
+        // The server offers what the native runs use (WORMHOLE_IT_NATIVE_ICD).
+        cmd.env("OCL_ICD_VENDORS", native_icd()?);
         cmd.args(args).envs(env.iter().copied());
         if let Some(port) = tcp {
             cmd.arg("--tcp").arg(format!("127.0.0.1:{port}"));
