@@ -14,9 +14,11 @@
 #    as many natively as through Wormhole.
 #  - piglit's OpenCL API tests (piglit): each checks one entry point's
 #    results and error codes against the specification; every one that
-#    passes natively must pass through Wormhole.
+#    passes natively must pass through Wormhole. Then piglit's program
+#    tests (kernels run on given arguments, results compared), the same way.
 #
-#   scripts/test-opencl-apps.sh [--all]   (--all: every CLBlast routine, ~1 h)
+#   scripts/test-opencl-apps.sh [--all]   (--all: every CLBlast routine and
+#                                          piglit's generated tests too, ~1.5 h)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -152,4 +154,27 @@ for bin in "$PIG"/cl-api-* "$PIG"/cl-custom-* "$PIG"/cl-program-*; do
 done
 echo "piglit: $npass of $ntests pass natively, $wpass through Wormhole"
 [ "$ntests" -gt 40 ] || { echo "piglit: expected its OpenCL tests in $PIG"; status=1; }
+
+echo "== piglit's OpenCL program tests: native vs Wormhole =="
+PIGT=/usr/lib/x86_64-linux-gnu/piglit
+dirs=("$PIGT/tests/cl/program")
+[ "${1:-}" = --all ] && dirs+=("$PIGT/generated_tests/cl")
+npass=0 wpass=0 ntests=0
+while IFS= read -r f; do
+  n=$WORK/piglit-program.native.log w=$WORK/piglit-program.wormhole.log
+  (cd "$WORK" && OCL_ICD_VENDORS=$POCL_ICD timeout 120 "$PIG/cl-program-tester" "$f") > "$n" 2>&1 || true
+  (cd "$WORK" && timeout 120 "$RUN" --start-server -- "$PIG/cl-program-tester" "$f") > "$w" 2>&1 || true
+  nr=$(result "$n") wr=$(result "$w")
+  ntests=$((ntests + 1))
+  [ "$nr" = pass ] && npass=$((npass + 1))
+  [ "$wr" = pass ] && wpass=$((wpass + 1))
+  if [ "$nr" = pass ] && [ "$wr" != pass ]; then
+    echo "${f#"$PIGT"/}: passes natively, ${wr:-no result} through Wormhole:"; grep -a -i "fail\|error" "$w" | head -n 10
+    status=1
+  elif [ "$nr" != "$wr" ]; then
+    echo "${f#"$PIGT"/}: ${nr:-no result} natively, ${wr:-no result} through Wormhole"
+  fi
+done < <(find "${dirs[@]}" \( -name '*.cl' -o -name '*.program_test' \) | sort)
+echo "piglit programs: $npass of $ntests pass natively, $wpass through Wormhole"
+[ "$ntests" -gt 100 ] || { echo "piglit: expected its program tests under $PIGT"; status=1; }
 exit $status
