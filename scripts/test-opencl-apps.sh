@@ -14,8 +14,9 @@
 #    as many natively as through Wormhole.
 #  - piglit's OpenCL API tests (piglit): each checks one entry point's
 #    results and error codes against the specification; every one that
-#    passes natively must pass through Wormhole. Then piglit's program
-#    tests (kernels run on given arguments, results compared), the same way.
+#    passes natively must pass through Wormhole, on PoCL and on a second
+#    vendor's implementation (Oclgrind, a simulator). Then piglit's program
+#    tests (kernels run on given arguments, results compared) on PoCL.
 #
 #   scripts/test-opencl-apps.sh [--all]   (--all: every CLBlast routine and
 #                                          piglit's generated tests too, ~1.5 h)
@@ -24,7 +25,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
 scripts/need-packages.sh pocl-opencl-icd ocl-icd-opencl-dev clinfo clblast-tests hashcat \
-  clfft-client clblast-utils piglit
+  clfft-client clblast-utils piglit oclgrind
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
 # A handful of routines that together cover BLAS levels 1-3, reductions,
@@ -130,30 +131,39 @@ for setup in native wormhole; do
   echo "$setup: exit $rc, $matched of ${found:-?} configurations match"
   if [ "$rc" -ne 0 ] || [ -z "$found" ] || [ "$matched" -ne "$found" ]; then status=1; tail -n 10 "$log"; fi
 done
-echo "== piglit's OpenCL API tests: native vs Wormhole =="
 PIG=/usr/lib/x86_64-linux-gnu/piglit/bin
 result() { grep -ao '"result": "[a-z]*"' "$1" | tail -n 1 | cut -d'"' -f4; }
-npass=0 wpass=0 ntests=0
-for bin in "$PIG"/cl-api-* "$PIG"/cl-custom-* "$PIG"/cl-program-*; do
-  t=${bin##*/}
-  # The tester needs a test file; the others run alone.
-  [ "$t" = cl-program-tester ] && continue
-  n=$WORK/piglit.$t.native.log w=$WORK/piglit.$t.wormhole.log
-  (cd "$WORK" && OCL_ICD_VENDORS=$POCL_ICD timeout 120 "$bin") > "$n" 2>&1 || true
-  (cd "$WORK" && timeout 120 "$RUN" --start-server -- "$bin") > "$w" 2>&1 || true
-  nr=$(result "$n") wr=$(result "$w")
-  ntests=$((ntests + 1))
-  [ "$nr" = pass ] && npass=$((npass + 1))
-  [ "$wr" = pass ] && wpass=$((wpass + 1))
-  if [ "$nr" = pass ] && [ "$wr" != pass ]; then
-    echo "$t: passes natively, ${wr:-no result} through Wormhole:"; grep -a -i "fail\|error" "$w" | head -n 10
-    status=1
-  elif [ "$nr" != "$wr" ]; then
-    echo "$t: ${nr:-no result} natively, ${wr:-no result} through Wormhole"
-  fi
-done
-echo "piglit: $npass of $ntests pass natively, $wpass through Wormhole"
-[ "$ntests" -gt 40 ] || { echo "piglit: expected its OpenCL tests in $PIG"; status=1; }
+# piglit_api NAME ICD: the API tests on the device of ICD, natively and
+# through a private Wormhole server on it.
+piglit_api() {
+  local name=$1 icd=$2 npass=0 wpass=0 ntests=0 bin t n w nr wr
+  echo "== piglit's OpenCL API tests on $name: native vs Wormhole =="
+  for bin in "$PIG"/cl-api-* "$PIG"/cl-custom-* "$PIG"/cl-program-*; do
+    t=${bin##*/}
+    # The tester needs a test file; the others run alone.
+    [ "$t" = cl-program-tester ] && continue
+    n=$WORK/piglit.$name.$t.native.log w=$WORK/piglit.$name.$t.wormhole.log
+    (cd "$WORK" && OCL_ICD_VENDORS=$icd timeout 300 "$bin") > "$n" 2>&1 || true
+    (cd "$WORK" && OCL_ICD_VENDORS=$icd timeout 300 "$RUN" --start-server -- "$bin") > "$w" 2>&1 || true
+    nr=$(result "$n") wr=$(result "$w")
+    ntests=$((ntests + 1))
+    [ "$nr" = pass ] && npass=$((npass + 1))
+    [ "$wr" = pass ] && wpass=$((wpass + 1))
+    if [ "$nr" = pass ] && [ "$wr" != pass ]; then
+      echo "$t: passes natively, ${wr:-no result} through Wormhole:"; grep -a -i "fail\|error" "$w" | head -n 10
+      status=1
+    elif [ "$nr" != "$wr" ]; then
+      echo "$t: ${nr:-no result} natively, ${wr:-no result} through Wormhole"
+    fi
+  done
+  echo "piglit on $name: $npass of $ntests pass natively, $wpass through Wormhole"
+  [ "$ntests" -gt 40 ] || { echo "piglit: expected its OpenCL tests in $PIG"; status=1; }
+}
+piglit_api PoCL "$POCL_ICD"
+# Another vendor's implementation behind the same server: Oclgrind, a
+# simulator (it crashes natively in some tests; those are not compared).
+echo /usr/lib/oclgrind/liboclgrind-rt-icd.so > "$WORK/oclgrind.icd"
+piglit_api Oclgrind "$WORK/oclgrind.icd"
 
 echo "== piglit's OpenCL program tests: native vs Wormhole =="
 PIGT=/usr/lib/x86_64-linux-gnu/piglit
@@ -163,7 +173,7 @@ npass=0 wpass=0 ntests=0
 while IFS= read -r f; do
   n=$WORK/piglit-program.native.log w=$WORK/piglit-program.wormhole.log
   (cd "$WORK" && OCL_ICD_VENDORS=$POCL_ICD timeout 120 "$PIG/cl-program-tester" "$f") > "$n" 2>&1 || true
-  (cd "$WORK" && timeout 120 "$RUN" --start-server -- "$PIG/cl-program-tester" "$f") > "$w" 2>&1 || true
+  (cd "$WORK" && OCL_ICD_VENDORS=$POCL_ICD timeout 120 "$RUN" --start-server -- "$PIG/cl-program-tester" "$f") > "$w" 2>&1 || true
   nr=$(result "$n") wr=$(result "$w")
   ntests=$((ntests + 1))
   [ "$nr" = pass ] && npass=$((npass + 1))
