@@ -12,6 +12,8 @@
 #  - A CLBlast tuner (clblast-utils): every configuration it compiles, runs,
 #    times with event profiling and compares with its reference must match,
 #    as many natively as through Wormhole.
+#  - ffmpeg's OpenCL video filters (images, uploads and downloads through
+#    maps): the MD5 of the filtered frames must be the same both ways.
 #  - piglit's OpenCL API tests (piglit): each checks one entry point's
 #    results and error codes against the specification; every one that
 #    passes natively must pass through Wormhole, on PoCL and on a second
@@ -25,7 +27,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
 scripts/need-packages.sh pocl-opencl-icd ocl-icd-opencl-dev clinfo clblast-tests hashcat \
-  clfft-client clblast-utils piglit oclgrind
+  clfft-client clblast-utils piglit oclgrind ffmpeg
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
 # A handful of routines that together cover BLAS levels 1-3, reductions,
@@ -131,6 +133,23 @@ for setup in native wormhole; do
   echo "$setup: exit $rc, $matched of ${found:-?} configurations match"
   if [ "$rc" -ne 0 ] || [ -z "$found" ] || [ "$matched" -ne "$found" ]; then status=1; tail -n 10 "$log"; fi
 done
+echo "== ffmpeg's OpenCL filters: MD5 of the frames, native and through Wormhole =="
+filters=("avgblur_opencl=4" "boxblur_opencl=2" "unsharp_opencl" "sobel_opencl" "nlmeans_opencl"
+  "transpose_opencl=dir=clock" "pad_opencl=400:300:10:10"
+  "convolution_opencl=0 1 0 1 -4 1 0 1 0:0 1 0 1 -4 1 0 1 0:0 1 0 1 -4 1 0 1 0:0 1 0 1 -4 1 0 1 0")
+for f in "${filters[@]}"; do
+  args=(-hide_banner -loglevel error -init_hw_device opencl=ocl:0.0 -filter_hw_device ocl
+    -f lavfi -i testsrc=size=320x240:rate=10 -frames:v 10
+    -vf "format=yuv420p,hwupload,$f,hwdownload,format=yuv420p" -f md5 -)
+  a=$(OCL_ICD_VENDORS=$POCL_ICD timeout 300 ffmpeg "${args[@]}" 2>&1 | tail -n 1 || true)
+  b=$(OCL_ICD_VENDORS=$POCL_ICD timeout 300 "$RUN" --start-server -- ffmpeg "${args[@]}" 2>&1 | tail -n 1 || true)
+  if [[ "$a" == MD5=* ]] && [ "$a" = "$b" ]; then
+    echo "${f%%=*}: same frames ($a)"
+  else
+    echo "${f%%=*}: native '$a', through Wormhole '$b'"; status=1
+  fi
+done
+
 PIG=/usr/lib/x86_64-linux-gnu/piglit/bin
 result() { grep -ao '"result": "[a-z]*"' "$1" | tail -n 1 | cut -d'"' -f4; }
 # piglit_api NAME ICD: the API tests on the device of ICD, natively and
