@@ -115,6 +115,20 @@ static void queues(env_t *t) {
     }
 }
 
+/* Retaining and releasing a root device changes nothing: it stays usable
+ * after more releases than retains (OpenCV retains and releases every
+ * device it uses; through Wormhole the handle went invalid). */
+static void root_device_refs(env_t *t) {
+    CHECK(clRetainDevice(t->device));
+    CHECK(clReleaseDevice(t->device));
+    CHECK(clReleaseDevice(t->device));
+    CHECK(clReleaseDevice(t->device));
+    cl_bool avail = CL_FALSE;
+    size_t sz = 0;
+    CHECK(clGetDeviceInfo(t->device, CL_DEVICE_AVAILABLE, sizeof avail, &avail, &sz));
+    printf("root device after retain and three releases: available %u (%zu bytes)\n", avail, sz);
+}
+
 static void sub_devices(env_t *t) {
     cl_uint cu;
     CHECK(clGetDeviceInfo(t->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL));
@@ -173,6 +187,7 @@ int main(void) {
     device_info(&t);
     contexts(&t);
     queues(&t);
+    root_device_refs(&t);
     sub_devices(&t);
     env_done(&t);
     printf("platform: done\n");

@@ -302,9 +302,18 @@ pub fn any_obj(p: *mut c_void) -> Option<&'static Obj> {
     Some(unsafe { &*(p as *const Obj) })
 }
 
+/// Counts a retain. An object with no count (platforms, root devices,
+/// objects first seen in query results) stays uncounted: natively retaining
+/// and releasing a root device changes nothing, and counting from 0 here
+/// made its handle invalid after one retain and one release (found with
+/// OpenCV, which does that to every device it uses).
 pub fn retained(p: *mut c_void, kind: Kind) {
     if let Ok(Some(o)) = obj(p, kind) {
-        o.refs.fetch_add(1, Ordering::Relaxed);
+        let _ = o
+            .refs
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |r| {
+                (r > 0).then(|| r.saturating_add(1))
+            });
     }
 }
 
