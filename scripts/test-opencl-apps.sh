@@ -14,6 +14,8 @@
 #    as many natively as through Wormhole.
 #  - ffmpeg's OpenCL video filters (images, uploads and downloads through
 #    maps): the MD5 of the filtered frames must be the same both ways.
+#  - OpenCV's transparent API (python3-opencv) on the CPU device: the MD5s of
+#    eight operations' results must be the same both ways.
 #  - piglit's OpenCL API tests (piglit): each checks one entry point's
 #    results and error codes against the specification; every one that
 #    passes natively must pass through Wormhole, on PoCL and on a second
@@ -27,7 +29,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
 scripts/need-packages.sh pocl-opencl-icd ocl-icd-opencl-dev clinfo clblast-tests hashcat \
-  clfft-client clblast-utils piglit oclgrind ffmpeg
+  clfft-client clblast-utils piglit oclgrind ffmpeg python3-opencv
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
 # A handful of routines that together cover BLAS levels 1-3, reductions,
@@ -149,6 +151,26 @@ for f in "${filters[@]}"; do
     echo "${f%%=*}: native '$a', through Wormhole '$b'"; status=1
   fi
 done
+
+echo "== OpenCV's transparent API (UMat): MD5 of each result, native and through Wormhole =="
+# Debian's interpreter, which has Debian's cv2; OpenCV's kernel cache in
+# the scratch folder (the remoted run loads what the native one cached).
+for setup in native wormhole; do
+  log=$WORK/opencv.$setup.log rc=0
+  cv=(env OPENCV_OPENCL_DEVICE=:CPU: OPENCV_OPENCL_CACHE_DIR="$WORK/opencv-cache" OCL_ICD_VENDORS="$POCL_ICD")
+  case $setup in
+    native) "${cv[@]}" timeout 300 /usr/bin/python3 tests/apps/opencv_tapi.py > "$log" 2>&1 || rc=$? ;;
+    wormhole) "${cv[@]}" timeout 300 "$RUN" --start-server -- /usr/bin/python3 tests/apps/opencv_tapi.py > "$log" 2>&1 || rc=$? ;;
+  esac
+  grep -a '^[A-Za-z]*: (' "$log" > "$log.md5" || true
+  echo "$setup: exit $rc, $(wc -l < "$log.md5") results"
+  if [ "$rc" -ne 0 ]; then tail -n 5 "$log"; status=1; fi
+done
+if [ -s "$WORK/opencv.native.log.md5" ] && cmp -s "$WORK/opencv.native.log.md5" "$WORK/opencv.wormhole.log.md5"; then
+  echo "opencv: the same results both ways"
+else
+  echo "opencv: results differ:"; diff "$WORK/opencv.native.log.md5" "$WORK/opencv.wormhole.log.md5" || true; status=1
+fi
 
 PIG=/usr/lib/x86_64-linux-gnu/piglit/bin
 result() { grep -ao '"result": "[a-z]*"' "$1" | tail -n 1 | cut -d'"' -f4; }
