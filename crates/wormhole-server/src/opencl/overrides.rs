@@ -417,62 +417,53 @@ pub(crate) unsafe fn queue_supported(device: *mut c_void, props: u64) -> Result<
     if props & CL_QUEUE_ON_DEVICE == 0 || device.is_null() {
         return Ok(());
     }
-    let mut n: u32 = 0;
-    // SAFETY: a device from the table; `n` is a cl_uint.
-    let s = unsafe {
+    // SAFETY: a device from the table (the caller's contract); `out` holds
+    // `n` bytes, the size of the cl_uint asked for.
+    let queues = scalar_info::<u32>(|n, out| unsafe {
         ffi::clGetDeviceInfo(
             device,
             CL_DEVICE_MAX_ON_DEVICE_QUEUES,
-            std::mem::size_of::<u32>(),
-            &mut n as *mut u32 as *mut c_void,
+            n,
+            out,
             std::ptr::null_mut(),
         )
-    };
-    match (s, n) {
+    });
+    match queues {
         // No on-device queues, or a device too old to say.
-        (CL_SUCCESS, 0) | (CL_INVALID_VALUE, _) if props & !KNOWN != 0 => Err(CL_INVALID_VALUE),
-        (CL_SUCCESS, 0) | (CL_INVALID_VALUE, _) => Err(CL_INVALID_QUEUE_PROPERTIES),
+        Ok(0) | Err(CL_INVALID_VALUE) if props & !KNOWN != 0 => Err(CL_INVALID_VALUE),
+        Ok(0) | Err(CL_INVALID_VALUE) => Err(CL_INVALID_QUEUE_PROPERTIES),
         _ => Ok(()),
+    }
+}
+
+/// One fixed-size value from a library info query: `query(size, out)` makes
+/// the call with `out` holding `size` bytes. Its status if it failed.
+fn scalar_info<T: Default>(query: impl FnOnce(usize, *mut c_void) -> i32) -> Result<T, i32> {
+    let mut v = T::default();
+    match query(std::mem::size_of::<T>(), &mut v as *mut T as *mut c_void) {
+        CL_SUCCESS => Ok(v),
+        s => Err(s),
     }
 }
 
 /// Queries one size_t property of an image.
 fn image_size(img: *mut c_void, param: u32) -> Result<u64, i32> {
-    let mut v: usize = 0;
-    // SAFETY: a memory object from the table; `v` is a size_t.
-    let s = unsafe {
-        ffi::clGetImageInfo(
-            img,
-            param,
-            std::mem::size_of::<usize>(),
-            &mut v as *mut usize as *mut c_void,
-            std::ptr::null_mut(),
-        )
-    };
-    if s == CL_SUCCESS {
-        Ok(v as u64)
-    } else {
-        Err(CL_INVALID_MEM_OBJECT)
-    }
+    // SAFETY: a memory object from the table; `out` holds `n` bytes, the
+    // size of the size_t asked for.
+    scalar_info::<usize>(|n, out| unsafe {
+        ffi::clGetImageInfo(img, param, n, out, std::ptr::null_mut())
+    })
+    .map(|v| v as u64)
+    .map_err(|_| CL_INVALID_MEM_OBJECT)
 }
 
 fn mem_type(mem: *mut c_void) -> Result<u32, i32> {
-    let mut ty: u32 = 0;
-    // SAFETY: a memory object from the table; `ty` is a cl_mem_object_type.
-    let s = unsafe {
-        ffi::clGetMemObjectInfo(
-            mem,
-            CL_MEM_TYPE,
-            4,
-            &mut ty as *mut u32 as *mut c_void,
-            std::ptr::null_mut(),
-        )
-    };
-    if s == CL_SUCCESS {
-        Ok(ty)
-    } else {
-        Err(CL_INVALID_MEM_OBJECT)
-    }
+    // SAFETY: a memory object from the table; `out` holds `n` bytes, the
+    // size of the cl_mem_object_type asked for.
+    scalar_info::<u32>(|n, out| unsafe {
+        ffi::clGetMemObjectInfo(mem, CL_MEM_TYPE, n, out, std::ptr::null_mut())
+    })
+    .map_err(|_| CL_INVALID_MEM_OBJECT)
 }
 
 /// The library does not bound every image transfer by the image (found by
@@ -513,21 +504,12 @@ pub(crate) unsafe fn image_box_ok(
 
 /// A memory object's size in bytes, as the library knows it.
 fn mem_size(mem: *mut c_void) -> Result<u64, i32> {
-    let mut size: usize = 0;
-    // SAFETY: a memory object from the table; `size` is a size_t.
-    let s = unsafe {
-        ffi::clGetMemObjectInfo(
-            mem,
-            CL_MEM_SIZE,
-            std::mem::size_of::<usize>(),
-            &mut size as *mut usize as *mut c_void,
-            std::ptr::null_mut(),
-        )
-    };
-    if s != CL_SUCCESS {
-        return Err(s);
-    }
-    Ok(size as u64)
+    // SAFETY: a memory object from the table; `out` holds `n` bytes, the
+    // size of the size_t asked for.
+    scalar_info::<usize>(|n, out| unsafe {
+        ffi::clGetMemObjectInfo(mem, CL_MEM_SIZE, n, out, std::ptr::null_mut())
+    })
+    .map(|v| v as u64)
 }
 
 /// A span of a buffer: `offset + bytes` within its size, and a buffer.
@@ -641,24 +623,21 @@ pub enum ArgDecl {
 }
 
 fn arg_decl(kernel: *mut c_void, index: u32) -> Result<Option<ArgDecl>, i32> {
-    let mut q: u32 = 0;
-    // SAFETY: a kernel from the table; `q` is a cl_uint.
-    let s = unsafe {
+    // SAFETY: a kernel from the table; `out` holds `n` bytes, the size of
+    // the cl_kernel_arg_address_qualifier asked for.
+    let q = match scalar_info::<u32>(|n, out| unsafe {
         ffi::clGetKernelArgInfo(
             kernel,
             index,
             CL_KERNEL_ARG_ADDRESS_QUALIFIER,
-            4,
-            &mut q as *mut u32 as *mut c_void,
+            n,
+            out,
             std::ptr::null_mut(),
         )
+    }) {
+        Err(CL_KERNEL_ARG_INFO_NOT_AVAILABLE) => return Ok(None),
+        r => r?,
     };
-    if s == CL_KERNEL_ARG_INFO_NOT_AVAILABLE {
-        return Ok(None);
-    }
-    if s != CL_SUCCESS {
-        return Err(s);
-    }
     let mut name = [0u8; 64];
     // SAFETY: a buffer of the size passed; a name that does not fit is an
     // error and leaves the buffer as it was (zeroed).
