@@ -415,6 +415,8 @@ pub fn templates() -> Vec<Vec<u8>> {
             .ids(&[0x1084, PLATFORM])
             .u32(1)
             .ids(&[DEVICE])
+            // No callback, no user data.
+            .b(false)
             .b(false)
             .u64(100)
             .done(),
