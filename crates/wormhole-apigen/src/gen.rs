@@ -592,7 +592,16 @@ fn server_func(o: &mut String, f: &Func) {
                     // usize travels as u64
                     out = out.replace(&format!("e.u64(v_{n});"), &format!("e.usize(v_{n});"));
                 }
-                format!("if p_{n} {{ &mut v_{n} }} else {{ std::ptr::null_mut() }}")
+                if f.args.iter().any(|a| matches!(a.ty, Ty::OutInfo { .. })) {
+                    // An info query's size_ret is optional by the API and
+                    // changes nothing else, but PoCL writes some through
+                    // NULL (CL_CONTEXT_PROPERTIES of a context made without
+                    // any: found by the dispatch fuzzer, a SEGV in the
+                    // tenant). The library always gets one to write.
+                    format!("&mut v_{n}")
+                } else {
+                    format!("if p_{n} {{ &mut v_{n} }} else {{ std::ptr::null_mut() }}")
+                }
             }
             Ty::OutNew { kind: k } => {
                 let _ = writeln!(o, "    let mut v_{n} = t.out_new(d)?;");

@@ -879,6 +879,34 @@ mod tests {
         assert_eq!(h.seed_refcounts(), before);
     }
 
+    /// Found by the fuzzer: PoCL writes CL_CONTEXT_PROPERTIES' size through
+    /// a NULL size_ret when the context was made without properties (a
+    /// SEGV in the tenant). The library always gets a size_ret to write.
+    #[test]
+    fn context_properties_without_a_size_ret_do_not_crash() {
+        let Ok(mut h) = Harness::new() else {
+            eprintln!("no OpenCL platform: skipped");
+            return;
+        };
+        let create = Frame::new(func::clCreateContext)
+            .b(false)
+            .u32(1)
+            .ids(&[ids::DEVICE])
+            .b(false)
+            .b(false)
+            .u64(100)
+            .done();
+        let query = Frame::new(func::clGetContextInfo)
+            .h(100)
+            .u32(0x1082)
+            .u64(0)
+            .b(false)
+            .b(false)
+            .done();
+        let s = h.run([create.as_slice(), query.as_slice()]);
+        assert_eq!(s, vec![Some(0), Some(0)]);
+    }
+
     /// PoCL leaves clSetCommandQueueProperty out of its dispatch table, so
     /// the loader jumps to NULL: the fuzzer crashed a tenant with it. It is
     /// refused, not forwarded.
