@@ -66,39 +66,33 @@ pub fn put(
         user_data,
         token: None,
     };
-    match kind {
-        CallbackKind::Ctx | CallbackKind::Program => {
-            c.enc.bool(!pfn.is_null());
-            if pfn.is_null() {
-                c.enc.bool(!user_data.is_null());
-            }
+    c.enc.bool(!pfn.is_null());
+    if pfn.is_null() {
+        // Only whether there is user data: given without a callback it is
+        // an error (CL_INVALID_VALUE) that the library reports.
+        c.enc.bool(!user_data.is_null());
+        return Ok(p);
+    }
+    // Context notifications are not forwarded, and a build notification
+    // runs here once the build returns (`Pending::fire`); event and
+    // destructor callbacks come back from the server by token.
+    if matches!(kind, CallbackKind::Event | CallbackKind::Memdtor) {
+        crate::rt::watch_stream_notes();
+        if kind == CallbackKind::Memdtor {
+            DESTRUCTORS.fetch_add(1, Ordering::AcqRel);
         }
-        CallbackKind::Event | CallbackKind::Memdtor => {
-            if pfn.is_null() {
-                c.enc.bool(false);
-                // Only whether there is one: user data without a callback
-                // is an error (CL_INVALID_VALUE) the library reports.
-                c.enc.bool(!user_data.is_null());
-            } else {
-                crate::rt::watch_stream_notes();
-                if kind == CallbackKind::Memdtor {
-                    DESTRUCTORS.fetch_add(1, Ordering::AcqRel);
-                }
-                let token = fresh_id();
-                tokens().insert(
-                    token,
-                    Registered {
-                        pfn: pfn as usize,
-                        user_data: user_data as usize,
-                        obj: 0,
-                        kind,
-                    },
-                );
-                c.enc.bool(true);
-                c.enc.u64(token);
-                p.token = Some(token);
-            }
-        }
+        let token = fresh_id();
+        tokens().insert(
+            token,
+            Registered {
+                pfn: pfn as usize,
+                user_data: user_data as usize,
+                obj: 0,
+                kind,
+            },
+        );
+        c.enc.u64(token);
+        p.token = Some(token);
     }
     Ok(p)
 }
