@@ -153,6 +153,16 @@ fn main() -> anyhow::Result<ExitCode> {
         .status()
         .with_context(|| format!("running {}", cli.command[0]));
     let _ = std::fs::remove_dir_all(&vendors);
-    let status = status?;
-    Ok(ExitCode::from(status.code().unwrap_or(128) as u8))
+    Ok(ExitCode::from(exit_code(status?)))
+}
+
+/// The exit status a shell would report for the command: its own code, or
+/// 128 plus the signal that killed it.
+fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => code as u8,
+        (None, Some(sig)) => (128 + sig) as u8,
+        (None, None) => 128,
+    }
 }

@@ -46,3 +46,27 @@ fn a_listening_socket_gets_no_warning() {
     assert!(ok, "{stderr}");
     assert!(!stderr.contains("no Wormhole server"), "{stderr}");
 }
+
+/// The command's status as a shell reports it, so scripts can tell an abort
+/// (134) from a segfault (139) or an ordinary failure.
+#[test]
+fn the_commands_exit_code_or_signal_is_passed_on() {
+    let icd = std::env::current_exe().expect("test binary path");
+    let status = |script: &str| {
+        Command::new(env!("CARGO_BIN_EXE_wormhole-run"))
+            .args([
+                "--icd",
+                &icd.display().to_string(),
+                "--server",
+                "unix:/nonexistent-dir/w.sock",
+            ])
+            .args(["--", "sh", "-c", script])
+            .output()
+            .expect("running wormhole-run")
+            .status
+            .code()
+    };
+    assert_eq!(status("exit 7"), Some(7));
+    assert_eq!(status("kill -ABRT $$"), Some(134));
+    assert_eq!(status("kill -SEGV $$"), Some(139));
+}
