@@ -16,6 +16,12 @@
 #    maps): the MD5 of the filtered frames must be the same both ways.
 #  - OpenCV's transparent API (python3-opencv) on the CPU device: the MD5s of
 #    eight operations' results must be the same both ways.
+#  - OpenMM (python3-simtk): a seeded molecular dynamics run on its OpenCL
+#    platform must end in the same state both ways, with forces that match
+#    its Reference platform.
+#  - hcxkeys: WPA master keys computed with OpenCL must equal its CPU tool's.
+#  - UFO's image-processing and tomography filters (ufo-filters): the MD5 of
+#    each pipeline's output must be the same both ways.
 #  - piglit's OpenCL API tests (piglit): each checks one entry point's
 #    results and error codes against the specification; every one that
 #    passes natively must pass through Wormhole, on PoCL and on a second
@@ -29,7 +35,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 
 scripts/need-packages.sh pocl-opencl-icd ocl-icd-opencl-dev clinfo clblast-tests hashcat \
-  clfft-client clblast-utils piglit oclgrind ffmpeg python3-opencv
+  clfft-client clblast-utils piglit oclgrind ffmpeg python3-opencv \
+  python3-simtk libopenmm-plugins hcxkeys ufo-filters libufo-bin
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
 # A handful of routines that together cover BLAS levels 1-3, reductions,
@@ -171,6 +178,81 @@ if [ -s "$WORK/opencv.native.log.md5" ] && cmp -s "$WORK/opencv.native.log.md5" 
 else
   echo "opencv: results differ:"; diff "$WORK/opencv.native.log.md5" "$WORK/opencv.wormhole.log.md5" || true; status=1
 fi
+
+echo "== OpenMM (python3-simtk): molecular dynamics on its OpenCL platform, native and through Wormhole =="
+# 200 seeded Langevin steps of OpenMM's own test system with PME; each run
+# checks its forces against OpenMM's Reference platform, and the final
+# positions and velocities must be bit for bit the same both ways (the
+# potential energy is summed in a varying order, so it is shown, not compared).
+for setup in native wormhole; do
+  log=$WORK/openmm.$setup.log rc=0
+  case $setup in
+    native) OCL_ICD_VENDORS=$POCL_ICD timeout 600 /usr/bin/python3 tests/apps/openmm_md.py > "$log" 2>&1 || rc=$? ;;
+    wormhole) OCL_ICD_VENDORS=$POCL_ICD timeout 600 "$RUN" --start-server -- /usr/bin/python3 tests/apps/openmm_md.py > "$log" 2>&1 || rc=$? ;;
+  esac
+  echo "$setup: exit $rc, $(grep -a '^steps' "$log" || echo 'no result')"
+  if [ "$rc" -ne 0 ]; then tail -n 5 "$log"; status=1; fi
+done
+md5of() { grep -a '^steps' "$1" | sed -n 's/.*state md5 //p'; }
+a=$(md5of "$WORK/openmm.native.log") b=$(md5of "$WORK/openmm.wormhole.log")
+if [ -n "$a" ] && [ "$a" = "$b" ]; then echo "openmm: the same trajectory both ways"; else echo "openmm: native '$a', through Wormhole '$b'"; status=1; fi
+
+echo "== hcxkeys: WPA master keys computed with OpenCL, against its CPU tool =="
+seq -f 'password%05g' 1 2000 > "$WORK/words.txt"
+wlangenpmk -e wormhole -i "$WORK/words.txt" -A "$WORK/pmk.cpu" > /dev/null 2>&1
+for setup in native wormhole; do
+  out=$WORK/pmk.$setup rc=0
+  rm -f "$out"
+  case $setup in
+    native) OCL_ICD_VENDORS=$POCL_ICD timeout 300 wlangenpmkocl -e wormhole -i "$WORK/words.txt" -A "$out" > "$out.log" 2>&1 || rc=$? ;;
+    wormhole) timeout 300 "$RUN" --start-server -- wlangenpmkocl -e wormhole -i "$WORK/words.txt" -A "$out" > "$out.log" 2>&1 || rc=$? ;;
+  esac
+  # The OpenCL tool writes keys in batch order; the set must be the CPU's.
+  if [ "$rc" -eq 0 ] && [ -s "$WORK/pmk.cpu" ] && [ "$(sort "$out" | md5sum)" = "$(sort "$WORK/pmk.cpu" | md5sum)" ]; then
+    echo "$setup: $(wc -l < "$out") keys, the same as the CPU tool's"
+  else
+    echo "$setup: exit $rc, keys differ from the CPU tool's"; tail -n 5 "$out.log"; status=1
+  fi
+done
+
+echo "== UFO (ufo-filters): image and tomography pipelines, MD5 of the output, native and through Wormhole =="
+# Four deterministic 256x256 float frames in; each pipeline's raw output
+# must be the same both ways. (Pipelines that need OpenCL images are left
+# out: UFO's image format is not supported by PoCL, natively either.)
+UFO=$WORK/ufo
+mkdir -p "$UFO"
+/usr/bin/python3 -c '
+import sys, numpy as np
+y, x = np.mgrid[0:256, 0:256]
+for i in range(4):
+    a = np.sin(x / 17.0 + i) * np.cos(y / 23.0) + 0.001 * ((x * 7919 + y * 104729 + i * 31) % 1000)
+    a.astype(np.float32).tofile("%s/in-%03d.raw" % (sys.argv[1], i))
+' "$UFO"
+pipelines=("blur size=7 sigma=2" "fft dimensions=2 ! ifft dimensions=2 crop-width=256 crop-height=256"
+  "median-filter size=5" "fft dimensions=1 ! filter ! ifft dimensions=1" "flip direction=vertical"
+  "crop x=10 y=20 width=100 height=90" "binarize threshold=0.2" "gradient direction=both_abs"
+  "clip min=-0.5 max=0.5" "power-spectrum" "zeropad oversampling=2" "bin size=2" "denoise"
+  "transpose" "measure metric=mean axis=-1" "opencl-reduce kernel=sum" "stack number=2 ! slice number=2"
+  "remove-outliers size=3 threshold=0.1")
+for p in "${pipelines[@]}"; do
+  sums=()
+  for setup in native wormhole; do
+    d=$UFO/$setup rc=0
+    rm -rf "$d" && mkdir -p "$d"
+    read -ra words <<< "$p"
+    cmd=(ufo-launch -q read "path=$UFO/in-*.raw" raw-width=256 raw-height=256 raw-bitdepth=32 ! "${words[@]}" ! write "filename=$d/out-%03i.raw")
+    case $setup in
+      native) OCL_ICD_VENDORS=$POCL_ICD UFO_DEVICE_TYPE=cpu timeout 300 "${cmd[@]}" > "$d.log" 2>&1 || rc=$? ;;
+      wormhole) UFO_DEVICE_TYPE=cpu timeout 300 "$RUN" --start-server -- "${cmd[@]}" > "$d.log" 2>&1 || rc=$? ;;
+    esac
+    if [ "$rc" -ne 0 ] || ! ls "$d"/out-* > /dev/null 2>&1; then sums+=("exit-$rc"); tail -n 3 "$d.log"; else sums+=("$(cat "$d"/out-* | md5sum | cut -c1-12)"); fi
+  done
+  if [[ "${sums[0]}" != exit-* ]] && [ "${sums[0]}" = "${sums[1]}" ]; then
+    echo "${p%% *}: the same output (${sums[0]})"
+  else
+    echo "$p: native ${sums[0]}, through Wormhole ${sums[1]}"; status=1
+  fi
+done
 
 PIG=/usr/lib/x86_64-linux-gnu/piglit/bin
 result() { grep -ao '"result": "[a-z]*"' "$1" | tail -n 1 | cut -d'"' -f4; }
