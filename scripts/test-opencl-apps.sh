@@ -22,6 +22,8 @@
 #  - hcxkeys: WPA master keys computed with OpenCL must equal its CPU tool's.
 #  - UFO's image-processing and tomography filters (ufo-filters): the MD5 of
 #    each pipeline's output must be the same both ways.
+#  - StarPU's examples (starpu-examples) on OpenCL workers: every one that
+#    checks its result and passes natively must pass through Wormhole.
 #  - piglit's OpenCL API tests (piglit): each checks one entry point's
 #    results and error codes against the specification; every one that
 #    passes natively must pass through Wormhole, on PoCL and on a second
@@ -36,7 +38,7 @@ cd "$ROOT"
 
 scripts/need-packages.sh pocl-opencl-icd ocl-icd-opencl-dev clinfo clblast-tests hashcat \
   clfft-client clblast-utils piglit oclgrind ffmpeg python3-opencv \
-  python3-simtk libopenmm-plugins hcxkeys ufo-filters libufo-bin
+  python3-simtk libopenmm-plugins hcxkeys ufo-filters libufo-bin starpu-examples
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
 # A handful of routines that together cover BLAS levels 1-3, reductions,
@@ -253,6 +255,31 @@ for p in "${pipelines[@]}"; do
     echo "$p: native ${sums[0]}, through Wormhole ${sums[1]}"; status=1
   fi
 done
+
+echo "== StarPU's examples (starpu-examples) on OpenCL workers only: native vs Wormhole =="
+# StarPU drives each device from its own worker thread. Each example checks
+# its own result (exit 0), or skips (77) when it has no OpenCL version;
+# every one that passes natively must pass through Wormhole.
+SP=/usr/lib/x86_64-linux-gnu/starpu/examples
+sp=(env STARPU_NCPU=0 STARPU_NCUDA=0 STARPU_NOPENCL=1 STARPU_OPENCL_ON_CPUS=1 STARPU_SILENT=1 STARPU_HOME="$WORK/starpu")
+npass=0 wpass=0 ntests=0
+for bin in "$SP"/*; do
+  [ -f "$bin" ] && [ -x "$bin" ] || continue
+  case $bin in *.sh | *.py) continue ;; esac
+  t=${bin##*/} nrc=0 wrc=0
+  (cd "$WORK" && OCL_ICD_VENDORS=$POCL_ICD "${sp[@]}" timeout 120 "$bin") > "$WORK/starpu.$t.native.log" 2>&1 || nrc=$?
+  (cd "$WORK" && "${sp[@]}" timeout 120 "$RUN" --start-server -- "$bin") > "$WORK/starpu.$t.wormhole.log" 2>&1 || wrc=$?
+  ntests=$((ntests + 1))
+  [ "$nrc" -eq 0 ] && npass=$((npass + 1))
+  [ "$wrc" -eq 0 ] && wpass=$((wpass + 1))
+  if [ "$nrc" -eq 0 ] && [ "$wrc" -ne 0 ]; then
+    echo "$t: passes natively, exit $wrc through Wormhole:"; tail -n 5 "$WORK/starpu.$t.wormhole.log"; status=1
+  elif [ "$nrc" -ne "$wrc" ]; then
+    echo "$t: exit $nrc natively, $wrc through Wormhole"
+  fi
+done
+echo "StarPU: $npass of $ntests pass natively, $wpass through Wormhole"
+[ "$ntests" -gt 50 ] || { echo "StarPU: expected its examples in $SP"; status=1; }
 
 PIG=/usr/lib/x86_64-linux-gnu/piglit/bin
 result() { grep -ao '"result": "[a-z]*"' "$1" | tail -n 1 | cut -d'"' -f4; }
