@@ -22,6 +22,7 @@
 #  - hcxkeys: WPA master keys computed with OpenCL must equal its CPU tool's.
 #  - UFO's image-processing and tomography filters (ufo-filters): the MD5 of
 #    each pipeline's output must be the same both ways.
+#  - gpyfft's own tests (python3-gpyfft, clFFT through pyopencl).
 #  - StarPU's examples (starpu-examples) on OpenCL workers: every one that
 #    checks its result and passes natively must pass through Wormhole.
 #  - piglit's OpenCL API tests (piglit): each checks one entry point's
@@ -38,7 +39,7 @@ cd "$ROOT"
 
 scripts/need-packages.sh pocl-opencl-icd ocl-icd-opencl-dev clinfo clblast-tests hashcat \
   clfft-client clblast-utils piglit oclgrind ffmpeg python3-opencv \
-  python3-simtk libopenmm-plugins hcxkeys ufo-filters libufo-bin starpu-examples
+  python3-simtk libopenmm-plugins hcxkeys ufo-filters libufo-bin starpu-examples python3-gpyfft
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
 # A handful of routines that together cover BLAS levels 1-3, reductions,
@@ -254,6 +255,20 @@ for p in "${pipelines[@]}"; do
   else
     echo "$p: native ${sums[0]}, through Wormhole ${sums[1]}"; status=1
   fi
+done
+
+echo "== gpyfft's own test suite (python3-gpyfft: clFFT through pyopencl), native and through Wormhole =="
+for setup in native wormhole; do
+  log=$WORK/gpyfft.$setup.log rc=0
+  gp=(env PYOPENCL_CTX=0 PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m unittest discover
+    -s /usr/lib/python3/dist-packages/gpyfft/test -t /usr/lib/python3/dist-packages)
+  case $setup in
+    native) OCL_ICD_VENDORS=$POCL_ICD timeout 600 "${gp[@]}" > "$log" 2>&1 || rc=$? ;;
+    wormhole) timeout 600 "$RUN" --start-server -- "${gp[@]}" > "$log" 2>&1 || rc=$? ;;
+  esac
+  ran=$(grep -ao '^Ran [0-9]* tests' "$log" || true)
+  echo "$setup: exit $rc, ${ran:-no tests ran}"
+  if [ "$rc" -ne 0 ] || [ -z "$ran" ] || ! grep -qx OK "$log"; then tail -n 10 "$log"; status=1; fi
 done
 
 echo "== StarPU's examples (starpu-examples) on OpenCL workers only: native vs Wormhole =="
