@@ -221,7 +221,9 @@ done
 echo "== UFO (ufo-filters): image and tomography pipelines, MD5 of the output, native and through Wormhole =="
 # Four deterministic 256x256 float frames in; each pipeline's raw output
 # must be the same both ways. (Pipelines that need OpenCL images are left
-# out: UFO's image format is not supported by PoCL, natively either.)
+# out: UFO's image format is not supported by PoCL, natively either. So is
+# median-filter: it never writes a 2-pixel border of its output, whose
+# contents are then whatever the new buffer held.)
 UFO=$WORK/ufo
 mkdir -p "$UFO"
 /usr/bin/python3 -c '
@@ -232,7 +234,7 @@ for i in range(4):
     a.astype(np.float32).tofile("%s/in-%03d.raw" % (sys.argv[1], i))
 ' "$UFO"
 pipelines=("blur size=7 sigma=2" "fft dimensions=2 ! ifft dimensions=2 crop-width=256 crop-height=256"
-  "median-filter size=5" "fft dimensions=1 ! filter ! ifft dimensions=1" "flip direction=vertical"
+  "fft dimensions=1 ! filter ! ifft dimensions=1" "flip direction=vertical"
   "crop x=10 y=20 width=100 height=90" "binarize threshold=0.2" "gradient direction=both_abs"
   "clip min=-0.5 max=0.5" "power-spectrum" "zeropad oversampling=2" "bin size=2" "denoise"
   "transpose" "measure metric=mean axis=-1" "opencl-reduce kernel=sum" "stack number=2 ! slice number=2"
