@@ -3,8 +3,8 @@ python3-simtk and libopenmm-plugins), printed so that runs can be compared.
 
 OpenMM ships its own test system (alanine dipeptide in water); this runs it
 with particle-mesh Ewald for STEPS steps of a seeded Langevin integrator, then
-prints the potential energy, an MD5 of the final positions and velocities, and
-the largest force difference from OpenMM's Reference platform (plain C++ on
+prints the potential energy, an MD5 of the final positions and velocities, the
+time the steps took (for bench/wormhole/openmm.sh), and the largest force difference from OpenMM's Reference platform (plain C++ on
 the host) on the same positions. The script fails if the OpenCL forces are not
 within tolerance of the Reference ones, so a run is checked on its own as well
 as against another run.
@@ -14,6 +14,7 @@ as against another run.
 import hashlib
 import os
 import sys
+import time
 
 import numpy as np
 import openmm
@@ -39,7 +40,10 @@ def main():
         return integ, ctx
 
     integ, ctx = context("OpenCL")
+    t0 = time.perf_counter()
     integ.step(STEPS)
+    ctx.getState()  # waits for the steps to finish
+    took = time.perf_counter() - t0
     st = ctx.getState(getEnergy=True, getPositions=True, getVelocities=True, getForces=True)
     pos = st.getPositions(asNumpy=True).value_in_unit(unit.nanometer)
     vel = st.getVelocities(asNumpy=True).value_in_unit(unit.nanometer / unit.picosecond)
@@ -56,6 +60,7 @@ def main():
 
     energy = st.getPotentialEnergy().value_in_unit(unit.kilojoule_per_mole)
     print(f"steps {STEPS} potential {energy:.3f} kJ/mol state md5 {digest}")
+    print(f"stepping took {took:.3f} s ({STEPS / took:.1f} steps/s)")
     print(f"largest force difference from Reference: {rel:.2e} of the largest force")
     if not np.isfinite(energy) or rel > 1e-3:
         print("FAIL: OpenCL forces are not within tolerance of the Reference platform")
