@@ -208,7 +208,7 @@ for setup in native wormhole; do
   rm -f "$out"
   case $setup in
     native) OCL_ICD_VENDORS=$POCL_ICD timeout 300 wlangenpmkocl -e wormhole -i "$WORK/words.txt" -A "$out" > "$out.log" 2>&1 || rc=$? ;;
-    wormhole) timeout 300 "$RUN" --start-server -- wlangenpmkocl -e wormhole -i "$WORK/words.txt" -A "$out" > "$out.log" 2>&1 || rc=$? ;;
+    wormhole) OCL_ICD_VENDORS=$POCL_ICD timeout 300 "$RUN" --start-server -- wlangenpmkocl -e wormhole -i "$WORK/words.txt" -A "$out" > "$out.log" 2>&1 || rc=$? ;;
   esac
   # The OpenCL tool writes keys in batch order; the set must be the CPU's.
   if [ "$rc" -eq 0 ] && [ -s "$WORK/pmk.cpu" ] && [ "$(sort "$out" | md5sum)" = "$(sort "$WORK/pmk.cpu" | md5sum)" ]; then
@@ -248,12 +248,12 @@ for p in "${pipelines[@]}"; do
     cmd=(ufo-launch -q read "path=$UFO/in-*.raw" raw-width=256 raw-height=256 raw-bitdepth=32 ! "${words[@]}" ! write "filename=$d/out-%03i.raw")
     case $setup in
       native) OCL_ICD_VENDORS=$POCL_ICD UFO_DEVICE_TYPE=cpu timeout 300 "${cmd[@]}" > "$d.log" 2>&1 || rc=$? ;;
-      wormhole) UFO_DEVICE_TYPE=cpu timeout 300 "$RUN" --start-server -- "${cmd[@]}" > "$d.log" 2>&1 || rc=$? ;;
+      wormhole) OCL_ICD_VENDORS=$POCL_ICD UFO_DEVICE_TYPE=cpu timeout 300 "$RUN" --start-server -- "${cmd[@]}" > "$d.log" 2>&1 || rc=$? ;;
     esac
     if [ "$rc" -ne 0 ] || ! ls "$d"/out-* > /dev/null 2>&1; then sums+=("exit-$rc"); tail -n 3 "$d.log"; else sums+=("$(cat "$d"/out-* | md5sum | cut -c1-12)"); fi
   done
   if [[ "${sums[0]}" != exit-* ]] && [ "${sums[0]}" = "${sums[1]}" ]; then
-    echo "${p%% *}: the same output (${sums[0]})"
+    echo "$p: the same output (${sums[0]})"
   else
     echo "$p: native ${sums[0]}, through Wormhole ${sums[1]}"; status=1
   fi
@@ -266,7 +266,7 @@ for setup in native wormhole; do
     -s /usr/lib/python3/dist-packages/gpyfft/test -t /usr/lib/python3/dist-packages)
   case $setup in
     native) OCL_ICD_VENDORS=$POCL_ICD timeout 600 "${gp[@]}" > "$log" 2>&1 || rc=$? ;;
-    wormhole) timeout 600 "$RUN" --start-server -- "${gp[@]}" > "$log" 2>&1 || rc=$? ;;
+    wormhole) OCL_ICD_VENDORS=$POCL_ICD timeout 600 "$RUN" --start-server -- "${gp[@]}" > "$log" 2>&1 || rc=$? ;;
   esac
   ran=$(grep -ao '^Ran [0-9]* tests' "$log" || true)
   echo "$setup: exit $rc, ${ran:-no tests ran}"
@@ -285,7 +285,7 @@ for bin in "$SP"/*; do
   case $bin in *.sh | *.py) continue ;; esac
   t=${bin##*/} nrc=0 wrc=0
   (cd "$WORK" && OCL_ICD_VENDORS=$POCL_ICD "${sp[@]}" timeout 120 "$bin") > "$WORK/starpu.$t.native.log" 2>&1 || nrc=$?
-  (cd "$WORK" && "${sp[@]}" timeout 120 "$RUN" --start-server -- "$bin") > "$WORK/starpu.$t.wormhole.log" 2>&1 || wrc=$?
+  (cd "$WORK" && OCL_ICD_VENDORS=$POCL_ICD "${sp[@]}" timeout 120 "$RUN" --start-server -- "$bin") > "$WORK/starpu.$t.wormhole.log" 2>&1 || wrc=$?
   ntests=$((ntests + 1))
   [ "$nrc" -eq 0 ] && npass=$((npass + 1))
   [ "$wrc" -eq 0 ] && wpass=$((wpass + 1))
