@@ -12,19 +12,13 @@
 # older build, measured in the same rounds.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-root=$PWD
-out=$root/bench/out
-mkdir -p "$out"
 rounds=${1:-3}
 shift || true
 routines=("$@")
 [ ${#routines[@]} -gt 0 ] || routines=(xaxpy xgemv xcol2im)
 
-scripts/need-packages.sh pocl-opencl-icd ocl-icd-opencl-dev clblast-tests bc python3
-[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release -q -p wormhole-server -p wormhole-opencl-icd -p wormhole-run
-run=${CARGO_TARGET_DIR:-$root/target}/release/wormhole-run
-POCL_ICD=${POCL_ICD:-/etc/OpenCL/vendors/pocl.icd}
+. bench/wormhole/apps-common.sh
+bench_setup clblast-tests bc python3
 
 setups=(native wormhole)
 [ -n "${ALT_RUN:-}" ] && setups+=("${ALT_NAME:-alt}")

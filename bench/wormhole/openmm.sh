@@ -12,17 +12,11 @@
 #   bench/wormhole/openmm.sh [ROUNDS] [STEPS]     (default 3 rounds of 200 steps)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-root=$PWD
-out=$root/bench/out
-mkdir -p "$out"
 rounds=${1:-3}
 steps=${2:-200}
 
-scripts/need-packages.sh pocl-opencl-icd ocl-icd-opencl-dev python3-simtk libopenmm-plugins
-[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release -q -p wormhole-server -p wormhole-opencl-icd -p wormhole-run
-run=${CARGO_TARGET_DIR:-$root/target}/release/wormhole-run
-POCL_ICD=${POCL_ICD:-/etc/OpenCL/vendors/pocl.icd}
+. bench/wormhole/apps-common.sh
+bench_setup python3-simtk libopenmm-plugins
 
 setups=(native futex same-core)
 raw=$out/openmm-raw.txt
