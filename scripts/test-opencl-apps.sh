@@ -62,6 +62,14 @@ POCL_ICD=${POCL_ICD:-/etc/OpenCL/vendors/pocl.icd}
 count() { sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -aoE "[0-9]+ test\(s\) $2" | awk '{s += $1} END {print s + 0}'; }
 
 status=0
+# same LABEL NATIVE WORMHOLE: a result (an MD5) that must be there and equal.
+same() {
+  if [ -n "$2" ] && [ "$2" = "$3" ]; then
+    echo "$1: the same both ways ($2)"
+  else
+    echo "$1: native '$2', through Wormhole '$3'"; status=1
+  fi
+}
 echo "== CLBlast tests: native vs Wormhole =="
 printf '%-16s %8s %8s %8s %8s\n' routine native wormhole failed "skipped (both)"
 for r in "${routines[@]}"; do
@@ -155,11 +163,8 @@ for f in "${filters[@]}"; do
     -vf "format=yuv420p,hwupload,$f,hwdownload,format=yuv420p" -f md5 -)
   a=$(OCL_ICD_VENDORS=$POCL_ICD timeout 300 ffmpeg "${args[@]}" 2>&1 | tail -n 1 || true)
   b=$(OCL_ICD_VENDORS=$POCL_ICD timeout 300 "$RUN" --start-server -- ffmpeg "${args[@]}" 2>&1 | tail -n 1 || true)
-  if [[ "$a" == MD5=* ]] && [ "$a" = "$b" ]; then
-    echo "${f%%=*}: same frames ($a)"
-  else
-    echo "${f%%=*}: native '$a', through Wormhole '$b'"; status=1
-  fi
+  [[ "$a" == MD5=* ]] || a=""
+  same "${f%%=*}" "$a" "$b"
 done
 
 echo "== OpenCV's transparent API (UMat): MD5 of each result, native and through Wormhole =="
@@ -198,7 +203,7 @@ for setup in native wormhole; do
 done
 md5of() { grep -a '^steps' "$1" | sed -n 's/.*state md5 //p'; }
 a=$(md5of "$WORK/openmm.native.log") b=$(md5of "$WORK/openmm.wormhole.log")
-if [ -n "$a" ] && [ "$a" = "$b" ]; then echo "openmm: the same trajectory both ways"; else echo "openmm: native '$a', through Wormhole '$b'"; status=1; fi
+same "openmm's final state" "$a" "$b"
 
 echo "== hcxkeys: WPA master keys computed with OpenCL, against its CPU tool =="
 seq -f 'password%05g' 1 2000 > "$WORK/words.txt"
@@ -250,13 +255,13 @@ for p in "${pipelines[@]}"; do
       native) OCL_ICD_VENDORS=$POCL_ICD UFO_DEVICE_TYPE=cpu timeout 300 "${cmd[@]}" > "$d.log" 2>&1 || rc=$? ;;
       wormhole) OCL_ICD_VENDORS=$POCL_ICD UFO_DEVICE_TYPE=cpu timeout 300 "$RUN" --start-server -- "${cmd[@]}" > "$d.log" 2>&1 || rc=$? ;;
     esac
-    if [ "$rc" -ne 0 ] || ! ls "$d"/out-* > /dev/null 2>&1; then sums+=("exit-$rc"); tail -n 3 "$d.log"; else sums+=("$(cat "$d"/out-* | md5sum | cut -c1-12)"); fi
+    if [ "$rc" -ne 0 ] || ! ls "$d"/out-* > /dev/null 2>&1; then
+      sums+=(""); echo "$setup: exit $rc, no output"; tail -n 3 "$d.log"
+    else
+      sums+=("$(cat "$d"/out-* | md5sum | cut -c1-12)")
+    fi
   done
-  if [[ "${sums[0]}" != exit-* ]] && [ "${sums[0]}" = "${sums[1]}" ]; then
-    echo "$p: the same output (${sums[0]})"
-  else
-    echo "$p: native ${sums[0]}, through Wormhole ${sums[1]}"; status=1
-  fi
+  same "$p" "${sums[0]}" "${sums[1]}"
 done
 
 echo "== gpyfft's own test suite (python3-gpyfft: clFFT through pyopencl), native and through Wormhole =="
