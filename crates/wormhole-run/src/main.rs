@@ -150,10 +150,21 @@ fn main() -> anyhow::Result<ExitCode> {
         .env("OCL_ICD_VENDORS", &vendor_dirs)
         .env("OCL_ICD_FILENAMES", &filenames)
         .env("WORMHOLE_SERVER", &server)
-        .status()
-        .with_context(|| format!("running {}", cli.command[0]));
+        .status();
     let _ = std::fs::remove_dir_all(&vendors);
-    Ok(ExitCode::from(exit_code(status?)))
+    match status {
+        Ok(s) => Ok(ExitCode::from(exit_code(s))),
+        Err(e) => {
+            // As `env` and shells do: 127 when there is no such program,
+            // 126 when it cannot be run, so scripts can tell these apart
+            // from the program's own failures.
+            eprintln!("wormhole-run: {}: {e}", cli.command[0]);
+            Ok(ExitCode::from(match e.kind() {
+                std::io::ErrorKind::NotFound => 127,
+                _ => 126,
+            }))
+        }
+    }
 }
 
 /// The exit status a shell would report for the command: its own code, or

@@ -70,3 +70,30 @@ fn the_commands_exit_code_or_signal_is_passed_on() {
     assert_eq!(status("kill -ABRT $$"), Some(134));
     assert_eq!(status("kill -SEGV $$"), Some(139));
 }
+
+/// A command that cannot be started: the shell's codes and a plain message.
+#[test]
+fn a_missing_or_unrunnable_command_exits_127_or_126() {
+    let icd = std::env::current_exe().expect("test binary path");
+    let run = |cmd: &str| {
+        Command::new(env!("CARGO_BIN_EXE_wormhole-run"))
+            .args([
+                "--icd",
+                &icd.display().to_string(),
+                "--server",
+                "unix:/nonexistent-dir/w.sock",
+            ])
+            .args(["--", cmd])
+            .output()
+            .expect("running wormhole-run")
+    };
+    let out = run("/nonexistent/program");
+    assert_eq!(out.status.code(), Some(127));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("wormhole-run: /nonexistent/program: "),
+        "{stderr}"
+    );
+    // A directory exists but cannot be executed.
+    assert_eq!(run("/").status.code(), Some(126));
+}
