@@ -47,25 +47,22 @@ fn a_listening_socket_gets_no_warning() {
     assert!(!stderr.contains("no Wormhole server"), "{stderr}");
 }
 
+/// Runs `wormhole-run -- ARGS` against a server that is not there.
+fn run_command(args: &[&str]) -> std::process::Output {
+    let icd = std::env::current_exe().expect("test binary path");
+    Command::new(env!("CARGO_BIN_EXE_wormhole-run"))
+        .args(["--icd", &icd.display().to_string()])
+        .args(["--server", "unix:/nonexistent-dir/w.sock", "--"])
+        .args(args)
+        .output()
+        .expect("running wormhole-run")
+}
+
 /// The command's status as a shell reports it, so scripts can tell an abort
 /// (134) from a segfault (139) or an ordinary failure.
 #[test]
 fn the_commands_exit_code_or_signal_is_passed_on() {
-    let icd = std::env::current_exe().expect("test binary path");
-    let status = |script: &str| {
-        Command::new(env!("CARGO_BIN_EXE_wormhole-run"))
-            .args([
-                "--icd",
-                &icd.display().to_string(),
-                "--server",
-                "unix:/nonexistent-dir/w.sock",
-            ])
-            .args(["--", "sh", "-c", script])
-            .output()
-            .expect("running wormhole-run")
-            .status
-            .code()
-    };
+    let status = |script: &str| run_command(&["sh", "-c", script]).status.code();
     assert_eq!(status("exit 7"), Some(7));
     assert_eq!(status("kill -ABRT $$"), Some(134));
     assert_eq!(status("kill -SEGV $$"), Some(139));
@@ -74,20 +71,7 @@ fn the_commands_exit_code_or_signal_is_passed_on() {
 /// A command that cannot be started: the shell's codes and a plain message.
 #[test]
 fn a_missing_or_unrunnable_command_exits_127_or_126() {
-    let icd = std::env::current_exe().expect("test binary path");
-    let run = |cmd: &str| {
-        Command::new(env!("CARGO_BIN_EXE_wormhole-run"))
-            .args([
-                "--icd",
-                &icd.display().to_string(),
-                "--server",
-                "unix:/nonexistent-dir/w.sock",
-            ])
-            .args(["--", cmd])
-            .output()
-            .expect("running wormhole-run")
-    };
-    let out = run("/nonexistent/program");
+    let out = run_command(&["/nonexistent/program"]);
     assert_eq!(out.status.code(), Some(127));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -95,5 +79,5 @@ fn a_missing_or_unrunnable_command_exits_127_or_126() {
         "{stderr}"
     );
     // A directory exists but cannot be executed.
-    assert_eq!(run("/").status.code(), Some(126));
+    assert_eq!(run_command(&["/"]).status.code(), Some(126));
 }
