@@ -42,7 +42,8 @@ def main():
     integ, ctx = context("OpenCL")
     t0 = time.perf_counter()
     integ.step(STEPS)
-    ctx.getState()  # waits for the steps to finish
+    # step() returns with work in flight; downloading the positions waits for it.
+    ctx.getState(getPositions=True)
     took = time.perf_counter() - t0
     st = ctx.getState(getEnergy=True, getPositions=True, getVelocities=True, getForces=True)
     pos = st.getPositions(asNumpy=True).value_in_unit(unit.nanometer)
