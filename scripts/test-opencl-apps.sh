@@ -62,6 +62,16 @@ POCL_ICD=${POCL_ICD:-/etc/OpenCL/vendors/pocl.icd}
 count() { sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -aoE "[0-9]+ test\(s\) $2" | awk '{s += $1} END {print s + 0}'; }
 
 status=0
+# via SETUP SECS CMD...: CMD under a time limit, natively on PoCL or through
+# Wormhole (a private server on PoCL).
+via() {
+  local setup=$1 secs=$2
+  shift 2
+  case $setup in
+    native) OCL_ICD_VENDORS=$POCL_ICD timeout "$secs" "$@" ;;
+    wormhole) OCL_ICD_VENDORS=$POCL_ICD timeout "$secs" "$RUN" --start-server -- "$@" ;;
+  esac
+}
 # same LABEL NATIVE WORMHOLE: a result (an MD5) that must be there and equal.
 same() {
   if [ -n "$2" ] && [ "$2" = "$3" ]; then
@@ -76,8 +86,8 @@ for r in "${routines[@]}"; do
   bin=/usr/bin/clblast_test_$r
   n=$WORK/$r.native.log w=$WORK/$r.wormhole.log
   nrc=0 wrc=0
-  OCL_ICD_VENDORS=$POCL_ICD timeout 1200 "$bin" -q > "$n" 2>&1 || nrc=$?
-  timeout 1200 "$RUN" --start-server -- "$bin" -q > "$w" 2>&1 || wrc=$?
+  via native 1200 "$bin" -q > "$n" 2>&1 || nrc=$?
+  via wormhole 1200 "$bin" -q > "$w" 2>&1 || wrc=$?
   np=$(count "$n" passed) wp=$(count "$w" passed)
   nf=$(count "$n" failed) wf=$(count "$w" failed)
   ns=$(count "$n" skipped) ws=$(count "$w" skipped)
@@ -103,8 +113,8 @@ for run in cold warm; do
   # user's home from the password file): the cold run must build the
   # kernels, the warm one must find what the cold one cached.
   (cd "$HC" && XDG_CACHE_HOME="$HC/home/cache" XDG_DATA_HOME="$HC/home/data" \
-    XDG_CONFIG_HOME="$HC/home/config" timeout 900 \
-    "$RUN" --start-server -- hashcat -m 0 -a 3 --potfile-disable --quiet hash.txt '?d?d?d?d') \
+    XDG_CONFIG_HOME="$HC/home/config" \
+    via wormhole 900 hashcat -m 0 -a 3 --potfile-disable --quiet hash.txt '?d?d?d?d') \
     > "$HC/$run.log" 2>&1 || rc=$?
   if [ "$rc" -eq 0 ] && grep -qx "$want" "$HC/$run.log"; then
     echo "$run: cracked"
@@ -127,10 +137,7 @@ for t in "${transforms[@]}"; do
   for setup in native wormhole; do
     log=$WORK/clfft.$setup.log rc=0
     # shellcheck disable=SC2086  # the transform's flags are words
-    case $setup in
-      native) OCL_ICD_VENDORS=$POCL_ICD timeout 300 clFFT-client $t > "$log" 2>&1 || rc=$? ;;
-      wormhole) timeout 300 "$RUN" --start-server -- clFFT-client $t > "$log" 2>&1 || rc=$? ;;
-    esac
+    via "$setup" 300 clFFT-client $t > "$log" 2>&1 || rc=$?
     if [ "$rc" -eq 0 ] && grep -q 'Internal Client Test \*\*\*\*\*PASS' "$log"; then
       line="$line $setup PASS"
     else
@@ -144,10 +151,7 @@ echo "== CLBlast's xaxpy tuner: configurations whose results match =="
 for setup in native wormhole; do
   log=$WORK/tuner.$setup.log rc=0
   # The tuner writes its JSON results into the working directory.
-  case $setup in
-    native) (cd "$WORK" && OCL_ICD_VENDORS=$POCL_ICD timeout 600 clblast_tuner_xaxpy -precision 32) > "$log" 2>&1 || rc=$? ;;
-    wormhole) (cd "$WORK" && timeout 600 "$RUN" --start-server -- clblast_tuner_xaxpy -precision 32) > "$log" 2>&1 || rc=$? ;;
-  esac
+  (cd "$WORK" && via "$setup" 600 clblast_tuner_xaxpy -precision 32) > "$log" 2>&1 || rc=$?
   found=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | sed -n 's/^\* Found \([0-9]*\) configuration.*/\1/p')
   matched=$(grep -c 'results match' "$log" || true)
   echo "$setup: exit $rc, $matched of ${found:-?} configurations match"
@@ -161,8 +165,8 @@ for f in "${filters[@]}"; do
   args=(-hide_banner -loglevel error -init_hw_device opencl=ocl:0.0 -filter_hw_device ocl
     -f lavfi -i testsrc=size=320x240:rate=10 -frames:v 10
     -vf "format=yuv420p,hwupload,$f,hwdownload,format=yuv420p" -f md5 -)
-  a=$(OCL_ICD_VENDORS=$POCL_ICD timeout 300 ffmpeg "${args[@]}" 2>&1 | tail -n 1 || true)
-  b=$(OCL_ICD_VENDORS=$POCL_ICD timeout 300 "$RUN" --start-server -- ffmpeg "${args[@]}" 2>&1 | tail -n 1 || true)
+  a=$(via native 300 ffmpeg "${args[@]}" 2>&1 | tail -n 1 || true)
+  b=$(via wormhole 300 ffmpeg "${args[@]}" 2>&1 | tail -n 1 || true)
   [[ "$a" == MD5=* ]] || a=""
   same "${f%%=*}" "$a" "$b"
 done
@@ -172,11 +176,8 @@ echo "== OpenCV's transparent API (UMat): MD5 of each result, native and through
 # the scratch folder (the remoted run loads what the native one cached).
 for setup in native wormhole; do
   log=$WORK/opencv.$setup.log rc=0
-  cv=(env OPENCV_OPENCL_DEVICE=:CPU: OPENCV_OPENCL_CACHE_DIR="$WORK/opencv-cache" OCL_ICD_VENDORS="$POCL_ICD")
-  case $setup in
-    native) "${cv[@]}" timeout 300 /usr/bin/python3 tests/apps/opencv_tapi.py > "$log" 2>&1 || rc=$? ;;
-    wormhole) "${cv[@]}" timeout 300 "$RUN" --start-server -- /usr/bin/python3 tests/apps/opencv_tapi.py > "$log" 2>&1 || rc=$? ;;
-  esac
+  OPENCV_OPENCL_DEVICE=:CPU: OPENCV_OPENCL_CACHE_DIR="$WORK/opencv-cache" \
+    via "$setup" 300 /usr/bin/python3 tests/apps/opencv_tapi.py > "$log" 2>&1 || rc=$?
   grep -a '^[A-Za-z]*: (' "$log" > "$log.md5" || true
   echo "$setup: exit $rc, $(wc -l < "$log.md5") results"
   if [ "$rc" -ne 0 ]; then tail -n 5 "$log"; status=1; fi
@@ -194,10 +195,7 @@ echo "== OpenMM (python3-simtk): molecular dynamics on its OpenCL platform, nati
 # potential energy is summed in a varying order, so it is shown, not compared).
 for setup in native wormhole; do
   log=$WORK/openmm.$setup.log rc=0
-  case $setup in
-    native) OCL_ICD_VENDORS=$POCL_ICD timeout 600 /usr/bin/python3 tests/apps/openmm_md.py > "$log" 2>&1 || rc=$? ;;
-    wormhole) OCL_ICD_VENDORS=$POCL_ICD timeout 600 "$RUN" --start-server -- /usr/bin/python3 tests/apps/openmm_md.py > "$log" 2>&1 || rc=$? ;;
-  esac
+  via "$setup" 600 /usr/bin/python3 tests/apps/openmm_md.py > "$log" 2>&1 || rc=$?
   echo "$setup: exit $rc, $(grep -a '^steps' "$log" || echo 'no result')"
   if [ "$rc" -ne 0 ]; then tail -n 5 "$log"; status=1; fi
 done
@@ -211,10 +209,7 @@ wlangenpmk -e wormhole -i "$WORK/words.txt" -A "$WORK/pmk.cpu" > /dev/null 2>&1
 for setup in native wormhole; do
   out=$WORK/pmk.$setup rc=0
   rm -f "$out"
-  case $setup in
-    native) OCL_ICD_VENDORS=$POCL_ICD timeout 300 wlangenpmkocl -e wormhole -i "$WORK/words.txt" -A "$out" > "$out.log" 2>&1 || rc=$? ;;
-    wormhole) OCL_ICD_VENDORS=$POCL_ICD timeout 300 "$RUN" --start-server -- wlangenpmkocl -e wormhole -i "$WORK/words.txt" -A "$out" > "$out.log" 2>&1 || rc=$? ;;
-  esac
+  via "$setup" 300 wlangenpmkocl -e wormhole -i "$WORK/words.txt" -A "$out" > "$out.log" 2>&1 || rc=$?
   # The OpenCL tool writes keys in batch order; the set must be the CPU's.
   if [ "$rc" -eq 0 ] && [ -s "$WORK/pmk.cpu" ] && [ "$(sort "$out" | md5sum)" = "$(sort "$WORK/pmk.cpu" | md5sum)" ]; then
     echo "$setup: $(wc -l < "$out") keys, the same as the CPU tool's"
@@ -251,10 +246,7 @@ for p in "${pipelines[@]}"; do
     rm -rf "$d" && mkdir -p "$d"
     read -ra words <<< "$p"
     cmd=(ufo-launch -q read "path=$UFO/in-*.raw" raw-width=256 raw-height=256 raw-bitdepth=32 ! "${words[@]}" ! write "filename=$d/out-%03i.raw")
-    case $setup in
-      native) OCL_ICD_VENDORS=$POCL_ICD UFO_DEVICE_TYPE=cpu timeout 300 "${cmd[@]}" > "$d.log" 2>&1 || rc=$? ;;
-      wormhole) OCL_ICD_VENDORS=$POCL_ICD UFO_DEVICE_TYPE=cpu timeout 300 "$RUN" --start-server -- "${cmd[@]}" > "$d.log" 2>&1 || rc=$? ;;
-    esac
+    UFO_DEVICE_TYPE=cpu via "$setup" 300 "${cmd[@]}" > "$d.log" 2>&1 || rc=$?
     if [ "$rc" -ne 0 ] || ! ls "$d"/out-* > /dev/null 2>&1; then
       sums+=(""); echo "$setup: exit $rc, no output"; tail -n 3 "$d.log"
     else
@@ -269,10 +261,7 @@ for setup in native wormhole; do
   log=$WORK/gpyfft.$setup.log rc=0
   gp=(env PYOPENCL_CTX=0 PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m unittest discover
     -s /usr/lib/python3/dist-packages/gpyfft/test -t /usr/lib/python3/dist-packages)
-  case $setup in
-    native) OCL_ICD_VENDORS=$POCL_ICD timeout 600 "${gp[@]}" > "$log" 2>&1 || rc=$? ;;
-    wormhole) OCL_ICD_VENDORS=$POCL_ICD timeout 600 "$RUN" --start-server -- "${gp[@]}" > "$log" 2>&1 || rc=$? ;;
-  esac
+  via "$setup" 600 "${gp[@]}" > "$log" 2>&1 || rc=$?
   ran=$(grep -ao '^Ran [0-9]* tests' "$log" || true)
   echo "$setup: exit $rc, ${ran:-no tests ran}"
   if [ "$rc" -ne 0 ] || [ -z "$ran" ] || ! grep -qx OK "$log"; then tail -n 10 "$log"; status=1; fi
@@ -289,8 +278,8 @@ for bin in "$SP"/*; do
   [ -f "$bin" ] && [ -x "$bin" ] || continue
   case $bin in *.sh | *.py) continue ;; esac
   t=${bin##*/} nrc=0 wrc=0
-  (cd "$WORK" && OCL_ICD_VENDORS=$POCL_ICD "${sp[@]}" timeout 120 "$bin") > "$WORK/starpu.$t.native.log" 2>&1 || nrc=$?
-  (cd "$WORK" && OCL_ICD_VENDORS=$POCL_ICD "${sp[@]}" timeout 120 "$RUN" --start-server -- "$bin") > "$WORK/starpu.$t.wormhole.log" 2>&1 || wrc=$?
+  (cd "$WORK" && via native 120 "${sp[@]}" "$bin") > "$WORK/starpu.$t.native.log" 2>&1 || nrc=$?
+  (cd "$WORK" && via wormhole 120 "${sp[@]}" "$bin") > "$WORK/starpu.$t.wormhole.log" 2>&1 || wrc=$?
   ntests=$((ntests + 1))
   [ "$nrc" -eq 0 ] && npass=$((npass + 1))
   [ "$wrc" -eq 0 ] && wpass=$((wpass + 1))
@@ -315,8 +304,8 @@ piglit_api() {
     # The tester needs a test file; the others run alone.
     [ "$t" = cl-program-tester ] && continue
     n=$WORK/piglit.$name.$t.native.log w=$WORK/piglit.$name.$t.wormhole.log
-    (cd "$WORK" && OCL_ICD_VENDORS=$icd timeout 300 "$bin") > "$n" 2>&1 || true
-    (cd "$WORK" && OCL_ICD_VENDORS=$icd timeout 300 "$RUN" --start-server -- "$bin") > "$w" 2>&1 || true
+    (cd "$WORK" && POCL_ICD=$icd via native 300 "$bin") > "$n" 2>&1 || true
+    (cd "$WORK" && POCL_ICD=$icd via wormhole 300 "$bin") > "$w" 2>&1 || true
     nr=$(result "$n") wr=$(result "$w")
     ntests=$((ntests + 1))
     [ "$nr" = pass ] && npass=$((npass + 1))
@@ -344,8 +333,8 @@ dirs=("$PIGT/tests/cl/program")
 npass=0 wpass=0 ntests=0
 while IFS= read -r f; do
   n=$WORK/piglit-program.native.log w=$WORK/piglit-program.wormhole.log
-  (cd "$WORK" && OCL_ICD_VENDORS=$POCL_ICD timeout 120 "$PIG/cl-program-tester" "$f") > "$n" 2>&1 || true
-  (cd "$WORK" && OCL_ICD_VENDORS=$POCL_ICD timeout 120 "$RUN" --start-server -- "$PIG/cl-program-tester" "$f") > "$w" 2>&1 || true
+  (cd "$WORK" && via native 120 "$PIG/cl-program-tester" "$f") > "$n" 2>&1 || true
+  (cd "$WORK" && via wormhole 120 "$PIG/cl-program-tester" "$f") > "$w" 2>&1 || true
   nr=$(result "$n") wr=$(result "$w")
   ntests=$((ntests + 1))
   [ "$nr" = pass ] && npass=$((npass + 1))
