@@ -6,7 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for p in pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo gcc; do
+# iproute2 and ping: tests/partition.rs puts client and server on two
+# network namespaces and cuts the link between them.
+for p in pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo gcc iproute2 iputils-ping; do
     dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -148,12 +148,12 @@ pub struct Server {
 impl Server {
     /// Starts a server and waits (bounded) until it accepts connections.
     pub fn start(a: &Artifacts, dir: &Path) -> Result<Server, HarnessError> {
-        Self::start_with(a, dir, None, &[], &[])
+        Self::start_with(a, dir, None, &[], &[], None)
     }
 
     /// Like [`Server::start`], with extra command-line arguments.
     pub fn start_args(a: &Artifacts, dir: &Path, args: &[&str]) -> Result<Server, HarnessError> {
-        Self::start_with(a, dir, None, args, &[])
+        Self::start_with(a, dir, None, args, &[], None)
     }
 
     /// Like [`Server::start`], with extra variables in the server's
@@ -163,7 +163,7 @@ impl Server {
         dir: &Path,
         env: &[(&str, &str)],
     ) -> Result<Server, HarnessError> {
-        Self::start_with(a, dir, None, &[], env)
+        Self::start_with(a, dir, None, &[], env, None)
     }
 
     /// Like [`Server::start`], also listening on TCP on loopback; returns
@@ -183,7 +183,7 @@ impl Server {
             .and_then(|l| l.local_addr())
             .map_err(io("finding a free port"))?
             .port();
-        let s = Self::start_with(a, dir, Some(port), args, &[])?;
+        let s = Self::start_with(a, dir, Some(port), args, &[], None)?;
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             if Instant::now() > deadline {
@@ -194,17 +194,36 @@ impl Server {
         Ok((s, port))
     }
 
+    /// Like [`Server::start_args`], in network namespace `netns` (the
+    /// Unix socket, a path, stays reachable from outside it).
+    pub fn start_in_netns(
+        a: &Artifacts,
+        dir: &Path,
+        netns: &str,
+        args: &[&str],
+    ) -> Result<Server, HarnessError> {
+        Self::start_with(a, dir, None, args, &[], Some(netns))
+    }
+
     fn start_with(
         a: &Artifacts,
         dir: &Path,
         tcp: Option<u16>,
         args: &[&str],
         env: &[(&str, &str)],
+        netns: Option<&str>,
     ) -> Result<Server, HarnessError> {
         let socket = dir.join("server.sock");
         let log = dir.join("server.log");
         let logf = std::fs::File::create(&log).map_err(io("creating the server log"))?;
-        let mut cmd = Command::new(&a.server);
+        let mut cmd = match netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(&a.server);
+                c
+            }
+            None => Command::new(&a.server),
+        };
         // The server offers what the native runs use (WORMHOLE_IT_NATIVE_ICD).
         cmd.env("OCL_ICD_VENDORS", native_icd()?);
         cmd.args(args).envs(env.iter().copied());
@@ -384,6 +403,32 @@ pub fn run(
     run_env(bin, route, server, scratch, &[])
 }
 
+/// Leaves none of the test runner's own `WORMHOLE_*` settings to `cmd`.
+fn scrub_wormhole_env(cmd: &mut Command) {
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("WORMHOLE_") {
+            cmd.env_remove(k);
+        }
+    }
+}
+
+/// Makes `cmd` see only Wormhole's OpenCL platform, served at `target`
+/// (as `WORMHOLE_SERVER` names it); the ICD file goes in `scratch`.
+pub fn use_wormhole(cmd: &mut Command, scratch: &Path, target: &str) -> Result<(), HarnessError> {
+    scrub_wormhole_env(cmd);
+    let a = Artifacts::get()?;
+    let vendors = scratch.join("vendors");
+    std::fs::create_dir_all(&vendors).map_err(io("creating the ICD folder"))?;
+    std::fs::write(
+        vendors.join("wormhole.icd"),
+        format!("{}\n", a.icd.display()),
+    )
+    .map_err(io("writing wormhole.icd"))?;
+    cmd.env("OCL_ICD_VENDORS", &vendors)
+        .env("WORMHOLE_SERVER", target);
+    Ok(())
+}
+
 /// Like [`run`], with extra variables in the program's environment.
 pub fn run_env(
     bin: &Path,
@@ -400,31 +445,18 @@ pub fn run_env(
     } else {
         Command::new(bin)
     };
-    for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("WORMHOLE_") {
-            cmd.env_remove(k);
-        }
-    }
     match route {
         Route::Native => {
+            scrub_wormhole_env(&mut cmd);
             cmd.env("OCL_ICD_VENDORS", native_icd()?);
         }
         Route::Wormhole | Route::WormholeTcp(_) | Route::WormholeNoArena => {
-            let a = Artifacts::get()?;
-            let vendors = scratch.join("vendors");
-            std::fs::create_dir_all(&vendors).map_err(io("creating the ICD folder"))?;
-            std::fs::write(
-                vendors.join("wormhole.icd"),
-                format!("{}\n", a.icd.display()),
-            )
-            .map_err(io("writing wormhole.icd"))?;
             let s = server.ok_or_else(|| HarnessError::Setup("no server".into()))?;
             let target = match route {
                 Route::WormholeTcp(port) => format!("tcp:127.0.0.1:{port}"),
                 _ => format!("unix:{}", s.socket.display()),
             };
-            cmd.env("OCL_ICD_VENDORS", &vendors)
-                .env("WORMHOLE_SERVER", target);
+            use_wormhole(&mut cmd, scratch, &target)?;
             if route == Route::WormholeNoArena {
                 cmd.env("WORMHOLE_LOG", "1");
             }

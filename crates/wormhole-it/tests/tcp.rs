@@ -65,3 +65,40 @@ fn a_tcp_token_admits_only_clients_that_know_it() {
         server.log_text()
     );
 }
+
+/// A port that accepts and says nothing (not a Wormhole server) is an
+/// error within the connect timeout, not a program stuck in its first
+/// OpenCL call.
+#[test]
+fn a_port_that_never_greets_is_an_error_not_a_hang() {
+    use wormhole_it::{compile, run_bounded, use_wormhole, TempDir};
+    let dir = TempDir::new("tcp-silent").expect("scratch");
+    let bin = compile("which_device", dir.path()).expect("compile");
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port();
+    // Accept, hold every connection open, never write.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for s in l.incoming().take(8).flatten() {
+            held.push(s);
+        }
+        std::thread::sleep(std::time::Duration::from_secs(120));
+    });
+    let mut cmd = std::process::Command::new(&bin);
+    use_wormhole(&mut cmd, dir.path(), &format!("tcp:127.0.0.1:{port}")).expect("env");
+    cmd.env("WORMHOLE_LOG", "1");
+    let started = std::time::Instant::now();
+    let out = run_bounded(cmd, std::time::Duration::from_secs(60)).expect("run");
+    assert!(!out.timed_out, "still waiting after 60 s:\n{}", out.stderr);
+    assert!(!out.ok(), "served by a silent port?\n{}", out.stdout);
+    assert!(
+        out.stderr.contains("sent no Wormhole greeting within 10 s"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(9),
+        "gave up before the timeout: {:?}",
+        started.elapsed()
+    );
+}

@@ -40,6 +40,10 @@ pub struct Config {
     /// (their `WORMHOLE_TOKEN_FILE`); without it any client that can reach
     /// the port is served.
     pub tcp_token_file: Option<PathBuf>,
+    /// Seconds after which a TCP client that went silent (its host down,
+    /// the network cut) is given up and its tenant ends, freeing what it
+    /// held; 0 keeps the kernel's defaults (no keepalive).
+    pub tcp_dead_peer: u64,
     pub handoff: HandoffMode,
     /// Most polls before sleeping, in spin mode (the budget adapts below it).
     pub spin_polls: u32,
@@ -70,6 +74,7 @@ impl Default for Config {
             socket: wormhole_transport::default_socket_path(),
             tcp: None,
             tcp_token_file: None,
+            tcp_dead_peer: wormhole_transport::stream::DEFAULT_DEAD_PEER.as_secs(),
             handoff: HandoffMode::Futex,
             spin_polls: 20_000,
             platforms: Vec::new(),

@@ -24,6 +24,10 @@ struct Cli {
     /// (mode 600; clients name theirs in WORMHOLE_TOKEN_FILE).
     #[arg(long)]
     tcp_token_file: Option<PathBuf>,
+    /// Give up a TCP client that stays unreachable this many seconds
+    /// (default 30; 0: the kernel's defaults, no keepalive).
+    #[arg(long, value_name = "SECS")]
+    tcp_dead_peer: Option<u64>,
     /// How a tenant waits for requests.
     #[arg(long, value_enum)]
     handoff: Option<HandoffMode>,
@@ -73,6 +77,9 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     if let Some(p) = &cli.tcp_token_file {
         c.tcp_token_file = Some(p.clone());
     }
+    if let Some(d) = cli.tcp_dead_peer {
+        c.tcp_dead_peer = d;
+    }
     if let Some(h) = cli.handoff {
         c.handoff = h;
     }
@@ -100,6 +107,9 @@ fn tenant_args(cli: &Cli) -> Vec<String> {
     let mut a = Vec::new();
     if let Some(p) = &cli.config {
         a.push(format!("--config={}", p.display()));
+    }
+    if let Some(d) = cli.tcp_dead_peer {
+        a.push(format!("--tcp-dead-peer={d}"));
     }
     if let Some(h) = cli.handoff {
         let name = match h {

@@ -252,11 +252,28 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
             arena: 0,
         };
         stream.write_all(&hello.to_bytes())?;
+        wormhole_transport::stream::give_up_on_silent_peer(
+            &stream,
+            std::time::Duration::from_secs(config.tcp_dead_peer),
+        )?;
         let mut chan = StreamChannel::tcp(stream)?;
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
         let notify: Arc<dyn Notify> = Arc::new(chan.notifier());
         let mut t = Tenant::new(export(config), limits(config), Some(notify));
         let mut cu = cuda_tenant(config);
-        serve(&mut chan, &mut t, cu.as_mut())
+        match serve(&mut chan, &mut t, cu.as_mut()) {
+            // The client's host or network went away (see `tcp_dead_peer`):
+            // its tenant ends as if it had hung up, freeing what it held.
+            Err(ServeError::Transport(TransportError::Io(e)))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::TimedOut | std::io::ErrorKind::ConnectionReset
+                ) =>
+            {
+                log::warn!("tenant {}: client lost ({e})", std::process::id());
+                Ok(())
+            }
+            other => other,
+        }
     }
 }

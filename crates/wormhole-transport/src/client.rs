@@ -3,8 +3,10 @@
 //! library (OpenCL, CUDA) connects through this.
 
 use std::io::Read;
+use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
+use std::time::Duration;
 
 use thiserror::Error;
 
@@ -46,6 +48,8 @@ pub enum ConnectError {
     InServer,
     #[error("no Wormhole server at {target} ({err})")]
     Unreachable { target: String, err: std::io::Error },
+    #[error("{0} accepted the connection but sent no Wormhole greeting within {1} s")]
+    NoGreeting(String, u64),
     #[error("bad greeting from {target}: {err}")]
     BadGreeting { target: String, err: TransportError },
     #[error("the server at {0} sent no shared memory")]
@@ -56,6 +60,12 @@ pub enum ConnectError {
     TokenRefused(String),
     #[error("the token in {path}: {err}")]
     TokenFile { path: String, err: TransportError },
+    #[error("{name}={value:?}: want {want}")]
+    BadSetting {
+        name: &'static str,
+        value: String,
+        want: &'static str,
+    },
     #[error("transport: {0}")]
     Transport(#[from] TransportError),
     #[error("I/O: {0}")]
@@ -156,14 +166,59 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
     })
 }
 
+/// How long connecting to a TCP server and its greeting may take: a host
+/// that drops our packets, or a port that accepts and says nothing (not a
+/// Wormhole server), is an error, not a program stuck at its first call.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `WORMHOLE_TCP_DEAD_PEER`: seconds after which a server that went silent
+/// is given up (0: the kernel's defaults).
+fn dead_peer_from_env() -> Result<Duration, ConnectError> {
+    match std::env::var("WORMHOLE_TCP_DEAD_PEER") {
+        Err(_) => Ok(crate::stream::DEFAULT_DEAD_PEER),
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .map(Duration::from_secs)
+            .map_err(|_| ConnectError::BadSetting {
+                name: "WORMHOLE_TCP_DEAD_PEER",
+                value: v,
+                want: "a whole number of seconds",
+            }),
+    }
+}
+
+/// Connects to the first of `addr`'s addresses that answers in time.
+fn connect_bounded(addr: &str) -> std::io::Result<TcpStream> {
+    let mut last = None;
+    for a in addr.to_socket_addrs()? {
+        match TcpStream::connect_timeout(&a, CONNECT_TIMEOUT) {
+            Ok(s) => return Ok(s),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::NotFound, "the name has no address")
+    }))
+}
+
 fn connect_tcp(target: &str, addr: &str) -> Result<Connection, ConnectError> {
     let unreachable = |err| ConnectError::Unreachable {
         target: target.into(),
         err,
     };
-    let mut s = std::net::TcpStream::connect(addr).map_err(unreachable)?;
+    let dead_peer = dead_peer_from_env()?;
+    let mut s = connect_bounded(addr).map_err(unreachable)?;
+    s.set_read_timeout(Some(CONNECT_TIMEOUT))
+        .map_err(unreachable)?;
+    let silent = |err: std::io::Error| match err.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+            ConnectError::NoGreeting(target.into(), CONNECT_TIMEOUT.as_secs())
+        }
+        _ => unreachable(err),
+    };
     let mut b = [0u8; HELLO_LEN];
-    s.read_exact(&mut b[..4]).map_err(unreachable)?;
+    s.read_exact(&mut b[..4]).map_err(silent)?;
     if b[..4] == crate::auth::CHALLENGE_MAGIC {
         // The server wants proof of the shared token before it serves us.
         let path = std::env::var_os("WORMHOLE_TOKEN_FILE")
@@ -175,16 +230,20 @@ fn connect_tcp(target: &str, addr: &str) -> Result<Connection, ConnectError> {
             }
         })?;
         crate::auth::answer(&mut s, &token)?;
-        s.read_exact(&mut b[..4]).map_err(unreachable)?;
+        s.read_exact(&mut b[..4]).map_err(silent)?;
         if b[..4] == crate::auth::REFUSED_MAGIC {
             return Err(ConnectError::TokenRefused(target.into()));
         }
     }
-    s.read_exact(&mut b[4..]).map_err(unreachable)?;
+    s.read_exact(&mut b[4..]).map_err(silent)?;
     Hello::from_bytes(&b).map_err(|err| ConnectError::BadGreeting {
         target: target.into(),
         err,
     })?;
+    // Calls may wait as long as the device works; a dead server is caught
+    // by the probes instead.
+    s.set_read_timeout(None)?;
+    crate::stream::give_up_on_silent_peer(&s, dead_peer)?;
     let mut chan = StreamChannel::tcp(s)?;
     let notes = chan.notes()?;
     Ok(Connection {

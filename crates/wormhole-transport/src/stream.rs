@@ -15,6 +15,7 @@ use std::io::{BufReader, BufWriter, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::eventfd::{EfdFlags, EventFd};
@@ -48,6 +49,40 @@ pub struct StreamChannel<S: Read + Write> {
     fd: Option<RawFd>,
     /// Client: where notifications read with the replies go.
     inbox: Option<Arc<Inbox>>,
+}
+
+/// How long a TCP peer may stay unreachable before either side gives the
+/// connection up, unless configured (`tcp_dead_peer`, `WORMHOLE_TCP_DEAD_PEER`).
+pub const DEFAULT_DEAD_PEER: Duration = Duration::from_secs(30);
+
+/// Turns a peer that went silent (its host down, the network cut) into an
+/// error after about `after`, where TCP alone would wait without end: a
+/// client for the reply to a call already sent, a tenant for the next call,
+/// holding its device memory. Keepalive probes cover an idle connection and
+/// `TCP_USER_TIMEOUT` data left unacknowledged. A live peer's kernel answers
+/// the probes, so a call that runs long is never cut. Zero keeps the
+/// kernel's defaults (no keepalive; about 15 minutes of retransmissions).
+pub fn give_up_on_silent_peer(s: &TcpStream, after: Duration) -> Result<(), TransportError> {
+    use nix::sys::socket::{setsockopt, sockopt};
+    let secs = after.as_secs();
+    if secs == 0 {
+        return Ok(());
+    }
+    // First probe after a third of the time, then four probes over the
+    // rest: the last one unanswered at about `after`.
+    let idle = (secs / 3).max(1);
+    let interval = ((secs - idle) / 4).max(1);
+    let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+    setsockopt(s, sockopt::KeepAlive, &true)?;
+    setsockopt(s, sockopt::TcpKeepIdle, &clamp(idle))?;
+    setsockopt(s, sockopt::TcpKeepInterval, &clamp(interval))?;
+    setsockopt(s, sockopt::TcpKeepCount, &4)?;
+    setsockopt(
+        s,
+        sockopt::TcpUserTimeout,
+        &clamp(secs.saturating_mul(1000)),
+    )?;
+    Ok(())
 }
 
 impl StreamChannel<TcpStream> {
@@ -350,6 +385,35 @@ mod tests {
         assert_eq!(buf, b"cba");
         drop(ch);
         t.join().expect("server");
+    }
+
+    #[test]
+    fn a_silent_peer_is_given_up_after_about_the_time_asked() {
+        use nix::sys::socket::{getsockopt, sockopt};
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let s = TcpStream::connect(l.local_addr().expect("addr")).expect("connect");
+        give_up_on_silent_peer(&s, Duration::ZERO).expect("zero");
+        assert!(
+            !getsockopt(&s, sockopt::KeepAlive).expect("get"),
+            "zero leaves the defaults"
+        );
+        give_up_on_silent_peer(&s, DEFAULT_DEAD_PEER).expect("set");
+        let idle = getsockopt(&s, sockopt::TcpKeepIdle).expect("idle");
+        let every = getsockopt(&s, sockopt::TcpKeepInterval).expect("interval");
+        let probes = getsockopt(&s, sockopt::TcpKeepCount).expect("count");
+        assert!(getsockopt(&s, sockopt::KeepAlive).expect("get"));
+        assert_eq!((idle + every * probes) as u64, DEFAULT_DEAD_PEER.as_secs());
+        assert_eq!(
+            getsockopt(&s, sockopt::TcpUserTimeout).expect("user timeout"),
+            30_000
+        );
+        // Short times still probe at most once a second, and do probe.
+        give_up_on_silent_peer(&s, Duration::from_secs(3)).expect("set");
+        assert_eq!(getsockopt(&s, sockopt::TcpKeepIdle).expect("idle"), 1);
+        assert_eq!(
+            getsockopt(&s, sockopt::TcpKeepInterval).expect("interval"),
+            1
+        );
     }
 
     type Unix = std::os::unix::net::UnixStream;

@@ -1,0 +1,65 @@
+/* A program whose server may vanish from the network while it waits: it
+ * computes once (the connection works), prints "waiting", then blocks in a
+ * wait the server must answer, and prints what the wait returned.
+ *   stranded event    waits on a user event nobody sets (the client polls)
+ *   stranded kernel   waits in clFinish behind a kernel that runs for seconds
+ *                     (the client sleeps, sending nothing)
+ * Exits 0 once the wait returns, whatever it returned: the test reads it. */
+#include "common.h"
+
+static const char *src =
+    "__kernel void sq(__global int *a) {\n"
+    "  size_t i = get_global_id(0); a[i] = a[i] * a[i];\n"
+    "}\n"
+    "__kernel void spin(__global float *out, uint n) {\n"
+    "  float acc = out[0];\n"
+    "  for (uint i = 0; i < n; i++) acc = acc * 1.0000001f + 1.0f;\n"
+    "  out[0] = acc;\n"
+    "}\n";
+
+int main(int argc, char **argv) {
+    if (argc != 2 || (strcmp(argv[1], "event") != 0 && strcmp(argv[1], "kernel") != 0)) {
+        fprintf(stderr, "usage: stranded event|kernel\n");
+        return 2;
+    }
+    env_t t;
+    env_init(&t, 0);
+    int v[64];
+    for (int i = 0; i < 64; i++) v[i] = i;
+    cl_mem b = buffer(&t, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof v, v);
+    cl_program p = build(&t, src, NULL);
+    cl_kernel k = kernel(p, "sq");
+    CHECK(clSetKernelArg(k, 0, sizeof b, &b));
+    size_t g = 64;
+    CHECK(clEnqueueNDRangeKernel(t.q, k, 1, NULL, &g, NULL, 0, NULL, NULL));
+    CHECK(clEnqueueReadBuffer(t.q, b, CL_TRUE, 0, sizeof v, v, 0, NULL, NULL));
+    long sum = 0;
+    for (int i = 0; i < 64; i++) sum += v[i];
+    printf("sum of squares: %ld\n", sum);
+
+    cl_int err;
+    if (strcmp(argv[1], "event") == 0) {
+        cl_event never = clCreateUserEvent(t.ctx, &err);
+        CHECK(err);
+        printf("waiting\n");
+        fflush(stdout);
+        err = clWaitForEvents(1, &never);
+    } else {
+        float zero = 0.0f;
+        cl_mem o = buffer(&t, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero);
+        cl_kernel s = kernel(p, "spin");
+        cl_uint n = 4000000000u; /* seconds on a CPU: a dependent chain */
+        CHECK(clSetKernelArg(s, 0, sizeof o, &o));
+        CHECK(clSetKernelArg(s, 1, sizeof n, &n));
+        size_t one = 1;
+        CHECK(clEnqueueNDRangeKernel(t.q, s, 1, NULL, &one, NULL, 0, NULL, NULL));
+        CHECK(clFlush(t.q));
+        printf("waiting\n");
+        fflush(stdout);
+        err = clFinish(t.q);
+    }
+    printf("wait returned %d\n", err);
+    /* No env_done: after a lost server its releases would fail too. */
+    (void)env_done;
+    return 0;
+}
