@@ -2,8 +2,9 @@
  * computes once (the connection works), prints "waiting", then blocks in a
  * wait the server must answer, and prints what the wait returned.
  *   stranded event    waits on a user event nobody sets (the client polls)
- *   stranded kernel   waits in clFinish behind a kernel that runs for seconds
- *                     (the client sleeps, sending nothing)
+ *   stranded kernel [N]  waits in clFinish behind a kernel of N steps of a
+ *                     dependent chain (default 4e9: seconds on a CPU; the
+ *                     client sleeps, sending nothing)
  * Exits 0 once the wait returns, whatever it returned: the test reads it. */
 #include "common.h"
 
@@ -11,15 +12,16 @@ static const char *src =
     "__kernel void sq(__global int *a) {\n"
     "  size_t i = get_global_id(0); a[i] = a[i] * a[i];\n"
     "}\n"
-    "__kernel void spin(__global float *out, uint n) {\n"
+    "__kernel void spin(__global float *out, ulong n) {\n"
     "  float acc = out[0];\n"
-    "  for (uint i = 0; i < n; i++) acc = acc * 1.0000001f + 1.0f;\n"
+    "  for (ulong i = 0; i < n; i++) acc = acc * 1.0000001f + 1.0f;\n"
     "  out[0] = acc;\n"
     "}\n";
 
 int main(int argc, char **argv) {
-    if (argc != 2 || (strcmp(argv[1], "event") != 0 && strcmp(argv[1], "kernel") != 0)) {
-        fprintf(stderr, "usage: stranded event|kernel\n");
+    if (argc < 2 || argc > 3 ||
+        (strcmp(argv[1], "event") != 0 && strcmp(argv[1], "kernel") != 0)) {
+        fprintf(stderr, "usage: stranded event | stranded kernel [STEPS]\n");
         return 2;
     }
     env_t t;
@@ -48,7 +50,7 @@ int main(int argc, char **argv) {
         float zero = 0.0f;
         cl_mem o = buffer(&t, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero);
         cl_kernel s = kernel(p, "spin");
-        cl_uint n = 4000000000u; /* seconds on a CPU: a dependent chain */
+        cl_ulong n = argc == 3 ? strtoull(argv[2], NULL, 10) : 4000000000ull;
         CHECK(clSetKernelArg(s, 0, sizeof o, &o));
         CHECK(clSetKernelArg(s, 1, sizeof n, &n));
         size_t one = 1;

@@ -17,12 +17,18 @@ struct Probe {
 
 impl Probe {
     fn start(server: &Server, args: &[&str]) -> Probe {
+        Self::start_env(server, args, &[])
+    }
+
+    /// Like `start`, with these variables set after the server's.
+    fn start_env(server: &Server, args: &[&str], env: &[(&str, &str)]) -> Probe {
         let mut cmd = Command::new(PROBE);
         cmd.args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         server.client_env(&mut cmd);
+        cmd.envs(env.iter().copied());
         let mut child = cmd.spawn().expect("start probe");
         let out = BufReader::new(child.stdout.take().expect("stdout"));
         Probe { child, out }
@@ -168,9 +174,36 @@ const IDLE_WINDOW: Duration = Duration::from_secs(5);
 
 #[test]
 fn an_idle_server_and_idle_tenant_use_no_cpu() {
-    let server = Server::start().expect("server");
+    idle_costs_nothing(None);
+}
+
+/// The same over TCP, where a tenant also has a thread waiting for its
+/// client to hang up.
+#[test]
+fn an_idle_tcp_tenant_uses_no_cpu() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    idle_costs_nothing(Some(port));
+}
+
+fn idle_costs_nothing(tcp: Option<u16>) {
+    let addr = tcp.map(|p| format!("127.0.0.1:{p}"));
+    let server = match &addr {
+        Some(a) => Server::start_with(&["--tcp", a]),
+        None => Server::start(),
+    }
+    .expect("server");
     let before = server.tenants();
-    let mut probe = Probe::start(&server, &["idle", "30"]);
+    let mut probe = match &addr {
+        Some(a) => Probe::start_env(
+            &server,
+            &["idle", "30"],
+            &[("WORMHOLE_SERVER", &format!("tcp:{a}"))],
+        ),
+        None => Probe::start(&server, &["idle", "30"]),
+    };
     probe.expect_line("ready");
     let tenant = server
         .new_tenant(&before, Duration::from_secs(1))

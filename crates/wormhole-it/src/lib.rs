@@ -626,3 +626,117 @@ pub fn check_pair(name: &str, native: &RunOutput, remote: &RunOutput, server_log
         "{name}: output does not end with its 'done' line"
     );
 }
+
+/// A test program left running while the test acts on it: its stdout is
+/// read line by line as it comes, its stderr goes to a file. Killed on drop.
+pub struct Running {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    /// Every line read so far.
+    pub seen: Vec<String>,
+    stderr: PathBuf,
+}
+
+impl Running {
+    /// Starts `cmd`, with its stderr in `scratch`.
+    pub fn start(mut cmd: Command, scratch: &Path) -> Result<Running, HarnessError> {
+        let stderr = scratch.join("running.err");
+        let ef = std::fs::File::create(&stderr).map_err(io("creating stderr file"))?;
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(ef)
+            .spawn()
+            .map_err(io("starting a test program"))?;
+        let out = child
+            .stdout
+            .take()
+            .ok_or_else(|| HarnessError::Setup("no stdout pipe".into()))?;
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Running {
+            child,
+            lines,
+            seen: Vec::new(),
+            stderr,
+        })
+    }
+
+    /// Waits up to `limit` for a line starting with `prefix`; returns it.
+    pub fn line(&mut self, prefix: &str, limit: Duration) -> Option<String> {
+        let end = Instant::now() + limit;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            let l = self.lines.recv_timeout(left).ok()?;
+            self.seen.push(l.clone());
+            if l.starts_with(prefix) {
+                return Some(l);
+            }
+        }
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Waits for the exit (bounded by the caller's earlier waits: call it
+    /// once the program said it is done).
+    pub fn wait(&mut self) -> Option<ExitStatus> {
+        self.child.wait().ok()
+    }
+
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The pid of the tenant the server started last (its log says so at
+/// `WORMHOLE_LOG=info`, which the harness sets): the client's, since the
+/// harness's readiness probe comes first.
+pub fn last_tenant(server: &Server) -> Option<u32> {
+    server
+        .log_text()
+        .lines()
+        .filter_map(|l| {
+            l.split("tenant process ")
+                .nth(1)?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .next_back()
+}
+
+/// Whether process `pid` is still a Wormhole tenant (not gone, nor a
+/// process that reused the pid).
+pub fn is_tenant(pid: u32) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .is_ok_and(|c| String::from_utf8_lossy(&c).ends_with("tenant\0"))
+}
+
+/// Waits (bounded) until `f` holds.
+pub fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    f()
+}

@@ -6,12 +6,12 @@
 //! off the bridge, so no packet is refused, they are only lost. Needs root
 //! (CAP_NET_ADMIN); without it the test says why and passes.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use wormhole_it::{compile, use_wormhole, Artifacts, Server, TempDir};
+use wormhole_it::{
+    compile, eventually, is_tenant, last_tenant, use_wormhole, Artifacts, Running, Server, TempDir,
+};
 
 /// What both sides are told: give a silent peer up after this long.
 const DEAD_PEER_SECS: u64 = 2;
@@ -86,33 +86,20 @@ fn root() -> bool {
     ok
 }
 
+/// Kills a tenant that outlived a failed test.
 struct KillOnDrop(u32);
 
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
-        // Only while the pid is still a tenant, not a process that reused it.
-        let cmdline = std::fs::read(format!("/proc/{}/cmdline", self.0)).unwrap_or_default();
-        if !String::from_utf8_lossy(&cmdline).ends_with("tenant\0") {
+        if !is_tenant(self.0) {
             return;
         }
         if let Ok(pid) = i32::try_from(self.0) {
-            // SAFETY: kill has no memory preconditions; at worst the pid is
-            // gone already.
+            // SAFETY: kill has no memory preconditions; the pid was a tenant
+            // a moment ago.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
     }
-}
-
-/// Waits (bounded) until `f` holds.
-fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + limit;
-    while Instant::now() < end {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    f()
 }
 
 /// `stranded MODE` on the client host waits on the server on the other;
@@ -136,84 +123,46 @@ fn cut_while_waiting(mode: &str) {
         .arg(&bin)
         .arg(mode);
     use_wormhole(&mut cmd, dir.path(), "tcp:10.78.0.1:7700").expect("client env");
-    let stderr = std::fs::File::create(dir.path().join("client.err")).expect("stderr file");
-    let mut client = cmd
-        .env("WORMHOLE_TCP_DEAD_PEER", &dead)
-        .env("WORMHOLE_LOG", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(stderr)
-        .spawn()
-        .expect("client");
-    let (tx, rx) = mpsc::channel();
-    let out = client.stdout.take().expect("stdout");
-    std::thread::spawn(move || {
-        for line in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut lines = Vec::new();
-    let mut got = |rx: &mpsc::Receiver<String>, want: &str, limit: Duration| loop {
-        match rx.recv_timeout(limit) {
-            Ok(l) => {
-                let hit = l.starts_with(want);
-                lines.push(l);
-                if hit {
-                    return lines.clone();
-                }
-            }
-            Err(_) => {
-                let _ = client.kill();
-                panic!(
-                    "no {want:?} from the client in {limit:?}; it printed {lines:?}\n\
-                     server log:\n{}",
-                    server.log_text()
-                );
-            }
-        }
-    };
-    got(&rx, "waiting", Duration::from_secs(120));
-    // The last tenant started: the harness's readiness probe had one too.
-    let tenant: u32 = server
-        .log_text()
-        .lines()
-        .filter_map(|l| {
-            l.split("tenant process ")
-                .nth(1)?
-                .split(' ')
-                .next()?
-                .parse()
-                .ok()
-        })
-        .next_back()
-        .expect("the server logs its tenant's pid");
-    // A tenant that outlives a failed test is not left behind.
+    cmd.env("WORMHOLE_TCP_DEAD_PEER", &dead)
+        .env("WORMHOLE_LOG", "1");
+    let mut client = Running::start(cmd, dir.path()).expect("client");
+    if client.line("waiting", Duration::from_secs(120)).is_none() {
+        panic!(
+            "the client never waited: {:?}\n{}\nserver log:\n{}",
+            client.seen,
+            client.stderr(),
+            server.log_text()
+        );
+    }
+    let tenant = last_tenant(&server).expect("the server logs its tenant's pid");
     let _reap = KillOnDrop(tenant);
 
     hosts.cut();
     let cut = Instant::now();
-    let seen = got(&rx, "wait returned", GIVE_UP_WITHIN);
+    let Some(returned) = client.line("wait returned", GIVE_UP_WITHIN) else {
+        panic!(
+            "the client still waits {GIVE_UP_WITHIN:?} after the cut: {:?}",
+            client.seen
+        );
+    };
     let took = cut.elapsed();
-    let status = client.wait().expect("client exit");
-    let err = std::fs::read_to_string(dir.path().join("client.err")).unwrap_or_default();
-    let returned = seen.last().cloned().unwrap_or_default();
+    let status = client.wait();
+    let err = client.stderr();
     assert!(
         returned != "wait returned 0",
-        "the wait succeeded with the server cut off: {seen:?}"
+        "the wait succeeded with the server cut off"
     );
-    assert!(status.success(), "client: {status}\n{err}");
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "client: {status:?}\n{err}"
+    );
     assert!(err.contains("lost the server"), "client stderr: {err}");
     assert!(
         took >= Duration::from_secs(1),
         "gave up {took:?} after the cut: sooner than any probe could tell"
     );
     assert!(
-        eventually(GIVE_UP_WITHIN, || !std::path::Path::new(&format!(
-            "/proc/{tenant}"
-        ))
-        .exists()),
+        eventually(GIVE_UP_WITHIN, || !is_tenant(tenant)),
         "tenant {tenant} still runs {GIVE_UP_WITHIN:?} after the client was cut off\n{}",
         server.log_text()
     );

@@ -102,3 +102,41 @@ fn a_port_that_never_greets_is_an_error_not_a_hang() {
         started.elapsed()
     );
 }
+
+/// A TCP client killed in the middle of a long call ends its tenant at
+/// once, as over a Unix socket: the killed program's kernel does not keep
+/// the device busy until it finishes.
+#[test]
+fn a_killed_tcp_clients_tenant_ends_mid_kernel() {
+    use std::time::Duration;
+    use wormhole_it::{compile, eventually, is_tenant, last_tenant, use_wormhole, Running};
+    use wormhole_it::{Artifacts, Server, TempDir};
+    let a = Artifacts::get().expect("artifacts");
+    let dir = TempDir::new("tcp-killed").expect("scratch");
+    let bin = compile("stranded", dir.path()).expect("compile");
+    let (server, port) = Server::start_tcp(a, dir.path()).expect("server");
+    let mut cmd = std::process::Command::new(&bin);
+    // About a minute of kernel on a CPU.
+    cmd.args(["kernel", "50000000000"]);
+    use_wormhole(&mut cmd, dir.path(), &format!("tcp:127.0.0.1:{port}")).expect("env");
+    let mut client = Running::start(cmd, dir.path()).expect("client");
+    assert!(
+        client.line("waiting", Duration::from_secs(120)).is_some(),
+        "{:?}\n{}",
+        client.seen,
+        client.stderr()
+    );
+    let tenant = last_tenant(&server).expect("tenant pid in the log");
+    assert!(is_tenant(tenant), "tenant {tenant} is not running");
+    client.kill();
+    assert!(
+        eventually(Duration::from_secs(10), || !is_tenant(tenant)),
+        "tenant {tenant} still runs 10 s after its client was killed\n{}",
+        server.log_text()
+    );
+    assert!(
+        server.log_text().contains("client gone"),
+        "{}",
+        server.log_text()
+    );
+}

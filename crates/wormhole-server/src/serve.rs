@@ -195,6 +195,43 @@ fn shared_arena(config: &Config) -> Option<Arc<Arena>> {
     }
 }
 
+/// Ends the tenant as soon as its TCP client is gone (it closed, was
+/// killed, or stayed silent past `tcp_dead_peer`), even in the middle of a
+/// long call, as the Unix socket's watcher does: a killed program's kernel
+/// must not keep the device busy. It waits for the hang-up alone
+/// (`POLLRDHUP`; errors and `POLLHUP` always wake it), never for data, which
+/// is the serve loop's to read.
+fn watch_tcp_client(sock: &std::net::TcpStream) {
+    let mut pfd = libc::pollfd {
+        fd: sock.as_raw_fd(),
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one pollfd we own, for a socket `sock` keeps open.
+        let n = unsafe { libc::poll(&mut pfd, 1, -1) };
+        if n > 0 {
+            // Only the hang-up was asked for; anything else that comes
+            // back (POLLHUP, POLLERR, POLLNVAL) ends the connection too.
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if n < 0 && e.kind() != std::io::ErrorKind::Interrupted {
+            // Cannot watch: the serve loop still sees the end, later.
+            log::warn!(
+                "tenant {}: not watching the client: {e}",
+                std::process::id()
+            );
+            return;
+        }
+    }
+    match sock.take_error() {
+        Ok(Some(e)) => log::warn!("tenant {}: client lost ({e})", std::process::id()),
+        _ => log::info!("tenant {}: client gone", std::process::id()),
+    }
+    std::process::exit(0);
+}
+
 /// Runs a tenant on an accepted connection (fd 3 in the tenant process).
 pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
     let is_unix =
@@ -256,6 +293,8 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
             &stream,
             std::time::Duration::from_secs(config.tcp_dead_peer),
         )?;
+        let watch = stream.try_clone()?;
+        std::thread::spawn(move || watch_tcp_client(&watch));
         let mut chan = StreamChannel::tcp(stream)?;
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
         let notify: Arc<dyn Notify> = Arc::new(chan.notifier());
