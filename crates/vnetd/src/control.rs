@@ -217,6 +217,15 @@ pub fn apply(sh: &Arc<Shared>, ops: &[Op]) -> Response {
 }
 
 /// The state and counters.
+/// Says so in `show` when a device failed for good (see `Device::is_gone`).
+fn gone_note(d: &Device) -> &'static str {
+    if d.is_gone() {
+        " (gone: not read; delete it, then add it again)"
+    } else {
+        ""
+    }
+}
+
 pub fn show(sh: &Shared) -> State {
     let t = sh.lock();
     let name = |e: Endpoint| {
@@ -227,14 +236,15 @@ pub fn show(sh: &Shared) -> State {
         t.sw.endpoints()
             .map(|i| {
                 let (kind, detail) = match (&i.kind, t.ports.get(&i.id)) {
-                    (EndpointKind::Interface { mac }, Some(Port::Device(d))) => {
-                        ("interface", format!("mac {mac} tap {}", d.name))
-                    }
+                    (EndpointKind::Interface { mac }, Some(Port::Device(d))) => (
+                        "interface",
+                        format!("mac {mac} tap {}{}", d.name, gone_note(d)),
+                    ),
                     (EndpointKind::Link { vni }, Some(Port::Link { addr, .. })) => {
                         ("link", format!("remote {addr} vni {vni}"))
                     }
                     (EndpointKind::Bridge, Some(Port::Device(d))) => {
-                        ("bridge", format!("device {}", d.name))
+                        ("bridge", format!("device {}{}", d.name, gone_note(d)))
                     }
                     _ => ("unknown", String::new()),
                 };

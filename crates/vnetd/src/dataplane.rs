@@ -42,6 +42,10 @@ pub struct Device {
     fd: DeviceFd,
     /// Human-readable name.
     pub name: String,
+    /// Set when reading it failed for good (the TAP was deleted under us, as when a
+    /// container's namespace goes away with its TAP): the worker stops watching it, since
+    /// the dead fd stays ready and would keep it spinning.
+    gone: AtomicBool,
 }
 
 #[derive(Debug)]
@@ -56,6 +60,7 @@ impl Device {
         Device {
             fd: DeviceFd::Tap(f),
             name,
+            gone: AtomicBool::new(false),
         }
     }
 
@@ -64,7 +69,17 @@ impl Device {
         Device {
             fd: DeviceFd::Packet(fd),
             name,
+            gone: AtomicBool::new(false),
         }
+    }
+
+    fn is_tap(&self) -> bool {
+        matches!(self.fd, DeviceFd::Tap(_))
+    }
+
+    /// Whether the device failed for good (see `gone`).
+    pub fn is_gone(&self) -> bool {
+        self.gone.load(Ordering::Relaxed)
     }
 
     fn raw(&self) -> RawFd {
@@ -398,6 +413,19 @@ fn drain_device(
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // A TAP whose device was deleted reads EBADFD, and polls as ready, for ever:
+            // stop watching it, once, rather than wake for it in a loop. Its endpoint and
+            // routes stay until deleted. (A packet socket reports a NIC going down once,
+            // and works again when it comes back up: below.)
+            Err(e) if dev.is_tap() && e.raw_os_error() == Some(libc::EBADFD) => {
+                if !dev.gone.swap(true, Ordering::Relaxed) {
+                    log::warn!(
+                        "{}: read: {e}; no longer read (delete the endpoint, then add it again)",
+                        dev.name
+                    );
+                }
+                break;
+            }
             Err(e) => {
                 log::warn!("{}: read: {e}", dev.name);
                 break;
@@ -473,8 +501,8 @@ pub fn worker(sh: Arc<Shared>) {
                 .ports
                 .iter()
                 .filter_map(|(e, p)| match p {
-                    Port::Device(d) => Some((*e, d.clone())),
-                    Port::Link { .. } => None,
+                    Port::Device(d) if !d.is_gone() => Some((*e, d.clone())),
+                    Port::Device(_) | Port::Link { .. } => None,
                 })
                 .collect();
             devs.sort_by_key(|(e, _)| *e);
@@ -514,6 +542,10 @@ pub fn worker(sh: Arc<Shared>) {
                     let k = (t - DEV_TOKEN) as usize;
                     if let Some((e, dev)) = devs.get(k) {
                         work.add(drain_device(&sh, *e, dev, &mut buf, &mut scratch));
+                        if dev.is_gone() {
+                            // Rebuild the watched set without it.
+                            seen = u64::MAX;
+                        }
                     }
                 }
             }
