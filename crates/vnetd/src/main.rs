@@ -133,8 +133,15 @@ fn main() -> anyhow::Result<()> {
     }
 
     let _ = std::fs::remove_file(&socket);
-    let listener = UnixListener::bind(&socket)
-        .with_context(|| format!("binding control socket {}", socket.display()))?;
+    // The control socket rewires tenants' networks: only its owner may connect, whatever
+    // umask the daemon was started with. Set through the umask, so that it is never open
+    // to others, not even between bind and a chmod; no other thread runs yet.
+    // SAFETY: umask has no preconditions; it is put back right after.
+    let old_mask = unsafe { libc::umask(0o177) };
+    let bound = UnixListener::bind(&socket);
+    // SAFETY: as above.
+    unsafe { libc::umask(old_mask) };
+    let listener = bound.with_context(|| format!("binding control socket {}", socket.display()))?;
     let worker_sh = sh.clone();
     std::thread::Builder::new()
         .name("vnet-worker".into())

@@ -765,6 +765,28 @@ fn direct_bridge_on_a_host_nic() {
     );
 }
 
+/// Only the daemon's owner may use its control socket, even when it was started with a
+/// permissive umask.
+#[test]
+fn the_control_socket_is_its_owners_alone() {
+    if !root() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let h = Ns::new("u");
+    // SAFETY: umask has no preconditions; the daemon inherits 000, put back below.
+    let old = unsafe { libc::umask(0) };
+    let d = Daemon::start(&h, "127.0.0.1:4789", "");
+    // SAFETY: as above.
+    unsafe { libc::umask(old) };
+    let mode = std::fs::metadata(&d.sock)
+        .expect("socket")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o600, "control socket mode {mode:o}");
+}
+
 #[test]
 fn vnetctl_drives_the_daemon() {
     if !root() {
