@@ -1,10 +1,13 @@
 //! Over TCP between hosts, a peer that vanishes from the network (its host
-//! down, a switch gone) is given up after the dead-peer time on both sides:
-//! the client's waiting call returns an error instead of waiting for ever,
-//! and its tenant ends, freeing what it held. The two hosts are network
-//! namespaces joined by a bridge in a third; the cut takes the server's port
-//! off the bridge, so no packet is refused, they are only lost. Needs root
-//! (CAP_NET_ADMIN); without it the test says why and passes.
+//! down, a switch gone) is given up on both sides: the client's waiting call
+//! returns an error instead of waiting for ever, and its tenant ends,
+//! freeing what it held. An idle connection is given up after the dead-peer
+//! time (keepalive probes); one with data left unacknowledged at the
+//! kernel's retransmission limit, which these hosts shorten from about 15
+//! minutes to seconds (`net.ipv4.tcp_retries2` = 3, per namespace). The two
+//! hosts are network namespaces joined by a bridge in a third; the cut takes
+//! the server's port off the bridge, so no packet is refused, they are only
+//! lost. Needs root (CAP_NET_ADMIN); without it the test says why and passes.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -45,6 +48,9 @@ impl Hosts {
              for p in tos toc; do ip -n {m} link set $p master br0 up; done
              ip -n {s} addr add 10.78.0.1/24 dev eth0 && ip -n {s} link set eth0 up
              ip -n {c} addr add 10.78.0.2/24 dev eth0 && ip -n {c} link set eth0 up
+             for n in {s} {c}; do
+               ip netns exec $n sh -c 'echo 3 > /proc/sys/net/ipv4/tcp_retries2'
+             done
              ip netns exec {c} ping -c 1 -W 5 10.78.0.1 >/dev/null"
         );
         let out = Command::new("sh")
@@ -179,8 +185,9 @@ fn a_server_cut_off_mid_wait_is_an_error_and_its_tenant_ends() {
     if !root() {
         return;
     }
-    // A wait on a user event polls the server (data left unacknowledged);
-    // a clFinish behind a long kernel sends nothing (keepalive probes).
+    // A wait on a user event polls the server (its last poll is left
+    // unacknowledged: the retransmission limit); a clFinish behind a long
+    // kernel sends nothing (keepalive probes).
     for mode in ["event", "kernel"] {
         cut_while_waiting(mode);
     }

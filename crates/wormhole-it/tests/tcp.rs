@@ -140,3 +140,33 @@ fn a_killed_tcp_clients_tenant_ends_mid_kernel() {
         server.log_text()
     );
 }
+
+/// A tenant that stops reading because a long kernel runs ahead of a write
+/// the client streams to it is busy, not gone: with a dead-peer time far
+/// shorter than the kernel, the write still arrives whole. (A
+/// `TCP_USER_TIMEOUT` as short would cut it: it also bounds how long a peer
+/// may leave the window shut.)
+#[test]
+fn a_busy_tenant_is_not_taken_for_a_dead_one() {
+    use wormhole_it::{compile, run_bounded, use_wormhole, Artifacts, Server, TempDir};
+    let a = Artifacts::get().expect("artifacts");
+    let dir = TempDir::new("tcp-busy").expect("scratch");
+    let bin = compile("stranded", dir.path()).expect("compile");
+    let (_server, port) = Server::start_tcp_args(
+        a,
+        dir.path(),
+        &["--tcp-dead-peer", "2", "--no-shared-buffers"],
+    )
+    .expect("server");
+    let mut cmd = std::process::Command::new(&bin);
+    // Some seconds of kernel, several times the dead-peer time.
+    cmd.args(["write", "6000000000"]);
+    use_wormhole(&mut cmd, dir.path(), &format!("tcp:127.0.0.1:{port}")).expect("env");
+    cmd.env("WORMHOLE_TCP_DEAD_PEER", "2");
+    let t = std::time::Instant::now();
+    let out = run_bounded(cmd, std::time::Duration::from_secs(300)).expect("run");
+    eprintln!("{:?}: {}", t.elapsed(), out.stdout);
+    assert!(out.ok(), "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("wait returned 0"), "{}", out.stdout);
+    assert!(out.stdout.contains("data back: same"), "{}", out.stdout);
+}

@@ -58,10 +58,14 @@ pub const DEFAULT_DEAD_PEER: Duration = Duration::from_secs(30);
 /// Turns a peer that went silent (its host down, the network cut) into an
 /// error after about `after`, where TCP alone would wait without end: a
 /// client for the reply to a call already sent, a tenant for the next call,
-/// holding its device memory. Keepalive probes cover an idle connection and
-/// `TCP_USER_TIMEOUT` data left unacknowledged. A live peer's kernel answers
-/// the probes, so a call that runs long is never cut. Zero keeps the
-/// kernel's defaults (no keepalive; about 15 minutes of retransmissions).
+/// holding its device memory. Keepalive probes, which a live peer's kernel
+/// answers, so a call that runs long is never cut. They run only while
+/// nothing sent waits for an acknowledgement; data sent to a vanished peer
+/// fails at the kernel's retransmission limit instead (`tcp_retries2`,
+/// about 15 minutes by default). Not `TCP_USER_TIMEOUT`, which would bound
+/// that too: it also cuts a live peer that only stopped reading, as a
+/// tenant does while a long kernel runs ahead of a write the client is
+/// streaming to it. Zero keeps the kernel's defaults (no keepalive).
 pub fn give_up_on_silent_peer(s: &TcpStream, after: Duration) -> Result<(), TransportError> {
     use nix::sys::socket::{setsockopt, sockopt};
     let secs = after.as_secs();
@@ -77,11 +81,6 @@ pub fn give_up_on_silent_peer(s: &TcpStream, after: Duration) -> Result<(), Tran
     setsockopt(s, sockopt::TcpKeepIdle, &clamp(idle))?;
     setsockopt(s, sockopt::TcpKeepInterval, &clamp(interval))?;
     setsockopt(s, sockopt::TcpKeepCount, &4)?;
-    setsockopt(
-        s,
-        sockopt::TcpUserTimeout,
-        &clamp(secs.saturating_mul(1000)),
-    )?;
     Ok(())
 }
 
@@ -403,9 +402,11 @@ mod tests {
         let probes = getsockopt(&s, sockopt::TcpKeepCount).expect("count");
         assert!(getsockopt(&s, sockopt::KeepAlive).expect("get"));
         assert_eq!((idle + every * probes) as u64, DEFAULT_DEAD_PEER.as_secs());
+        // No user timeout: it would also cut a live peer that only stopped
+        // reading.
         assert_eq!(
             getsockopt(&s, sockopt::TcpUserTimeout).expect("user timeout"),
-            30_000
+            0
         );
         // Short times still probe at most once a second, and do probe.
         give_up_on_silent_peer(&s, Duration::from_secs(3)).expect("set");
