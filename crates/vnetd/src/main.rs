@@ -132,6 +132,14 @@ fn main() -> anyhow::Result<()> {
         bail!("config: {}", r.error.unwrap_or_default());
     }
 
+    // A socket file left by a daemon that died is replaced; one a live daemon answers on is
+    // not taken from it (it would go on forwarding with no way to control it).
+    if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+        bail!(
+            "another vnetd listens on {}: give this one its own socket (-s)",
+            socket.display()
+        );
+    }
     let _ = std::fs::remove_file(&socket);
     // The control socket rewires tenants' networks: only its owner may connect, whatever
     // umask the daemon was started with. Set through the umask, so that it is never open

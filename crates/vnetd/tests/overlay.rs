@@ -765,6 +765,59 @@ fn direct_bridge_on_a_host_nic() {
     );
 }
 
+/// A second daemon given a live daemon's control socket refuses to start, and the first
+/// stays controllable.
+#[test]
+fn a_live_daemons_control_socket_is_not_taken_over() {
+    if !root() {
+        return;
+    }
+    let h = Ns::new("s");
+    let first = Daemon::start(&h, "127.0.0.1:4789", "");
+    let cfg = first.sock.with_extension("second.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "listen = \"127.0.0.1:4790\"\nsocket = \"{}\"\n",
+            first.sock.display()
+        ),
+    )
+    .expect("config");
+    let err_path = cfg.with_extension("err");
+    let mut second = Command::new("ip")
+        .args(["netns", "exec", &h.0, env!("CARGO_BIN_EXE_vnetd"), "-c"])
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err_path).expect("stderr file"))
+        .spawn()
+        .expect("second vnetd");
+    // Bounded: a daemon that does start would run until killed.
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = second.try_wait().expect("wait") {
+            break Some(st);
+        }
+        if t0.elapsed() > Duration::from_secs(10) {
+            let _ = second.kill();
+            let _ = second.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let err = std::fs::read_to_string(&err_path).unwrap_or_default();
+    let _ = std::fs::remove_file(&cfg);
+    let _ = std::fs::remove_file(&err_path);
+    assert!(
+        status.is_some_and(|s| !s.success()),
+        "a second daemon ran on the same socket ({status:?})"
+    );
+    assert!(err.contains("another vnetd listens"), "{err}");
+    assert!(
+        first.state().endpoints.is_empty(),
+        "the first daemon still answers"
+    );
+}
+
 /// Only the daemon's owner may use its control socket, even when it was started with a
 /// permissive umask.
 #[test]
