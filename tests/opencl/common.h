@@ -160,6 +160,29 @@ static __attribute__((unused)) cl_mem buffer(env_t *t, cl_mem_flags f, size_t n,
     return m;
 }
 
+/* Squares 0..63 on the device and returns their sum (85344): proof, in a
+ * few calls, that the device computes. */
+static __attribute__((unused)) long sum_of_squares(env_t *t) {
+    static const char *src = "__kernel void sq(__global int *a) {\n"
+                             "  size_t i = get_global_id(0); a[i] = a[i] * a[i];\n"
+                             "}\n";
+    int v[64];
+    for (int i = 0; i < 64; i++) v[i] = i;
+    cl_mem b = buffer(t, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof v, v);
+    cl_program p = build(t, src, NULL);
+    cl_kernel k = kernel(p, "sq");
+    CHECK(clSetKernelArg(k, 0, sizeof b, &b));
+    size_t g = 64;
+    CHECK(clEnqueueNDRangeKernel(t->q, k, 1, NULL, &g, NULL, 0, NULL, NULL));
+    CHECK(clEnqueueReadBuffer(t->q, b, CL_TRUE, 0, sizeof v, v, 0, NULL, NULL));
+    long sum = 0;
+    for (int i = 0; i < 64; i++) sum += v[i];
+    CHECK(clReleaseKernel(k));
+    CHECK(clReleaseProgram(p));
+    CHECK(clReleaseMemObject(b));
+    return sum;
+}
+
 /* Prints a byte range as hex, 32 bytes a line. */
 static __attribute__((unused)) void dump(const char *label, const void *p, size_t n) {
     const unsigned char *b = p;

@@ -103,22 +103,37 @@ fn a_port_that_never_greets_is_an_error_not_a_hang() {
     );
 }
 
+/// `tests/opencl/stranded.c ARGS`, set to reach a fresh server over TCP on
+/// loopback (started with `server_args`), with its scratch folder.
+fn stranded_over_tcp(
+    tag: &str,
+    server_args: &[&str],
+    args: &[&str],
+) -> (
+    wormhole_it::TempDir,
+    wormhole_it::Server,
+    std::process::Command,
+) {
+    use wormhole_it::{compile, use_wormhole, Artifacts, Server, TempDir};
+    let a = Artifacts::get().expect("artifacts");
+    let dir = TempDir::new(tag).expect("scratch");
+    let bin = compile("stranded", dir.path()).expect("compile");
+    let (server, port) = Server::start_tcp_args(a, dir.path(), server_args).expect("server");
+    let mut cmd = std::process::Command::new(&bin);
+    cmd.args(args);
+    use_wormhole(&mut cmd, dir.path(), &format!("tcp:127.0.0.1:{port}")).expect("env");
+    (dir, server, cmd)
+}
+
 /// A TCP client killed in the middle of a long call ends its tenant at
 /// once, as over a Unix socket: the killed program's kernel does not keep
 /// the device busy until it finishes.
 #[test]
 fn a_killed_tcp_clients_tenant_ends_mid_kernel() {
     use std::time::Duration;
-    use wormhole_it::{compile, eventually, is_tenant, last_tenant, use_wormhole, Running};
-    use wormhole_it::{Artifacts, Server, TempDir};
-    let a = Artifacts::get().expect("artifacts");
-    let dir = TempDir::new("tcp-killed").expect("scratch");
-    let bin = compile("stranded", dir.path()).expect("compile");
-    let (server, port) = Server::start_tcp(a, dir.path()).expect("server");
-    let mut cmd = std::process::Command::new(&bin);
+    use wormhole_it::{eventually, is_tenant, last_tenant, Running};
     // About a minute of kernel on a CPU.
-    cmd.args(["kernel", "50000000000"]);
-    use_wormhole(&mut cmd, dir.path(), &format!("tcp:127.0.0.1:{port}")).expect("env");
+    let (dir, server, cmd) = stranded_over_tcp("tcp-killed", &[], &["kernel", "50000000000"]);
     let mut client = Running::start(cmd, dir.path()).expect("client");
     assert!(
         client.line("waiting", Duration::from_secs(120)).is_some(),
@@ -148,23 +163,15 @@ fn a_killed_tcp_clients_tenant_ends_mid_kernel() {
 /// may leave the window shut.)
 #[test]
 fn a_busy_tenant_is_not_taken_for_a_dead_one() {
-    use wormhole_it::{compile, run_bounded, use_wormhole, Artifacts, Server, TempDir};
-    let a = Artifacts::get().expect("artifacts");
-    let dir = TempDir::new("tcp-busy").expect("scratch");
-    let bin = compile("stranded", dir.path()).expect("compile");
-    let (_server, port) = Server::start_tcp_args(
-        a,
-        dir.path(),
-        &["--tcp-dead-peer", "2", "--no-shared-buffers"],
-    )
-    .expect("server");
-    let mut cmd = std::process::Command::new(&bin);
     // Some seconds of kernel, several times the dead-peer time.
-    cmd.args(["write", "6000000000"]);
-    use_wormhole(&mut cmd, dir.path(), &format!("tcp:127.0.0.1:{port}")).expect("env");
+    let (_dir, _server, mut cmd) = stranded_over_tcp(
+        "tcp-busy",
+        &["--tcp-dead-peer", "2"],
+        &["write", "6000000000"],
+    );
     cmd.env("WORMHOLE_TCP_DEAD_PEER", "2");
     let t = std::time::Instant::now();
-    let out = run_bounded(cmd, std::time::Duration::from_secs(300)).expect("run");
+    let out = wormhole_it::run_bounded(cmd, std::time::Duration::from_secs(300)).expect("run");
     eprintln!("{:?}: {}", t.elapsed(), out.stdout);
     assert!(out.ok(), "{}\n{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("wait returned 0"), "{}", out.stdout);
