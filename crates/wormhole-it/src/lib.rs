@@ -704,22 +704,43 @@ impl Drop for Running {
     }
 }
 
-/// The pid of the tenant the server started last (its log says so at
-/// `WORMHOLE_LOG=info`, which the harness sets): the client's, since the
-/// harness's readiness probe comes first.
-pub fn last_tenant(server: &Server) -> Option<u32> {
-    server
-        .log_text()
-        .lines()
-        .filter_map(|l| {
-            l.split("tenant process ")
-                .nth(1)?
-                .split(' ')
-                .next()?
-                .parse()
-                .ok()
+impl Server {
+    /// The server's (listener's) process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+/// The server's tenants alive now (its children that run `tenant`).
+pub fn live_tenants(server: &Server) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // The parent's pid is the second field after the parenthesised name.
+            let ppid = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 2..].split(' ').nth(1)?.parse::<u32>().ok());
+            ppid == Some(server.pid()) && is_tenant(pid)
         })
-        .next_back()
+        .collect()
+}
+
+/// The server's one live tenant, once the tenants of the harness's own
+/// readiness probes have ended (bounded wait); None if there is not exactly
+/// one.
+pub fn the_live_tenant(server: &Server) -> Option<u32> {
+    let mut live = Vec::new();
+    eventually(Duration::from_secs(10), || {
+        live = live_tenants(server);
+        live.len() == 1
+    });
+    match live[..] {
+        [t] => Some(t),
+        _ => None,
+    }
 }
 
 /// Whether process `pid` is still a Wormhole tenant (not gone, nor a

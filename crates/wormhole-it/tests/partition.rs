@@ -13,7 +13,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use wormhole_it::{
-    compile, eventually, is_tenant, last_tenant, use_wormhole, Artifacts, Running, Server, TempDir,
+    compile, eventually, is_tenant, live_tenants, the_live_tenant, use_wormhole, Artifacts,
+    Running, Server, TempDir,
 };
 
 /// What both sides are told: give a silent peer up after this long.
@@ -140,7 +141,13 @@ fn cut_while_waiting(mode: &str) {
             server.log_text()
         );
     }
-    let tenant = last_tenant(&server).expect("the server logs its tenant's pid");
+    let tenant = the_live_tenant(&server).unwrap_or_else(|| {
+        panic!(
+            "live tenants {:?}\n{}",
+            live_tenants(&server),
+            server.log_text()
+        )
+    });
     let _reap = KillOnDrop(tenant);
 
     hosts.cut();
