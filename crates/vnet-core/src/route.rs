@@ -14,7 +14,7 @@
 //! stays valid, which the unit tests check against a full recomputation.
 
 use crate::frame::MacAddr;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// Identifies an interface, link or bridge (assigned by [`crate::switch::Switch`]).
@@ -155,12 +155,48 @@ pub struct RouteTable {
     next_id: u64,
     cache: HashMap<CacheKey, Hit>,
     stats: CacheStats,
+    /// Endpoints that are links (see [`RouteTable::matches`]).
+    links: HashSet<Endpoint>,
 }
 
 impl RouteTable {
     /// An empty table.
     pub fn new() -> RouteTable {
         RouteTable::default()
+    }
+
+    /// Says whether `e` is a link. Frames that came in over a link are sent on over
+    /// another link only by a rule that names their link as its source: a rule for any
+    /// source does not relay between links. In a full mesh (every host linked to every
+    /// other, each sending broadcasts to all its links) such relays would send every
+    /// broadcast around for ever, as kernel VXLAN, which never forwards from the tunnel
+    /// back into it, does not. A host that must relay says so with `from`. Endpoint ids
+    /// are never reused and are marked before any rule names them, so no cached result
+    /// changes.
+    pub fn set_link(&mut self, e: Endpoint, is_link: bool) {
+        if is_link {
+            self.links.insert(e);
+        } else {
+            self.links.remove(&e);
+        }
+    }
+
+    /// The rank of `spec` for a frame from `source`, with the relay rule of
+    /// [`RouteTable::set_link`]; `None` when it does not apply.
+    fn matches(
+        &self,
+        spec: &RouteSpec,
+        source: Endpoint,
+        src: MacAddr,
+        dst: MacAddr,
+    ) -> Option<u8> {
+        if spec.source == SourceMatch::Any
+            && self.links.contains(&source)
+            && self.links.contains(&spec.dest)
+        {
+            return None;
+        }
+        spec.rank(source, src, dst)
     }
 
     /// Adds a rule and returns its id; drops exactly the cache entries it may change.
@@ -173,12 +209,14 @@ impl RouteTable {
         self.next_id += 1;
         let id = RouteId(self.next_id);
         let before = self.cache.len();
-        self.cache.retain(
-            |&(source, src, dst), hit| match spec.rank(source, src, dst) {
+        let mut cache = std::mem::take(&mut self.cache);
+        cache.retain(
+            |&(source, src, dst), hit| match self.matches(&spec, source, src, dst) {
                 Some(r) => hit.rank.is_some_and(|top| r < top),
                 None => true,
             },
         );
+        self.cache = cache;
         self.stats.invalidated += (before - self.cache.len()) as u64;
         self.routes.push(Route {
             id,
@@ -251,7 +289,7 @@ impl RouteTable {
         let mut routes = Vec::new();
         let mut dests: Vec<Endpoint> = Vec::new();
         for r in &self.routes {
-            let Some(rank) = r.spec.rank(source, src, dst) else {
+            let Some(rank) = self.matches(&r.spec, source, src, dst) else {
                 continue;
             };
             if !matches!(top, Some(t) if rank <= t) {
@@ -361,6 +399,11 @@ mod tests {
     fn cache_agrees_with_scan_and_invalidation_is_precise() {
         let mut rng = Lcg(42);
         let mut t = RouteTable::new();
+        // Some sources and destinations are links, so that rules which would relay
+        // between links (and so do not match) are part of the mix.
+        for e in [1, 2, 10, 11, 12] {
+            t.set_link(Endpoint(e), true);
+        }
         let mut ids = Vec::new();
         let field = |rng: &mut Lcg| match rng.next(3) {
             0 => MacMatch::Any,

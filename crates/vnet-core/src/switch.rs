@@ -111,6 +111,8 @@ impl Switch {
         self.next_ep += 1;
         let id = Endpoint(self.next_ep);
         self.names.insert(name.to_string(), id);
+        self.table
+            .set_link(id, matches!(kind, EndpointKind::Link { .. }));
         let info = EndpointInfo {
             id,
             name: name.to_string(),
@@ -144,6 +146,7 @@ impl Switch {
                 name: name_or_id.to_string(),
             })?;
         self.names.remove(&info.name);
+        self.table.set_link(id, false);
         Ok(info)
     }
 
@@ -382,11 +385,80 @@ mod tests {
         assert_eq!(s.route_id("all").unwrap(), s.route_id("1").unwrap());
     }
 
+    /// A full mesh: three hosts' worth of links, broadcasts to every link. A broadcast
+    /// from the local interface fans out to both links; one that came in over a link goes
+    /// only to the interface (a relay to the other link would loop it round the mesh);
+    /// a rule that names the incoming link as its source does relay, and the others
+    /// are unchanged. Also from a link the next-ranked rules apply when the top ones
+    /// would relay.
+    #[test]
+    fn rules_for_any_source_do_not_relay_between_links() {
+        let mut s = Switch::new();
+        let me: MacAddr = "02:00:00:00:00:01".parse().unwrap();
+        let other: MacAddr = "02:00:00:00:00:02".parse().unwrap();
+        let bcast = MacAddr([0xff; 6]);
+        let vif = s
+            .add_endpoint("vif", EndpointKind::Interface { mac: me })
+            .unwrap();
+        let h2 = s.add_endpoint("h2", EndpointKind::Link { vni: 7 }).unwrap();
+        let h3 = s.add_endpoint("h3", EndpointKind::Link { vni: 7 }).unwrap();
+        let rule = |name: &str, dst: MacMatch, source: SourceMatch, dest: Endpoint| RouteSpec {
+            name: Some(name.into()),
+            src: MacMatch::Any,
+            dst,
+            source,
+            dest,
+        };
+        for (n, d) in [("b-vif", vif), ("b-h2", h2), ("b-h3", h3)] {
+            s.add_route(rule(n, MacMatch::Exact(bcast), SourceMatch::Any, d))
+                .unwrap();
+        }
+        let fan = |s: &mut Switch, from: Endpoint, src: MacAddr| match s.forward(
+            from,
+            &eth(src, bcast),
+            1,
+            60,
+        ) {
+            Verdict::Forward(d) => d.to_vec(),
+            Verdict::Drop(r) => panic!("dropped: {r:?}"),
+        };
+        assert_eq!(fan(&mut s, vif, me), vec![h2, h3]);
+        assert_eq!(fan(&mut s, h2, other), vec![vif]);
+        assert_eq!(fan(&mut s, h3, other), vec![vif]);
+        // Cached results agree with a full scan.
+        assert_eq!(fan(&mut s, h2, other), vec![vif]);
+        // Relaying on purpose: a rule from h2.
+        s.add_route(rule(
+            "relay",
+            MacMatch::Exact(bcast),
+            SourceMatch::Is(h2),
+            h3,
+        ))
+        .unwrap();
+        assert_eq!(fan(&mut s, h2, other), vec![h3]);
+        assert_eq!(fan(&mut s, h3, other), vec![vif]);
+        // A unicast rule for any source to a link is passed over from a link, and the
+        // catch-all below it (to the interface) applies.
+        s.add_route(rule("to-h3", MacMatch::Exact(other), SourceMatch::Any, h3))
+            .unwrap();
+        s.add_route(rule("rest", MacMatch::Any, SourceMatch::Any, vif))
+            .unwrap();
+        assert_eq!(
+            s.forward(h2, &eth(me, other), 1, 60),
+            Verdict::Forward(vec![vif].into())
+        );
+        assert_eq!(
+            s.forward(vif, &eth(me, other), 1, 60),
+            Verdict::Forward(vec![h3].into())
+        );
+    }
+
     #[test]
     fn removing_an_endpoint_removes_its_routes_and_learning_follows_moves() {
         let mut s = Switch::new();
-        let l1 = s.add_endpoint("l1", EndpointKind::Link { vni: 1 }).unwrap();
-        let l2 = s.add_endpoint("l2", EndpointKind::Link { vni: 1 }).unwrap();
+        // Bridges: learned routes (from any source) do not relay between links.
+        let l1 = s.add_endpoint("l1", EndpointKind::Bridge).unwrap();
+        let l2 = s.add_endpoint("l2", EndpointKind::Bridge).unwrap();
         s.set_learning(true);
         let m: MacAddr = "02:00:00:00:00:0c".parse().unwrap();
         let n: MacAddr = "02:00:00:00:00:0d".parse().unwrap();
