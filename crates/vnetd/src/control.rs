@@ -119,6 +119,7 @@ fn endpoint(t: &Tables, name: &str) -> Result<Endpoint, ControlError> {
 
 fn apply_op(
     t: &mut Tables,
+    listen: SocketAddr,
     op: &Op,
     prepared: &mut Prepared,
     route_ids: &mut Vec<u64>,
@@ -147,7 +148,15 @@ fn apply_op(
                     l.vni
                 )));
             }
-            let addr = parse_remote(&l.remote)?;
+            let mut addr = parse_remote(&l.remote)?;
+            addr.set_ip(addr.ip().to_canonical());
+            if addr.is_ipv6() && listen.is_ipv4() {
+                return Err(ControlError::Invalid(format!(
+                    "link {}: remote {addr} is IPv6, but vnetd listens on IPv4 ({listen}); \
+                     listen on [::]:PORT to reach both",
+                    l.name
+                )));
+            }
             if t.peers.contains_key(&(addr.ip(), l.vni)) {
                 return Err(ControlError::Invalid(format!(
                     "a link to {} with vni {} exists",
@@ -196,11 +205,15 @@ pub fn apply(sh: &Arc<Shared>, ops: &[Op]) -> Response {
         Err(e) => return Response::error(e.to_string()),
     };
     let mut route_ids = Vec::new();
+    let listen = match sh.udp.local_addr() {
+        Ok(a) => a,
+        Err(e) => return Response::error(format!("the underlay socket: {e}")),
+    };
     {
         let mut live = sh.lock();
         let mut t = live.clone();
         for (i, op) in ops.iter().enumerate() {
-            if let Err(e) = apply_op(&mut t, op, &mut prepared, &mut route_ids) {
+            if let Err(e) = apply_op(&mut t, listen, op, &mut prepared, &mut route_ids) {
                 return Response::error(format!("op {i}: {e}; nothing applied"));
             }
         }

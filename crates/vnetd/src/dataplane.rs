@@ -582,7 +582,9 @@ pub fn on_batch(sh: &Shared, batch: &sys::RecvBatch, n: usize, scratch: &mut Scr
                 sh.malformed.fetch_add(1, Ordering::Relaxed);
                 continue;
             };
-            let k = (from.ip(), vni);
+            // A socket listening on `[::]` sees IPv4 peers as `::ffff:a.b.c.d`; links
+            // are keyed by the plain address.
+            let k = (from.ip().to_canonical(), vni);
             if let Some(prev) = key.filter(|p| *p != k) {
                 deliver_group(sh, prev.0, prev.1, &group, &verify, scratch);
                 group.clear();

@@ -502,6 +502,40 @@ fn spoofed_source_mac_is_dropped_and_counted() {
     assert!(m.hosts[0].ping("192.168.77.2"));
 }
 
+/// A daemon listening on `[::]` (both families) serves IPv4 peers, whose datagrams reach
+/// it from IPv4-mapped addresses; one listening on an IPv4 address refuses an IPv6 link,
+/// which it could never reach, with a message that says so.
+#[test]
+fn dual_stack_listening_serves_ipv4_peers() {
+    if !root() {
+        return;
+    }
+    let (h1, h2) = two_hosts();
+    let config = |i: usize, peer: &str| {
+        format!(
+            "[[interface]]\nname = \"vif\"\nmac = \"{}\"\n\
+             [[link]]\nname = \"peer\"\nremote = \"{peer}\"\nvni = 42\n\
+             [[route]]\nsrc = \"any\"\ndst = \"any\"\nfrom = \"vif\"\nto = \"peer\"\n\
+             [[route]]\nsrc = \"any\"\ndst = \"any\"\nfrom = \"peer\"\nto = \"vif\"\n",
+            mac(i)
+        )
+    };
+    let d1 = Daemon::start(&h1, "[::]:4789", &config(1, "10.200.0.2"));
+    let d2 = Daemon::start(&h2, "10.200.0.2:4789", &config(2, "10.200.0.1"));
+    h1.ip(&["addr", "add", "192.168.77.1/24", "dev", "vif"]);
+    h2.ip(&["addr", "add", "192.168.77.2/24", "dev", "vif"]);
+    assert!(h1.ping("192.168.77.2"), "{:?}", d1.state().global);
+    assert_eq!(d1.state().global.unknown_peer, 0);
+    let r = d2.apply(vec![Op::AddLink(LinkDef {
+        name: "v6".into(),
+        remote: "[fd00::1]:4789".into(),
+        vni: 7,
+    })]);
+    assert!(!r.ok, "an IPv6 link on an IPv4 socket was accepted");
+    let e = r.error.unwrap_or_default();
+    assert!(e.contains("is IPv6, but vnetd listens on IPv4"), "{e}");
+}
+
 #[test]
 fn malformed_datagrams_are_counted_never_fatal() {
     if !root() {
