@@ -292,10 +292,21 @@ impl Switch {
 
     /// Records that `mac` lives behind `source`, replacing a stale learned route. At most
     /// [`LEARN_MAX`] addresses are learned, so a flood of forged source MACs cannot grow the
-    /// table without bound.
+    /// table without bound. A local interface's MAC is never learned behind anything but
+    /// that interface: a frame from a link or a bridged LAN that claims it would otherwise
+    /// draw the guest's traffic away (or a copy of it) to whoever sent it.
     fn learn(&mut self, source: Endpoint, mac: MacAddr) {
+        if self.learned.get(&mac).is_some_and(|(e, _)| *e == source) {
+            return;
+        }
+        let owner = self
+            .endpoints
+            .values()
+            .find(|i| matches!(i.kind, EndpointKind::Interface { mac: m } if m == mac));
+        if owner.is_some_and(|i| i.id != source) {
+            return;
+        }
         match self.learned.get(&mac) {
-            Some((e, _)) if *e == source => return,
             Some((_, old)) => {
                 let old = *old;
                 self.table.remove(old);
@@ -451,6 +462,34 @@ mod tests {
             s.forward(vif, &eth(me, other), 1, 60),
             Verdict::Forward(vec![h3].into())
         );
+    }
+
+    /// Learning never moves a local guest's MAC away from its interface: frames from a
+    /// link that claim it are forwarded as usual but teach nothing.
+    #[test]
+    fn learning_keeps_a_local_guests_mac_on_its_interface() {
+        let mut s = Switch::new();
+        let me: MacAddr = "02:00:00:00:00:01".parse().unwrap();
+        let peer: MacAddr = "02:00:00:00:00:02".parse().unwrap();
+        let vif = s
+            .add_endpoint("vif", EndpointKind::Interface { mac: me })
+            .unwrap();
+        let l = s.add_endpoint("l", EndpointKind::Link { vni: 1 }).unwrap();
+        s.set_learning(true);
+        let to = |s: &mut Switch, from: Endpoint, src: MacAddr, dst: MacAddr| {
+            s.forward(from, &eth(src, dst), 1, 60)
+        };
+        // Before the guest spoke, and after: a frame from the link claiming its MAC
+        // teaches nothing.
+        assert_eq!(to(&mut s, l, me, peer), Verdict::Drop(DropReason::NoRoute));
+        assert!(!s.learned.contains_key(&me));
+        to(&mut s, vif, me, peer);
+        to(&mut s, l, peer, me);
+        assert_eq!(s.learned.get(&me).map(|(e, _)| *e), Some(vif));
+        assert_eq!(s.learned.get(&peer).map(|(e, _)| *e), Some(l));
+        to(&mut s, l, me, peer);
+        assert_eq!(s.learned.get(&me).map(|(e, _)| *e), Some(vif));
+        assert_eq!(to(&mut s, l, peer, me), Verdict::Forward(vec![vif].into()));
     }
 
     #[test]
