@@ -169,10 +169,9 @@ impl RouteTable {
     /// another link only by a rule that names their link as its source: a rule for any
     /// source does not relay between links. In a full mesh (every host linked to every
     /// other, each sending broadcasts to all its links) such relays would send every
-    /// broadcast around for ever, as kernel VXLAN, which never forwards from the tunnel
-    /// back into it, does not. A host that must relay says so with `from`. Endpoint ids
-    /// are never reused and are marked before any rule names them, so no cached result
-    /// changes.
+    /// broadcast round the mesh for ever. Kernel VXLAN never forwards from the tunnel back
+    /// into it either. A host that must relay says so with `from`. Endpoint ids are never
+    /// reused and are marked before any rule names them, so no cached result changes.
     pub fn set_link(&mut self, e: Endpoint, is_link: bool) {
         if is_link {
             self.links.insert(e);

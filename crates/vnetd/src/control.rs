@@ -229,7 +229,6 @@ pub fn apply(sh: &Arc<Shared>, ops: &[Op]) -> Response {
     }
 }
 
-/// The state and counters.
 /// Says so in `show` when a device failed for good (see `Device::is_gone`).
 fn gone_note(d: &Device) -> &'static str {
     if d.is_gone() {
@@ -239,6 +238,7 @@ fn gone_note(d: &Device) -> &'static str {
     }
 }
 
+/// The state and counters.
 pub fn show(sh: &Shared) -> State {
     let t = sh.lock();
     let name = |e: Endpoint| {

@@ -89,6 +89,15 @@ fn main() -> anyhow::Result<()> {
         .clone()
         .or(cfg.socket.clone())
         .unwrap_or_else(|| "/run/vnetd.sock".into());
+    // A socket file left by a daemon that died is replaced; one a live daemon answers on is
+    // not taken from it (it would go on forwarding with no way to control it). Checked
+    // before anything is created, so that this is the error reported.
+    if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
+        bail!(
+            "another vnetd listens on {}: give this one its own socket (-s)",
+            socket.display()
+        );
+    }
 
     let udp = std::net::UdpSocket::bind(listen).with_context(|| format!("binding UDP {listen}"))?;
     udp.set_nonblocking(true)?;
@@ -132,14 +141,6 @@ fn main() -> anyhow::Result<()> {
         bail!("config: {}", r.error.unwrap_or_default());
     }
 
-    // A socket file left by a daemon that died is replaced; one a live daemon answers on is
-    // not taken from it (it would go on forwarding with no way to control it).
-    if std::os::unix::net::UnixStream::connect(&socket).is_ok() {
-        bail!(
-            "another vnetd listens on {}: give this one its own socket (-s)",
-            socket.display()
-        );
-    }
     let _ = std::fs::remove_file(&socket);
     // The control socket rewires tenants' networks: only its owner may connect, whatever
     // umask the daemon was started with. Set through the umask, so that it is never open
