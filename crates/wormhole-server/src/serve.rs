@@ -4,7 +4,7 @@
 //! control socket and ends the process when the client goes away, which
 //! frees every object the tenant had.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
@@ -195,13 +195,32 @@ fn shared_arena(config: &Config) -> Option<Arc<Arena>> {
     }
 }
 
-/// Ends the tenant as soon as its TCP client is gone (it closed, was
-/// killed, or stayed silent past `tcp_dead_peer`), even in the middle of a
-/// long call, as the Unix socket's watcher does: a killed program's kernel
-/// must not keep the device busy. It waits for the hang-up alone
-/// (`POLLRDHUP`; errors and `POLLHUP` always wake it), never for data, which
-/// is the serve loop's to read.
-fn watch_tcp_client(sock: &std::net::TcpStream) {
+/// A tenant's connection to its client: TCP, or the Unix socket beside the
+/// shared memory.
+trait ClientSocket: AsRawFd {
+    /// The error the connection ended with, if any (`SO_ERROR`).
+    fn pending_error(&self) -> std::io::Result<Option<std::io::Error>>;
+}
+
+impl ClientSocket for std::net::TcpStream {
+    fn pending_error(&self) -> std::io::Result<Option<std::io::Error>> {
+        self.take_error()
+    }
+}
+
+impl ClientSocket for UnixStream {
+    fn pending_error(&self) -> std::io::Result<Option<std::io::Error>> {
+        self.take_error()
+    }
+}
+
+/// Ends the tenant as soon as its client is gone (it closed, was killed,
+/// or, over TCP, stayed silent past `tcp_dead_peer`), even in the middle of
+/// a long call: exiting frees every object the tenant holds, and a killed
+/// program's kernel must not keep the device busy. It waits for the hang-up
+/// alone (`POLLRDHUP`; errors and `POLLHUP` always wake it), never for data,
+/// which over TCP is the serve loop's to read.
+fn exit_when_client_hangs_up(sock: &impl ClientSocket) {
     let mut pfd = libc::pollfd {
         fd: sock.as_raw_fd(),
         events: libc::POLLRDHUP,
@@ -225,7 +244,7 @@ fn watch_tcp_client(sock: &std::net::TcpStream) {
             return;
         }
     }
-    match sock.take_error() {
+    match sock.pending_error() {
         Ok(Some(e)) => log::warn!("tenant {}: client lost ({e})", std::process::id()),
         _ => log::info!("tenant {}: client gone", std::process::id()),
     }
@@ -256,21 +275,10 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
             }
             Err(e) => return Err(e.into()),
         }
-        // The watcher: a read that returns means the client closed its end
-        // (or died). Exiting frees every object this tenant holds.
-        let mut watch = sock.try_clone()?;
-        std::thread::spawn(move || {
-            let mut b = [0u8; 64];
-            loop {
-                match watch.read(&mut b) {
-                    Ok(0) | Err(_) => {
-                        log::info!("tenant {}: client gone", std::process::id());
-                        std::process::exit(0);
-                    }
-                    Ok(_) => {}
-                }
-            }
-        });
+        // The client never writes on this socket after the greeting: its
+        // hang-up is the client closing or dying.
+        let watch = sock.try_clone()?;
+        std::thread::spawn(move || exit_when_client_hangs_up(&watch));
         let notify = Arc::new(NotifySender::new(region.clone()));
         let mut t = Tenant::new(export(config), limits(config), Some(notify));
         t.shared = arena.map(opencl::shared::SharedBuffers::new);
@@ -294,7 +302,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
             std::time::Duration::from_secs(config.tcp_dead_peer),
         )?;
         let watch = stream.try_clone()?;
-        std::thread::spawn(move || watch_tcp_client(&watch));
+        std::thread::spawn(move || exit_when_client_hangs_up(&watch));
         let mut chan = StreamChannel::tcp(stream)?;
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
         let notify: Arc<dyn Notify> = Arc::new(chan.notifier());
