@@ -226,8 +226,10 @@ fn exit_when_client_hangs_up(sock: &impl AsFd) {
         }
     }
     // The error the connection ended with, if any: a dead peer's ETIMEDOUT.
+    // A reset is a client that closed with our data unread (killed, say):
+    // gone, as much as one that closed cleanly.
     match nix::sys::socket::getsockopt(sock, nix::sys::socket::sockopt::SocketError) {
-        Ok(errno) if errno != 0 => log::warn!(
+        Ok(errno) if errno != 0 && errno != libc::ECONNRESET => log::warn!(
             "tenant {}: client lost ({})",
             std::process::id(),
             std::io::Error::from_raw_os_error(errno)
@@ -298,12 +300,17 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
             // The client's host or network went away (see `tcp_dead_peer`):
             // its tenant ends as if it had hung up, freeing what it held.
             Err(ServeError::Transport(TransportError::Io(e)))
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::TimedOut | std::io::ErrorKind::ConnectionReset
-                ) =>
+                if e.kind() == std::io::ErrorKind::TimedOut =>
             {
                 log::warn!("tenant {}: client lost ({e})", std::process::id());
+                Ok(())
+            }
+            // It closed with our data unread (killed, say), as the watcher
+            // also reports.
+            Err(ServeError::Transport(TransportError::Io(e)))
+                if e.kind() == std::io::ErrorKind::ConnectionReset =>
+            {
+                log::info!("tenant {}: client gone", std::process::id());
                 Ok(())
             }
             other => other,
