@@ -186,7 +186,10 @@ pub fn markdown(r: &Results) -> String {
     // ---- a. round trips
     let _ = writeln!(w, "### a. Null-call round trip\n");
     let _ = writeln!(w, "`clGetEventInfo(CL_EVENT_COMMAND_EXECUTION_STATUS)` on a completed event, timed per call in a C program (`whbench nullcall`); raw primitives are two processes ping-ponging 30-byte messages (`wh-bench pingpong`). The C timer itself costs {} µs per sample (included in every call row).\n", us(median(&r.timer.iter().map(|s| s.median_ns).collect::<Vec<_>>())));
-    let _ = writeln!(w, "| configuration | median µs | mean µs | p99 µs | compared with (medians) |");
+    let _ = writeln!(
+        w,
+        "| configuration | median µs | mean µs | p99 µs | compared with (medians) |"
+    );
     let _ = writeln!(w, "| --- | ---: | ---: | ---: | --- |");
     let rows: [(&str, &str, &str); 12] = [
         ("call: native", "native (PoCL, no forwarding)", ""),

@@ -146,11 +146,9 @@ pub fn fresh_id() -> u64 {
     NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
-fn connect() -> Result<Conn, String> {
+fn connect() -> Result<Conn, wormhole_transport::client::ConnectError> {
     // CUDA has no callbacks forwarded yet: the notification ring is unused.
-    let chan = wormhole_transport::client::connect_from_env()
-        .map_err(|e| e.to_string())?
-        .chan;
+    let chan = wormhole_transport::client::connect_from_env()?.chan;
     Ok(Conn {
         state: Mutex::new(Link::new(chan)),
     })
@@ -161,8 +159,14 @@ pub fn conn() -> Option<&'static Conn> {
     static C: OnceLock<Option<Conn>> = OnceLock::new();
     C.get_or_init(|| match connect() {
         Ok(c) => Some(c),
+        // A server that is there and refuses us is worth a line unasked
+        // (see `ConnectError::is_no_server`).
+        Err(e) if !e.is_no_server() => {
+            eprintln!("wormhole-cudart: {e}; no CUDA device");
+            None
+        }
         Err(e) => {
-            log(&e);
+            log(&e.to_string());
             None
         }
     })

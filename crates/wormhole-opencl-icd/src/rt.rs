@@ -442,12 +442,22 @@ pub fn fresh_id() -> u64 {
     NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
-fn connect() -> Result<Conn, String> {
-    let c = wormhole_transport::client::connect_from_env().map_err(|e| match e {
-        wormhole_transport::client::ConnectError::Unreachable { .. } => {
-            format!("{e}; no Wormhole platform")
-        }
-        e => e.to_string(),
+/// Why there is no connection, and whether to say so without being asked
+/// (see `ConnectError::is_no_server`).
+struct NoConn {
+    why: String,
+    loud: bool,
+}
+
+fn connect() -> Result<Conn, NoConn> {
+    let c = wormhole_transport::client::connect_from_env().map_err(|e| NoConn {
+        loud: !e.is_no_server(),
+        why: match e {
+            wormhole_transport::client::ConnectError::Unreachable { .. } => {
+                format!("{e}; no Wormhole platform")
+            }
+            e => e.to_string(),
+        },
     })?;
     if let Some(rx) = c.notify {
         crate::callbacks::start_notifier(rx);
@@ -473,7 +483,7 @@ fn connect() -> Result<Conn, String> {
         fork_gen: FORK_GEN.load(Ordering::Relaxed),
         stream_notes,
     };
-    conn.platforms = fetch_platforms(&conn)?;
+    conn.platforms = fetch_platforms(&conn).map_err(|why| NoConn { why, loud: true })?;
     if std::env::var_os("WORMHOLE_LOG").is_some() {
         // SAFETY: the handler is a plain function that stays mapped (the
         // library is linked `-z nodelete`) and only try-locks the channel.
@@ -536,8 +546,12 @@ pub fn conn() -> Option<&'static Conn> {
     static C: OnceLock<Option<Conn>> = OnceLock::new();
     C.get_or_init(|| match connect() {
         Ok(c) => Some(c),
-        Err(e) => {
-            log(&e);
+        Err(NoConn { why, loud: true }) => {
+            eprintln!("wormhole: {why}; no Wormhole platform");
+            None
+        }
+        Err(NoConn { why, loud: false }) => {
+            log(&why);
             None
         }
     })

@@ -66,6 +66,9 @@ pub struct Config {
     /// buffers of CPU devices, so that their transfers are one copy as
     /// natively (memory is used only as buffers fill it); 0 turns it off.
     pub shared_buffers: u64,
+    /// Most clients served at once (one tenant process each); more are
+    /// told the server is full and let go. 0: no limit.
+    pub max_tenants: usize,
 }
 
 impl Default for Config {
@@ -85,6 +88,7 @@ impl Default for Config {
             cuda: true,
             cuda_runtime: None,
             shared_buffers: 64 << 30,
+            max_tenants: 256,
         }
     }
 }

@@ -80,7 +80,86 @@ fn above_tenant_fd(f: std::fs::File) -> std::io::Result<std::fs::File> {
     Ok(unsafe { std::fs::File::from_raw_fd(fd) })
 }
 
-fn spawn_tenant(exe: &TenantExe, fd: RawFd, config_args: &[String]) -> std::io::Result<()> {
+/// How many tenant processes live, against the most that may.
+pub struct Tenants {
+    live: AtomicUsize,
+    /// 0: no limit.
+    max: usize,
+    /// Clients refused since the last tenant ended: the first refusal of
+    /// a full spell is logged, and the count when it ends, not each one.
+    refused: AtomicUsize,
+}
+
+impl Tenants {
+    pub fn new(max: usize) -> Tenants {
+        Tenants {
+            live: AtomicUsize::new(0),
+            max,
+            refused: AtomicUsize::new(0),
+        }
+    }
+
+    /// Takes a place for a new tenant, if one is free.
+    fn admit(&self) -> bool {
+        if self.max == 0 {
+            self.live.fetch_add(1, Ordering::SeqCst);
+            return true;
+        }
+        let taken = self
+            .live
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < self.max).then_some(n + 1)
+            });
+        taken.is_ok()
+    }
+
+    /// Gives back a tenant's place.
+    fn leave(&self) {
+        self.live.fetch_sub(1, Ordering::SeqCst);
+        let refused = self.refused.swap(0, Ordering::SeqCst);
+        if refused > 0 {
+            log::warn!("a client's place is free again; {refused} refused while all were taken");
+        }
+    }
+
+    /// Tells a client there is no place for it; the caller then drops the
+    /// connection.
+    fn refuse(&self, fd: RawFd) {
+        if self.refused.fetch_add(1, Ordering::SeqCst) == 0 {
+            log::warn!(
+                "serving {} clients, the most allowed (max_tenants): refusing new ones until one ends",
+                self.max
+            );
+        }
+        let limit = u32::try_from(self.max).unwrap_or(u32::MAX);
+        let b = wormhole_transport::hello::full_bytes(limit);
+        // SAFETY: `fd` is the caller's open socket for the duration of the
+        // call; the kernel reads `b`, which outlives it. Non-blocking: a
+        // fresh connection's send buffer has room, and if it has not, the
+        // client only learns less (it sees the connection closed).
+        let r = unsafe {
+            libc::send(
+                fd,
+                b.as_ptr().cast(),
+                b.len(),
+                libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+            )
+        };
+        if r < 0 {
+            log::debug!(
+                "telling a client the server is full: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+}
+
+fn spawn_tenant(
+    exe: &TenantExe,
+    fd: RawFd,
+    config_args: &[String],
+    tenants: &Arc<Tenants>,
+) -> std::io::Result<()> {
     let mut cmd = Command::new(&exe.path);
     cmd.arg0("wormhole-server")
         .args(config_args)
@@ -107,28 +186,52 @@ fn spawn_tenant(exe: &TenantExe, fd: RawFd, config_args: &[String]) -> std::io::
     let mut child = cmd.spawn()?;
     let pid = child.id();
     log::info!("tenant process {pid} started");
-    // Reap it when it exits (no zombies). Not SIGCHLD = SIG_IGN: that is
-    // inherited across exec, and a tenant's OpenCL library waits for its
-    // own children (PoCL runs the linker), which then fails with ECHILD;
-    // it also makes a failed spawn panic in std.
-    std::thread::Builder::new()
+    // Reap it when it exits (no zombies), and only then give its place
+    // back. Not SIGCHLD = SIG_IGN: that is inherited across exec, and a
+    // tenant's OpenCL library waits for its own children (PoCL runs the
+    // linker), which then fails with ECHILD; it also makes a failed spawn
+    // panic in std.
+    let tenants = tenants.clone();
+    let reaper = std::thread::Builder::new()
         .name(format!("reap-{pid}"))
         .spawn(move || {
-            let _ = child.wait();
-        })?;
+            let status = child.wait();
+            tenants.leave();
+            match status {
+                Ok(st) => log::info!("tenant process {pid} ended ({st})"),
+                Err(e) => log::info!("tenant process {pid} ended (wait: {e})"),
+            }
+        });
+    if let Err(e) = reaper {
+        // The child runs unwatched: its place stays taken (a zombie would
+        // too), which errs on the side of the limit.
+        log::error!("cannot watch tenant process {pid}: {e}");
+    }
     Ok(())
 }
 
-/// Starts a tenant for a connection; a failure costs only that client.
-fn start_tenant(exe: &TenantExe, fd: RawFd, args: &[String]) {
-    if let Err(e) = spawn_tenant(exe, fd, args) {
+/// Starts a tenant for a connection, if the limit leaves a place; a
+/// failure costs only that client.
+fn start_tenant(exe: &TenantExe, fd: RawFd, args: &[String], tenants: &Arc<Tenants>) {
+    if !tenants.admit() {
+        tenants.refuse(fd);
+        return;
+    }
+    if let Err(e) = spawn_tenant(exe, fd, args, tenants) {
+        tenants.live.fetch_sub(1, Ordering::SeqCst);
         log::error!("starting a tenant: {e}");
     }
 }
 
 /// Challenges a TCP client for the token, bounded in time, and starts its
 /// tenant if it answers right.
-fn authenticated_tenant(mut s: TcpStream, token: &Token, exe: &TenantExe, args: &[String]) {
+fn authenticated_tenant(
+    mut s: TcpStream,
+    token: &Token,
+    exe: &TenantExe,
+    args: &[String],
+    tenants: &Arc<Tenants>,
+) {
     let peer = s
         .peer_addr()
         .map_or_else(|_| "?".to_string(), |a| a.to_string());
@@ -141,7 +244,7 @@ fn authenticated_tenant(mut s: TcpStream, token: &Token, exe: &TenantExe, args: 
     match passed {
         // The tenant inherits the socket and its timeouts: clear them.
         Ok(true) => match timed(&s, None) {
-            Ok(()) => start_tenant(exe, s.as_raw_fd(), args),
+            Ok(()) => start_tenant(exe, s.as_raw_fd(), args, tenants),
             Err(e) => log::warn!("tcp client {peer}: {e}"),
         },
         Ok(false) => log::warn!("tcp client {peer}: wrong token, refused"),
@@ -174,15 +277,19 @@ const MAX_PENDING_AUTH: usize = 64;
 
 /// Accepts clients forever. `config_args` are passed to each tenant. TCP
 /// clients must answer the token challenge first when there is a token.
+/// At most `max_tenants` clients are served at once (0: no limit); others
+/// are told so and let go.
 pub fn run(
     unix: UnixListener,
     tcp: Option<(TcpListener, Option<Token>)>,
     config_args: Vec<String>,
+    max_tenants: usize,
 ) -> Result<(), ListenError> {
     let exe = Arc::new(TenantExe::open()?);
     let args = Arc::new(config_args);
+    let tenants = Arc::new(Tenants::new(max_tenants));
     if let Some((tcp, token)) = tcp {
-        let (exe, args) = (exe.clone(), args.clone());
+        let (exe, args, tenants) = (exe.clone(), args.clone(), tenants.clone());
         let token = token.map(Arc::new);
         let pending = Arc::new(AtomicUsize::new(0));
         std::thread::spawn(move || {
@@ -196,7 +303,7 @@ pub fn run(
                 };
                 let _ = s.set_nodelay(true);
                 let Some(token) = token.clone() else {
-                    start_tenant(&exe, s.as_raw_fd(), &args);
+                    start_tenant(&exe, s.as_raw_fd(), &args, &tenants);
                     continue;
                 };
                 if pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING_AUTH {
@@ -204,9 +311,10 @@ pub fn run(
                     log::warn!("too many TCP clients answering the token challenge: one dropped");
                     continue;
                 }
-                let (exe, args, pending) = (exe.clone(), args.clone(), pending.clone());
+                let (exe, args, pending, tenants) =
+                    (exe.clone(), args.clone(), pending.clone(), tenants.clone());
                 std::thread::spawn(move || {
-                    authenticated_tenant(s, &token, &exe, &args);
+                    authenticated_tenant(s, &token, &exe, &args, &tenants);
                     pending.fetch_sub(1, Ordering::SeqCst);
                 });
             }
@@ -214,7 +322,7 @@ pub fn run(
     }
     for conn in unix.incoming() {
         match conn {
-            Ok(s) => start_tenant(&exe, s.as_raw_fd(), &args),
+            Ok(s) => start_tenant(&exe, s.as_raw_fd(), &args, &tenants),
             Err(e) => log::warn!("accept: {e}"),
         }
     }

@@ -50,6 +50,10 @@ struct Cli {
     /// stream through the channel) instead of memory shared with the client.
     #[arg(long)]
     no_shared_buffers: bool,
+    /// Serve at most this many clients at once (default 256; 0: no limit);
+    /// more are told the server is full.
+    #[arg(long, value_name = "N")]
+    max_tenants: Option<usize>,
     #[command(subcommand)]
     cmd: Option<Cmd>,
 }
@@ -97,6 +101,9 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     }
     if cli.no_shared_buffers {
         c.shared_buffers = 0;
+    }
+    if let Some(n) = cli.max_tenants {
+        c.max_tenants = n;
     }
     c.validate()?;
     Ok(c)
@@ -190,7 +197,7 @@ fn main() -> anyhow::Result<()> {
                         .unwrap_or_default()
                 );
             }
-            listen::run(unix, tcp, tenant_args(&cli))?;
+            listen::run(unix, tcp, tenant_args(&cli), c.max_tenants)?;
             Ok(())
         }
     }

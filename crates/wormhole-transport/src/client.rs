@@ -41,6 +41,32 @@ impl Target {
     }
 }
 
+impl ConnectError {
+    /// Whether there is simply no server to use. Clients stay quiet about
+    /// that unless asked (the library may be installed where no server
+    /// runs); a server that is there and refuses or fails us is reported.
+    pub fn is_no_server(&self) -> bool {
+        matches!(
+            self,
+            ConnectError::InServer | ConnectError::Unreachable { .. }
+        )
+    }
+}
+
+/// The error for a greeting that did not come as it should.
+fn greeting_error(target: &str, err: TransportError) -> ConnectError {
+    match err {
+        TransportError::ServerFull { limit } => ConnectError::ServerFull {
+            target: target.into(),
+            limit,
+        },
+        err => ConnectError::BadGreeting {
+            target: target.into(),
+            err,
+        },
+    }
+}
+
 /// Why there is no connection. Each is one line for the user.
 #[derive(Debug, Error)]
 pub enum ConnectError {
@@ -52,6 +78,8 @@ pub enum ConnectError {
     NoGreeting(String, u64),
     #[error("bad greeting from {target}: {err}")]
     BadGreeting { target: String, err: TransportError },
+    #[error("the server at {target} already serves the most clients it may ({limit}): try again when one has ended")]
+    ServerFull { target: String, limit: u32 },
     #[error("the server at {0} sent no shared memory")]
     NoSharedMemory(String),
     #[error("the server at {0} asks for a token: set WORMHOLE_TOKEN_FILE to the file holding it")]
@@ -122,10 +150,7 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
         target: shown.clone(),
         err,
     })?;
-    let (hello, fds) = recv_hello(&sock).map_err(|err| ConnectError::BadGreeting {
-        target: shown.clone(),
-        err,
-    })?;
+    let (hello, fds) = recv_hello(&sock).map_err(|err| greeting_error(&shown, err))?;
     let mut fds = fds.into_iter();
     let (layout, fd) = match (hello.layout, fds.next()) {
         (Some(l), Some(fd)) => (l, fd),
@@ -236,10 +261,7 @@ fn connect_tcp(target: &str, addr: &str) -> Result<Connection, ConnectError> {
         }
     }
     s.read_exact(&mut b[4..]).map_err(silent)?;
-    Hello::from_bytes(&b).map_err(|err| ConnectError::BadGreeting {
-        target: target.into(),
-        err,
-    })?;
+    Hello::from_bytes(&b).map_err(|err| greeting_error(target, err))?;
     // Calls may wait as long as the device works; a dead server is caught
     // by the probes instead.
     s.set_read_timeout(None)?;

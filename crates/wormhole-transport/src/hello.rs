@@ -14,6 +14,9 @@ use crate::shm::Layout;
 use crate::TransportError;
 
 const MAGIC: u32 = u32::from_le_bytes(*b"WHOL");
+/// Instead of a greeting: the server serves as many clients as it may, and
+/// closes this connection. The limit follows the magic.
+const FULL_MAGIC: u32 = u32::from_le_bytes(*b"WHFL");
 /// Bumped whenever the wire format, the ring layout or the arena's layout
 /// changes (6: the arena starts with a directory of buffers).
 pub const PROTOCOL_VERSION: u32 = 7;
@@ -65,6 +68,9 @@ impl Hello {
             a.copy_from_slice(&b[i..i + 8]);
             u64::from_le_bytes(a)
         };
+        if u32_at(0) == FULL_MAGIC {
+            return Err(TransportError::ServerFull { limit: u32_at(4) });
+        }
         if u32_at(0) != MAGIC {
             return Err(TransportError::BadHello("not a Wormhole server"));
         }
@@ -98,6 +104,16 @@ impl Hello {
             arena: u64_at(40),
         })
     }
+}
+
+/// What a server sends in place of a greeting when it already serves
+/// `limit` clients, the most it may. Of greeting length, so that a client
+/// reads it where the greeting would be, over either transport.
+pub fn full_bytes(limit: u32) -> [u8; HELLO_LEN] {
+    let mut b = [0u8; HELLO_LEN];
+    b[0..4].copy_from_slice(&FULL_MAGIC.to_le_bytes());
+    b[4..8].copy_from_slice(&limit.to_le_bytes());
+    b
 }
 
 /// Sends the greeting, with `fds` attached (the region's, then the
@@ -157,6 +173,10 @@ mod tests {
             arena: 1 << 30,
         };
         assert_eq!(Hello::from_bytes(&h.to_bytes()).expect("decode"), h);
+        assert!(matches!(
+            Hello::from_bytes(&full_bytes(7)),
+            Err(TransportError::ServerFull { limit: 7 })
+        ));
         assert!(Hello::from_bytes(&[0u8; HELLO_LEN]).is_err());
         assert!(Hello::from_bytes(&[0u8; 3]).is_err());
     }

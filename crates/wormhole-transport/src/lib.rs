@@ -48,6 +48,8 @@ pub enum TransportError {
     BadLayout,
     #[error("bad greeting: {0}")]
     BadHello(&'static str),
+    #[error("the server already serves the most clients it may ({limit})")]
+    ServerFull { limit: u32 },
     #[error("authentication: {0}")]
     Auth(&'static str),
     #[error("I/O: {0}")]

@@ -1,0 +1,115 @@
+//! The limit on clients served at once (`max_tenants`): a client beyond it
+//! is told the server is full, in one line, and loses nothing else; the
+//! place comes back when a client ends. Over Unix sockets and TCP alike.
+
+use std::io::Read;
+use std::time::Duration;
+
+use wormhole_it::{
+    compile, eventually, live_tenants, run, Artifacts, Route, RunOutput, Server, TempDir,
+};
+
+/// A client that connects and stays, once it gets a place: the harness's
+/// readiness probes (one per listening socket) take one each for a moment,
+/// so a refusal is retried, within bounds.
+fn hold<S: Read>(connect: impl Fn() -> S) -> S {
+    let mut held = None;
+    let got = eventually(Duration::from_secs(10), || {
+        let mut s = connect();
+        let mut hello = [0u8; 48];
+        s.read_exact(&mut hello).expect("a greeting or a refusal");
+        match &hello[..4] {
+            b"WHOL" => held = Some(s),
+            b"WHFL" => {}
+            other => panic!("neither a greeting nor a refusal: {other:?}"),
+        }
+        held.is_some()
+    });
+    assert!(got, "no place for a client in 10 s");
+    held.expect("held")
+}
+
+fn refused_for_fullness(out: &RunOutput, limit: u32) {
+    assert!(
+        !out.ok(),
+        "a client beyond the limit was served:\n{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr
+            .contains(&format!("already serves the most clients it may ({limit})")),
+        "the refused client was not told why:\n{}",
+        out.stderr
+    );
+}
+
+fn served(out: &RunOutput) -> bool {
+    // 0² + 1² + ... + 63²
+    out.ok() && out.stdout.contains("sum of squares: 85344")
+}
+
+#[test]
+fn a_client_beyond_the_limit_is_told_so_and_its_place_comes_back() {
+    let a = Artifacts::get().expect("artifacts");
+    let dir = TempDir::new("limits-unix").expect("scratch");
+    let bin = compile("which_device", dir.path()).expect("compile");
+    let server = Server::start_args(a, dir.path(), &["--max-tenants", "2"]).expect("server");
+    let connect = || std::os::unix::net::UnixStream::connect(&server.socket).expect("connect");
+    let first = hold(connect);
+    let _second = hold(connect);
+    assert_eq!(
+        live_tenants(&server).len(),
+        2,
+        "two held clients, two tenants"
+    );
+
+    let out = run(&bin, Route::Wormhole, Some(&server), dir.path()).expect("run");
+    refused_for_fullness(&out, 2);
+    assert_eq!(
+        live_tenants(&server).len(),
+        2,
+        "the refusal started a tenant"
+    );
+
+    // One held client goes: its tenant ends and the next client is served.
+    drop(first);
+    let mut last = None;
+    let back = eventually(Duration::from_secs(20), || {
+        let out = run(&bin, Route::Wormhole, Some(&server), dir.path()).expect("run");
+        let ok = served(&out);
+        last = Some(out);
+        ok
+    });
+    assert!(back, "the freed place was not given again: {last:?}");
+    assert!(
+        server.log_text().contains("refused while all were taken"),
+        "{}",
+        server.log_text()
+    );
+}
+
+#[test]
+fn tcp_clients_count_against_the_same_limit() {
+    let a = Artifacts::get().expect("artifacts");
+    let dir = TempDir::new("limits-tcp").expect("scratch");
+    let bin = compile("which_device", dir.path()).expect("compile");
+    let (server, port) =
+        Server::start_tcp_args(a, dir.path(), &["--max-tenants", "1"]).expect("server");
+    let held = hold(|| std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect"));
+
+    let out = run(&bin, Route::WormholeTcp(port), Some(&server), dir.path()).expect("run");
+    refused_for_fullness(&out, 1);
+    // A Unix client is refused too: the limit is the server's, not a port's.
+    let out = run(&bin, Route::Wormhole, Some(&server), dir.path()).expect("run");
+    refused_for_fullness(&out, 1);
+
+    drop(held);
+    let mut last = None;
+    let back = eventually(Duration::from_secs(20), || {
+        let out = run(&bin, Route::WormholeTcp(port), Some(&server), dir.path()).expect("run");
+        let ok = served(&out);
+        last = Some(out);
+        ok
+    });
+    assert!(back, "the freed place was not given again: {last:?}");
+}
