@@ -368,3 +368,78 @@ fn the_main_process_dying_leaves_tenants_serving() {
         kill9(p);
     }
 }
+
+/// The lowest descriptor number `pid` has free: the one its next `accept`
+/// would get.
+fn lowest_free_fd(pid: i32) -> u64 {
+    let open: std::collections::BTreeSet<u64> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("the listener's descriptors")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    (0..).find(|n| !open.contains(n)).expect("a free number")
+}
+
+/// Sets `pid`'s soft limit on open files; returns the limits it had.
+fn set_open_files(pid: i32, soft: u64) -> libc::rlimit {
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a null new-limit pointer only reads the limits into `old`,
+    // which lives across the call.
+    let r = unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, std::ptr::null(), &mut old) };
+    assert_eq!(r, 0, "reading the listener's limit");
+    let new = libc::rlimit {
+        rlim_cur: soft,
+        rlim_max: old.rlim_max,
+    };
+    // SAFETY: both pointers are to live rlimit values for the call.
+    let r = unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &new, std::ptr::null_mut()) };
+    assert_eq!(r, 0, "lowering the listener's limit");
+    old
+}
+
+/// A listener that runs out of file descriptors leaves the client queued
+/// and waits before trying again, instead of failing the same `accept` in a
+/// loop (a CPU at 100 % and a flood of log lines); once descriptors are
+/// back, the queued client is served.
+#[test]
+fn a_listener_out_of_descriptors_waits_and_then_serves() {
+    use std::io::Read;
+    let server = Server::start().expect("server");
+    let pid = server.pid();
+    let old = set_open_files(pid, lowest_free_fd(pid));
+    let connect =
+        || std::os::unix::net::UnixStream::connect(&server.socket).expect("queued by the kernel");
+    // The listener waits in `accept` with a descriptor it took before the
+    // limit came down: the first client gets that one, and then the tenant
+    // cannot be started for want of others, so it is let go (logged). The
+    // next accepts fail at once, which is the case at hand.
+    let _first = connect();
+    std::thread::sleep(Duration::from_millis(100));
+    let mut client = connect();
+    std::thread::sleep(Duration::from_millis(300));
+    let before = cpu_ms(pid).expect("stat");
+    std::thread::sleep(Duration::from_secs(1));
+    let used = cpu_ms(pid).expect("stat") - before;
+    let failures = server.log().matches("accept (unix)").count();
+    // SAFETY: `old` is a live rlimit for the call.
+    let r = unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &old, std::ptr::null_mut()) };
+    assert_eq!(r, 0, "restoring the listener's limit");
+    assert!(used < 100, "the listener used {used} ms of CPU in 1 s");
+    assert!(
+        (1..=20).contains(&failures),
+        "{failures} failed accepts logged in 1.3 s:\n{}",
+        server.log().lines().take(5).collect::<Vec<_>>().join("\n")
+    );
+    client
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let mut hello = [0u8; 4];
+    let got = client.read_exact(&mut hello);
+    assert!(
+        got.is_ok() && &hello == b"WHOL",
+        "no greeting for the queued client once descriptors were back ({got:?}):\n{}",
+        server.log()
+    );
+}

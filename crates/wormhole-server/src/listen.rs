@@ -275,6 +275,34 @@ const AUTH_TIMEOUT: Duration = Duration::from_secs(5);
 /// silent connections cannot pile up threads.
 const MAX_PENDING_AUTH: usize = 64;
 
+/// Paces a loop of `accept` after a failure. A connection that could not
+/// be accepted for want of a resource (EMFILE, ENFILE, ENOBUFS, ENOMEM)
+/// stays queued, so accepting again at once fails again: the loop would
+/// spin on a CPU and flood the log. Each failure in a row waits twice as
+/// long as the one before, from 5 ms up to 1 s; a success resets it.
+#[derive(Default)]
+struct AcceptPace {
+    delay: Duration,
+}
+
+impl AcceptPace {
+    const FIRST: Duration = Duration::from_millis(5);
+    const MOST: Duration = Duration::from_secs(1);
+
+    fn failed(&mut self, what: &str, e: &std::io::Error) {
+        self.delay = (self.delay * 2).clamp(Self::FIRST, Self::MOST);
+        log::warn!(
+            "accept ({what}): {e}; trying again in {} ms",
+            self.delay.as_millis()
+        );
+        std::thread::sleep(self.delay);
+    }
+
+    fn succeeded(&mut self) {
+        self.delay = Duration::ZERO;
+    }
+}
+
 /// Accepts clients forever. `config_args` are passed to each tenant. TCP
 /// clients must answer the token challenge first when there is a token.
 /// At most `max_tenants` clients are served at once (0: no limit); others
@@ -293,14 +321,16 @@ pub fn run(
         let token = token.map(Arc::new);
         let pending = Arc::new(AtomicUsize::new(0));
         std::thread::spawn(move || {
+            let mut pace = AcceptPace::default();
             for conn in tcp.incoming() {
                 let s = match conn {
                     Ok(s) => s,
                     Err(e) => {
-                        log::warn!("accept (tcp): {e}");
+                        pace.failed("tcp", &e);
                         continue;
                     }
                 };
+                pace.succeeded();
                 let _ = s.set_nodelay(true);
                 let Some(token) = token.clone() else {
                     start_tenant(&exe, s.as_raw_fd(), &args, &tenants);
@@ -320,10 +350,14 @@ pub fn run(
             }
         });
     }
+    let mut pace = AcceptPace::default();
     for conn in unix.incoming() {
         match conn {
-            Ok(s) => start_tenant(&exe, s.as_raw_fd(), &args, &tenants),
-            Err(e) => log::warn!("accept: {e}"),
+            Ok(s) => {
+                pace.succeeded();
+                start_tenant(&exe, s.as_raw_fd(), &args, &tenants);
+            }
+            Err(e) => pace.failed("unix", &e),
         }
     }
     Ok(())
