@@ -353,7 +353,14 @@ pub fn serve(sh: Arc<Shared>, listener: UnixListener) {
                     log::error!("cannot start control thread: {e}");
                 }
             }
-            Err(e) => log::warn!("control accept: {e}"),
+            // A client that could not be accepted for want of a
+            // descriptor or of memory stays queued, and accepting again at
+            // once fails again: pause, or the loop spins on a CPU. Control
+            // is not latency-critical, so a fixed pause does.
+            Err(e) => {
+                log::warn!("control accept: {e}; trying again in 100 ms");
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
         }
     }
 }

@@ -945,3 +945,57 @@ fn vnetctl_drives_the_daemon() {
     let (ok, out) = run(&["delete", "far"]);
     assert!(ok, "{out}");
 }
+
+/// A control client the daemon cannot accept for want of a descriptor stays queued; the
+/// daemon pauses between tries instead of failing the same accept in a loop, and answers
+/// once descriptors are back.
+#[test]
+fn a_daemon_out_of_descriptors_pauses_its_control_accepts() {
+    if !root() {
+        return;
+    }
+    let h = Ns::new("f");
+    let d = Daemon::start(&h, "127.0.0.1:4789", "");
+    let pid = d.child.id() as i32;
+    let open: std::collections::BTreeSet<u64> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("the daemon's descriptors")
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    let lowest_free = (0..).find(|n| !open.contains(n)).expect("a free number");
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a null new limit only reads the limits into `old`, which lives
+    // across the call.
+    let r = unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, std::ptr::null(), &mut old) };
+    assert_eq!(r, 0, "reading the daemon's limit");
+    let low = libc::rlimit {
+        rlim_cur: lowest_free,
+        rlim_max: old.rlim_max,
+    };
+    // SAFETY: a live rlimit value for the call.
+    let r = unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &low, std::ptr::null_mut()) };
+    assert_eq!(r, 0, "lowering the daemon's limit");
+    // The accept under way already holds a descriptor: the first client gets it.
+    let _first = std::os::unix::net::UnixStream::connect(&d.sock).expect("connect");
+    std::thread::sleep(Duration::from_millis(100));
+    let _queued = std::os::unix::net::UnixStream::connect(&d.sock).expect("queued");
+    std::thread::sleep(Duration::from_millis(300));
+    let before = cpu_ticks(pid as u32);
+    std::thread::sleep(Duration::from_secs(1));
+    let used = cpu_ticks(pid as u32) - before;
+    // SAFETY: a live rlimit value for the call.
+    let r = unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &old, std::ptr::null_mut()) };
+    assert_eq!(r, 0, "restoring the daemon's limit");
+    // 100 ticks a second: a daemon failing accept in a loop uses ~100 here.
+    assert!(used <= 10, "the daemon used {used} ticks in 1 s");
+    let t0 = Instant::now();
+    while call(&d.sock, &Request::Show).is_err() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the daemon did not answer once descriptors were back"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
