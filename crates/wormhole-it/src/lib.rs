@@ -62,11 +62,12 @@ fn profile_dir() -> Result<PathBuf, HarnessError> {
     Ok(dir.to_path_buf())
 }
 
-/// The server binary and the client library.
+/// The server binary, the client library and `wormhole-run`.
 #[derive(Debug, Clone)]
 pub struct Artifacts {
     pub server: PathBuf,
     pub icd: PathBuf,
+    pub run: PathBuf,
 }
 
 impl Artifacts {
@@ -90,6 +91,8 @@ impl Artifacts {
                 "wormhole-server",
                 "-p",
                 "wormhole-opencl-icd",
+                "-p",
+                "wormhole-run",
             ]);
             if dir.file_name().is_some_and(|n| n == "release") {
                 cmd.arg("--release");
@@ -102,8 +105,9 @@ impl Artifacts {
         let a = Artifacts {
             server: dir.join("wormhole-server"),
             icd: dir.join("libwormhole_opencl.so"),
+            run: dir.join("wormhole-run"),
         };
-        for p in [&a.server, &a.icd] {
+        for p in [&a.server, &a.icd, &a.run] {
             if !p.exists() {
                 return Err(HarnessError::Setup(format!("{} is missing", p.display())));
             }

@@ -12,6 +12,7 @@ fn new_clients_are_served_after_the_binary_is_replaced() {
     let copy = wormhole_it::Artifacts {
         server: dir.path().join("wormhole-server"),
         icd: a.icd.clone(),
+        run: a.run.clone(),
     };
     std::fs::copy(&a.server, &copy.server).expect("copying the server");
     let server = Server::start(&copy, dir.path()).expect("server");

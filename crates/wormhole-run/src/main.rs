@@ -6,6 +6,9 @@
 //! `OCL_ICD_FILENAMES` for the Khronos loader), points the client at the
 //! server, and optionally starts a server for the command's lifetime.
 
+mod signals;
+
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -80,12 +83,26 @@ impl Drop for ServerGuard {
 
 fn start_server(socket: &Path, args: &[String]) -> anyhow::Result<ServerGuard> {
     let bin = sibling("wormhole-server")?;
-    let child = Command::new(&bin)
-        .arg("--quiet")
+    let mut cmd = Command::new(&bin);
+    cmd.arg("--quiet")
         .arg("--socket")
         .arg(socket)
         .args(args)
         .stdout(Stdio::null())
+        // Out of the terminal's foreground group: Ctrl-C is for the
+        // command, which may still call the server while it winds down;
+        // the server is stopped once the command has ended.
+        .process_group(0);
+    // SAFETY: prctl is async-signal-safe and touches only this child; it
+    // runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            // If we are killed outright, the server goes too.
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM)?;
+            Ok(())
+        });
+    }
+    let child = cmd
         .spawn()
         .with_context(|| format!("starting {}", bin.display()))?;
     let guard = ServerGuard(child, socket.to_path_buf());
@@ -145,12 +162,21 @@ fn main() -> anyhow::Result<ExitCode> {
             filenames = format!("{filenames}:{old}");
         }
     }
+    // Outlive the signals that end the command, so as to clean up after
+    // it; pass on those sent to us alone.
+    signals::take_over();
     let status = Command::new(&cli.command[0])
         .args(&cli.command[1..])
         .env("OCL_ICD_VENDORS", &vendor_dirs)
         .env("OCL_ICD_FILENAMES", &filenames)
         .env("WORMHOLE_SERVER", &server)
-        .status();
+        .spawn()
+        .and_then(|mut child| {
+            signals::command_started(child.id());
+            let st = child.wait();
+            signals::command_ended();
+            st
+        });
     let _ = std::fs::remove_dir_all(&vendors);
     match status {
         Ok(s) => Ok(ExitCode::from(exit_code(s))),

@@ -1,0 +1,172 @@
+//! `wormhole-run --start-server`: whatever ends the command, or ends
+//! `wormhole-run` itself, the server it started goes too, and nothing of
+//! it stays behind; signals meant for the command reach it.
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use wormhole_it::{eventually, Artifacts, TempDir};
+
+/// `wormhole-run --start-server` running a shell that says "ready", then
+/// waits, and on SIGTERM or SIGINT says which and exits 3 or 4. In its own
+/// process group, which the drop kills whole (bounded cleanup whatever the
+/// test finds).
+struct Wrapped {
+    child: Child,
+    out: BufReader<std::process::ChildStdout>,
+    tmp: TempDir,
+}
+
+impl Wrapped {
+    fn start(tag: &str) -> Wrapped {
+        let a = Artifacts::get().expect("artifacts");
+        let tmp = TempDir::new(tag).expect("scratch");
+        let script = "trap 'echo got TERM; exit 3' TERM; trap 'echo got INT; exit 4' INT; \
+                      echo ready; i=0; while [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done";
+        let mut cmd = Command::new(&a.run);
+        cmd.args(["--start-server", "--", "sh", "-c", script])
+            .env_remove("WORMHOLE_SERVER")
+            // The private server's socket and the ICD folder go here.
+            .env("TMPDIR", tmp.path())
+            // No system server answers at the default socket here.
+            .env("XDG_RUNTIME_DIR", tmp.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .process_group(0);
+        let mut child = cmd.spawn().expect("wormhole-run");
+        let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        out.read_line(&mut line).expect("the command's first line");
+        assert_eq!(line.trim(), "ready");
+        Wrapped { child, out, tmp }
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// The server `wormhole-run` started: its child that is not the shell.
+    fn server(&self) -> i32 {
+        children(self.pid())
+            .into_iter()
+            .find(|&p| comm(p) == "wormhole-server")
+            .expect("the started server")
+    }
+
+    fn next_line(&mut self) -> String {
+        let mut line = String::new();
+        let _ = self.out.read_line(&mut line);
+        line.trim().to_string()
+    }
+
+    /// Waits (bounded) for `wormhole-run` to end; its exit status.
+    fn exit(&mut self) -> Option<std::process::ExitStatus> {
+        let mut st = None;
+        eventually(Duration::from_secs(10), || {
+            st = self.child.try_wait().ok().flatten();
+            st.is_some()
+        });
+        st
+    }
+
+    /// What it left in its temporary folder.
+    fn leftovers(&self) -> Vec<String> {
+        std::fs::read_dir(self.tmp.path())
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with("wormhole-run-"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Wrapped {
+    fn drop(&mut self) {
+        // SAFETY: kill takes no pointers; the group is the one we made.
+        unsafe { libc::kill(-self.pid(), libc::SIGKILL) };
+        let _ = self.child.wait();
+    }
+}
+
+fn children(parent: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat
+                .rfind(')')
+                .and_then(|i| stat[i + 2..].split(' ').nth(1)?.parse::<i32>().ok());
+            ppid == Some(parent)
+        })
+        .collect()
+}
+
+fn comm(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// Whether `pid` runs (a zombie has ended).
+fn running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rfind(')').map(|i| s[i + 2..].starts_with('Z')))
+        .is_some_and(|zombie| !zombie)
+}
+
+#[test]
+fn a_termination_sent_to_wormhole_run_reaches_the_command_and_ends_the_server() {
+    let mut w = Wrapped::start("run-term");
+    let server = w.server();
+    // SAFETY: kill takes no pointers.
+    unsafe { libc::kill(w.pid(), libc::SIGTERM) };
+    assert_eq!(
+        w.next_line(),
+        "got TERM",
+        "the command did not get the signal"
+    );
+    let st = w.exit().expect("wormhole-run ended");
+    assert_eq!(st.code(), Some(3), "not the command's own status: {st:?}");
+    assert!(
+        eventually(Duration::from_secs(5), || !running(server)),
+        "the server outlived wormhole-run"
+    );
+    assert!(w.leftovers().is_empty(), "left behind: {:?}", w.leftovers());
+}
+
+#[test]
+fn ctrl_c_ends_the_command_first_and_then_the_server() {
+    let mut w = Wrapped::start("run-int");
+    let server = w.server();
+    // As a terminal does: to the whole foreground group.
+    // SAFETY: kill takes no pointers.
+    unsafe { libc::kill(-w.pid(), libc::SIGINT) };
+    assert_eq!(w.next_line(), "got INT");
+    let st = w.exit().expect("wormhole-run ended");
+    assert_eq!(st.code(), Some(4), "not the command's own status: {st:?}");
+    assert!(
+        eventually(Duration::from_secs(5), || !running(server)),
+        "the server outlived wormhole-run"
+    );
+    assert!(w.leftovers().is_empty(), "left behind: {:?}", w.leftovers());
+}
+
+#[test]
+fn a_killed_wormhole_run_takes_its_server_down() {
+    let w = Wrapped::start("run-kill");
+    let server = w.server();
+    // SAFETY: kill takes no pointers.
+    unsafe { libc::kill(w.pid(), libc::SIGKILL) };
+    assert!(
+        eventually(Duration::from_secs(5), || !running(server)),
+        "the server outlived a killed wormhole-run"
+    );
+}
