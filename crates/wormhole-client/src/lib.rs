@@ -18,6 +18,26 @@ use thiserror::Error;
 use wormhole_transport::{Channel, TransportError};
 use wormhole_wire::{Decoder, Encoder, ReplyHeader, RequestHeader, FLAG_ASYNC, REPLY_HEADER_LEN};
 
+/// Prints `prefix: msg` on stderr when `WORMHOLE_LOG` is set.
+pub fn log(prefix: &str, msg: &str) {
+    if std::env::var_os("WORMHOLE_LOG").is_some() {
+        eprintln!("{prefix}: {msg}");
+    }
+}
+
+/// Like [`log`], but the first such line of the library is printed even
+/// without `WORMHOLE_LOG`: for failures the application sees only as an
+/// error code on every later call (a lost server, a forked child), where
+/// one line says why and a line per call would flood.
+pub fn report_once(prefix: &str, msg: &str) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        log(prefix, msg);
+    } else {
+        eprintln!("{prefix}: {msg}");
+    }
+}
+
 /// Why a call did not get through.
 #[derive(Debug, Error)]
 pub enum LinkError {

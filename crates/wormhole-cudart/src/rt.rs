@@ -20,9 +20,7 @@ use wormhole_wire::{Decoder, Encoder};
 
 /// Prints one line on stderr when `WORMHOLE_LOG` is set.
 pub fn log(msg: &str) {
-    if std::env::var_os("WORMHOLE_LOG").is_some() {
-        eprintln!("wormhole-cudart: {msg}");
-    }
+    wormhole_client::log("wormhole-cudart", msg);
 }
 
 /// The soname major this library stands in for (12 or 13), set by the
@@ -182,7 +180,7 @@ pub struct Call<'a> {
 
 /// A lost or misbehaving server looks like a machine without the driver.
 fn lost(e: LinkError) -> i32 {
-    log(&e.to_string());
+    wormhole_client::report_once("wormhole-cudart", &e.to_string());
     note(NO_SERVER)
 }
 

@@ -13,6 +13,8 @@ const PROBE: &str = env!("CARGO_BIN_EXE_wormhole-probe");
 struct Probe {
     child: Child,
     out: BufReader<ChildStdout>,
+    /// Where its stderr goes, when captured.
+    err: Option<std::path::PathBuf>,
 }
 
 impl Probe {
@@ -22,16 +24,46 @@ impl Probe {
 
     /// Like `start`, with these variables set after the server's.
     fn start_env(server: &Server, args: &[&str], env: &[(&str, &str)]) -> Probe {
+        Self::spawn(server, args, env, None)
+    }
+
+    /// Like `start`, without `WORMHOLE_LOG`, its stderr kept for
+    /// [`Probe::stderr`].
+    fn start_capturing(server: &Server, args: &[&str]) -> Probe {
+        let err = server.dir.join(format!("probe-{}.err", args.join("-")));
+        Self::spawn(server, args, &[], Some(err))
+    }
+
+    fn spawn(
+        server: &Server,
+        args: &[&str],
+        env: &[(&str, &str)],
+        err: Option<std::path::PathBuf>,
+    ) -> Probe {
         let mut cmd = Command::new(PROBE);
-        cmd.args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
+        cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped());
         server.client_env(&mut cmd);
         cmd.envs(env.iter().copied());
+        match &err {
+            Some(path) => {
+                let f = std::fs::File::create(path).expect("the probe's stderr file");
+                cmd.stderr(f).env_remove("WORMHOLE_LOG");
+            }
+            None => {
+                cmd.stderr(Stdio::inherit());
+            }
+        }
         let mut child = cmd.spawn().expect("start probe");
         let out = BufReader::new(child.stdout.take().expect("stdout"));
-        Probe { child, out }
+        Probe { child, out, err }
+    }
+
+    /// What a capturing probe wrote on stderr so far.
+    fn stderr(&self) -> String {
+        self.err
+            .as_ref()
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .unwrap_or_default()
     }
 
     /// Reads lines until one starts with `prefix`; panics on EOF.
@@ -148,7 +180,7 @@ fn kill9_mid_call(server_args: &[&str]) {
 fn a_client_blocked_in_a_call_gets_an_error_when_its_tenant_dies() {
     let server = Server::start().expect("server");
     let before = server.tenants();
-    let mut probe = Probe::start(&server, &["block"]);
+    let mut probe = Probe::start_capturing(&server, &["block"]);
     probe.expect_line("blocking");
     let tenant = server
         .new_tenant(&before, Duration::from_secs(1))
@@ -165,6 +197,15 @@ fn a_client_blocked_in_a_call_gets_an_error_when_its_tenant_dies() {
         "the blocked call took too long to fail"
     );
     assert!(status.success(), "the wait should fail with an error code");
+    // Without WORMHOLE_LOG, one line says why, however many calls failed
+    // after it (the probe releases what it held).
+    let err = probe.stderr();
+    let lost: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("lost the server"))
+        .collect();
+    assert_eq!(lost.len(), 1, "{err:?}");
+    assert!(lost[0].starts_with("wormhole: "), "{err:?}");
 }
 
 /// Over this many milliseconds of CPU in [`IDLE_WINDOW`], a process is not

@@ -24,9 +24,12 @@ use wormhole_wire::{Decoder, Encoder};
 
 /// Prints one line on stderr when `WORMHOLE_LOG` is set.
 pub fn log(msg: &str) {
-    if std::env::var_os("WORMHOLE_LOG").is_some() {
-        eprintln!("wormhole: {msg}");
-    }
+    wormhole_client::log("wormhole", msg);
+}
+
+/// See [`wormhole_client::report_once`].
+pub fn report_once(msg: &str) {
+    wormhole_client::report_once("wormhole", msg);
 }
 
 const MAGIC: u64 = u64::from_le_bytes(*b"WHOLEOBJ");
@@ -600,7 +603,7 @@ pub struct Call<'a> {
 
 /// What the application sees when the server is gone or misbehaves.
 fn lost(e: LinkError) -> i32 {
-    log(&e.to_string());
+    report_once(&e.to_string());
     CL_OUT_OF_RESOURCES
 }
 
@@ -613,7 +616,9 @@ impl<'a> Call<'a> {
     fn on(conn: &'a Conn, func: u32) -> Result<Call<'a>, i32> {
         let mut guard = conn.state.lock().unwrap_or_else(|p| p.into_inner());
         if FORK_GEN.load(Ordering::Relaxed) != conn.fork_gen {
-            log("OpenCL used in a child after fork(): the parent's connection is not shared");
+            report_once(
+                "OpenCL used in a child after fork(): the parent's connection is not shared",
+            );
             return Err(CL_OUT_OF_RESOURCES);
         }
         let enc = guard.request(func).map_err(lost)?;
