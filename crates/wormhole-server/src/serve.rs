@@ -201,7 +201,7 @@ fn shared_arena(config: &Config) -> Option<Arc<Arena>> {
 /// program's kernel must not keep the device busy. It waits for the hang-up
 /// alone (`POLLRDHUP`; errors and `POLLHUP` always wake it), never for data,
 /// which over TCP is the serve loop's to read.
-fn exit_when_client_hangs_up(sock: &impl AsFd) {
+fn exit_when_client_hangs_up(sock: &impl AsFd, tcp: bool) {
     let mut pfd = libc::pollfd {
         fd: sock.as_fd().as_raw_fd(),
         events: libc::POLLRDHUP,
@@ -234,10 +234,24 @@ fn exit_when_client_hangs_up(sock: &impl AsFd) {
             std::process::id(),
             std::io::Error::from_raw_os_error(errno)
         ),
+        // A TCP connection that is closed (POLLHUP; a peer's FIN alone
+        // gives POLLRDHUP) with no error left: the error was there, and the
+        // serve loop took it, reading a request or writing a reply (reading
+        // SO_ERROR clears it). That loop then says why and ends the tenant;
+        // give it a moment to, and end the tenant anyway (it may be in a
+        // long call).
+        Ok(0) if tcp && pfd.revents & libc::POLLHUP != 0 => {
+            std::thread::sleep(SERVE_LOOP_GRACE);
+            log::info!("tenant {}: client gone", std::process::id());
+        }
         _ => log::info!("tenant {}: client gone", std::process::id()),
     }
     std::process::exit(0);
 }
+
+/// How long the hang-up watcher leaves the serve loop to end a tenant whose
+/// connection error it took.
+const SERVE_LOOP_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Runs a tenant on an accepted connection (fd 3 in the tenant process).
 pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
@@ -266,7 +280,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
         // The client never writes on this socket after the greeting: its
         // hang-up is the client closing or dying.
         let watch = sock.try_clone()?;
-        std::thread::spawn(move || exit_when_client_hangs_up(&watch));
+        std::thread::spawn(move || exit_when_client_hangs_up(&watch, false));
         let notify = Arc::new(NotifySender::new(region.clone()));
         let mut t = Tenant::new(export(config), limits(config), Some(notify));
         t.shared = arena.map(opencl::shared::SharedBuffers::new);
@@ -290,7 +304,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
             std::time::Duration::from_secs(config.tcp_dead_peer),
         )?;
         let watch = stream.try_clone()?;
-        std::thread::spawn(move || exit_when_client_hangs_up(&watch));
+        std::thread::spawn(move || exit_when_client_hangs_up(&watch, true));
         let mut chan = StreamChannel::tcp(stream)?;
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
         let notify: Arc<dyn Notify> = Arc::new(chan.notifier());
