@@ -715,8 +715,8 @@ impl Server {
     }
 }
 
-/// The server's tenants alive now (its children that run `tenant`).
-pub fn live_tenants(server: &Server) -> Vec<u32> {
+/// The processes whose parent is `parent` now (zombies included).
+pub fn children(parent: u32) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -727,8 +727,16 @@ pub fn live_tenants(server: &Server) -> Vec<u32> {
             let ppid = stat
                 .rfind(')')
                 .and_then(|i| stat[i + 2..].split(' ').nth(1)?.parse::<u32>().ok());
-            ppid == Some(server.pid()) && is_tenant(pid)
+            ppid == Some(parent)
         })
+        .collect()
+}
+
+/// The server's tenants alive now (its children that run `tenant`).
+pub fn live_tenants(server: &Server) -> Vec<u32> {
+    children(server.pid())
+        .into_iter()
+        .filter(|&pid| is_tenant(pid))
         .collect()
 }
 

@@ -7,7 +7,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use wormhole_it::{eventually, Artifacts, TempDir};
+use wormhole_it::{children, eventually, Artifacts, TempDir};
 
 /// `wormhole-run --start-server` running a shell that says "ready", then
 /// waits, and on SIGTERM or SIGINT says which and exits 3 or 4. In its own
@@ -49,8 +49,9 @@ impl Wrapped {
 
     /// The server `wormhole-run` started: its child that is not the shell.
     fn server(&self) -> i32 {
-        children(self.pid())
+        children(self.child.id())
             .into_iter()
+            .filter_map(|p| i32::try_from(p).ok())
             .find(|&p| comm(p) == "wormhole-server")
             .expect("the started server")
     }
@@ -92,21 +93,6 @@ impl Drop for Wrapped {
     }
 }
 
-fn children(parent: i32) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let ppid = stat
-                .rfind(')')
-                .and_then(|i| stat[i + 2..].split(' ').nth(1)?.parse::<i32>().ok());
-            ppid == Some(parent)
-        })
-        .collect()
-}
-
 fn comm(pid: i32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/comm"))
         .unwrap_or_default()
@@ -122,19 +108,22 @@ fn running(pid: i32) -> bool {
         .is_some_and(|zombie| !zombie)
 }
 
-#[test]
-fn a_termination_sent_to_wormhole_run_reaches_the_command_and_ends_the_server() {
-    let mut w = Wrapped::start("run-term");
+/// Sends `sig` to `wormhole-run` (or, as a terminal does, to its whole
+/// group), then checks that the command got it and ended as it chose
+/// (`code`), and that the server and the files went after it.
+fn a_signal_ends_the_command_then_the_server(sig: i32, to_group: bool, said: &str, code: i32) {
+    let mut w = Wrapped::start(&format!("run-{sig}"));
     let server = w.server();
+    let target = if to_group { -w.pid() } else { w.pid() };
     // SAFETY: kill takes no pointers.
-    unsafe { libc::kill(w.pid(), libc::SIGTERM) };
-    assert_eq!(
-        w.next_line(),
-        "got TERM",
-        "the command did not get the signal"
-    );
+    unsafe { libc::kill(target, sig) };
+    assert_eq!(w.next_line(), said, "the command did not get the signal");
     let st = w.exit().expect("wormhole-run ended");
-    assert_eq!(st.code(), Some(3), "not the command's own status: {st:?}");
+    assert_eq!(
+        st.code(),
+        Some(code),
+        "not the command's own status: {st:?}"
+    );
     assert!(
         eventually(Duration::from_secs(5), || !running(server)),
         "the server outlived wormhole-run"
@@ -143,20 +132,13 @@ fn a_termination_sent_to_wormhole_run_reaches_the_command_and_ends_the_server() 
 }
 
 #[test]
+fn a_termination_sent_to_wormhole_run_reaches_the_command_and_ends_the_server() {
+    a_signal_ends_the_command_then_the_server(libc::SIGTERM, false, "got TERM", 3);
+}
+
+#[test]
 fn ctrl_c_ends_the_command_first_and_then_the_server() {
-    let mut w = Wrapped::start("run-int");
-    let server = w.server();
-    // As a terminal does: to the whole foreground group.
-    // SAFETY: kill takes no pointers.
-    unsafe { libc::kill(-w.pid(), libc::SIGINT) };
-    assert_eq!(w.next_line(), "got INT");
-    let st = w.exit().expect("wormhole-run ended");
-    assert_eq!(st.code(), Some(4), "not the command's own status: {st:?}");
-    assert!(
-        eventually(Duration::from_secs(5), || !running(server)),
-        "the server outlived wormhole-run"
-    );
-    assert!(w.leftovers().is_empty(), "left behind: {:?}", w.leftovers());
+    a_signal_ends_the_command_then_the_server(libc::SIGINT, true, "got INT", 4);
 }
 
 #[test]
