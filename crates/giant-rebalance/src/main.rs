@@ -33,8 +33,8 @@ struct Cli {
     /// Steal ticks per interval on the active node that trigger a move.
     #[arg(long, default_value_t = 50)]
     threshold: u64,
-    /// Seconds between observations.
-    #[arg(long, default_value_t = 2.0)]
+    /// Seconds between observations (0.01 to 86400).
+    #[arg(long, default_value_t = 2.0, value_parser = interval_secs)]
     interval: f64,
     /// Print decisions, change nothing.
     #[arg(long)]
@@ -69,7 +69,8 @@ fn run<A: Actuator>(cli: &Cli, act: A, stop: &AtomicBool) -> Result<()> {
         .map(|n| format!("node{}={}", n.id, n.cpus))
         .collect();
     println!("giant-rebalance: {}", layout.join(" "));
-    let interval = Duration::from_secs_f64(cli.interval.max(0.01));
+    // In range (see `interval_secs`), so the conversion cannot fail.
+    let interval = Duration::from_secs_f64(cli.interval);
     let mut n = 0u64;
     let mut result = Ok(());
     while !stop.load(Ordering::SeqCst) {
@@ -112,5 +113,16 @@ fn main() -> Result<()> {
             TreeActuator::new(&cli.root).with_refusals_from_tree(),
             &stop,
         )
+    }
+}
+
+/// An observation interval: a number of seconds from 0.01 to a day. Not
+/// infinite or NaN, which the duration it becomes cannot hold.
+fn interval_secs(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if (0.01..=86_400.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{s} is not between 0.01 and 86400 seconds"))
     }
 }

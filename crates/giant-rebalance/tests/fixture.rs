@@ -473,3 +473,23 @@ fn real_sched_setaffinity_on_own_thread() {
     };
     assert_eq!(err.raw_os_error(), Some(3));
 }
+
+/// An interval no duration can hold, or none at all, is refused with a
+/// message before anything is read or moved (it was a panic, or silently
+/// 0.01 s).
+#[test]
+fn binary_refuses_intervals_out_of_range() {
+    let f = Fixture::new(4);
+    for bad in ["inf", "NaN", "0", "1e300"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_giant-rebalance"))
+            .args(["--root", f.root().to_str().expect("utf-8 root")])
+            .args(["--interval", bad, "--iterations", "1"])
+            .env("RUST_BACKTRACE", "0")
+            .output()
+            .expect("run giant-rebalance");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "--interval {bad}: {err}");
+        assert!(err.contains("between 0.01 and 86400 seconds"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
