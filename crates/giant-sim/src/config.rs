@@ -96,6 +96,43 @@ impl Config {
                 return bad("job_sample must be in 0..=1");
             }
         }
+        // NaN compares false everywhere: every one of these would run, with
+        // no rebalancing or no bytes counted, and report nonsense.
+        if !(self.warning_threshold.is_finite() && self.warning_threshold > 0.0) {
+            return bad("the warning threshold must be a positive fraction of capacity");
+        }
+        if !(self.migratable_max_peak_cpu.is_finite() && self.migratable_max_peak_cpu >= 0.0) {
+            return bad("max_peak_cpu must be a number of at least 0");
+        }
+        if !(self.memory_unit_gib.is_finite() && self.memory_unit_gib > 0.0) {
+            return bad("memory_unit_gib must be positive");
+        }
+        if !(self.network_budget_mbit_s.is_finite() && self.network_budget_mbit_s >= 0.0) {
+            return bad("the network budget must be a number of Mbit/s of at least 0");
+        }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nan_infinite_and_negative_knobs_are_refused() {
+        assert!(Config::default().validate().is_ok());
+        let cases: [(&str, fn(&mut Config, f64)); 4] = [
+            ("threshold", |c, v| c.warning_threshold = v),
+            ("max_peak_cpu", |c, v| c.migratable_max_peak_cpu = v),
+            ("memory_unit_gib", |c, v| c.memory_unit_gib = v),
+            ("network budget", |c, v| c.network_budget_mbit_s = v),
+        ];
+        for (what, set) in cases {
+            for v in [f64::NAN, f64::INFINITY, -1.0] {
+                let mut c = Config::default();
+                set(&mut c, v);
+                assert!(c.validate().is_err(), "{what} = {v} was accepted");
+            }
+        }
     }
 }
