@@ -118,10 +118,13 @@ impl Config {
 mod tests {
     use super::*;
 
+    /// Sets one knob of a configuration.
+    type Setter = fn(&mut Config, f64);
+
     #[test]
     fn nan_infinite_and_negative_knobs_are_refused() {
         assert!(Config::default().validate().is_ok());
-        let cases: [(&str, fn(&mut Config, f64)); 4] = [
+        let cases: [(&str, Setter); 4] = [
             ("threshold", |c, v| c.warning_threshold = v),
             ("max_peak_cpu", |c, v| c.migratable_max_peak_cpu = v),
             ("memory_unit_gib", |c, v| c.memory_unit_gib = v),
