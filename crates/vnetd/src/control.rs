@@ -39,6 +39,9 @@ pub enum ControlError {
 
 /// Default TAP MTU: a 1500-byte underlay minus 50 bytes of IPv4 + UDP + VXLAN + Ethernet.
 const DEFAULT_MTU: u32 = 1450;
+/// The MTUs Linux lets a TAP have (IPv4's minimum; `ETH_MAX_MTU`).
+const MIN_MTU: u32 = 68;
+const MAX_MTU: u32 = 65535;
 
 fn parse_mac_match(s: &str) -> Result<MacMatch, ControlError> {
     Ok(match s {
@@ -83,8 +86,23 @@ fn prepare(ops: &[Op]) -> Result<Prepared, ControlError> {
                     err,
                 };
                 let mac = d.mac.as_deref().map(str::parse::<MacAddr>).transpose()?;
+                // Said here in words: the kernel only answers EADDRNOTAVAIL
+                // and EINVAL.
+                if let Some(m) = mac.filter(|m| m.0[0] & 1 != 0) {
+                    return Err(ControlError::Invalid(format!(
+                        "MAC {m} of {}: a group (multicast or broadcast) address cannot be a NIC's",
+                        d.name
+                    )));
+                }
+                let mtu = d.mtu.unwrap_or(DEFAULT_MTU);
+                if !(MIN_MTU..=MAX_MTU).contains(&mtu) {
+                    return Err(ControlError::Invalid(format!(
+                        "MTU {mtu} of {}: a TAP takes {MIN_MTU} to {MAX_MTU}",
+                        d.name
+                    )));
+                }
                 let f = sys::open_tap(&tap).map_err(io)?;
-                sys::set_mtu(&tap, d.mtu.unwrap_or(DEFAULT_MTU)).map_err(io)?;
+                sys::set_mtu(&tap, mtu).map_err(io)?;
                 let mac = match mac {
                     Some(m) => {
                         sys::set_mac(&tap, m.0).map_err(io)?;

@@ -999,3 +999,39 @@ fn a_daemon_out_of_descriptors_pauses_its_control_accepts() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// An interface the kernel would refuse with a bare errno is refused first, in words, and
+/// leaves no device behind.
+#[test]
+fn a_group_mac_or_an_mtu_out_of_range_is_refused_in_words() {
+    if !root() {
+        return;
+    }
+    let h = Ns::new("m");
+    let d = Daemon::start(&h, "127.0.0.1:4789", "");
+    let iface = |name: &str, mac: Option<&str>, mtu: Option<u32>| {
+        Op::AddInterface(InterfaceDef {
+            name: name.into(),
+            mac: mac.map(str::to_string),
+            tap: None,
+            mtu,
+        })
+    };
+    for (op, says) in [
+        (iface("bc", Some("ff:ff:ff:ff:ff:ff"), None), "group"),
+        (iface("mc", Some("01:00:5e:00:00:01"), None), "group"),
+        (iface("small", None, Some(10)), "68 to 65535"),
+        (iface("big", None, Some(100_000)), "68 to 65535"),
+    ] {
+        let r = d.apply(vec![op]);
+        assert!(!r.ok, "accepted");
+        let err = r.error.unwrap_or_default();
+        assert!(err.contains(says), "{err}");
+    }
+    let links = h.exec(&["ip", "-o", "link"]);
+    let links = String::from_utf8_lossy(&links.stdout);
+    assert_eq!(links.lines().count(), 1, "devices left behind:\n{links}");
+    assert!(d.state().endpoints.is_empty());
+    let r = d.apply(vec![iface("fine", Some("02:00:00:00:00:07"), Some(68))]);
+    assert!(r.ok, "{:?}", r.error);
+}
