@@ -168,6 +168,31 @@ fn apply_op(
             }
             let mut addr = parse_remote(&l.remote)?;
             addr.set_ip(addr.ip().to_canonical());
+            let ip = addr.ip();
+            let group = match ip {
+                IpAddr::V4(v4) => v4.is_multicast() || v4.is_broadcast(),
+                IpAddr::V6(v6) => v6.is_multicast(),
+            };
+            // Each would take traffic and deliver it nowhere, or back here.
+            let wrong = if addr.port() == 0 {
+                Some("has port 0".to_string())
+            } else if ip.is_unspecified() {
+                Some("is the unspecified address, no host's".to_string())
+            } else if group {
+                Some("is a group address; a link goes to one host".to_string())
+            } else if addr.port() == listen.port()
+                && (ip == listen.ip() || (listen.ip().is_unspecified() && ip.is_loopback()))
+            {
+                Some(format!("is this vnetd itself (it listens on {listen})"))
+            } else {
+                None
+            };
+            if let Some(why) = wrong {
+                return Err(ControlError::Invalid(format!(
+                    "link {}: remote {addr} {why}",
+                    l.name
+                )));
+            }
             if addr.is_ipv6() && listen.is_ipv4() {
                 return Err(ControlError::Invalid(format!(
                     "link {}: remote {addr} is IPv6, but vnetd listens on IPv4 ({listen}); \

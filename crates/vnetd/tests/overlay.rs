@@ -1035,3 +1035,37 @@ fn a_group_mac_or_an_mtu_out_of_range_is_refused_in_words() {
     let r = d.apply(vec![iface("fine", Some("02:00:00:00:00:07"), Some(68))]);
     assert!(r.ok, "{:?}", r.error);
 }
+
+/// A link whose remote can be no peer (port 0, the unspecified address, a group address,
+/// or this daemon itself, which would hand every frame back to its sender) is refused.
+#[test]
+fn a_link_that_can_reach_no_peer_is_refused() {
+    if !root() {
+        return;
+    }
+    let h = Ns::new("r");
+    let d = Daemon::start(&h, "0.0.0.0:4789", "");
+    let link = |remote: &str| {
+        Op::AddLink(LinkDef {
+            name: "l".into(),
+            remote: remote.into(),
+            vni: 5,
+        })
+    };
+    for (remote, says) in [
+        ("10.0.0.2:0", "port 0"),
+        ("0.0.0.0", "unspecified"),
+        ("224.0.0.1", "group address"),
+        ("255.255.255.255", "group address"),
+        ("[ff02::1]:4789", "group address"),
+        ("127.0.0.1:4789", "this vnetd itself"),
+    ] {
+        let r = d.apply(vec![link(remote)]);
+        assert!(!r.ok, "{remote} accepted");
+        let err = r.error.unwrap_or_default();
+        assert!(err.contains(says), "{remote}: {err}");
+    }
+    assert!(d.state().endpoints.is_empty());
+    let r = d.apply(vec![link("127.0.0.1:4790")]);
+    assert!(r.ok, "{:?}", r.error);
+}
