@@ -484,3 +484,59 @@ fn a_listener_out_of_descriptors_waits_and_then_serves() {
         server.log()
     );
 }
+
+/// The default socket's name can be taken first by anyone where it lies in
+/// /tmp; a client does not connect to one that belongs to another user (it
+/// would hand that user its calls and data), and says so. Needs root (to
+/// give the socket away); without it the test says why and passes.
+#[test]
+fn a_default_socket_of_another_user_is_not_used() {
+    use std::os::unix::net::UnixListener;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: giving a socket to another user needs root (CI has it)");
+        return;
+    }
+    let server = Server::start().expect("server (for its ICD directory)");
+    let runtime = server.dir.join("runtime");
+    std::fs::create_dir_all(&runtime).expect("runtime dir");
+    let path = runtime.join("wormhole.sock");
+    let squatter = UnixListener::bind(&path).expect("bind");
+    squatter.set_nonblocking(true).expect("non-blocking");
+    let probe = |tag: &str| {
+        let mut cmd = Command::new(PROBE);
+        cmd.arg("platforms");
+        server.client_env(&mut cmd);
+        cmd.env_remove("WORMHOLE_SERVER")
+            .env_remove("WORMHOLE_LOG")
+            .env("XDG_RUNTIME_DIR", &runtime);
+        let out = cmd.output().expect("run probe");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        eprintln!("{tag}: {stdout}{stderr}");
+        (stdout, stderr)
+    };
+
+    std::os::unix::fs::chown(&path, Some(65534), Some(65534)).expect("chown");
+    let (stdout, stderr) = probe("another user's socket");
+    assert!(stdout.starts_with("platforms 0 "), "{stdout}");
+    assert!(stderr.contains("belongs to uid 65534"), "{stderr:?}");
+    assert!(
+        squatter.accept().is_err(),
+        "the client connected to another user's socket"
+    );
+
+    // The same socket, ours: the client connects. Nothing answers (the
+    // squatter never accepts): after the greeting's 10 s the client gives
+    // up, with a line, instead of waiting at its first call for ever.
+    std::os::unix::fs::chown(&path, Some(0), Some(0)).expect("chown back");
+    let t = Instant::now();
+    let (stdout, stderr) = probe("our socket, silent");
+    assert!(stdout.starts_with("platforms 0 "), "{stdout}");
+    assert!(
+        stderr.contains("sent no Wormhole greeting within 10 s"),
+        "{stderr:?}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+    assert!(squatter.accept().is_ok(), "the client did not connect");
+}

@@ -138,7 +138,12 @@ fn main() -> anyhow::Result<ExitCode> {
         Some(s) => s,
         None => {
             let sock = default_socket_path();
-            if cli.start_server && std::os::unix::net::UnixStream::connect(&sock).is_err() {
+            // Someone else's socket at the default path is not a server for
+            // us (the client refuses it too).
+            let foreign = wormhole_transport::foreign_default_socket(&sock).is_some();
+            if cli.start_server
+                && (foreign || std::os::unix::net::UnixStream::connect(&sock).is_err())
+            {
                 let private =
                     std::env::temp_dir().join(format!("wormhole-run-{}.sock", std::process::id()));
                 _guard = Some(start_server(&private, &cli.server_args)?);

@@ -80,6 +80,8 @@ pub enum ConnectError {
     BadGreeting { target: String, err: TransportError },
     #[error("the server at {target} already serves the most clients it may ({limit}): try again when one has ended")]
     ServerFull { target: String, limit: u32 },
+    #[error("the default socket {path} belongs to uid {owner}, neither to us nor to root: not connecting (start a server of your own, or name one in WORMHOLE_SERVER)")]
+    ForeignSocket { path: String, owner: u32 },
     #[error("the server at {0} sent no shared memory")]
     NoSharedMemory(String),
     #[error("the server at {0} asks for a token: set WORMHOLE_TOKEN_FILE to the file holding it")]
@@ -146,11 +148,33 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
         Target::Unix(p) => p,
     };
     let shown = path.display().to_string();
+    let default = target.strip_prefix("unix:").unwrap_or(&target).is_empty();
+    if let Some(owner) = default
+        .then(|| crate::foreign_default_socket(&path))
+        .flatten()
+    {
+        return Err(ConnectError::ForeignSocket { path: shown, owner });
+    }
     let sock = UnixStream::connect(&path).map_err(|err| ConnectError::Unreachable {
         target: shown.clone(),
         err,
     })?;
-    let (hello, fds) = recv_hello(&sock).map_err(|err| greeting_error(&shown, err))?;
+    // As over TCP: a socket that is accepted but never answered (a stopped
+    // or wedged server, not a Wormhole server) is an error, not a program
+    // stuck at its first call. The tenant's start (exec, the library's
+    // initialisation) takes well under a second.
+    sock.set_read_timeout(Some(CONNECT_TIMEOUT))
+        .map_err(|err| ConnectError::Unreachable {
+            target: shown.clone(),
+            err,
+        })?;
+    let (hello, fds) = recv_hello(&sock).map_err(|err| match err {
+        TransportError::Sys(nix::errno::Errno::EAGAIN) => {
+            ConnectError::NoGreeting(shown.clone(), CONNECT_TIMEOUT.as_secs())
+        }
+        err => greeting_error(&shown, err),
+    })?;
+    sock.set_read_timeout(None)?;
     let mut fds = fds.into_iter();
     let (layout, fd) = match (hello.layout, fds.next()) {
         (Some(l), Some(fd)) => (l, fd),
@@ -191,9 +215,10 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
     })
 }
 
-/// How long connecting to a TCP server and its greeting may take: a host
-/// that drops our packets, or a port that accepts and says nothing (not a
-/// Wormhole server), is an error, not a program stuck at its first call.
+/// How long connecting to a TCP server and its greeting, or a Unix
+/// socket's greeting, may take: a host that drops our packets, or a socket
+/// that accepts and says nothing (a stopped server, not a Wormhole server),
+/// is an error, not a program stuck at its first call.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// `WORMHOLE_TCP_DEAD_PEER`: seconds after which a server that went silent

@@ -35,6 +35,17 @@ pub fn default_socket_path() -> std::path::PathBuf {
     }
 }
 
+/// The owner of the file at the default socket's path, when it is neither
+/// us nor root. In /tmp anyone may create that name first, and a server
+/// listening there would receive the programs' calls and data: a client
+/// goes to the default socket only if it is ours (or a system server's).
+/// A path named explicitly is the user's choice and is not checked.
+pub fn foreign_default_socket(path: &std::path::Path) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let owner = std::fs::symlink_metadata(path).ok()?.uid();
+    (owner != nix::unistd::getuid().as_raw() && owner != 0).then_some(owner)
+}
+
 /// Errors from a transport.
 #[derive(Debug, Error)]
 pub enum TransportError {
