@@ -5,7 +5,9 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use wormhole_isolation_tests::{alive, arena_kib, cpu_ms, kill9, rss_kib, Server, Session};
+use wormhole_isolation_tests::{
+    alive, arena_kib, cpu_ms, kill9, profile_dir, rss_kib, Server, Session,
+};
 
 const PROBE: &str = env!("CARGO_BIN_EXE_wormhole-probe");
 
@@ -525,6 +527,16 @@ fn a_default_socket_of_another_user_is_not_used() {
         squatter.accept().is_err(),
         "the client connected to another user's socket"
     );
+    // A server meant for that path says who holds it, rather than that
+    // "another server" (as if one of ours) listens there.
+    let out = Command::new(profile_dir().join("wormhole-server"))
+        .env("XDG_RUNTIME_DIR", &runtime)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("run a server");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "a server started on a taken socket");
+    assert!(err.contains("taken by a socket of uid 65534"), "{err}");
 
     // The same socket, ours: the client connects. Nothing answers (the
     // squatter never accepts): after the greeting's 10 s the client gives

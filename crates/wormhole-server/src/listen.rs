@@ -22,6 +22,8 @@ pub enum ListenError {
     Bind { path: String, err: std::io::Error },
     #[error("another server is listening on {0}")]
     InUse(PathBuf),
+    #[error("{path} is taken by a socket of uid {owner}, which is listening: not ours to replace (choose another --socket)")]
+    TakenBy { path: PathBuf, owner: u32 },
     #[error("I/O: {0}")]
     Io(#[from] std::io::Error),
 }
@@ -256,6 +258,14 @@ fn authenticated_tenant(
 pub fn bind_unix(path: &Path) -> Result<UnixListener, ListenError> {
     if path.exists() {
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            // Someone else's, in /tmp say: our clients would not use it
+            // (see `foreign_default_socket`), and we cannot take it over.
+            if let Some(owner) = wormhole_transport::foreign_default_socket(path) {
+                return Err(ListenError::TakenBy {
+                    path: path.into(),
+                    owner,
+                });
+            }
             return Err(ListenError::InUse(path.into()));
         }
         let _ = std::fs::remove_file(path);
