@@ -152,3 +152,32 @@ fn a_killed_wormhole_run_takes_its_server_down() {
         "the server outlived a killed wormhole-run"
     );
 }
+
+/// Its files (the ICD file, the private server's socket) are in a directory
+/// of its own, mode 0700 with a name nobody can guess, so that no other user
+/// can put an ICD file or a socket of theirs where the command will look.
+#[test]
+fn its_files_are_in_a_private_directory() {
+    let a = Artifacts::get().expect("artifacts");
+    let tmp = TempDir::new("run-private").expect("scratch");
+    let out = Command::new(&a.run)
+        .args(["--start-server", "--", "sh", "-c"])
+        .arg(r#"stat -c %a "$OCL_ICD_VENDORS"; echo "$OCL_ICD_VENDORS"; echo "$WORMHOLE_SERVER""#)
+        .env_remove("WORMHOLE_SERVER")
+        .env("TMPDIR", tmp.path())
+        .env("XDG_RUNTIME_DIR", tmp.path())
+        .output()
+        .expect("wormhole-run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(out.status.success(), "{stdout}");
+    let [mode, dir, server] = lines[..] else {
+        panic!("{stdout}");
+    };
+    assert_eq!(mode, "700", "the ICD directory's mode");
+    assert!(dir.starts_with(&tmp.path().display().to_string()), "{dir}");
+    assert!(
+        server.starts_with(dir),
+        "the private server's socket {server} is outside {dir}"
+    );
+}

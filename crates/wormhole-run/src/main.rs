@@ -133,6 +133,16 @@ fn main() -> anyhow::Result<ExitCode> {
         .server
         .or_else(|| std::env::var("WORMHOLE_SERVER").ok())
         .filter(|s| !s.is_empty());
+    // Our files (the ICD file, a private server's socket) go in a directory
+    // of our own, made with a random name and mode 0700: a name in /tmp that
+    // others can guess could be theirs first, and an ICD file they control
+    // loads their code into the command. Declared first, dropped (removed)
+    // last, after the server.
+    let private = tempfile::Builder::new()
+        .prefix("wormhole-run-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir()
+        .context("making a private directory")?;
     let mut _guard = None;
     let server = match server {
         Some(s) => s,
@@ -144,10 +154,9 @@ fn main() -> anyhow::Result<ExitCode> {
             if cli.start_server
                 && (foreign || std::os::unix::net::UnixStream::connect(&sock).is_err())
             {
-                let private =
-                    std::env::temp_dir().join(format!("wormhole-run-{}.sock", std::process::id()));
-                _guard = Some(start_server(&private, &cli.server_args)?);
-                private.display().to_string()
+                let socket = private.path().join("server.sock");
+                _guard = Some(start_server(&socket, &cli.server_args)?);
+                socket.display().to_string()
             } else {
                 sock.display().to_string()
             }
@@ -156,8 +165,7 @@ fn main() -> anyhow::Result<ExitCode> {
     if _guard.is_none() {
         warn_if_no_server(&server);
     }
-    let vendors = std::env::temp_dir().join(format!("wormhole-run-{}", std::process::id()));
-    std::fs::create_dir_all(&vendors)?;
+    let vendors = private.path();
     std::fs::write(vendors.join("wormhole.icd"), format!("{}\n", icd.display()))?;
     let mut vendor_dirs = vendors.display().to_string();
     let mut filenames = icd.display().to_string();
@@ -182,7 +190,6 @@ fn main() -> anyhow::Result<ExitCode> {
             signals::command_ended();
             st
         });
-    let _ = std::fs::remove_dir_all(&vendors);
     match status {
         Ok(s) => Ok(ExitCode::from(exit_code(s))),
         Err(e) => {
