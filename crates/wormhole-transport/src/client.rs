@@ -155,19 +155,17 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
     {
         return Err(ConnectError::ForeignSocket { path: shown, owner });
     }
-    let sock = UnixStream::connect(&path).map_err(|err| ConnectError::Unreachable {
+    let unreachable = |err| ConnectError::Unreachable {
         target: shown.clone(),
         err,
-    })?;
+    };
+    let sock = UnixStream::connect(&path).map_err(unreachable)?;
     // As over TCP: a socket that is accepted but never answered (a stopped
     // or wedged server, not a Wormhole server) is an error, not a program
-    // stuck at its first call. The tenant's start (exec, the library's
-    // initialisation) takes well under a second.
+    // stuck at its first call. A tenant greets as soon as it has started,
+    // before it loads any accelerator library.
     sock.set_read_timeout(Some(CONNECT_TIMEOUT))
-        .map_err(|err| ConnectError::Unreachable {
-            target: shown.clone(),
-            err,
-        })?;
+        .map_err(unreachable)?;
     let (hello, fds) = recv_hello(&sock).map_err(|err| match err {
         TransportError::Sys(nix::errno::Errno::EAGAIN) => {
             ConnectError::NoGreeting(shown.clone(), CONNECT_TIMEOUT.as_secs())
