@@ -2,6 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The most machines a simulation may have (80 times the trace's cell).
+pub const MAX_MACHINES: u32 = 1_000_000;
+
 /// Machines in the real trace's cell; the default job sampling keeps `machines / TRACE_MACHINES`.
 pub const TRACE_MACHINES: f64 = 12_583.0;
 
@@ -79,8 +82,17 @@ impl Config {
         if self.machines == 0 {
             return bad("machines must be positive");
         }
+        // The model keeps a record per machine from the start: four billion
+        // machines would be an allocation the system refuses (an abort, not
+        // an error). The trace's cell had 12,583.
+        if self.machines > MAX_MACHINES {
+            return bad(&format!("machines must be at most {MAX_MACHINES}"));
+        }
         if self.cell_size == 0 {
             return bad("cell_size must be positive");
+        }
+        if self.cell_size > self.machines {
+            return bad("cell_size must be at most machines");
         }
         if self.cpu_capacity <= 0.0 || !self.cpu_capacity.is_finite() {
             return bad("cpu_capacity must be positive");
@@ -130,6 +142,19 @@ mod tests {
             ("memory_unit_gib", |c, v| c.memory_unit_gib = v),
             ("network budget", |c, v| c.network_budget_mbit_s = v),
         ];
+        for machines in [0, MAX_MACHINES + 1, u32::MAX] {
+            let c = Config {
+                machines,
+                ..Config::default()
+            };
+            assert!(c.validate().is_err(), "{machines} machines were accepted");
+        }
+        let c = Config {
+            machines: 8,
+            cell_size: 9,
+            ..Config::default()
+        };
+        assert!(c.validate().is_err(), "a cell larger than the cluster");
         for (what, set) in cases {
             for v in [f64::NAN, f64::INFINITY, -1.0] {
                 let mut c = Config::default();
