@@ -135,23 +135,12 @@ impl Tenants {
         }
         let limit = u32::try_from(self.max).unwrap_or(u32::MAX);
         let b = wormhole_transport::hello::full_bytes(limit);
-        // SAFETY: `fd` is the caller's open socket for the duration of the
-        // call; the kernel reads `b`, which outlives it. Non-blocking: a
-        // fresh connection's send buffer has room, and if it has not, the
-        // client only learns less (it sees the connection closed).
-        let r = unsafe {
-            libc::send(
-                fd,
-                b.as_ptr().cast(),
-                b.len(),
-                libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
-            )
-        };
-        if r < 0 {
-            log::debug!(
-                "telling a client the server is full: {}",
-                std::io::Error::last_os_error()
-            );
+        // Non-blocking: a fresh connection's send buffer has room, and if it
+        // has not, the client only learns less (it sees the connection
+        // closed).
+        use nix::sys::socket::{send, MsgFlags};
+        if let Err(e) = send(fd, &b, MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT) {
+            log::debug!("telling a client the server is full: {e}");
         }
     }
 }
