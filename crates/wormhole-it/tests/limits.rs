@@ -1,12 +1,14 @@
 //! The limit on clients served at once (`max_tenants`): a client beyond it
 //! is told the server is full, in one line, and loses nothing else; the
 //! place comes back when a client ends. Over Unix sockets and TCP alike.
+//! And the memory each tenant may hold (`tenant_memory`).
 
 use std::io::Read;
 use std::time::Duration;
 
 use wormhole_it::{
-    compile, eventually, live_tenants, run, Artifacts, Route, RunOutput, Server, TempDir,
+    compile, eventually, live_tenants, run, use_wormhole, Artifacts, Route, RunOutput, Running,
+    Server, TempDir,
 };
 
 /// A client that connects and stays, once it gets a place: the harness's
@@ -112,4 +114,65 @@ fn tcp_clients_count_against_the_same_limit() {
         ok
     });
     assert!(back, "the freed place was not given again: {last:?}");
+}
+
+/// What `tests/opencl/quota.c` prints through a server with a 10 MiB quota:
+/// the device described as 10 MiB; two 4 MiB buffers and not a third,
+/// refused at once (sizes that differ, each creation answered) or by the
+/// write and then the next sync point (one size, creations batched); the
+/// quota back after each release; an image charged as the library sizes it.
+const QUOTA_LINES: [&str; 8] = [
+    "global memory: 10485760",
+    "largest allocation: 10485760",
+    "different sizes: 2 buffers, then -4",
+    "one size: 2 buffers, then -38",
+    "then finish: -4",
+    "past the largest allocation: -61",
+    "image beside a buffer: -4",
+    "image alone: 0",
+];
+
+#[test]
+fn a_tenant_holds_no_more_memory_than_its_quota_and_others_have_their_own() {
+    let a = Artifacts::get().expect("artifacts");
+    let dir = TempDir::new("limits-memory").expect("scratch");
+    let bin = compile("quota", dir.path()).expect("compile");
+    let server = Server::start_args(a, dir.path(), &["--tenant-memory", "10M"]).expect("server");
+
+    let mut cmd = std::process::Command::new(&bin);
+    cmd.arg("hold");
+    use_wormhole(&mut cmd, dir.path(), &server.socket.to_string_lossy()).expect("env");
+    let mut holder = Running::start(cmd, dir.path()).expect("start");
+    let held = holder.line("holding:", Duration::from_secs(60));
+    assert_eq!(
+        held.as_deref(),
+        Some("holding: 2 buffers, then -4"),
+        "{:?}\n{}",
+        holder.seen,
+        holder.stderr()
+    );
+    for want in QUOTA_LINES {
+        assert!(
+            holder.seen.iter().any(|l| l == want),
+            "no line {want:?} in {:?}",
+            holder.seen
+        );
+    }
+
+    // While the first tenant holds 8 MiB, a second has 10 MiB of its own.
+    let out = run(&bin, Route::Wormhole, Some(&server), dir.path()).expect("run");
+    assert!(out.ok(), "{out:?}");
+    for want in QUOTA_LINES {
+        assert!(
+            out.stdout.lines().any(|l| l == want),
+            "no line {want:?} in\n{}",
+            out.stdout
+        );
+    }
+    holder.kill();
+    assert!(
+        server.log_text().contains("memory quota refused"),
+        "the refusal is not in the server's log:\n{}",
+        server.log_text()
+    );
 }

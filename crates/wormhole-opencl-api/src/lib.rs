@@ -79,6 +79,7 @@ pub mod notify {
 
 pub const CL_SUCCESS: i32 = 0;
 pub const CL_DEVICE_NOT_FOUND: i32 = -1;
+pub const CL_MEM_OBJECT_ALLOCATION_FAILURE: i32 = -4;
 pub const CL_OUT_OF_RESOURCES: i32 = -5;
 pub const CL_OUT_OF_HOST_MEMORY: i32 = -6;
 pub const CL_INVALID_VALUE: i32 = -30;
@@ -88,6 +89,7 @@ pub const CL_INVALID_CONTEXT: i32 = -34;
 pub const CL_INVALID_COMMAND_QUEUE: i32 = -36;
 pub const CL_INVALID_QUEUE_PROPERTIES: i32 = -35;
 pub const CL_INVALID_HOST_PTR: i32 = -37;
+pub const CL_INVALID_BUFFER_SIZE: i32 = -61;
 pub const CL_INVALID_MEM_OBJECT: i32 = -38;
 pub const CL_INVALID_IMAGE_FORMAT_DESCRIPTOR: i32 = -39;
 pub const CL_INVALID_SAMPLER: i32 = -41;

@@ -69,6 +69,33 @@ pub struct Config {
     /// Most clients served at once (one tenant process each); more are
     /// told the server is full and let go. 0: no limit.
     pub max_tenants: usize,
+    /// Most bytes of memory objects (OpenCL buffers and images, CUDA
+    /// allocations) one tenant may hold at once; devices are described to
+    /// it as no larger. An integer, or a size such as "2 GiB". 0: no limit.
+    #[serde(deserialize_with = "size")]
+    pub tenant_memory: u64,
+}
+
+/// Parses a size: bytes, or a number with a unit ("512M", "2 GiB"; units
+/// are powers of 1024, as memory sizes are).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    parse_size::Config::new()
+        .with_binary()
+        .parse_size(s)
+        .map_err(|e| format!("{s:?} is not a size ({e})"))
+}
+
+fn size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Size {
+        Bytes(u64),
+        Text(String),
+    }
+    match Size::deserialize(d)? {
+        Size::Bytes(n) => Ok(n),
+        Size::Text(s) => parse_size(&s).map_err(serde::de::Error::custom),
+    }
 }
 
 impl Default for Config {
@@ -89,6 +116,7 @@ impl Default for Config {
             cuda_runtime: None,
             shared_buffers: 64 << 30,
             max_tenants: 256,
+            tenant_memory: 0,
         }
     }
 }
@@ -158,6 +186,13 @@ mod tests {
         assert_eq!(c.handoff, HandoffMode::Spin);
         assert_eq!(c.platforms, vec!["Portable".to_string()]);
         assert!(c.opencl && !c.cuda);
+        assert_eq!(c.tenant_memory, 0, "no quota unless asked");
+        std::fs::write(&p, "tenant_memory = \"2 GiB\"\n").expect("write");
+        assert_eq!(Config::load(&p).expect("load").tenant_memory, 2 << 30);
+        std::fs::write(&p, "tenant_memory = 4096\n").expect("write");
+        assert_eq!(Config::load(&p).expect("load").tenant_memory, 4096);
+        std::fs::write(&p, "tenant_memory = \"lots\"\n").expect("write");
+        assert!(matches!(Config::load(&p), Err(ConfigError::Parse { .. })));
         std::fs::write(&p, "sockett = 1\n").expect("write");
         assert!(matches!(Config::load(&p), Err(ConfigError::Parse { .. })));
         std::fs::write(&p, "request_ring = 1000\n").expect("write");

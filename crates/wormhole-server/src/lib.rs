@@ -10,7 +10,8 @@
 //! * [`cuda`]: the CUDA runtime backend, generated the same way from
 //!   `cuda.api`, which opens libcudart at run time;
 //! * [`harness`]: the tenant's request path without I/O, for the fuzzer;
-//! * [`outbuf`]: output buffers reused from call to call.
+//! * [`outbuf`]: output buffers reused from call to call;
+//! * [`quota`]: the memory a tenant may hold at once.
 //!
 //! One server exports OpenCL, CUDA or both (`opencl`, `cuda` settings).
 
@@ -20,4 +21,5 @@ pub mod harness;
 pub mod listen;
 pub mod opencl;
 pub mod outbuf;
+pub mod quota;
 pub mod serve;

@@ -54,6 +54,10 @@ struct Cli {
     /// more are told the server is full.
     #[arg(long, value_name = "N")]
     max_tenants: Option<usize>,
+    /// Most memory one tenant may hold in buffers, images and CUDA
+    /// allocations at once (e.g. 2G; units are powers of 1024; 0: no limit).
+    #[arg(long, value_name = "SIZE", value_parser = wormhole_server::config::parse_size)]
+    tenant_memory: Option<u64>,
     #[command(subcommand)]
     cmd: Option<Cmd>,
 }
@@ -105,6 +109,9 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     if let Some(n) = cli.max_tenants {
         c.max_tenants = n;
     }
+    if let Some(n) = cli.tenant_memory {
+        c.tenant_memory = n;
+    }
     c.validate()?;
     Ok(c)
 }
@@ -140,6 +147,9 @@ fn tenant_args(cli: &Cli) -> Vec<String> {
     }
     if cli.no_shared_buffers {
         a.push("--no-shared-buffers".into());
+    }
+    if let Some(n) = cli.tenant_memory {
+        a.push(format!("--tenant-memory={n}"));
     }
     a
 }

@@ -22,6 +22,7 @@ use wormhole_wire::{Decoder, Encoder, ReplyHeader, RequestHeader, FLAG_ASYNC, RE
 use crate::config::Config;
 use crate::cuda;
 use crate::opencl::{self, tenant::Limits, tenant::Tenant};
+use crate::quota::Quota;
 
 #[derive(Debug, Error)]
 pub enum ServeError {
@@ -163,12 +164,19 @@ fn export(config: &Config) -> Vec<*mut std::ffi::c_void> {
     opencl::platforms(&config.platforms)
 }
 
-/// The tenant's CUDA state, when CUDA is exported.
-fn cuda_tenant(config: &Config) -> Option<cuda::CudaTenant> {
-    config.cuda.then(|| {
+/// A tenant's OpenCL state and its CUDA state (when CUDA is exported),
+/// sharing one memory quota when there is one.
+fn tenant_state(config: &Config, notify: Arc<dyn Notify>) -> (Tenant, Option<cuda::CudaTenant>) {
+    let quota = (config.tenant_memory > 0).then(|| Arc::new(Quota::new(config.tenant_memory)));
+    let mut t = Tenant::new(export(config), limits(config), Some(notify));
+    t.memory = quota.clone();
+    let cu = config.cuda.then(|| {
         cuda::set_runtime_path(config.cuda_runtime.clone());
-        cuda::CudaTenant::new(config.max_alloc)
-    })
+        let mut cu = cuda::CudaTenant::new(config.max_alloc);
+        cu.memory = quota;
+        cu
+    });
+    (t, cu)
 }
 
 fn limits(config: &Config) -> Limits {
@@ -282,11 +290,10 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
         let watch = sock.try_clone()?;
         std::thread::spawn(move || exit_when_client_hangs_up(&watch, false));
         let notify = Arc::new(NotifySender::new(region.clone()));
-        let mut t = Tenant::new(export(config), limits(config), Some(notify));
+        let (mut t, mut cu) = tenant_state(config, notify);
         t.shared = arena.map(opencl::shared::SharedBuffers::new);
         let mut chan = ShmChannel::new(region, Side::Server, config.handoff(), None);
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
-        let mut cu = cuda_tenant(config);
         serve(&mut chan, &mut t, cu.as_mut())
     } else {
         // SAFETY: fd 3 is the accepted TCP socket, owned by this process.
@@ -308,8 +315,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
         let mut chan = StreamChannel::tcp(stream)?;
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
         let notify: Arc<dyn Notify> = Arc::new(chan.notifier());
-        let mut t = Tenant::new(export(config), limits(config), Some(notify));
-        let mut cu = cuda_tenant(config);
+        let (mut t, mut cu) = tenant_state(config, notify);
         match serve(&mut chan, &mut t, cu.as_mut()) {
             // The client's host or network went away (see `tcp_dead_peer`):
             // its tenant ends as if it had hung up, freeing what it held.

@@ -188,6 +188,7 @@ mod tests {
     use wormhole_cuda_api::wire::Launch;
     use wormhole_cuda_api::{
         cudaErrorInvalidDeviceFunction, cudaErrorInvalidKernelImage, cudaErrorInvalidValue,
+        cudaErrorMemoryAllocation,
     };
 
     /// Runs one request through the tenant's dispatch, as the serve loop does.
@@ -242,6 +243,24 @@ mod tests {
             Err(cudaErrorInvalidValue)
         );
         assert!(call(&mut t, u32::MAX - 1, |_| {}).is_err());
+    }
+
+    #[test]
+    fn a_memory_quota_refuses_before_the_runtime_and_keeps_nothing_for_failures() {
+        let mut t = CudaTenant::new(1 << 30);
+        let q = std::sync::Arc::new(crate::quota::Quota::new(1 << 20));
+        t.memory = Some(q.clone());
+        assert_eq!(
+            call(&mut t, func::cudaMalloc, |e| e.u64(2 << 20)),
+            Err(cudaErrorMemoryAllocation),
+            "past the quota"
+        );
+        // Within it, the request reaches the runtime (none here, so it
+        // fails), and the failed allocation takes nothing from the quota.
+        let within = call(&mut t, func::cudaMalloc, |e| e.u64(512 << 10));
+        assert_ne!(within, Err(cudaErrorMemoryAllocation));
+        assert_ne!(within, Ok(0), "no runtime here, so no allocation");
+        assert_eq!(q.used(), 0);
     }
 
     #[test]

@@ -29,6 +29,29 @@ pub unsafe fn cudaDriverGetVersion(_t: &mut Tenant, v: *mut i32) -> i32 {
     s
 }
 
+/// A tenant with a memory quota sees no more than the quota, of which
+/// what it already holds is not free.
+///
+/// # Safety
+/// `free` and `total` are NULL or writable.
+pub unsafe fn cudaMemGetInfo(t: &mut Tenant, free: *mut usize, total: *mut usize) -> i32 {
+    // SAFETY: the caller's contract.
+    let s = unsafe { ffi::cudaMemGetInfo(free, total) };
+    if let (true, Some(q)) = (s == cudaSuccess, &t.memory) {
+        let left = q.limit().saturating_sub(q.used());
+        // SAFETY: each is checked non-NULL, and the caller's contract.
+        unsafe {
+            if !free.is_null() {
+                *free = (*free).min(usize::try_from(left).unwrap_or(usize::MAX));
+            }
+            if !total.is_null() {
+                *total = usize::try_from(q.clamp(*total as u64)).unwrap_or(usize::MAX);
+            }
+        }
+    }
+    s
+}
+
 pub fn d_cudaGetDeviceProperties(
     _t: &mut Tenant,
     d: &mut Decoder<'_>,
@@ -55,16 +78,25 @@ pub fn d_cudaGetDeviceProperties(
 pub fn d_cudaMalloc(t: &mut Tenant, d: &mut Decoder<'_>, e: &mut Encoder) -> Result<i32, i32> {
     let size = d.u64().map_err(bad)?;
     d.finish().map_err(bad)?;
-    if size > t.max_alloc {
+    if size > t.max_alloc || t.memory.as_ref().is_some_and(|q| !q.charge(size)) {
         return Err(cudaErrorMemoryAllocation);
     }
+    // What the quota took, unless the allocation is tracked (then
+    // `cudaFree` gives it back).
+    let give_back = |t: &Tenant| {
+        if let Some(q) = &t.memory {
+            q.release(size);
+        }
+    };
     let mut p: *mut c_void = std::ptr::null_mut();
     // SAFETY: a valid out-pointer.
     let status = unsafe { ffi::cudaMalloc(&mut p, size as usize) };
     if status != cudaSuccess {
+        give_back(t);
         return Ok(status);
     }
     if p.is_null() {
+        give_back(t);
         // A zero-byte allocation: nothing to track.
         e.u8(1);
         e.u64(0);
@@ -82,6 +114,7 @@ pub fn d_cudaMalloc(t: &mut Tenant, d: &mut Decoder<'_>, e: &mut Encoder) -> Res
     if t.allocs.insert(a).is_err() {
         // SAFETY: `p` was just allocated and is not recorded anywhere.
         unsafe { ffi::cudaFree(p) };
+        give_back(t);
         return Err(cudaErrorUnknown);
     }
     e.u8(1);
@@ -99,7 +132,9 @@ pub fn d_cudaFree(t: &mut Tenant, d: &mut Decoder<'_>, _e: &mut Encoder) -> Resu
     // SAFETY: the start of one of this tenant's allocations.
     let status = unsafe { ffi::cudaFree(p as usize as *mut c_void) };
     if status == cudaSuccess {
-        t.allocs.remove(p);
+        if let (Some(a), Some(q)) = (t.allocs.remove(p), &t.memory) {
+            q.release(a.size);
+        }
     }
     Ok(status)
 }

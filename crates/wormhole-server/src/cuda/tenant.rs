@@ -55,6 +55,9 @@ pub struct CudaTenant {
     /// our stand-in shadow, which the runtime knows them by.
     pub vars: HashMap<u64, Box<[u8]>>,
     pub max_alloc: u64,
+    /// The memory this tenant may hold in allocations, when limited
+    /// (shared with its OpenCL state).
+    pub memory: Option<std::sync::Arc<crate::quota::Quota>>,
     pub max_handles: usize,
     /// The pointer mode (device: true) the server last set on each real
     /// cuBLAS handle, by its address; new handles start in host mode.
@@ -92,6 +95,7 @@ impl CudaTenant {
             funcs: HashMap::new(),
             vars: HashMap::new(),
             max_alloc,
+            memory: None,
             max_handles: 1 << 20,
             blas_modes: HashMap::new(),
             out_bufs: crate::outbuf::OutBufs::default(),

@@ -9,6 +9,7 @@
 pub mod callbacks;
 pub mod custom;
 pub mod overrides;
+pub mod quota;
 pub mod shared;
 pub mod tenant;
 

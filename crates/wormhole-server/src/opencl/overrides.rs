@@ -5,8 +5,9 @@
 use std::ffi::c_void;
 
 use wormhole_opencl_api::{
-    image_window, rect_extent, triple, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_MEM_OBJECT,
-    CL_INVALID_QUEUE_PROPERTIES, CL_INVALID_VALUE, CL_MAP_WRITE_INVALIDATE_REGION, CL_SUCCESS,
+    image_window, rect_extent, triple, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_BUFFER_SIZE,
+    CL_INVALID_MEM_OBJECT, CL_INVALID_QUEUE_PROPERTIES, CL_INVALID_VALUE,
+    CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_SUCCESS,
 };
 use wormhole_wire::{Decoder, Encoder};
 
@@ -181,11 +182,13 @@ pub unsafe fn clGetPlatformInfo(
 const CL_DEVICE_EXECUTION_CAPABILITIES: u32 = 0x1029;
 const CL_EXEC_NATIVE_KERNEL: u64 = 1 << 1;
 const CL_DEVICE_SVM_CAPABILITIES: u32 = 0x1053;
+const CL_DEVICE_MAX_MEM_ALLOC_SIZE: u32 = 0x1010;
+const CL_DEVICE_GLOBAL_MEM_SIZE: u32 = 0x101F;
 
 /// # Safety
 /// As for `clGetDeviceInfo`.
 pub unsafe fn clGetDeviceInfo(
-    _t: &mut Tenant,
+    t: &mut Tenant,
     device: *mut c_void,
     param: u32,
     size: usize,
@@ -210,11 +213,19 @@ pub unsafe fn clGetDeviceInfo(
     }
     // Native kernels run host functions of the client, and SVM shares the
     // client's address space: neither can be forwarded, so neither is offered.
-    // SAFETY: the library wrote a cl_bitfield (8 bytes) into `value`.
+    // A tenant with a memory quota is shown a device no larger than it.
+    // SAFETY: the library wrote a cl_bitfield or cl_ulong (8 bytes) into
+    // `value`; `read_unaligned`/`write_unaligned` because the buffer is bytes.
     unsafe {
-        match param {
-            CL_DEVICE_EXECUTION_CAPABILITIES => *(value as *mut u64) &= !CL_EXEC_NATIVE_KERNEL,
-            CL_DEVICE_SVM_CAPABILITIES => *(value as *mut u64) = 0,
+        let v = value as *mut u64;
+        match (param, &t.memory) {
+            (CL_DEVICE_EXECUTION_CAPABILITIES, _) => {
+                v.write_unaligned(v.read_unaligned() & !CL_EXEC_NATIVE_KERNEL)
+            }
+            (CL_DEVICE_SVM_CAPABILITIES, _) => v.write_unaligned(0),
+            (CL_DEVICE_GLOBAL_MEM_SIZE | CL_DEVICE_MAX_MEM_ALLOC_SIZE, Some(q)) => {
+                v.write_unaligned(q.clamp(v.read_unaligned()))
+            }
             _ => {}
         }
     }
@@ -232,6 +243,24 @@ pub unsafe fn clCreateBuffer(
     host_ptr: *mut c_void,
     err: *mut i32,
 ) -> *mut c_void {
+    // Refused before the library allocates (the charge itself is made when
+    // the object is recorded, for every kind of memory object), as by a
+    // device of the quota's size: larger than it can ever hold, or than it
+    // has left.
+    if let Some(q) = &t.memory {
+        let code = if size as u64 > q.limit() {
+            CL_INVALID_BUFFER_SIZE
+        } else if !q.fits(size as u64) {
+            CL_MEM_OBJECT_ALLOCATION_FAILURE
+        } else {
+            CL_SUCCESS
+        };
+        if code != CL_SUCCESS {
+            // SAFETY: `err` is the decoder's local.
+            unsafe { *err = code };
+            return std::ptr::null_mut();
+        }
+    }
     if let Some(sb) = &t.shared {
         // SAFETY: forwarded contract.
         if let Some(m) = unsafe { super::shared::create(sb, ctx, flags, size, host_ptr) } {

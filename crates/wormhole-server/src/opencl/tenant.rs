@@ -139,6 +139,8 @@ pub struct Tenant {
     /// Memory shared with the client for CPU devices' buffers (none over
     /// TCP, or when configured off).
     pub shared: Option<Arc<super::shared::SharedBuffers>>,
+    /// The memory this tenant may hold in memory objects, when limited.
+    pub memory: Option<Arc<crate::quota::Quota>>,
     out_bufs: OutBufs,
     /// Kernel arguments' declarations (see `ArgDecls`).
     pub arg_decls: ArgDecls,
@@ -161,6 +163,7 @@ impl Tenant {
             bulk: None,
             broken: false,
             shared: None,
+            memory: None,
             out_bufs: OutBufs::default(),
             arg_decls: ArgDecls::default(),
         };
@@ -258,10 +261,16 @@ impl Tenant {
         Ok(id)
     }
 
-    /// Records a newly created object under the client's id.
+    /// Records a newly created object under the client's id; a memory
+    /// object past the tenant's quota is released instead and refused.
     pub fn insert(&mut self, id: u64, kind: Kind, raw: *mut c_void) -> Result<(), i32> {
         if raw.is_null() {
             return Ok(());
+        }
+        if let (Kind::Mem, Some(q)) = (kind, &self.memory) {
+            // SAFETY: the library just made `raw` for this call, whose
+            // reference is the only one so far.
+            unsafe { super::quota::charge(q, raw) }?;
         }
         self.reverse.insert((kind, raw as usize), id);
         self.table.insert(

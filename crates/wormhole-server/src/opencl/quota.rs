@@ -1,0 +1,76 @@
+//! Charging a tenant's OpenCL memory objects to its quota
+//! ([`crate::quota`]): from creation until the library destroys them.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use wormhole_opencl_api::{
+    Kind, CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES, CL_SUCCESS,
+};
+
+use super::{ffi, info_value, release_real};
+use crate::quota::Quota;
+
+const CL_MEM_SIZE: u32 = 0x1102;
+const CL_MEM_ASSOCIATED_MEMOBJECT: u32 = 0x1107;
+
+struct Charge {
+    quota: Arc<Quota>,
+    bytes: u64,
+}
+
+/// Runs when the library destroys the object: after the client's last
+/// release *and* the last command that used it, so memory a queue still
+/// holds stays counted.
+extern "C" fn uncharge(_mem: *mut c_void, user: *mut c_void) {
+    // SAFETY: `user` is the Box<Charge> leaked in `charge`, and the library
+    // calls a destructor callback exactly once.
+    let c = unsafe { Box::from_raw(user as *mut Charge) };
+    c.quota.release(c.bytes);
+}
+
+/// Charges a memory object the library just made: its size (a sub-buffer:
+/// nothing, its parent's memory is counted). Past the quota the object is
+/// released and the creation fails as the library's would when out of
+/// memory.
+///
+/// # Safety
+/// `mem` is a live memory object on which the caller holds the only
+/// reference it will hand out.
+pub unsafe fn charge(quota: &Arc<Quota>, mem: *mut c_void) -> Result<(), i32> {
+    // SAFETY: `mem` is live (the caller's contract); both answers are one
+    // size_t or pointer.
+    let parent =
+        unsafe { info_value::<usize>(ffi::clGetMemObjectInfo, mem, CL_MEM_ASSOCIATED_MEMOBJECT) };
+    if parent.is_some_and(|p| p != 0) {
+        return Ok(());
+    }
+    // SAFETY: as above.
+    let bytes = unsafe { info_value::<usize>(ffi::clGetMemObjectInfo, mem, CL_MEM_SIZE) };
+    let refuse = |code| {
+        // SAFETY: the caller's reference, which nobody else has seen.
+        unsafe { release_real(Kind::Mem, mem) };
+        Err(code)
+    };
+    let Some(bytes) = bytes.map(|b| b as u64) else {
+        return refuse(CL_OUT_OF_RESOURCES);
+    };
+    if !quota.charge(bytes) {
+        return refuse(CL_MEM_OBJECT_ALLOCATION_FAILURE);
+    }
+    let c = Box::into_raw(Box::new(Charge {
+        quota: quota.clone(),
+        bytes,
+    }));
+    // SAFETY: a live memory object; `uncharge` takes the box.
+    let s =
+        unsafe { ffi::clSetMemObjectDestructorCallback(mem, uncharge as *mut c_void, c.cast()) };
+    if s != CL_SUCCESS {
+        // No way to learn when it dies, so no way to give the bytes back.
+        // SAFETY: the callback was refused, so the box is still ours.
+        drop(unsafe { Box::from_raw(c) });
+        quota.release(bytes);
+        return refuse(CL_OUT_OF_RESOURCES);
+    }
+    Ok(())
+}
