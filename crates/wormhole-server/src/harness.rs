@@ -50,6 +50,9 @@ pub const IMAGE_SIDE: usize = 16;
 /// The tenant's allocation limit in the harness (a server's default is
 /// 4 GiB per request, which is as valid, but exhausts a fuzzer's memory).
 pub const FUZZ_MAX_ALLOC: u64 = 64 << 20;
+/// The tenant's memory quota in the harness (`tenant_memory`), which also
+/// keeps a run's many buffers within a fuzzer's memory.
+pub const FUZZ_TENANT_MEMORY: u64 = 256 << 20;
 /// Largest kernel launch the harness lets through.
 pub const MAX_FUZZ_WORK_ITEMS: u64 = 1 << 12;
 
@@ -234,6 +237,11 @@ impl Harness {
             opencl::retain_real(kind, raw);
             let _ = t.insert(id, kind, raw);
         }
+        // After the seeds, which outlive every run: only what a run creates
+        // is charged (and given back when the library destroys it).
+        t.memory = Some(std::sync::Arc::new(crate::quota::Quota::new(
+            FUZZ_TENANT_MEMORY,
+        )));
         t
     }
 
