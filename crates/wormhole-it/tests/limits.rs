@@ -114,6 +114,11 @@ fn tcp_clients_count_against_the_same_limit() {
         ok
     });
     assert!(back, "the freed place was not given again: {last:?}");
+    assert!(
+        server.log_text().contains("started for tcp client 127.0.0.1:"),
+        "the log does not name the TCP client:\n{}",
+        server.log_text()
+    );
 }
 
 /// What `tests/opencl/quota.c` prints through a server with a 10 MiB quota:
@@ -169,7 +174,18 @@ fn a_tenant_holds_no_more_memory_than_its_quota_and_others_have_their_own() {
             out.stdout
         );
     }
+    let pid = holder.pid();
     holder.kill();
+    // The log names each tenant's client, as the kernel knows it.
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    assert!(
+        server
+            .log_text()
+            .contains(&format!("started for unix client pid {pid} uid {uid}")),
+        "{}",
+        server.log_text()
+    );
     assert!(
         server.log_text().contains("memory quota refused"),
         "the refusal is not in the server's log:\n{}",

@@ -174,9 +174,10 @@ fn spawn_tenant(
             Ok(())
         });
     }
+    let client = describe_client(fd);
     let mut child = cmd.spawn()?;
     let pid = child.id();
-    log::info!("tenant process {pid} started");
+    log::info!("tenant process {pid} started for {client}");
     // Reap it when it exits (no zombies), and only then give its place
     // back. Not SIGCHLD = SIG_IGN: that is inherited across exec, and a
     // tenant's OpenCL library waits for its own children (PoCL runs the
@@ -189,8 +190,8 @@ fn spawn_tenant(
             let status = child.wait();
             tenants.leave();
             match status {
-                Ok(st) => log::info!("tenant process {pid} ended ({st})"),
-                Err(e) => log::info!("tenant process {pid} ended (wait: {e})"),
+                Ok(st) => log::info!("tenant process {pid} ({client}) ended ({st})"),
+                Err(e) => log::info!("tenant process {pid} ({client}) ended (wait: {e})"),
             }
         });
     if let Err(e) = reaper {
@@ -199,6 +200,24 @@ fn spawn_tenant(
         log::error!("cannot watch tenant process {pid}: {e}");
     }
     Ok(())
+}
+
+/// Who is at the other end of a client's connection, for the log: a local
+/// process's pid and uid (from the kernel, not the client's word), or a
+/// TCP peer's address.
+fn describe_client(fd: RawFd) -> String {
+    use nix::sys::socket::{getpeername, getsockopt, sockopt::PeerCredentials, SockaddrStorage};
+    // SAFETY: `fd` is the accepted connection, open for this call's length.
+    let sock = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    match getpeername::<SockaddrStorage>(fd) {
+        // (A TCP socket answers SO_PEERCRED too, with nobody's credentials.)
+        Ok(a) if a.as_unix_addr().is_some() => match getsockopt(&sock, PeerCredentials) {
+            Ok(c) => format!("unix client pid {} uid {}", c.pid(), c.uid()),
+            Err(e) => format!("a unix client ({e})"),
+        },
+        Ok(a) => format!("tcp client {a}"),
+        Err(e) => format!("a client ({e})"),
+    }
 }
 
 /// Starts a tenant for a connection, if the limit leaves a place; a
