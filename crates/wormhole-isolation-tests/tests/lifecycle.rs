@@ -552,3 +552,59 @@ fn a_default_socket_of_another_user_is_not_used() {
     assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
     assert!(squatter.accept().is_ok(), "the client did not connect");
 }
+
+/// The socket's mode and group decide which users may connect: by default
+/// only the server's own; with `--socket-mode 0660 --socket-group G`,
+/// members of G too, and still nobody else.
+#[test]
+fn the_socket_admits_only_the_users_its_mode_and_group_name() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: running clients as other users needs root (CI has it)");
+        return;
+    }
+    // (uid, gid) of a client, with no supplementary groups (std drops
+    // root's when it changes the uid).
+    let probe_as = |server: &Server, uid: u32, gid: u32| {
+        let mut cmd = Command::new(PROBE);
+        cmd.arg("platforms");
+        server.client_env(&mut cmd);
+        cmd.uid(uid).gid(gid).env("RUST_BACKTRACE", "0");
+        let out = cmd.output().expect("run probe");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!("uid {uid} gid {gid}: {text}");
+        text
+    };
+    const NOBODY: u32 = 65534;
+    const NOGROUP: u32 = 65534;
+    const STRANGER: u32 = 65533;
+
+    let own = Server::start().expect("server");
+    let meta = std::fs::metadata(&own.socket).expect("socket");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let text = probe_as(&own, NOBODY, NOGROUP);
+    assert!(text.starts_with("platforms 0 "), "{text}");
+    assert!(
+        text.contains("does not let this user connect"),
+        "not told why: {text}"
+    );
+
+    let shared = Server::start_with(&["--socket-mode", "0660", "--socket-group", "nogroup"])
+        .expect("server");
+    let meta = std::fs::metadata(&shared.socket).expect("socket");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o660);
+    assert_eq!(meta.gid(), NOGROUP);
+    let text = probe_as(&shared, NOBODY, NOGROUP);
+    assert!(
+        text.starts_with("platforms 1 "),
+        "a member of the group: {text}"
+    );
+    let text = probe_as(&shared, STRANGER, STRANGER);
+    assert!(text.starts_with("platforms 0 "), "a stranger: {text}");
+}

@@ -115,7 +115,9 @@ fn tcp_clients_count_against_the_same_limit() {
     });
     assert!(back, "the freed place was not given again: {last:?}");
     assert!(
-        server.log_text().contains("started for tcp client 127.0.0.1:"),
+        server
+            .log_text()
+            .contains("started for tcp client 127.0.0.1:"),
         "the log does not name the TCP client:\n{}",
         server.log_text()
     );

@@ -34,6 +34,12 @@ pub enum HandoffMode {
 pub struct Config {
     /// Unix socket on which clients connect.
     pub socket: PathBuf,
+    /// Who may connect to it: the socket file's mode (octal, in a string:
+    /// "0660"; connecting needs write permission) and group. By default
+    /// only the server's user.
+    #[serde(deserialize_with = "mode")]
+    pub socket_mode: u32,
+    pub socket_group: Option<String>,
     /// Optional TCP address (host:port) for clients on other hosts.
     pub tcp: Option<String>,
     /// A file holding a secret that TCP clients must prove they know
@@ -85,6 +91,20 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .map_err(|e| format!("{s:?} is not a size ({e})"))
 }
 
+/// Parses a file mode written in octal ("0660", "660", "0o660").
+pub fn parse_mode(s: &str) -> Result<u32, String> {
+    let digits = s.strip_prefix("0o").unwrap_or(s);
+    u32::from_str_radix(digits, 8)
+        .ok()
+        .filter(|&m| m <= 0o777)
+        .ok_or_else(|| format!("{s:?} is not a file mode (octal digits, at most 0777)"))
+}
+
+fn mode<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    // A string, not a TOML integer: 660 would silently be decimal.
+    parse_mode(&String::deserialize(d)?).map_err(serde::de::Error::custom)
+}
+
 fn size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
@@ -102,6 +122,8 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             socket: wormhole_transport::default_socket_path(),
+            socket_mode: 0o600,
+            socket_group: None,
             tcp: None,
             tcp_token_file: None,
             tcp_dead_peer: wormhole_transport::stream::DEFAULT_DEAD_PEER.as_secs(),
@@ -193,6 +215,26 @@ mod tests {
         assert_eq!(Config::load(&p).expect("load").tenant_memory, 4096);
         std::fs::write(&p, "tenant_memory = \"lots\"\n").expect("write");
         assert!(matches!(Config::load(&p), Err(ConfigError::Parse { .. })));
+        assert_eq!(c.socket_mode, 0o600, "only the server's user by default");
+        std::fs::write(&p, "socket_mode = \"0660\"\nsocket_group = \"wormhole\"\n").expect("write");
+        let c = Config::load(&p).expect("load");
+        assert_eq!(
+            (c.socket_mode, c.socket_group.as_deref()),
+            (0o660, Some("wormhole"))
+        );
+        std::fs::write(&p, "socket_mode = \"0o666\"\n").expect("write");
+        assert_eq!(Config::load(&p).expect("load").socket_mode, 0o666);
+        for bad in [
+            "socket_mode = 0o660\n",
+            "socket_mode = \"0990\"\n",
+            "socket_mode = \"7777\"\n",
+        ] {
+            std::fs::write(&p, bad).expect("write");
+            assert!(
+                matches!(Config::load(&p), Err(ConfigError::Parse { .. })),
+                "{bad}"
+            );
+        }
         std::fs::write(&p, "sockett = 1\n").expect("write");
         assert!(matches!(Config::load(&p), Err(ConfigError::Parse { .. })));
         std::fs::write(&p, "request_ring = 1000\n").expect("write");

@@ -5,6 +5,7 @@
 
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -24,8 +25,19 @@ pub enum ListenError {
     InUse(PathBuf),
     #[error("{path} is taken by a socket of uid {owner}, which is listening: not ours to replace (choose another --socket)")]
     TakenBy { path: PathBuf, owner: u32 },
+    #[error("no group named {0:?} (socket_group)")]
+    NoGroup(String),
+    #[error("giving {path} its mode and group: {err}")]
+    Access { path: PathBuf, err: std::io::Error },
     #[error("I/O: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// Who may connect to the Unix socket: its file's mode and group.
+#[derive(Debug, Clone)]
+pub struct SocketAccess {
+    pub mode: u32,
+    pub group: Option<String>,
 }
 
 /// The file descriptor a tenant process finds its connection on.
@@ -262,8 +274,9 @@ fn authenticated_tenant(
     }
 }
 
-/// Binds the Unix socket, replacing a stale one but never a live server's.
-pub fn bind_unix(path: &Path) -> Result<UnixListener, ListenError> {
+/// Binds the Unix socket, replacing a stale one but never a live server's,
+/// and opens it to whom `access` says: never wider, not even for a moment.
+pub fn bind_unix(path: &Path, access: &SocketAccess) -> Result<UnixListener, ListenError> {
     if path.exists() {
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
             // Someone else's, in /tmp say: our clients would not use it
@@ -281,10 +294,36 @@ pub fn bind_unix(path: &Path) -> Result<UnixListener, ListenError> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).ok();
     }
-    UnixListener::bind(path).map_err(|err| ListenError::Bind {
+    let gid = match &access.group {
+        Some(g) => Some(
+            nix::unistd::Group::from_name(g)
+                .ok()
+                .flatten()
+                .ok_or_else(|| ListenError::NoGroup(g.clone()))?
+                .gid,
+        ),
+        None => None,
+    };
+    // Bound under a umask that leaves the file its owner's alone (the
+    // process is still single-threaded here, so the umask is ours), then
+    // given its group and mode.
+    let old = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o177));
+    let bound = UnixListener::bind(path);
+    nix::sys::stat::umask(old);
+    let listener = bound.map_err(|err| ListenError::Bind {
         path: path.display().to_string(),
         err,
-    })
+    })?;
+    let access_err = |err: std::io::Error| ListenError::Access {
+        path: path.into(),
+        err,
+    };
+    if gid.is_some() {
+        nix::unistd::chown(path, None, gid).map_err(|e| access_err(e.into()))?;
+    }
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(access.mode))
+        .map_err(access_err)?;
+    Ok(listener)
 }
 
 /// How long a TCP client may take to answer the token challenge.

@@ -17,6 +17,13 @@ struct Cli {
     /// Unix socket to listen on.
     #[arg(long)]
     socket: Option<PathBuf>,
+    /// Who may connect to the socket: its mode, in octal (default 0600:
+    /// only this user; 0660 with --socket-group: that group too).
+    #[arg(long, value_name = "MODE", value_parser = wormhole_server::config::parse_mode)]
+    socket_mode: Option<u32>,
+    /// The socket's group.
+    #[arg(long, value_name = "GROUP")]
+    socket_group: Option<String>,
     /// Also listen on this TCP address (e.g. 127.0.0.1:7700).
     #[arg(long)]
     tcp: Option<String>,
@@ -78,6 +85,12 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     };
     if let Some(s) = &cli.socket {
         c.socket = s.clone();
+    }
+    if let Some(m) = cli.socket_mode {
+        c.socket_mode = m;
+    }
+    if let Some(g) = &cli.socket_group {
+        c.socket_group = Some(g.clone());
     }
     if let Some(t) = &cli.tcp {
         c.tcp = Some(t.clone());
@@ -173,7 +186,11 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         None => {
-            let unix = listen::bind_unix(&c.socket)?;
+            let access = listen::SocketAccess {
+                mode: c.socket_mode,
+                group: c.socket_group.clone(),
+            };
+            let unix = listen::bind_unix(&c.socket, &access)?;
             let tcp = match &c.tcp {
                 Some(a) => {
                     let l =

@@ -74,6 +74,8 @@ pub enum ConnectError {
     InServer,
     #[error("no Wormhole server at {target} ({err})")]
     Unreachable { target: String, err: std::io::Error },
+    #[error("the server's socket {0} does not let this user connect (its owner can open it to a group: socket_mode, socket_group)")]
+    NotAdmitted(String),
     #[error("{0} accepted the connection but sent no Wormhole greeting within {1} s")]
     NoGreeting(String, u64),
     #[error("bad greeting from {target}: {err}")]
@@ -159,7 +161,13 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
         target: shown.clone(),
         err,
     };
-    let sock = UnixStream::connect(&path).map_err(unreachable)?;
+    let sock = UnixStream::connect(&path).map_err(|err| {
+        if err.kind() == std::io::ErrorKind::PermissionDenied {
+            ConnectError::NotAdmitted(shown.clone())
+        } else {
+            unreachable(err)
+        }
+    })?;
     // As over TCP: a socket that is accepted but never answered (a stopped
     // or wedged server, not a Wormhole server) is an error, not a program
     // stuck at its first call. A tenant greets as soon as it has started,
