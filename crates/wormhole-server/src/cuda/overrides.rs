@@ -52,8 +52,13 @@ pub unsafe fn cudaMemGetInfo(t: &mut Tenant, free: *mut usize, total: *mut usize
     s
 }
 
+/// Where `totalGlobalMem` lies in `cudaDeviceProp` (CUDA 12 and 13): after
+/// `name[256]`, the 16-byte uuid, `luid[8]`, `luidDeviceNodeMask` and 4
+/// bytes of padding.
+const TOTAL_GLOBAL_MEM_AT: usize = 288;
+
 pub fn d_cudaGetDeviceProperties(
-    _t: &mut Tenant,
+    t: &mut Tenant,
     d: &mut Decoder<'_>,
     e: &mut Encoder,
 ) -> Result<i32, i32> {
@@ -69,6 +74,13 @@ pub fn d_cudaGetDeviceProperties(
     let mut buf = vec![0u8; 4096];
     // SAFETY: 4096 bytes is more than any version's cudaDeviceProp.
     let status = unsafe { ffi::cudaGetDeviceProperties(buf.as_mut_ptr().cast(), device) };
+    if let (true, Some(q)) = (status == cudaSuccess, &t.memory) {
+        // As `cudaMemGetInfo`: a device no larger than the quota.
+        let field = &mut buf[TOTAL_GLOBAL_MEM_AT..TOTAL_GLOBAL_MEM_AT + 8];
+        let mut v = [0u8; 8];
+        v.copy_from_slice(field);
+        field.copy_from_slice(&q.clamp(u64::from_le_bytes(v)).to_le_bytes());
+    }
     buf.truncate(devprop_size(major));
     e.u8(1);
     e.opt_bytes(Some(&buf));
