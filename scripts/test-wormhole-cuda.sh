@@ -155,6 +155,24 @@ for major in 12 13; do
   check "CPU device: curand runs through Wormhole and is correct ($major)" sh -c \
     "LD_LIBRARY_PATH='$work/lib$major' '$work/curand$major' | tee /dev/stderr | tail -n1 | grep -qx correct"
 done
+# A tenant's memory quota (tenant_memory): without one, the stand-in's
+# 16 GiB and all 64 allocations; with 10 MiB, a device of 10 MiB, two
+# 4 MiB allocations and not a third, and the quota back after cudaFree.
+gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/quota13" examples/cuda/quota.c -L"$work/lib13" -lcudart
+check "CPU device: no quota, the device's own memory" sh -c \
+  "LD_LIBRARY_PATH='$work/lib13' '$work/quota13' | tee /dev/stderr | grep -qx 'allocations: 64, then 0'"
+stop_server
+LD_LIBRARY_PATH="$cpu" start_server --cuda-runtime "$cpu/libcudart.so.13" --tenant-memory 10M
+cat > "$work/quota.want" <<'WANT'
+cudaGetDeviceProperties 0, totalGlobalMem 10485760
+at start: cudaMemGetInfo 0, free 10485760, total 10485760
+allocations: 2, then 2
+holding them: cudaMemGetInfo 0, free 2097152, total 10485760
+after freeing: 2, then 2
+at the end: cudaMemGetInfo 0, free 10485760, total 10485760
+WANT
+check "CPU device: a 10 MiB quota holds" sh -c \
+  "LD_LIBRARY_PATH='$work/lib13' '$work/quota13' | diff '$work/quota.want' -"
 stop_server
 
 if [ "$fail" -ne 0 ]; then

@@ -35,6 +35,23 @@ int cudaFree(void *p) {
     if (p) { char *m = (char *)p - 8; munmap(m, *(size_t *)m); }
     return 0;
 }
+/* A 16 GiB device, all of it free. */
+#define CPU_DEVICE_MEMORY ((size_t)16 << 30)
+int cudaMemGetInfo(size_t *free_b, size_t *total) {
+    if (free_b) *free_b = CPU_DEVICE_MEMORY;
+    if (total) *total = CPU_DEVICE_MEMORY;
+    return 0;
+}
+/* cudaDeviceProp as CUDA 12 and 13 lay it out: the name at 0,
+ * totalGlobalMem at 288; the rest zero. */
+int cudaGetDeviceProperties(void *prop, int device) {
+    if (device != 0) return 101;
+    memset(prop, 0, 1008);
+    strcpy((char *)prop, "CPU stand-in");
+    size_t mem = CPU_DEVICE_MEMORY;
+    memcpy((char *)prop + 288, &mem, sizeof mem);
+    return 0;
+}
 int cudaMemcpy(void *d, const void *s, size_t n, int kind) { (void)kind; memmove(d, s, n); return 0; }
 int cudaMemcpyAsync(void *d, const void *s, size_t n, int kind, void *st) { (void)st; return cudaMemcpy(d, s, n, kind); }
 int cudaMemset(void *p, int v, size_t n) { memset(p, v, n); return 0; }

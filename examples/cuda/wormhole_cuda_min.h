@@ -13,6 +13,7 @@ typedef struct CUevent_st *cudaEvent_t;
 enum {
     cudaSuccess = 0,
     cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
     cudaErrorInsufficientDriver = 35,
     cudaErrorNoDevice = 100,
 };
@@ -24,6 +25,10 @@ cudaError_t cudaDriverGetVersion(int *v);
 cudaError_t cudaRuntimeGetVersion(int *v);
 cudaError_t cudaMalloc(void **p, size_t size);
 cudaError_t cudaFree(void *p);
+cudaError_t cudaMemGetInfo(size_t *free, size_t *total);
+/* `prop` is a cudaDeviceProp: 1008 bytes in CUDA 13, 1032 in 12; its
+ * `totalGlobalMem` (a size_t) is at byte 288 in both. */
+cudaError_t cudaGetDeviceProperties(void *prop, int device);
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, int kind);
 cudaError_t cudaMemset(void *p, int v, size_t n);
 cudaError_t cudaStreamCreate(cudaStream_t *s);
