@@ -302,6 +302,35 @@ fn no_server_means_no_platform_and_one_line() {
     }
 }
 
+/// A server address that can name no server (a Unix path too long for a
+/// socket, a malformed TCP address) is a mistake, said in one line without
+/// `WORMHOLE_LOG`, unlike a server that is simply not running.
+#[test]
+fn an_address_that_cannot_be_a_server_is_pointed_out() {
+    let server = Server::start().expect("server (for its ICD directory)");
+    let too_long = format!("{}/{}.sock", server.dir.display(), "x".repeat(120));
+    for target in [too_long.as_str(), "tcp:not an address"] {
+        let mut cmd = Command::new(PROBE);
+        cmd.arg("platforms");
+        server.client_env(&mut cmd);
+        cmd.env("WORMHOLE_SERVER", target)
+            .env_remove("WORMHOLE_LOG");
+        let out = cmd.output().expect("run probe");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        eprintln!("{target}: {stdout}{stderr}");
+        assert!(stdout.starts_with("platforms 0 "), "{stdout}");
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "expected one line: {stderr:?}");
+        assert!(lines[0].contains("no Wormhole server at"), "{stderr:?}");
+        assert_eq!(
+            lines[0].matches("no Wormhole platform").count(),
+            1,
+            "{stderr:?}"
+        );
+    }
+}
+
 /// A socket that accepts and then says something that is not a greeting
 /// (or nothing at all) must not hang or crash the application either.
 #[test]

@@ -455,12 +455,7 @@ struct NoConn {
 fn connect() -> Result<Conn, NoConn> {
     let c = wormhole_transport::client::connect_from_env().map_err(|e| NoConn {
         loud: !e.is_no_server(),
-        why: match e {
-            wormhole_transport::client::ConnectError::Unreachable { .. } => {
-                format!("{e}; no Wormhole platform")
-            }
-            e => e.to_string(),
-        },
+        why: e.to_string(),
     })?;
     if let Some(rx) = c.notify {
         crate::callbacks::start_notifier(rx);
@@ -554,7 +549,7 @@ pub fn conn() -> Option<&'static Conn> {
             None
         }
         Err(NoConn { why, loud: false }) => {
-            log(&why);
+            log(&format!("{why}; no Wormhole platform"));
             None
         }
     })

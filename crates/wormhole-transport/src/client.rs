@@ -46,10 +46,13 @@ impl ConnectError {
     /// that unless asked (the library may be installed where no server
     /// runs); a server that is there and refuses or fails us is reported.
     pub fn is_no_server(&self) -> bool {
-        matches!(
-            self,
-            ConnectError::InServer | ConnectError::Unreachable { .. }
-        )
+        match self {
+            ConnectError::InServer => true,
+            // A server address that cannot be one (a Unix path too long
+            // for a socket, say) is a mistake to point out, not an absence.
+            ConnectError::Unreachable { err, .. } => err.kind() != std::io::ErrorKind::InvalidInput,
+            _ => false,
+        }
     }
 }
 
