@@ -176,6 +176,13 @@ fn a_tenant_holds_no_more_memory_than_its_quota_and_others_have_their_own() {
             out.stdout
         );
     }
+    // Its tenant is named for what it is in ps and top.
+    let tenants = live_tenants(&server);
+    assert!(!tenants.is_empty(), "no tenant for the holder");
+    for t in tenants {
+        let comm = std::fs::read_to_string(format!("/proc/{t}/comm")).unwrap_or_default();
+        assert_eq!(comm.trim(), "wormhole-tenant", "tenant {t}");
+    }
     let pid = holder.pid();
     holder.kill();
     // The log names each tenant's client, as the kernel knows it.

@@ -173,6 +173,12 @@ fn main() -> anyhow::Result<()> {
     let c = config(&cli)?;
     match cli.cmd {
         Some(Cmd::Tenant) => {
+            // Tenants are started through /proc/self/fd/N (see listen.rs),
+            // so the kernel names them "N"; ps and top should say what
+            // they are. Threads started from here on inherit the name.
+            if let Err(e) = nix::sys::prctl::set_name(c"wormhole-tenant") {
+                log::debug!("naming the tenant process: {e}");
+            }
             // SAFETY: the listener put the connection on fd 3 for us alone.
             let fd = unsafe { OwnedFd::from_raw_fd(listen::TENANT_FD) };
             serve::run_tenant(fd, &c).context("serving tenant")?;
