@@ -302,9 +302,10 @@ fn no_server_means_no_platform_and_one_line() {
     }
 }
 
-/// A server address that can name no server (a Unix path too long for a
-/// socket, a malformed TCP address) is a mistake, said in one line without
-/// `WORMHOLE_LOG`, unlike a server that is simply not running.
+/// A server address the user named that can be no server's (a Unix path
+/// too long for a socket, a malformed TCP address) is a mistake, said in
+/// one line without `WORMHOLE_LOG`, unlike a server that is simply not
+/// running, or an unusable default socket.
 #[test]
 fn an_address_that_cannot_be_a_server_is_pointed_out() {
     let server = Server::start().expect("server (for its ICD directory)");
@@ -329,6 +330,22 @@ fn an_address_that_cannot_be_a_server_is_pointed_out() {
             "{stderr:?}"
         );
     }
+    // The default socket is not the user's choice: however unusable its
+    // path, no server there is no server, said only with WORMHOLE_LOG.
+    let mut cmd = Command::new(PROBE);
+    cmd.arg("platforms");
+    server.client_env(&mut cmd);
+    cmd.env_remove("WORMHOLE_SERVER")
+        .env_remove("WORMHOLE_LOG")
+        .env("XDG_RUNTIME_DIR", server.dir.join("r".repeat(120)));
+    let out = cmd.output().expect("run probe");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.starts_with("platforms 0 "), "{stdout}");
+    assert!(
+        stderr.is_empty(),
+        "the default socket's path was reported: {stderr:?}"
+    );
 }
 
 /// A socket that accepts and then says something that is not a greeting

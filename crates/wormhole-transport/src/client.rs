@@ -48,9 +48,12 @@ impl ConnectError {
     pub fn is_no_server(&self) -> bool {
         match self {
             ConnectError::InServer => true,
-            // A server address that cannot be one (a Unix path too long
-            // for a socket, say) is a mistake to point out, not an absence.
-            ConnectError::Unreachable { err, .. } => err.kind() != std::io::ErrorKind::InvalidInput,
+            // An address the user named that cannot be a server's (a Unix
+            // path too long for a socket, say) is a mistake to point out,
+            // not an absence; the default socket's never is.
+            ConnectError::Unreachable { err, named, .. } => {
+                !named || err.kind() != std::io::ErrorKind::InvalidInput
+            }
             _ => false,
         }
     }
@@ -76,7 +79,12 @@ pub enum ConnectError {
     #[error("inside a Wormhole server: no forwarding to itself")]
     InServer,
     #[error("no Wormhole server at {target} ({err})")]
-    Unreachable { target: String, err: std::io::Error },
+    Unreachable {
+        target: String,
+        err: std::io::Error,
+        /// Whether `WORMHOLE_SERVER` named it (else: the default socket).
+        named: bool,
+    },
     #[error("the server's socket {0} does not let this user connect (its owner can open it to a group: socket_mode, socket_group)")]
     NotAdmitted(String),
     #[error("{0} accepted the connection but sent no Wormhole greeting within {1} s")]
@@ -163,6 +171,7 @@ pub fn connect_from_env() -> Result<Connection, ConnectError> {
     let unreachable = |err| ConnectError::Unreachable {
         target: shown.clone(),
         err,
+        named: !default,
     };
     let sock = UnixStream::connect(&path).map_err(|err| {
         if err.kind() == std::io::ErrorKind::PermissionDenied {
@@ -265,6 +274,7 @@ fn connect_tcp(target: &str, addr: &str) -> Result<Connection, ConnectError> {
     let unreachable = |err| ConnectError::Unreachable {
         target: target.into(),
         err,
+        named: true,
     };
     let dead_peer = dead_peer_from_env()?;
     let mut s = connect_bounded(addr).map_err(unreachable)?;
