@@ -184,10 +184,23 @@ fn a_tenant_holds_no_more_memory_than_its_quota_and_others_have_their_own() {
         assert_eq!(comm.trim(), "wormhole-tenant", "tenant {t}");
     }
     let pid = holder.pid();
-    holder.kill();
-    // The log names each tenant's client, as the kernel knows it.
     // SAFETY: getuid has no preconditions and cannot fail.
     let uid = unsafe { libc::getuid() };
+    // SIGUSR1 asks the listener and every tenant for a report: the holder's
+    // tenant names its client and the 8 MiB it holds of its 10.
+    // SAFETY: kill takes no pointers; the pid is the server's.
+    unsafe { libc::kill(server.pid() as libc::pid_t, libc::SIGUSR1) };
+    let want = format!("(unix client pid {pid} uid {uid}): ");
+    let reported = eventually(Duration::from_secs(10), || {
+        let log = server.log_text();
+        log.contains("asking each for its report")
+            && log
+                .lines()
+                .any(|l| l.contains(&want) && l.contains("memory 8392704 of 10485760 bytes"))
+    });
+    assert!(reported, "no report:\n{}", server.log_text());
+    holder.kill();
+    // The log names each tenant's client, as the kernel knows it.
     assert!(
         server
             .log_text()

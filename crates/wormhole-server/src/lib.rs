@@ -11,7 +11,8 @@
 //!   `cuda.api`, which opens libcudart at run time;
 //! * [`harness`]: the tenant's request path without I/O, for the fuzzer;
 //! * [`outbuf`]: output buffers reused from call to call;
-//! * [`quota`]: the memory a tenant may hold at once.
+//! * [`quota`]: the memory a tenant may hold at once;
+//! * [`report`]: what the listener and each tenant log on `SIGUSR1`.
 //!
 //! One server exports OpenCL, CUDA or both (`opencl`, `cuda` settings).
 
@@ -22,4 +23,5 @@ pub mod listen;
 pub mod opencl;
 pub mod outbuf;
 pub mod quota;
+pub mod report;
 pub mod serve;

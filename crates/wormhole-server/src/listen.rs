@@ -102,6 +102,10 @@ pub struct Tenants {
     /// Clients refused since the last tenant ended: the first refusal of
     /// a full spell is logged, and the count when it ends, not each one.
     refused: AtomicUsize,
+    /// The live tenants' process ids. An id leaves under this lock before
+    /// its process is reaped, so a signal sent under it never reaches a
+    /// process that reused the number.
+    pids: std::sync::Mutex<std::collections::BTreeSet<u32>>,
 }
 
 impl Tenants {
@@ -110,6 +114,23 @@ impl Tenants {
             live: AtomicUsize::new(0),
             max,
             refused: AtomicUsize::new(0),
+            pids: Default::default(),
+        }
+    }
+
+    /// Logs how many tenants live and sends each `SIGUSR1`, for its own
+    /// report (see `report`).
+    pub fn ask_for_reports(&self) {
+        let pids = self.pids.lock().unwrap_or_else(|e| e.into_inner());
+        log::warn!(
+            "serving {} tenants (max_tenants {}); asking each for its report",
+            pids.len(),
+            self.max
+        );
+        for &pid in pids.iter() {
+            // SAFETY: kill takes no pointers; `pid` is a child not yet
+            // reaped (it leaves the set, under this lock, first).
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGUSR1) };
         }
     }
 
@@ -190,6 +211,11 @@ fn spawn_tenant(
     let mut child = cmd.spawn()?;
     let pid = child.id();
     log::info!("tenant process {pid} started for {client}");
+    tenants
+        .pids
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(pid);
     // Reap it when it exits (no zombies), and only then give its place
     // back. Not SIGCHLD = SIG_IGN: that is inherited across exec, and a
     // tenant's OpenCL library waits for its own children (PoCL runs the
@@ -199,7 +225,17 @@ fn spawn_tenant(
     let reaper = std::thread::Builder::new()
         .name(format!("reap-{pid}"))
         .spawn(move || {
-            let status = child.wait();
+            // Wait for the end without reaping, so that the id leaves the
+            // set (under its lock) while it is still this child's.
+            let _ = nix::sys::wait::waitid(
+                nix::sys::wait::Id::Pid(nix::unistd::Pid::from_raw(pid as i32)),
+                nix::sys::wait::WaitPidFlag::WEXITED | nix::sys::wait::WaitPidFlag::WNOWAIT,
+            );
+            let status = {
+                let mut pids = tenants.pids.lock().unwrap_or_else(|e| e.into_inner());
+                pids.remove(&pid);
+                child.wait()
+            };
             tenants.leave();
             match status {
                 Ok(st) => log::info!("tenant process {pid} ({client}) ended ({st})"),
@@ -217,7 +253,7 @@ fn spawn_tenant(
 /// Who is at the other end of a client's connection, for the log: a local
 /// process's pid and uid (from the kernel, not the client's word), or a
 /// TCP peer's address.
-fn describe_client(fd: RawFd) -> String {
+pub fn describe_client(fd: RawFd) -> String {
     use nix::sys::socket::{getpeername, getsockopt, sockopt::PeerCredentials, SockaddrStorage};
     // SAFETY: `fd` is the accepted connection, open for this call's length.
     let sock = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
@@ -373,6 +409,7 @@ pub fn run(
     let exe = Arc::new(TenantExe::open()?);
     let args = Arc::new(config_args);
     let tenants = Arc::new(Tenants::new(max_tenants));
+    crate::report::listener_reporter(tenants.clone());
     if let Some((tcp, token)) = tcp {
         let (exe, args, tenants) = (exe.clone(), args.clone(), tenants.clone());
         let token = token.map(Arc::new);

@@ -173,6 +173,11 @@ fn main() -> anyhow::Result<()> {
     let c = config(&cli)?;
     match cli.cmd {
         Some(Cmd::Tenant) => {
+            // Before any thread starts: reports are taken by a thread of
+            // their own (the listener's block is inherited across exec).
+            if let Err(e) = wormhole_server::report::block_report_signal() {
+                log::warn!("no reports on SIGUSR1: {e}");
+            }
             // Tenants are started through /proc/self/fd/N (see listen.rs),
             // so the kernel names them "N"; ps and top should say what
             // they are. Threads started from here on inherit the name.
@@ -192,6 +197,11 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         None => {
+            // Before any thread starts, and inherited by tenants: SIGUSR1
+            // asks for reports (see `report`) and must end no process.
+            if let Err(e) = wormhole_server::report::block_report_signal() {
+                log::warn!("no reports on SIGUSR1: {e}");
+            }
             let access = listen::SocketAccess {
                 mode: c.socket_mode,
                 group: c.socket_group.clone(),

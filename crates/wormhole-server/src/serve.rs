@@ -51,6 +51,7 @@ pub fn serve(
             Err(TransportError::PeerGone) => return Ok(()),
             Err(e) => return Err(e.into()),
         }
+        crate::report::count_call();
         let done = run_frame(t, cu.as_deref_mut(), &req, &mut enc);
         // Bulk data that follows the frame goes straight where the request
         // put it (a mapped buffer), before the reply.
@@ -166,8 +167,13 @@ fn export(config: &Config) -> Vec<*mut std::ffi::c_void> {
 
 /// A tenant's OpenCL state and its CUDA state (when CUDA is exported),
 /// sharing one memory quota when there is one.
-fn tenant_state(config: &Config, notify: Arc<dyn Notify>) -> (Tenant, Option<cuda::CudaTenant>) {
+fn tenant_state(
+    config: &Config,
+    notify: Arc<dyn Notify>,
+    client: String,
+) -> (Tenant, Option<cuda::CudaTenant>) {
     let quota = (config.tenant_memory > 0).then(|| Arc::new(Quota::new(config.tenant_memory)));
+    crate::report::tenant_reporter(client, quota.clone());
     let mut t = Tenant::new(export(config), limits(config), Some(notify));
     t.memory = quota.clone();
     let cu = config.cuda.then(|| {
@@ -263,6 +269,7 @@ const SERVE_LOOP_GRACE: std::time::Duration = std::time::Duration::from_millis(5
 
 /// Runs a tenant on an accepted connection (fd 3 in the tenant process).
 pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
+    let client = crate::listen::describe_client(fd.as_raw_fd());
     let is_unix =
         nix::sys::socket::getsockname::<nix::sys::socket::UnixAddr>(fd.as_raw_fd()).is_ok();
     if is_unix {
@@ -290,7 +297,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
         let watch = sock.try_clone()?;
         std::thread::spawn(move || exit_when_client_hangs_up(&watch, false));
         let notify = Arc::new(NotifySender::new(region.clone()));
-        let (mut t, mut cu) = tenant_state(config, notify);
+        let (mut t, mut cu) = tenant_state(config, notify, client.clone());
         t.shared = arena.map(opencl::shared::SharedBuffers::new);
         let mut chan = ShmChannel::new(region, Side::Server, config.handoff(), None);
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
@@ -315,7 +322,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
         let mut chan = StreamChannel::tcp(stream)?;
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
         let notify: Arc<dyn Notify> = Arc::new(chan.notifier());
-        let (mut t, mut cu) = tenant_state(config, notify);
+        let (mut t, mut cu) = tenant_state(config, notify, client.clone());
         match serve(&mut chan, &mut t, cu.as_mut()) {
             // The client's host or network went away (see `tcp_dead_peer`):
             // its tenant ends as if it had hung up, freeing what it held.
