@@ -90,11 +90,14 @@ pub fn d_cudaGetDeviceProperties(
 pub fn d_cudaMalloc(t: &mut Tenant, d: &mut Decoder<'_>, e: &mut Encoder) -> Result<i32, i32> {
     let size = d.u64().map_err(bad)?;
     d.finish().map_err(bad)?;
-    if size > t.max_alloc || t.memory.as_ref().is_some_and(|q| !q.charge(size)) {
+    if size > t.max_alloc {
         return Err(cudaErrorMemoryAllocation);
     }
-    // What the quota took, unless the allocation is tracked (then
-    // `cudaFree` gives it back).
+    // Charged before the runtime is asked; given back below unless the
+    // allocation ends up tracked (then `cudaFree` gives it back).
+    if t.memory.as_ref().is_some_and(|q| !q.charge(size)) {
+        return Err(cudaErrorMemoryAllocation);
+    }
     let give_back = |t: &Tenant| {
         if let Some(q) = &t.memory {
             q.release(size);
