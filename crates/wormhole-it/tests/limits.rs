@@ -214,3 +214,48 @@ fn a_tenant_holds_no_more_memory_than_its_quota_and_others_have_their_own() {
         server.log_text()
     );
 }
+
+/// Reports on SIGUSR1 leave the calls in flight alone: a program served
+/// while the listener is asked for reports every few milliseconds runs to
+/// its correct end, and its tenant reports (a tenant that did not take the
+/// signal in its own thread would be ended by it, or see calls fail).
+#[test]
+fn reports_leave_the_calls_in_flight_alone() {
+    let a = Artifacts::get().expect("artifacts");
+    let dir = TempDir::new("limits-reports").expect("scratch");
+    let bin = compile("which_device", dir.path()).expect("compile");
+    let server = Server::start(a, dir.path()).expect("server");
+    let listener = server.pid() as libc::pid_t;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let asker = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            // Bounded: at most 2,000 signals, 5 ms apart.
+            for _ in 0..2000 {
+                if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                // SAFETY: kill takes no pointers; the pid is the server's.
+                unsafe { libc::kill(listener, libc::SIGUSR1) };
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    let outs: Vec<RunOutput> = (0..3)
+        .map(|_| run(&bin, Route::Wormhole, Some(&server), dir.path()).expect("run"))
+        .collect();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    asker.join().expect("asker");
+    for out in &outs {
+        assert!(
+            served(out),
+            "a program asked about mid-call failed: {out:?}"
+        );
+    }
+    let log = server.log_text();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("(unix client pid ") && l.contains(" calls in ")),
+        "no tenant reported:\n{log}"
+    );
+}
