@@ -45,6 +45,19 @@ fn refused_for_fullness(out: &RunOutput, limit: u32) {
     );
 }
 
+/// Runs `bin` until it is served (a place freed a moment ago may take
+/// the tenant's end to come back), within 20 s.
+fn served_again(bin: &std::path::Path, route: Route, server: &Server, dir: &std::path::Path) {
+    let mut last = None;
+    let back = eventually(Duration::from_secs(20), || {
+        let out = run(bin, route, Some(server), dir).expect("run");
+        let ok = served(&out);
+        last = Some(out);
+        ok
+    });
+    assert!(back, "the freed place was not given again: {last:?}");
+}
+
 fn served(out: &RunOutput) -> bool {
     // 0² + 1² + ... + 63²
     out.ok() && out.stdout.contains("sum of squares: 85344")
@@ -75,14 +88,7 @@ fn a_client_beyond_the_limit_is_told_so_and_its_place_comes_back() {
 
     // One held client goes: its tenant ends and the next client is served.
     drop(first);
-    let mut last = None;
-    let back = eventually(Duration::from_secs(20), || {
-        let out = run(&bin, Route::Wormhole, Some(&server), dir.path()).expect("run");
-        let ok = served(&out);
-        last = Some(out);
-        ok
-    });
-    assert!(back, "the freed place was not given again: {last:?}");
+    served_again(&bin, Route::Wormhole, &server, dir.path());
     assert!(
         server.log_text().contains("refused while all were taken"),
         "{}",
@@ -106,14 +112,7 @@ fn tcp_clients_count_against_the_same_limit() {
     refused_for_fullness(&out, 1);
 
     drop(held);
-    let mut last = None;
-    let back = eventually(Duration::from_secs(20), || {
-        let out = run(&bin, Route::WormholeTcp(port), Some(&server), dir.path()).expect("run");
-        let ok = served(&out);
-        last = Some(out);
-        ok
-    });
-    assert!(back, "the freed place was not given again: {last:?}");
+    served_again(&bin, Route::WormholeTcp(port), &server, dir.path());
     assert!(
         server
             .log_text()
@@ -139,6 +138,14 @@ const QUOTA_LINES: [&str; 8] = [
     "image alone: 0",
 ];
 
+/// Asserts that a run printed every one of [`QUOTA_LINES`].
+fn has_quota_lines<'a>(printed: impl Iterator<Item = &'a str>) {
+    let printed: Vec<&str> = printed.collect();
+    for want in QUOTA_LINES {
+        assert!(printed.contains(&want), "no line {want:?} in {printed:?}");
+    }
+}
+
 #[test]
 fn a_tenant_holds_no_more_memory_than_its_quota_and_others_have_their_own() {
     let a = Artifacts::get().expect("artifacts");
@@ -158,24 +165,12 @@ fn a_tenant_holds_no_more_memory_than_its_quota_and_others_have_their_own() {
         holder.seen,
         holder.stderr()
     );
-    for want in QUOTA_LINES {
-        assert!(
-            holder.seen.iter().any(|l| l == want),
-            "no line {want:?} in {:?}",
-            holder.seen
-        );
-    }
+    has_quota_lines(holder.seen.iter().map(String::as_str));
 
     // While the first tenant holds 8 MiB, a second has 10 MiB of its own.
     let out = run(&bin, Route::Wormhole, Some(&server), dir.path()).expect("run");
     assert!(out.ok(), "{out:?}");
-    for want in QUOTA_LINES {
-        assert!(
-            out.stdout.lines().any(|l| l == want),
-            "no line {want:?} in\n{}",
-            out.stdout
-        );
-    }
+    has_quota_lines(out.stdout.lines());
     // Its tenant is named for what it is in ps and top.
     let tenants = live_tenants(&server);
     assert!(!tenants.is_empty(), "no tenant for the holder");
