@@ -13,7 +13,7 @@ fn handoff_spin_matches_native() {
 #[test]
 fn handoff_same_core_matches_native() {
     wormhole_it::native_vs_wormhole_server_args(
-        &["events", "gated", "large"],
+        &["events", "gated", "large", "waits"],
         &["--handoff", "same-core"],
     );
 }

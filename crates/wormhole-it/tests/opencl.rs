@@ -65,3 +65,8 @@ fn large() {
 fn info() {
     check("info");
 }
+
+#[test]
+fn waits() {
+    check("waits");
+}

@@ -7,6 +7,7 @@
 fn tcp_matches_native() {
     wormhole_it::native_vs_wormhole_tcp(&[
         "buffers", "images", "kernels", "programs", "errors", "platform", "events", "gated",
+        "waits",
     ]);
 }
 

@@ -197,6 +197,7 @@ fn spawn_notifier(
     let r = std::thread::Builder::new()
         .name("wormhole-notify".into())
         .spawn(move || {
+            crate::rt::not_a_caller();
             let mut buf = Vec::new();
             while next(&mut buf).is_ok() {
                 if let Err(e) = deliver(&buf) {

@@ -17,6 +17,7 @@ mod custom;
 mod info_cache;
 mod overrides;
 mod rt;
+mod waits;
 
 use std::ffi::{c_char, c_void};
 

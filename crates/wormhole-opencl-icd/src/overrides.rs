@@ -17,6 +17,7 @@ use wormhole_transport::copy::copy_bulk;
 
 use crate::gen;
 use crate::rt::{conn, fresh_id, obj, object_for, set_errcode, Call, Placement, Reply};
+use crate::waits;
 
 /// # Safety
 /// As for `clGetPlatformIDs`.
@@ -485,7 +486,7 @@ unsafe fn image_later(
     ev: *mut *mut c_void,
 ) -> Option<i32> {
     if blocking != 0
-        || PENDING_USER_EVENTS.load(Ordering::Relaxed) == 0
+        || !waits::user_events_open()
         || ptr.is_null()
         || origin.is_null()
         || region.is_null()
@@ -535,10 +536,7 @@ unsafe fn rect_shortcut(
         // SAFETY: forwarded contract.
         return unsafe { settle(q, n, wl) }.err();
     }
-    if PENDING_USER_EVENTS.load(Ordering::Relaxed) == 0
-        || ptr.is_null()
-        || geometry.iter().any(|p| p.is_null())
-    {
+    if !waits::user_events_open() || ptr.is_null() || geometry.iter().any(|p| p.is_null()) {
         return None;
     }
     // SAFETY: the API's origins and region are three size_t each.
@@ -1127,27 +1125,19 @@ unsafe fn copy_for(map_flags: u64, mapped: *mut u8, app: *mut u8, size: usize) {
     }
 }
 
-/// Before a call the server runs blocking: while a user event is open, wait
-/// (polling, with the channel free between polls) until what the call waits
-/// for is done, so that another thread can set the event meanwhile.
+/// Before a call the server runs blocking: when waits leave the channel
+/// free ([`waits::free_channel`]), wait here first, so that the process's
+/// other threads (one of which may set a user event this waits for) reach
+/// the server meanwhile.
 ///
 /// # Safety
 /// `wl` holds `n` events (the caller's contract).
 unsafe fn settle(q: *mut c_void, n: u32, wl: *const *mut c_void) -> Result<(), i32> {
-    if PENDING_USER_EVENTS.load(Ordering::Relaxed) == 0 {
+    if !waits::free_channel() {
         return Ok(());
     }
-    let mut marker = std::ptr::null_mut();
-    // SAFETY: forwarded contract; a valid out-slot for the marker.
-    let s = unsafe { gen::clEnqueueMarkerWithWaitList(q, n, wl, &mut marker) };
-    if s != CL_SUCCESS {
-        // The call itself will report what is wrong with its arguments.
-        return Ok(());
-    }
-    let r = poll_until_complete(&[marker]);
-    // SAFETY: our own reference to the marker.
-    unsafe { gen::clReleaseEvent(marker) };
-    r
+    // SAFETY: the caller's contract.
+    unsafe { waits::settle(q, n, wl) }.map(|_| ())
 }
 
 /// What the library would refuse when the transfer is enqueued, checked
@@ -1584,7 +1574,7 @@ fn fail_later_transfers() {
         .collect();
     for (token, cmd) in cmds {
         // The hold keeps `cmd` alive.
-        if let Ok(st @ ..0) = event_status(cmd as *mut c_void) {
+        if let Ok(st @ ..0) = waits::event_status(cmd as *mut c_void) {
             let l = later_transfers().remove(&token);
             if let Some(l) = l {
                 // SAFETY: taken out once; its command failed.
@@ -1773,7 +1763,7 @@ unsafe fn transfer_shortcut(
         if let Err(e) = unsafe { settle(q, n, wl) } {
             return Some(e);
         }
-    } else if PENDING_USER_EVENTS.load(Ordering::Relaxed) > 0 && !ptr.is_null() && size > 0 {
+    } else if waits::user_events_open() && !ptr.is_null() && size > 0 {
         // It may wait for a user event that this very thread sets after we
         // return: it completes later, as natively.
         // SAFETY: forwarded contract.
@@ -2001,11 +1991,6 @@ pub unsafe extern "C" fn clEnqueueReadBuffer(
     }
 }
 
-/// User events created and not yet set. While there are any, waits poll
-/// instead of blocking the process's one channel: the thread that will set
-/// the event must be able to reach the server meanwhile.
-static PENDING_USER_EVENTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
 /// # Safety
 /// As for `clCreateUserEvent`.
 pub unsafe extern "C" fn clCreateUserEvent(ctx: *mut c_void, err: *mut i32) -> *mut c_void {
@@ -2013,7 +1998,7 @@ pub unsafe extern "C" fn clCreateUserEvent(ctx: *mut c_void, err: *mut i32) -> *
     let e = unsafe { gen::clCreateUserEvent(ctx, err) };
     if let Ok(Some(o)) = obj(e, Kind::Event) {
         o.user_pending.store(true, Ordering::Relaxed);
-        PENDING_USER_EVENTS.fetch_add(1, Ordering::Relaxed);
+        waits::user_event_opened();
     }
     e
 }
@@ -2026,7 +2011,7 @@ pub unsafe extern "C" fn clSetUserEventStatus(ev: *mut c_void, status: i32) -> i
     if s == CL_SUCCESS {
         if let Ok(Some(o)) = obj(ev, Kind::Event) {
             if o.user_pending.swap(false, Ordering::Relaxed) {
-                PENDING_USER_EVENTS.fetch_sub(1, Ordering::Relaxed);
+                waits::user_event_set();
             }
         }
         if status < 0 {
@@ -2036,64 +2021,21 @@ pub unsafe extern "C" fn clSetUserEventStatus(ev: *mut c_void, status: i32) -> i
     s
 }
 
-const CL_EVENT_COMMAND_EXECUTION_STATUS: u32 = 0x11D3;
-const CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST: i32 = -14;
-
-/// An event's execution status (negative: it failed).
-fn event_status(e: *mut c_void) -> Result<i32, i32> {
-    let mut st: i32 = 0;
-    // SAFETY: a cl_int out-value.
-    let s = unsafe {
-        gen::clGetEventInfo(
-            e,
-            CL_EVENT_COMMAND_EXECUTION_STATUS,
-            4,
-            (&mut st as *mut i32).cast(),
-            std::ptr::null_mut(),
-        )
-    };
-    if s == CL_SUCCESS {
-        Ok(st)
-    } else {
-        Err(s)
-    }
-}
-
-/// Waits for `events` by polling their status with short calls, sleeping
-/// in between (from 50 us up to 5 ms), so the channel stays free. Returns
-/// when all are complete or one failed.
-fn poll_until_complete(events: &[*mut c_void]) -> Result<(), i32> {
-    let mut nap = std::time::Duration::from_micros(50);
-    loop {
-        let mut done = true;
-        for &e in events {
-            let st = event_status(e)?;
-            if st < 0 {
-                return Err(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
-            }
-            done &= st == 0;
-        }
-        if done {
-            return Ok(());
-        }
-        std::thread::sleep(nap);
-        nap = (nap * 2).min(std::time::Duration::from_millis(5));
-    }
-}
-
 /// # Safety
 /// As for `clWaitForEvents`.
 pub unsafe extern "C" fn clWaitForEvents(n: u32, list: *const *mut c_void) -> i32 {
-    if PENDING_USER_EVENTS.load(Ordering::Relaxed) > 0 && n > 0 && !list.is_null() {
+    if waits::free_channel() && n > 0 && !list.is_null() {
         // SAFETY: forwarded contract: `list` holds `n` events.
         let events = unsafe { std::slice::from_raw_parts(list, n as usize) };
-        if let Err(e) = poll_until_complete(events) {
+        if let Err(e) = waits::timed(|| waits::wait(events)) {
             return e;
         }
+        // The call below then returns at once, with its own status.
+        // SAFETY: forwarded contract.
+        return unsafe { gen::clWaitForEvents(n, list) };
     }
-    // SAFETY: forwarded contract. After a poll this returns at once, with
-    // the call's own status.
-    unsafe { gen::clWaitForEvents(n, list) }
+    // SAFETY: forwarded contract.
+    waits::timed(|| unsafe { gen::clWaitForEvents(n, list) })
 }
 
 /// # Safety
@@ -2104,18 +2046,16 @@ pub unsafe extern "C" fn clFinish(q: *mut c_void) -> i32 {
     if let Some(s) = crate::rt::finish_drained(q) {
         return s;
     }
-    if PENDING_USER_EVENTS.load(Ordering::Relaxed) > 0 {
-        // Wait for a marker by polling, then finish (at once).
-        let mut marker = std::ptr::null_mut();
-        // SAFETY: a valid out-slot for the marker's event.
-        let s = unsafe { gen::clEnqueueMarkerWithWaitList(q, 0, std::ptr::null(), &mut marker) };
-        if s == CL_SUCCESS {
-            // A failed command is clFinish's to report (or not), below.
-            let _ = poll_until_complete(&[marker]);
-            // SAFETY: our own reference to the marker.
-            unsafe { gen::clReleaseEvent(marker) };
+    if waits::free_channel() {
+        // SAFETY: no wait list.
+        if let Ok(true) = unsafe { waits::settle(q, 0, std::ptr::null()) } {
+            // Everything enqueued before this call is done: what is left to
+            // report is an earlier deferred failure, as the server's answer
+            // would. (A failed command is clFinish's to report, or not:
+            // that case asks the server, below.)
+            return crate::rt::take_deferred();
         }
     }
     // SAFETY: forwarded contract.
-    unsafe { gen::clFinish(q) }
+    waits::timed(|| unsafe { gen::clFinish(q) })
 }

@@ -581,6 +581,34 @@ pub fn arena() -> Option<&'static wormhole_transport::arena::Arena> {
     conn().and_then(|c| c.arena.as_deref())
 }
 
+/// The application's threads that have made a call (the notifier thread,
+/// which runs callbacks, is not counted): with more than one, waits leave
+/// the channel free (`waits`).
+static CALLERS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static COUNTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+pub fn count_caller() {
+    COUNTED.with(|c| {
+        if !c.get() {
+            c.set(true);
+            CALLERS.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+}
+
+/// Whether more than one of the application's threads has made a call.
+pub fn several_callers() -> bool {
+    CALLERS.load(Ordering::Relaxed) > 1
+}
+
+/// Leaves the calling thread out of [`several_callers`]'s count.
+pub fn not_a_caller() {
+    COUNTED.with(|c| c.set(true));
+}
+
 /// A call being marshalled; holds the channel.
 pub struct Call<'a> {
     guard: MutexGuard<'a, Chan>,
@@ -609,6 +637,7 @@ impl<'a> Call<'a> {
     }
 
     fn on(conn: &'a Conn, func: u32) -> Result<Call<'a>, i32> {
+        count_caller();
         let mut guard = conn.state.lock().unwrap_or_else(|p| p.into_inner());
         if FORK_GEN.load(Ordering::Relaxed) != conn.fork_gen {
             report_once(
@@ -901,6 +930,18 @@ pub fn while_drained<T>(
 /// have been. `None`: the call must go to the server.
 pub fn finish_drained(q: *mut c_void) -> Option<i32> {
     while_drained(q, |_, deferred| Some(deferred()))
+}
+
+/// The failure of an earlier deferred call not yet reported (CL_SUCCESS if
+/// none), now reported.
+pub fn take_deferred() -> i32 {
+    let Some(conn) = conn() else {
+        return CL_OUT_OF_RESOURCES;
+    };
+    conn.state
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take_deferred()
 }
 
 /// The application's handle for an object an async call created under `id`.
