@@ -134,7 +134,9 @@ pub unsafe fn set_errcode(e: *mut i32, v: i32) {
 
 /// The connection to one server.
 pub struct Conn {
-    state: Mutex<Link>,
+    /// The channel; parking_lot's lock is eventually fair (see the OpenCL
+    /// client's `Conn`).
+    state: parking_lot::Mutex<Link>,
 }
 
 static NEXT_ID: AtomicU64 = AtomicU64::new(FIRST_ID);
@@ -148,7 +150,7 @@ fn connect() -> Result<Conn, wormhole_transport::client::ConnectError> {
     // CUDA has no callbacks forwarded yet: the notification ring is unused.
     let chan = wormhole_transport::client::connect_from_env()?.chan;
     Ok(Conn {
-        state: Mutex::new(Link::new(chan)),
+        state: parking_lot::Mutex::new(Link::new(chan)),
     })
 }
 
@@ -173,7 +175,7 @@ pub fn conn() -> Option<&'static Conn> {
 
 /// A call being marshalled; holds the channel.
 pub struct Call<'a> {
-    guard: MutexGuard<'a, Link>,
+    guard: parking_lot::MutexGuard<'a, Link>,
     pub enc: Encoder,
     shape: Shape,
 }
@@ -187,7 +189,7 @@ fn lost(e: LinkError) -> i32 {
 impl Call<'static> {
     pub fn begin(func: u32) -> Result<Call<'static>, i32> {
         let conn = conn().ok_or(NO_SERVER).map_err(note)?;
-        let mut guard = conn.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = conn.state.lock();
         let enc = guard.request(func).map_err(lost)?;
         Ok(Call {
             guard,
@@ -289,7 +291,7 @@ impl<'a> Call<'a> {
 
 /// A reply being unmarshalled; still holds the channel.
 pub struct Reply<'a> {
-    guard: MutexGuard<'a, Link>,
+    guard: parking_lot::MutexGuard<'a, Link>,
     cur: Cursor,
     status: i32,
     has_outputs: bool,

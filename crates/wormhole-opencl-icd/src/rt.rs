@@ -404,7 +404,11 @@ impl std::ops::DerefMut for Chan {
 
 /// The connection to one server.
 pub struct Conn {
-    state: Mutex<Chan>,
+    /// The channel. parking_lot's lock hands itself to a thread that has
+    /// waited for it about half a millisecond: with the standard one, a
+    /// thread making call after call kept re-taking it, and another
+    /// thread's single call waited up to seconds.
+    state: parking_lot::Mutex<Chan>,
     pub platforms: Vec<u64>,
     /// Memory the server may place buffers in (shared memory only).
     pub arena: Option<std::sync::Arc<wormhole_transport::arena::Arena>>,
@@ -470,7 +474,7 @@ fn connect() -> Result<Conn, NoConn> {
     let stream_notes = Mutex::new(c.stream_notes);
     watch_forks();
     let mut conn = Conn {
-        state: Mutex::new(Chan {
+        state: parking_lot::Mutex::new(Chan {
             link: Link::new(chan),
             checked: Checked::default(),
             drained: None,
@@ -500,7 +504,7 @@ extern "C" fn report_counts() {
         return;
     }
     // A thread still in a call holds the lock: no report then.
-    if let Ok(chan) = conn.state.try_lock() {
+    if let Some(chan) = conn.state.try_lock() {
         let names = wormhole_opencl_api::FUNC_NAMES;
         let top: Vec<String> = chan
             .exchanged_by_func()
@@ -568,7 +572,7 @@ pub fn watch_stream_notes() {
         .take();
     let Some(notes) = taken else { return };
     crate::callbacks::start_stream_notifier(notes, move || {
-        let mut chan = conn.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut chan = conn.state.lock();
         chan.pump_notes().map_err(|e| match e {
             LinkError::Lost(e) => e,
             _ => TransportError::PeerGone,
@@ -611,7 +615,7 @@ pub fn not_a_caller() {
 
 /// A call being marshalled; holds the channel.
 pub struct Call<'a> {
-    guard: MutexGuard<'a, Chan>,
+    guard: parking_lot::MutexGuard<'a, Chan>,
     pub enc: Encoder,
     /// Bulk bytes to stream after the frame.
     raw: Option<(*const u8, usize)>,
@@ -638,7 +642,7 @@ impl<'a> Call<'a> {
 
     fn on(conn: &'a Conn, func: u32) -> Result<Call<'a>, i32> {
         count_caller();
-        let mut guard = conn.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut guard = conn.state.lock();
         if FORK_GEN.load(Ordering::Relaxed) != conn.fork_gen {
             report_once(
                 "OpenCL used in a child after fork(): the parent's connection is not shared",
@@ -913,7 +917,7 @@ pub fn while_drained<T>(
     f: impl FnOnce(&Obj, &mut dyn FnMut() -> i32) -> Option<T>,
 ) -> Option<T> {
     let conn = conn()?;
-    let mut guard = conn.state.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = conn.state.lock();
     if FORK_GEN.load(Ordering::Relaxed) != conn.fork_gen || force_sync() {
         return None;
     }
@@ -938,10 +942,7 @@ pub fn take_deferred() -> i32 {
     let Some(conn) = conn() else {
         return CL_OUT_OF_RESOURCES;
     };
-    conn.state
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take_deferred()
+    conn.state.lock().take_deferred()
 }
 
 /// The application's handle for an object an async call created under `id`.
@@ -951,7 +952,7 @@ pub fn adopt_id(id: u64, kind: Kind) -> *mut c_void {
 
 /// A reply being unmarshalled; still holds the channel.
 pub struct Reply<'a> {
-    guard: MutexGuard<'a, Chan>,
+    guard: parking_lot::MutexGuard<'a, Chan>,
     cur: Cursor,
     status: i32,
     has_outputs: bool,
