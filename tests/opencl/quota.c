@@ -3,10 +3,10 @@
  * sizes as the tenant sees them, then fills buffers until one is refused
  * (at most MAX_BUFS): first of sizes all different, so that each creation
  * waits for its answer, then of one size, whose creations after the first
- * are batched (each is written with a blocking write, a sync point, so a
- * refusal surfaces: the write finds no buffer, and the next sync point
- * reports the creation's failure). Everything is released in between: the quota comes
- * back. With the argument "hold", it then fills again and holds what it
+ * would be batched but for the room left: once the buffers held pass half
+ * the device's memory, each creation waits for its answer, so the refusal
+ * comes from the creation, as natively. Everything is released in between:
+ * the quota comes back. With the argument "hold", it then fills again and holds what it
  * got for two minutes, or until it is killed. */
 #include "common.h"
 
@@ -65,8 +65,8 @@ int main(int argc, char **argv) {
     n = fill(&t, bufs, 1, &why);
     printf("one size: %d buffers, then %d\n", n, (int)why);
     release(bufs, n);
-    /* Natively the refused creation failed; a batched one is reported by
-     * the next sync point as well. */
+    /* The refused creation reported itself: nothing is left for the next
+     * sync point. */
     printf("then finish: %d\n", (int)clFinish(t.q));
     CHECK(clFinish(t.q));
 

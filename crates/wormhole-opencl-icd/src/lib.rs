@@ -16,6 +16,7 @@ mod callbacks;
 mod custom;
 mod info_cache;
 mod overrides;
+mod room;
 mod rt;
 mod waits;
 

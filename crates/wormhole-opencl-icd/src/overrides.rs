@@ -16,6 +16,7 @@ use wormhole_opencl_api::{
 use wormhole_transport::copy::copy_bulk;
 
 use crate::gen;
+use crate::room;
 use crate::rt::{conn, fresh_id, obj, object_for, set_errcode, Call, Placement, Reply};
 use crate::waits;
 
@@ -201,12 +202,16 @@ pub unsafe extern "C" fn clCreateBuffer(
     host_ptr: *mut c_void,
     err: *mut i32,
 ) -> *mut c_void {
+    room::before_create(ctx, size);
     // SAFETY: forwarded contract.
     let m = unsafe { gen::clCreateBuffer(ctx, flags, size, host_ptr, err) };
+    room::after_create();
     remember_host_ptr(m, flags, host_ptr);
     let Ok(Some(b)) = obj(m, Kind::Mem) else {
         return m;
     };
+    b.counted.store(size as u64, Ordering::Relaxed);
+    room::created(size as u64);
     // Libraries ask a fresh buffer's size before each transfer (CLBlast
     // does): it is the size it was created with.
     b.info

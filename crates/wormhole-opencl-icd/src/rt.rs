@@ -67,6 +67,12 @@ pub struct Obj {
     pub created_in: AtomicU64,
     /// For buffers from clCreateBuffer: their flags, with [`FLAGS_KNOWN`].
     created_flags: AtomicU64,
+    /// For buffers from clCreateBuffer: their size, counted as held by the
+    /// application until its last release (`room`).
+    pub counted: AtomicU64,
+    /// For contexts: the least global memory of their devices (0: not
+    /// asked yet; u64::MAX: not known), for `room`.
+    pub mem_budget: AtomicU64,
 }
 
 /// Marks `Obj::created_flags` as set (no OpenCL memory flag uses the top bit).
@@ -217,6 +223,8 @@ pub fn object_for(id: u64, kind: Kind, refs: u32) -> *mut c_void {
         args_set: AtomicU64::new(0),
         created_in: AtomicU64::new(0),
         created_flags: AtomicU64::new(0),
+        counted: AtomicU64::new(0),
+        mem_budget: AtomicU64::new(0),
     }));
     r.by_id.insert(id, obj as usize);
     r.live.insert(obj as usize);
@@ -329,6 +337,10 @@ pub fn released(p: *mut c_void, kind: Kind) {
         return;
     }
     if o.refs.fetch_sub(1, Ordering::AcqRel) == 1 {
+        let counted = o.counted.swap(0, Ordering::Relaxed);
+        if counted > 0 {
+            crate::room::released(counted);
+        }
         let mut r = registry();
         r.by_id.remove(&o.id);
         r.live.remove(&(p as usize));
@@ -626,6 +638,8 @@ pub struct Call<'a> {
     /// The in-order queue the call names first, and the event it creates:
     /// an enqueue whose completion, awaited, drains that queue.
     enqueued: (u64, u64),
+    /// Wait for the answer even if the shape is known (`room`).
+    must_answer: bool,
 }
 
 /// What the application sees when the server is gone or misbehaves.
@@ -657,6 +671,7 @@ impl<'a> Call<'a> {
             shape: Shape::new(func),
             named: [0; 4],
             enqueued: (0, 0),
+            must_answer: crate::room::take_answer_next(),
         })
     }
 
@@ -869,7 +884,7 @@ impl<'a> Call<'a> {
 
     fn defer_or_exchange(mut self, wake: bool, report_deferred: bool) -> Result<i32, i32> {
         let shape = self.shape;
-        if !self.guard.deferrable(shape) {
+        if self.must_answer || !self.guard.deferrable(shape) {
             let mut r = self.finish()?;
             let own = r.status();
             let status = if report_deferred {
