@@ -59,7 +59,9 @@ mkdir -p "$WORK"
 POCL_ICD=${POCL_ICD:-/etc/OpenCL/vendors/pocl.icd}
 
 # Sum of "N test(s) WORD" over all precisions in a CLBlast log.
-count() { sed 's/\x1b\[[0-9;]*m//g' "$1" | grep -aoE "[0-9]+ test\(s\) $2" | awk '{s += $1} END {print s + 0}'; }
+# A log without any (a run that died early) counts 0, rather than ending the
+# script through pipefail without a word.
+count() { sed 's/\x1b\[[0-9;]*m//g' "$1" | { grep -aoE "[0-9]+ test\(s\) $2" || true; } | awk '{s += $1} END {print s + 0}'; }
 
 status=0
 # via SETUP SECS CMD...: CMD under a time limit, natively on PoCL or through
