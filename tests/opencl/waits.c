@@ -1,7 +1,9 @@
 /* A thread waits for a long kernel (clFinish, clWaitForEvents, a blocking
- * read) while another thread asks the server something: natively it is
- * answered while the kernel runs. Through Wormhole all threads of a process
- * share one channel, so a wait must leave it free meanwhile. */
+ * read, or a non-blocking write and then clFinish) while another thread asks
+ * the server something: natively it is answered while the kernel runs.
+ * Through Wormhole all threads of a process share one channel, so a wait
+ * must leave it free meanwhile, and the server must not run the write
+ * blocking (its data, which the server keeps, must still arrive). */
 #include "common.h"
 
 #include <pthread.h>
@@ -15,14 +17,17 @@ static const char *src =
     "    out[0] = a | 1u;\n"
     "}\n";
 
-enum how { FINISH, WAIT_EVENT, BLOCKING_READ };
-static const char *names[] = {"finish", "wait for the event", "blocking read"};
+enum how { FINISH, WAIT_EVENT, BLOCKING_READ, WRITE_THEN_FINISH };
+static const char *names[] = {"finish", "wait for the event", "blocking read",
+                              "non-blocking write, then finish"};
+
+#define WRITTEN 1024
 
 typedef struct {
     env_t *t;
     cl_command_queue q;
     cl_kernel k;
-    cl_mem out;
+    cl_mem out, side[2];
     enum how how;
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -59,6 +64,22 @@ static void *waiter(void *arg) {
         w->wait_status = clEnqueueReadBuffer(w->q, w->out, CL_TRUE, 0, sizeof w->value, &w->value,
                                              0, NULL, NULL);
         break;
+    case WRITE_THEN_FINISH: {
+        /* Two writes, to two buffers: each must arrive whole. The host
+         * data must stay until they completed: the finish below, in this
+         * scope, sees to that. */
+        cl_uint data[2][WRITTEN];
+        for (int i = 0; i < WRITTEN; i++) {
+            data[0][i] = 3u * (cl_uint)i + 7u;
+            data[1][i] = 5u * (cl_uint)i + 1u;
+        }
+        w->wait_status = CL_SUCCESS;
+        for (int b = 0; b < 2 && w->wait_status == CL_SUCCESS; b++)
+            w->wait_status = clEnqueueWriteBuffer(w->q, w->side[b], CL_FALSE, 0, sizeof data[b],
+                                                  data[b], 0, NULL, NULL);
+        if (w->wait_status == CL_SUCCESS) w->wait_status = clFinish(w->q);
+        break;
+    }
     }
     return NULL;
 }
@@ -70,6 +91,8 @@ int main(void) {
     cl_program p = build(&t, src, "");
     cl_kernel k = kernel(p, "spin");
     cl_mem out = buffer(&t, CL_MEM_READ_WRITE, sizeof(cl_uint), NULL);
+    cl_mem side[2] = {buffer(&t, CL_MEM_READ_WRITE, WRITTEN * sizeof(cl_uint), NULL),
+                      buffer(&t, CL_MEM_READ_WRITE, WRITTEN * sizeof(cl_uint), NULL)};
     cl_command_queue q = clCreateCommandQueue(t.ctx, t.device, 0, &e);
     CHECK_ERR(e, "queue");
     CHECK(clSetKernelArg(k, 0, sizeof out, &out));
@@ -91,11 +114,11 @@ int main(void) {
     iters = want > 4e9 ? 4000000000u : want < (double)(1u << 22) ? 1u << 22 : (cl_uint)want;
     CHECK(clSetKernelArg(k, 1, sizeof iters, &iters));
 
-    for (int how = FINISH; how <= BLOCKING_READ; how++) {
+    for (int how = FINISH; how <= WRITE_THEN_FINISH; how++) {
         cl_uint zero = 0;
         CHECK(clEnqueueWriteBuffer(q, out, CL_TRUE, 0, sizeof zero, &zero, 0, NULL, NULL));
-        waiter_t w = {&t, q, k, out, how, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
-                      NULL, 1, 1, 0};
+        waiter_t w = {&t, q, k, out, {side[0], side[1]}, how, PTHREAD_MUTEX_INITIALIZER,
+                      PTHREAD_COND_INITIALIZER, NULL, 1, 1, 0};
         pthread_t th;
         ASSERT(pthread_create(&th, NULL, waiter, &w) == 0);
         pthread_mutex_lock(&w.lock);
@@ -114,10 +137,22 @@ int main(void) {
         printf("%s: wait %d, kernel complete after it: %d\n", names[how], w.wait_status,
                st == CL_COMPLETE);
         if (how == BLOCKING_READ) printf("%s: the kernel's result read: %d\n", names[how], w.value != 0);
+        if (how == WRITE_THEN_FINISH) {
+            cl_uint got[2][WRITTEN];
+            int same = 1;
+            for (int b = 0; b < 2; b++)
+                CHECK(clEnqueueReadBuffer(q, side[b], CL_TRUE, 0, sizeof got[b], got[b], 0, NULL,
+                                          NULL));
+            for (int i = 0; i < WRITTEN; i++)
+                same &= got[0][i] == 3u * (cl_uint)i + 7u && got[1][i] == 5u * (cl_uint)i + 1u;
+            printf("%s: the data written arrived: %d\n", names[how], same);
+        }
         CHECK(clReleaseEvent(w.started));
     }
     CHECK(clReleaseCommandQueue(q));
     CHECK(clReleaseMemObject(out));
+    CHECK(clReleaseMemObject(side[0]));
+    CHECK(clReleaseMemObject(side[1]));
     CHECK(clReleaseKernel(k));
     CHECK(clReleaseProgram(p));
     env_done(&t);

@@ -81,6 +81,14 @@ pub fn server_blocking(requested: u32, wait_list: &Option<Vec<*mut c_void>>) -> 
     Ok(CL_TRUE)
 }
 
+/// The blocking flag for a buffer write, whose data the server can keep
+/// past the request (`overrides::clEnqueueWriteBuffer`): the application's
+/// own, after the same refusal as [`server_blocking`] makes.
+pub fn write_blocking(requested: u32, wait_list: &Option<Vec<*mut c_void>>) -> Result<u32, i32> {
+    server_blocking(requested, wait_list)?;
+    Ok(requested)
+}
+
 /// What every `clGet*Info` function of the library looks like.
 pub type InfoFn = unsafe extern "C" fn(*mut c_void, u32, usize, *mut c_void, *mut usize) -> i32;
 

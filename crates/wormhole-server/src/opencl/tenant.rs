@@ -141,6 +141,9 @@ pub struct Tenant {
     pub shared: Option<Arc<super::shared::SharedBuffers>>,
     /// The memory this tenant may hold in memory objects, when limited.
     pub memory: Option<Arc<crate::quota::Quota>>,
+    /// Bytes of non-blocking writes' data kept until their commands ran
+    /// (`overrides::clEnqueueWriteBuffer`).
+    pub kept_writes: Arc<std::sync::atomic::AtomicU64>,
     out_bufs: OutBufs,
     /// Kernel arguments' declarations (see `ArgDecls`).
     pub arg_decls: ArgDecls,
@@ -164,6 +167,7 @@ impl Tenant {
             broken: false,
             shared: None,
             memory: None,
+            kept_writes: Arc::default(),
             out_bufs: OutBufs::default(),
             arg_decls: ArgDecls::default(),
         };
