@@ -606,6 +606,7 @@ thread_local! {
     static COUNTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// Counts the calling thread among the application's callers, once.
 pub fn count_caller() {
     COUNTED.with(|c| {
         if !c.get() {

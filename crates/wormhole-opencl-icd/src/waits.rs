@@ -36,10 +36,12 @@ static OPEN_USER_EVENTS: AtomicUsize = AtomicUsize::new(0);
 /// A moving average of how long waits took, in ns (each new one weighs 1/4).
 static RECENT_WAIT_NS: AtomicU64 = AtomicU64::new(0);
 
+/// A user event was created.
 pub fn user_event_opened() {
     OPEN_USER_EVENTS.fetch_add(1, Ordering::Relaxed);
 }
 
+/// A user event's status was set (once per event).
 pub fn user_event_set() {
     OPEN_USER_EVENTS.fetch_sub(1, Ordering::Relaxed);
 }
