@@ -206,13 +206,17 @@ pub mod host_ptr {
 /// is invalid, and every device that is not of the custom type takes any
 /// size up to 1 MiB (the least CL_DEVICE_MAX_MEM_ALLOC_SIZE the embedded
 /// profile allows); a larger size is its own class. Running out of memory
-/// is the one failure left, and a deferred creation reports it late.
-pub fn buffer_size_class(size: usize) -> usize {
+/// is the one failure left: a creation that could ([`crate::room`]) must
+/// wait for its answer, so that it reports it itself.
+pub fn buffer_shape(ctx: *mut c_void, size: usize) -> u64 {
     const ALWAYS_ALLOWED: usize = 1 << 20;
+    if crate::room::may_run_out(ctx, size) {
+        return crate::rt::ANSWER_NEEDED;
+    }
     match size {
         0 => 0,
         1..=ALWAYS_ALLOWED => 1,
-        s => s,
+        s => s as u64,
     }
 }
 

@@ -205,7 +205,6 @@ pub unsafe extern "C" fn clCreateBuffer(
     room::before_create(ctx, size);
     // SAFETY: forwarded contract.
     let m = unsafe { gen::clCreateBuffer(ctx, flags, size, host_ptr, err) };
-    room::after_create();
     remember_host_ptr(m, flags, host_ptr);
     let Ok(Some(b)) = obj(m, Kind::Mem) else {
         return m;

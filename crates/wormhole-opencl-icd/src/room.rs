@@ -10,7 +10,6 @@
 //! because the server still counts buffers the application released while
 //! commands that use them are pending.
 
-use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -29,11 +28,6 @@ const SMALL: u64 = 1 << 20;
 /// Bytes in buffers from `clCreateBuffer` that the application holds.
 static HELD: AtomicU64 = AtomicU64::new(0);
 
-thread_local! {
-    /// Set for the next call this thread makes: it must wait for its answer.
-    static ANSWER_NEXT: Cell<bool> = const { Cell::new(false) };
-}
-
 /// Counts a buffer the application now holds.
 pub fn created(size: u64) {
     HELD.fetch_add(size, Ordering::Relaxed);
@@ -47,42 +41,42 @@ pub fn released(size: u64) {
     });
 }
 
-/// Whether the next call of this thread must wait for its answer (and
-/// forget that it must).
-pub fn take_answer_next() -> bool {
-    ANSWER_NEXT.with(|a| a.replace(false))
+/// What a creation of `size` bytes would bring the buffers held to.
+fn need(size: usize) -> u64 {
+    HELD.load(Ordering::Relaxed).saturating_add(size as u64)
 }
 
-/// Before `clCreateBuffer` of `size` bytes in `ctx`: makes that creation
-/// wait for its answer if it could run out of memory (see the module).
+/// Before `clCreateBuffer` of `size` bytes in `ctx`, with the channel free:
+/// asks the memory of the context's devices, once per context, if it could
+/// matter ([`may_run_out`] runs inside the call, holding the channel, so it
+/// cannot ask).
 pub fn before_create(ctx: *mut c_void, size: usize) {
-    let need = HELD.load(Ordering::Relaxed).saturating_add(size as u64);
-    if need <= SMALL {
+    if need(size) <= SMALL {
         return;
     }
-    let Some(budget) = budget(ctx) else { return };
-    if need > budget / 2 {
-        ANSWER_NEXT.with(|a| a.set(true));
+    let Ok(Some(c)) = obj(ctx, Kind::Context) else {
+        return;
+    };
+    if c.mem_budget.load(Ordering::Relaxed) == 0 {
+        // u64::MAX: asked, not known.
+        let b = ask_budget(ctx).unwrap_or(u64::MAX);
+        c.mem_budget.store(b, Ordering::Relaxed);
     }
 }
 
-/// After it: the flag is not left for another call.
-pub fn after_create() {
-    ANSWER_NEXT.with(|a| a.set(false));
-}
-
-/// The smallest global memory of the context's devices (`None`: not
-/// known), asked once per context.
-fn budget(ctx: *mut c_void) -> Option<u64> {
-    let c = obj(ctx, Kind::Context).ok()??;
-    match c.mem_budget.load(Ordering::Relaxed) {
-        0 => {}
-        u64::MAX => return None,
-        b => return Some(b),
+/// Whether a `clCreateBuffer` of `size` bytes in `ctx` could run out of
+/// memory (see the module), so that it must wait for its answer. Uses only
+/// what [`before_create`] learnt.
+pub fn may_run_out(ctx: *mut c_void, size: usize) -> bool {
+    let need = need(size);
+    if need <= SMALL {
+        return false;
     }
-    let b = ask_budget(ctx);
-    c.mem_budget.store(b.unwrap_or(u64::MAX), Ordering::Relaxed);
-    b
+    let budget = match obj(ctx, Kind::Context) {
+        Ok(Some(c)) => c.mem_budget.load(Ordering::Relaxed),
+        _ => return false,
+    };
+    budget != 0 && budget != u64::MAX && need > budget / 2
 }
 
 fn ask_budget(ctx: *mut c_void) -> Option<u64> {

@@ -626,6 +626,12 @@ pub fn not_a_caller() {
     COUNTED.with(|c| c.set(true));
 }
 
+/// A shape value (from a `shape=` expression of the description) that
+/// makes the call wait for its answer, whatever calls of its shape did
+/// before: its failure must reach the application from the call itself. A
+/// value that merely happens to equal it only costs a round trip.
+pub const ANSWER_NEEDED: u64 = u64::MAX;
+
 /// A call being marshalled; holds the channel.
 pub struct Call<'a> {
     guard: parking_lot::MutexGuard<'a, Chan>,
@@ -639,7 +645,7 @@ pub struct Call<'a> {
     /// The in-order queue the call names first, and the event it creates:
     /// an enqueue whose completion, awaited, drains that queue.
     enqueued: (u64, u64),
-    /// Wait for the answer even if the shape is known (`room`).
+    /// Wait for the answer even if the shape is known ([`ANSWER_NEEDED`]).
     must_answer: bool,
 }
 
@@ -672,13 +678,17 @@ impl<'a> Call<'a> {
             shape: Shape::new(func),
             named: [0; 4],
             enqueued: (0, 0),
-            must_answer: crate::room::take_answer_next(),
+            must_answer: false,
         })
     }
 
     /// Adds a value to the call's shape.
     pub fn shape(&mut self, v: u64) {
-        self.shape.add(v);
+        if v == ANSWER_NEEDED {
+            self.must_answer = true;
+        } else {
+            self.shape.add(v);
+        }
     }
 
     /// The object of a release: shaped by NULL-ness only (see the
