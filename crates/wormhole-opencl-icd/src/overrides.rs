@@ -17,7 +17,7 @@ use wormhole_transport::copy::copy_bulk;
 
 use crate::gen;
 use crate::room;
-use crate::rt::{conn, fresh_id, obj, object_for, set_errcode, Call, Placement, Reply};
+use crate::rt::{conn, fresh_id, info_value, obj, object_for, set_errcode, Call, Placement, Reply};
 use crate::waits;
 
 /// # Safety
@@ -137,20 +137,10 @@ pub unsafe extern "C" fn clGetProgramInfo(
         // SAFETY: forwarded contract.
         return unsafe { gen::clGetProgramInfo(p, param, size, value, size_ret) };
     }
-    let mut n = 0u32;
-    // SAFETY: a cl_uint out.
-    let s = unsafe {
-        gen::clGetProgramInfo(
-            p,
-            CL_PROGRAM_NUM_DEVICES,
-            4,
-            (&mut n as *mut u32).cast(),
-            std::ptr::null_mut(),
-        )
+    let n: u32 = match info_value(gen::clGetProgramInfo, p, CL_PROGRAM_NUM_DEVICES) {
+        Ok(n) => n,
+        Err(s) => return s,
     };
-    if s != CL_SUCCESS {
-        return s;
-    }
     let need = n as usize * std::mem::size_of::<usize>();
     if !size_ret.is_null() {
         // SAFETY: caller's contract.
@@ -423,40 +413,12 @@ pub unsafe extern "C" fn clCreateImage3D(
 /// One fixed-size answer of `clGetMemObjectInfo`; `T` is the type the API
 /// gives `param`.
 fn mem_info<T: Copy + Default>(mem: *mut c_void, param: u32) -> Result<T, i32> {
-    let mut v = T::default();
-    // SAFETY: the answer is one `T`, into `v`.
-    let s = unsafe {
-        gen::clGetMemObjectInfo(
-            mem,
-            param,
-            std::mem::size_of::<T>(),
-            (&mut v as *mut T).cast(),
-            std::ptr::null_mut(),
-        )
-    };
-    if s == CL_SUCCESS {
-        Ok(v)
-    } else {
-        Err(s)
-    }
+    info_value(gen::clGetMemObjectInfo, mem, param)
 }
 
 /// An image's type and element size, which size its transfers' windows.
 fn image_shape(image: *mut c_void) -> Result<(u32, u64), i32> {
-    let mut elem = 0usize;
-    // SAFETY: a size_t out.
-    let s = unsafe {
-        gen::clGetImageInfo(
-            image,
-            CL_IMAGE_ELEMENT_SIZE,
-            8,
-            (&mut elem as *mut usize).cast(),
-            std::ptr::null_mut(),
-        )
-    };
-    if s != CL_SUCCESS {
-        return Err(s);
-    }
+    let elem: usize = info_value(gen::clGetImageInfo, image, CL_IMAGE_ELEMENT_SIZE)?;
     Ok((mem_info::<u32>(image, CL_MEM_TYPE)?, elem as u64))
 }
 
@@ -1177,23 +1139,8 @@ fn check_gated(mem: *mut c_void, op: GatedOp) -> Result<(), i32> {
 
 /// A handle a queue knows: its context or device.
 fn queue_handle(q: *mut c_void, param: u32) -> Result<*mut c_void, i32> {
-    let mut h = std::ptr::null_mut::<c_void>();
-    // SAFETY: the answer is one handle, into `h`; the client library checks
-    // `q` before anything is sent.
-    let s = unsafe {
-        gen::clGetCommandQueueInfo(
-            q,
-            param,
-            std::mem::size_of::<*mut c_void>(),
-            (&mut h as *mut *mut c_void).cast(),
-            std::ptr::null_mut(),
-        )
-    };
-    if s == CL_SUCCESS {
-        Ok(h)
-    } else {
-        Err(s)
-    }
+    // The client library checks `q` before anything is sent.
+    info_value(gen::clGetCommandQueueInfo, q, param)
 }
 
 /// A transfer that completes after we return: a map the server does not

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use wormhole_opencl_api::{Kind, CL_SUCCESS};
 
 use crate::gen;
-use crate::rt::obj;
+use crate::rt::{info_value, obj};
 
 const CL_CONTEXT_DEVICES: u32 = 0x1081;
 const CL_DEVICE_GLOBAL_MEM_SIZE: u32 = 0x101F;
@@ -104,21 +104,10 @@ fn ask_budget(ctx: *mut c_void) -> Option<u64> {
     }
     let mut least = u64::MAX;
     for d in devices {
-        let mut m = 0u64;
-        // SAFETY: a cl_ulong out-value.
-        let s = unsafe {
-            gen::clGetDeviceInfo(
-                d,
-                CL_DEVICE_GLOBAL_MEM_SIZE,
-                8,
-                (&mut m as *mut u64).cast(),
-                std::ptr::null_mut(),
-            )
-        };
-        if s != CL_SUCCESS || m == 0 {
-            return None;
+        match info_value::<u64>(gen::clGetDeviceInfo, d, CL_DEVICE_GLOBAL_MEM_SIZE) {
+            Ok(m) if m > 0 => least = least.min(m),
+            _ => return None,
         }
-        least = least.min(m);
     }
     Some(least)
 }

@@ -626,6 +626,31 @@ pub fn not_a_caller() {
     COUNTED.with(|c| c.set(true));
 }
 
+/// The shape of every `clGet*Info` function.
+pub type InfoFn = unsafe extern "C" fn(*mut c_void, u32, usize, *mut c_void, *mut usize) -> i32;
+
+/// One fixed-size answer of an info query (through the channel): `f` is
+/// one of our stubs, `T` the type the API gives `param` (the library writes
+/// at most its size; a larger answer is its error, not an overflow).
+pub fn info_value<T: Copy + Default>(f: InfoFn, obj: *mut c_void, param: u32) -> Result<T, i32> {
+    let mut v = T::default();
+    // SAFETY: room for one `T` at `v`, its size given; no size_ret.
+    let s = unsafe {
+        f(
+            obj,
+            param,
+            std::mem::size_of::<T>(),
+            (&mut v as *mut T).cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    if s == CL_SUCCESS {
+        Ok(v)
+    } else {
+        Err(s)
+    }
+}
+
 /// A shape value (from a `shape=` expression of the description) that
 /// makes the call wait for its answer, whatever calls of its shape did
 /// before: its failure must reach the application from the call itself. A

@@ -74,22 +74,7 @@ pub fn timed<T>(f: impl FnOnce() -> T) -> T {
 
 /// An event's execution status (negative: it failed).
 pub fn event_status(e: *mut c_void) -> Result<i32, i32> {
-    let mut st: i32 = 0;
-    // SAFETY: a cl_int out-value.
-    let s = unsafe {
-        gen::clGetEventInfo(
-            e,
-            CL_EVENT_COMMAND_EXECUTION_STATUS,
-            4,
-            (&mut st as *mut i32).cast(),
-            std::ptr::null_mut(),
-        )
-    };
-    if s == CL_SUCCESS {
-        Ok(st)
-    } else {
-        Err(s)
-    }
+    crate::rt::info_value(gen::clGetEventInfo, e, CL_EVENT_COMMAND_EXECUTION_STATUS)
 }
 
 /// Whether all `events` completed (`Ok(true)`), or one failed.
