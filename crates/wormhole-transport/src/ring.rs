@@ -32,7 +32,7 @@
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
-use crate::copy::copy_bulk;
+use crate::copy::{copy_bulk, copy_bulk_uncached};
 use crate::futex;
 use crate::TransportError;
 
@@ -155,11 +155,18 @@ impl Raw {
         unsafe { (self.data.add(idx) as *mut u64).write(v.to_le()) };
     }
 
-    /// Copies `dst.len()` bytes from ring position `pos`.
+    /// Copies `dst.len()` bytes from ring position `pos`, bypassing the
+    /// cache when `uncached`.
     #[inline]
-    fn copy_out(&self, pos: u64, dst: &mut [u8]) {
-        // SAFETY: `dst` is writable for its length.
-        unsafe { self.copy_out_raw(pos, dst.as_mut_ptr(), dst.len()) };
+    fn copy_out(&self, pos: u64, dst: &mut [u8], uncached: bool) {
+        let copy = if uncached {
+            copy_bulk_uncached
+        } else {
+            copy_bulk
+        };
+        // SAFETY: `dst` is writable for its length; both copies have
+        // `copy_bulk`'s contract.
+        unsafe { self.copy_out_with(copy, pos, dst.as_mut_ptr(), dst.len()) };
     }
 
     /// Replaces `buf`'s contents with `len` bytes from ring position `pos`
@@ -183,6 +190,22 @@ impl Raw {
     /// `dst` is writable for `len` bytes and private to this side.
     #[inline]
     unsafe fn copy_out_raw(&self, pos: u64, dst: *mut u8, len: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { self.copy_out_with(copy_bulk, pos, dst, len) }
+    }
+
+    /// [`Raw::copy_out_raw`] with `copy` doing the copying.
+    ///
+    /// # Safety
+    /// As for [`Raw::copy_out_raw`], and `copy` has [`copy_bulk`]'s contract.
+    #[inline(always)]
+    unsafe fn copy_out_with(
+        &self,
+        copy: unsafe fn(*mut u8, *const u8, usize),
+        pos: u64,
+        dst: *mut u8,
+        len: usize,
+    ) {
         let idx = (pos & (self.cap - 1)) as usize;
         let first = len.min(self.cap as usize - idx);
         // SAFETY: idx + first <= cap and the rest wraps to the start of the
@@ -191,9 +214,9 @@ impl Raw {
         // then it only garbles its own bytes, which are treated as untrusted
         // data.
         unsafe {
-            copy_bulk(dst, self.data.add(idx), first);
+            copy(dst, self.data.add(idx), first);
             if first < len {
-                copy_bulk(dst.add(first), self.data, len - first);
+                copy(dst.add(first), self.data, len - first);
             }
         }
     }
@@ -471,6 +494,13 @@ impl Producer {
     }
 }
 
+/// Reads of at least this many bytes (one bulk transfer) are copied out
+/// of the ring with stores that bypass the cache (see
+/// [`copy_bulk_uncached`]): it is the size from which a native copy does so
+/// too (glibc's threshold is three quarters of the last-level cache, a few
+/// MiB to a few tens of MiB).
+const UNCACHED_READS: usize = 16 << 20;
+
 /// The reading end of a ring.
 pub struct Consumer {
     raw: Raw,
@@ -545,8 +575,10 @@ impl Consumer {
 
     /// Fills `dst` completely, waiting for the producer as needed.
     pub fn read_exact(&mut self, mut dst: &mut [u8]) -> Result<(), TransportError> {
+        // A destination this large would not stay in cache anyway.
+        let uncached = dst.len() >= UNCACHED_READS;
         loop {
-            let n = self.try_read(dst)?;
+            let n = self.read_some(dst, uncached)?;
             dst = &mut dst[n..];
             if dst.is_empty() {
                 return Ok(());
@@ -591,13 +623,18 @@ impl Consumer {
     /// Copies into `dst` what has arrived, up to its length, without
     /// waiting; returns the number of bytes copied.
     pub fn try_read(&mut self, dst: &mut [u8]) -> Result<usize, TransportError> {
+        self.read_some(dst, false)
+    }
+
+    fn read_some(&mut self, dst: &mut [u8], uncached: bool) -> Result<usize, TransportError> {
         let mut done = 0;
         while done < dst.len() {
             if self.left == 0 && !self.next_record()? {
                 break;
             }
             let n = self.left.min((dst.len() - done) as u64) as usize;
-            self.raw.copy_out(self.pos, &mut dst[done..done + n]);
+            self.raw
+                .copy_out(self.pos, &mut dst[done..done + n], uncached);
             self.pos += n as u64;
             self.left -= n as u64;
             done += n;
@@ -868,6 +905,45 @@ mod tests {
             assert!(c.tail > 16 * 4096, "the ring wrapped many times");
             drop(mem);
         }
+    }
+
+    /// A bulk transfer (past [`UNCACHED_READS`]) is copied out with
+    /// streaming stores: the bytes must
+    /// still arrive whole and in order, at a destination that is not
+    /// aligned, across many laps of a ring whose records are large enough
+    /// for the streaming loop.
+    #[test]
+    fn a_bulk_transfer_arrives_whole_at_an_unaligned_destination() {
+        const CAP: usize = 1 << 20;
+        let mut mem: Vec<Page> = (0..CAP / 4096 + 1).map(|_| Page([0; 4096])).collect();
+        let base = mem.as_mut_ptr() as *mut u8;
+        // SAFETY: CAP + one header page, page aligned, alive until the end
+        // of the test, after both ends are gone.
+        let (mut p, mut c) = unsafe {
+            (
+                Producer::new(base, CAP, Handoff::Futex, None),
+                Consumer::new(base, CAP, Handoff::Futex, None),
+            )
+        };
+        let n = UNCACHED_READS + 12_345;
+        let data: Vec<u8> = (0..n).map(|i| (i * 31 + i / 4099) as u8).collect();
+        let sent = data.clone();
+        let writer = std::thread::spawn(move || {
+            // A small frame first, so the bulk bytes start mid-ring.
+            p.write_frame(&[1, 2, 3]).expect("frame");
+            p.write_all(&sent).expect("bulk");
+            p.flush();
+        });
+        let mut frame = Vec::new();
+        c.read_frame(64, &mut frame, |_, _| Ok(())).expect("frame");
+        assert_eq!(frame, [1, 2, 3]);
+        let mut got = vec![0u8; n + 3];
+        c.read_exact(&mut got[3..]).expect("bulk");
+        writer.join().expect("writer");
+        assert!(got[3..] == data[..], "bulk bytes garbled");
+        assert!(c.tail as usize > 16 * CAP, "the ring wrapped many times");
+        drop(c);
+        drop(mem);
     }
 
     #[test]
