@@ -1,9 +1,11 @@
 /* A thread waits for a long kernel (clFinish, clWaitForEvents, a blocking
- * read, or a non-blocking write and then clFinish) while another thread asks
- * the server something: natively it is answered while the kernel runs.
- * Through Wormhole all threads of a process share one channel, so a wait
- * must leave it free meanwhile, and the server must not run the write
- * blocking (its data, which the server keeps, must still arrive). */
+ * read, or a non-blocking write and then clFinish), or builds a program,
+ * while another thread asks the server something: natively it is answered
+ * while the kernel runs or the program compiles. Through Wormhole all
+ * threads of a process share one channel, so a wait must leave it free
+ * meanwhile, the server must not run the write blocking (its data, which
+ * the server keeps, must still arrive), and it must build on a thread of
+ * its own. */
 #include "common.h"
 
 #include <pthread.h>
@@ -84,6 +86,118 @@ static void *waiter(void *arg) {
     return NULL;
 }
 
+/* A program that takes PoCL about a second to build, different in every
+ * run (in its code: a cache of compiled programs may key on the source
+ * without its comments) so that no such cache has it. */
+#define FUNCS 600
+static char *long_source(void) {
+    size_t cap = 256 * 1024, n = 0;
+    char *s = malloc(cap);
+    ASSERT(s);
+    unsigned run = (unsigned)getpid() * 2654435761u ^ (unsigned)(now() * 1e6);
+    n += (size_t)snprintf(s + n, cap - n, "#define RUN %uu\n", run);
+    for (int f = 0; f < FUNCS && n < cap; f++)
+        n += (size_t)snprintf(s + n, cap - n,
+                              "static uint f%d(uint a) { for (uint i = 0; i < 7u; i++) "
+                              "a = a * %du + (a >> %d) + i; return a ^ %du; }\n",
+                              f, 2 * f + 3, f % 13 + 1, (unsigned)f * 7919u);
+    if (n < cap) n += (size_t)snprintf(s + n, cap - n, "__kernel void big(__global uint *o) {\n"
+                                                          "    uint a = o[get_global_id(0)];\n");
+    for (int f = 0; f < FUNCS && n < cap; f++)
+        n += (size_t)snprintf(s + n, cap - n, "    a = f%d(a);\n", f);
+    if (n < cap) snprintf(s + n, cap - n, "    o[get_global_id(0)] = a ^ RUN;\n}\n");
+    ASSERT(n < cap);
+    return s;
+}
+
+typedef struct {
+    cl_program p;
+    cl_device_id device;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int started;
+    cl_int status;
+    double ended;
+} builder_t;
+
+static void CL_CALLBACK built(cl_program p, void *user_data) {
+    (void)p;
+    *(int *)user_data += 1;
+}
+
+static void *builder(void *arg) {
+    builder_t *b = arg;
+    pthread_mutex_lock(&b->lock);
+    b->started = 1;
+    pthread_cond_signal(&b->cond);
+    pthread_mutex_unlock(&b->lock);
+    b->status = clBuildProgram(b->p, 1, &b->device, "", NULL, NULL);
+    b->ended = now();
+    return NULL;
+}
+
+/* A program that does not compile, built by a thread of its own as the
+ * long one was: its failure, its log and its callback as natively. */
+static void *broken_builder(void *arg) {
+    builder_t *b = arg;
+    b->started = 0;
+    b->status = clBuildProgram(b->p, 1, &b->device, "", built, &b->started);
+    return NULL;
+}
+
+/* One thread builds a long program; meanwhile the main thread asks a
+ * marker's status, which needs the server. */
+static void build_beside(env_t *t, cl_command_queue q) {
+    cl_int e;
+    char *src = long_source();
+    const char *srcs[] = {src};
+    builder_t b = {clCreateProgramWithSource(t->ctx, 1, srcs, NULL, &e), t->device,
+                   PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 1, 0};
+    CHECK_ERR(e, "program");
+    cl_event marker;
+    CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &marker));
+    CHECK(clFinish(q));
+    pthread_t th;
+    ASSERT(pthread_create(&th, NULL, builder, &b) == 0);
+    pthread_mutex_lock(&b.lock);
+    while (!b.started) pthread_cond_wait(&b.cond, &b.lock);
+    pthread_mutex_unlock(&b.lock);
+    /* Let the builder reach the compiler. */
+    usleep(50 * 1000);
+    cl_int st = 1;
+    CHECK(clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
+    double answered = now();
+    ASSERT(pthread_join(th, NULL) == 0);
+    printf("build: another thread answered while the program built: %d\n", answered < b.ended);
+    printf("build: status %d, marker status %d\n", b.status, st);
+    /* The program built is whole: its kernel runs. */
+    cl_kernel k = kernel(b.p, "big");
+    cl_mem o = buffer(t, CL_MEM_READ_WRITE, sizeof(cl_uint), NULL);
+    cl_uint v = 1;
+    size_t one = 1;
+    CHECK(clEnqueueWriteBuffer(q, o, CL_TRUE, 0, sizeof v, &v, 0, NULL, NULL));
+    CHECK(clSetKernelArg(k, 0, sizeof o, &o));
+    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &one, NULL, 0, NULL, NULL));
+    CHECK(clEnqueueReadBuffer(q, o, CL_TRUE, 0, sizeof v, &v, 0, NULL, NULL));
+    printf("build: its kernel ran: %d\n", v != 1);
+    CHECK(clReleaseMemObject(o));
+    CHECK(clReleaseKernel(k));
+    CHECK(clReleaseEvent(marker));
+    CHECK(clReleaseProgram(b.p));
+    free(src);
+
+    const char *broken[] = {"__kernel void k(__global uint *o) { o[0] = undeclared; }\n"};
+    b.p = clCreateProgramWithSource(t->ctx, 1, broken, NULL, &e);
+    CHECK_ERR(e, "broken program");
+    ASSERT(pthread_create(&th, NULL, broken_builder, &b) == 0);
+    ASSERT(pthread_join(th, NULL) == 0);
+    char log[4096] = "";
+    CHECK(clGetProgramBuildInfo(b.p, t->device, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL));
+    printf("build: a broken program: %d, its log names the error: %d, callbacks run: %d\n",
+           b.status, strstr(log, "undeclared") != NULL, b.started);
+    CHECK(clReleaseProgram(b.p));
+}
+
 int main(void) {
     env_t t;
     env_init(&t, 0);
@@ -149,6 +263,7 @@ int main(void) {
         }
         CHECK(clReleaseEvent(w.started));
     }
+    build_beside(&t, q);
     CHECK(clReleaseCommandQueue(q));
     CHECK(clReleaseMemObject(out));
     CHECK(clReleaseMemObject(side[0]));

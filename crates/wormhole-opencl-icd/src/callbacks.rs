@@ -54,6 +54,22 @@ pub struct Pending {
     token: Option<u64>,
 }
 
+/// Calls a program's build `pfn_notify`, if there is one, as the build
+/// returns (on the calling thread).
+///
+/// # Safety
+/// `pfn` is NULL or the application's `pfn_notify` for `program`.
+pub unsafe fn notify_program(pfn: *mut c_void, program: *mut c_void, user_data: *mut c_void) {
+    if pfn.is_null() || program.is_null() {
+        return;
+    }
+    // SAFETY: the application gave this function for this purpose, with
+    // this signature (OpenCL's pfn_notify).
+    let f: ObjFn = unsafe { std::mem::transmute::<*mut c_void, ObjFn>(pfn) };
+    // SAFETY: calling the application's callback as specified.
+    unsafe { f(program, user_data) };
+}
+
 pub fn put(
     c: &mut Call,
     kind: CallbackKind,
@@ -102,13 +118,8 @@ impl Pending {
     /// build notification now.
     pub fn fire(self, status: i32, obj: *mut c_void) {
         match self.kind {
-            CallbackKind::Program if !self.pfn.is_null() && !obj.is_null() => {
-                // SAFETY: the application gave this function for this
-                // purpose, with this signature (OpenCL's pfn_notify).
-                let f: ObjFn = unsafe { std::mem::transmute::<*mut c_void, ObjFn>(self.pfn) };
-                // SAFETY: calling the application's callback as specified.
-                unsafe { f(obj, self.user_data) };
-            }
+            // SAFETY: the application gave this callback for this object.
+            CallbackKind::Program => unsafe { notify_program(self.pfn, obj, self.user_data) },
             CallbackKind::Event | CallbackKind::Memdtor => {
                 if let Some(t) = self.token {
                     let mut reg = tokens();

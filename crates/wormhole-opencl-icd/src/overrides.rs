@@ -120,6 +120,59 @@ pub unsafe extern "C" fn clGetPlatformInfo(
     }
 }
 
+/// A build leaves the channel free while it compiles once more than one of
+/// the application's threads calls OpenCL: the server builds on a thread of
+/// its own and completes a user event at the end, which this thread waits
+/// for as for any event ([`waits::wait`]); the other threads' calls go on
+/// meanwhile, as natively. A single-threaded program builds in one round
+/// trip, as the description says. `pfn_notify` runs on the calling thread
+/// when the build returns, either way.
+///
+/// # Safety
+/// As for `clBuildProgram`.
+pub unsafe extern "C" fn clBuildProgram(
+    program: *mut c_void,
+    num_devices: u32,
+    device_list: *const *mut c_void,
+    options: *const c_char,
+    pfn_notify: *mut c_void,
+    user_data: *mut c_void,
+) -> i32 {
+    // User data without a callback is the library's to refuse.
+    if !waits::free_channel_for_build() || (pfn_notify.is_null() && !user_data.is_null()) {
+        // SAFETY: forwarded contract.
+        return unsafe {
+            gen::clBuildProgram(
+                program,
+                num_devices,
+                device_list,
+                options,
+                pfn_notify,
+                user_data,
+            )
+        };
+    }
+    let mut ev = std::ptr::null_mut();
+    // SAFETY: forwarded contract; `ev` is ours.
+    let s =
+        unsafe { gen::whBuildProgramStart(program, num_devices, device_list, options, &mut ev) };
+    if s != CL_SUCCESS {
+        return s;
+    }
+    // The event only completes (a user event cannot fail), and a failed
+    // wait (the server gone) leaves the result to tell.
+    let _ = waits::wait(&[ev]);
+    // SAFETY: our event, released once its result is taken.
+    let s = unsafe {
+        let s = gen::whBuildProgramResult(ev);
+        gen::clReleaseEvent(ev);
+        s
+    };
+    // SAFETY: the application's callback for this program.
+    unsafe { crate::callbacks::notify_program(pfn_notify, program, user_data) };
+    s
+}
+
 const CL_PROGRAM_NUM_DEVICES: u32 = 0x1162;
 const CL_PROGRAM_BINARY_SIZES: u32 = 0x1165;
 const CL_PROGRAM_BINARIES: u32 = 0x1166;

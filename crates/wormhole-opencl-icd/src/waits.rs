@@ -61,6 +61,14 @@ pub fn free_channel() -> bool {
             && RECENT_WAIT_NS.load(Ordering::Relaxed) >= LONG_WAIT.as_nanos() as u64)
 }
 
+/// Whether a program build should leave the channel free: whenever more
+/// than one of the application's threads calls OpenCL, since a build is
+/// always long against what leaving the channel free costs.
+pub fn free_channel_for_build() -> bool {
+    crate::rt::count_caller();
+    crate::rt::several_callers()
+}
+
 /// Runs a wait and adds how long it took to the average (a race between
 /// threads may lose a sample; it is an estimate).
 pub fn timed<T>(f: impl FnOnce() -> T) -> T {

@@ -6,6 +6,7 @@
 //! library and never dereference, hence the allowance below.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+pub mod builds;
 pub mod callbacks;
 pub mod custom;
 pub mod overrides;

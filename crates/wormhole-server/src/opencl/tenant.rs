@@ -144,6 +144,8 @@ pub struct Tenant {
     /// Bytes of non-blocking writes' data kept until their commands ran
     /// (`overrides::clEnqueueWriteBuffer`).
     pub kept_writes: Arc<std::sync::atomic::AtomicU64>,
+    /// Program builds on threads of their own (`builds.rs`).
+    pub builds: Arc<super::builds::Builds>,
     out_bufs: OutBufs,
     /// Kernel arguments' declarations (see `ArgDecls`).
     pub arg_decls: ArgDecls,
@@ -168,6 +170,7 @@ impl Tenant {
             shared: None,
             memory: None,
             kept_writes: Arc::default(),
+            builds: Arc::default(),
             out_bufs: OutBufs::default(),
             arg_decls: ArgDecls::default(),
         };
