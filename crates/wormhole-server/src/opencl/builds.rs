@@ -89,10 +89,13 @@ impl Job {
             )
         };
         self.builds.results().insert(self.event, Some(status));
-        // SAFETY: the event is our user event, still referenced by the
-        // tenant's table or the client's wait; then our own reference.
+        // SAFETY: the event and the program hold a reference of ours each,
+        // taken for the build and dropped here. The event's own: once its
+        // status is set, the client may release its reference at once,
+        // while the library is still inside this call.
         unsafe {
             ffi::clSetUserEventStatus(self.event as *mut c_void, CL_COMPLETE);
+            ffi::clReleaseEvent(self.event as *mut c_void);
             ffi::clReleaseProgram(program);
         }
     }
@@ -133,9 +136,11 @@ pub unsafe fn whBuildProgramStart(
         };
     }
     // SAFETY: the caller's contract on `device_list` and `options`; the
-    // program is retained for the build, which releases it.
+    // program and the event are retained for the build, which releases
+    // them.
     let job = unsafe {
         ffi::clRetainProgram(program);
+        ffi::clRetainEvent(ev);
         Job {
             program: program as usize,
             devices: (!device_list.is_null()).then(|| {
