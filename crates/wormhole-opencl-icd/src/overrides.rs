@@ -555,7 +555,12 @@ unsafe fn rect_shortcut(
         // SAFETY: forwarded contract.
         return unsafe { settle(q, n, wl) }.err();
     }
-    if !waits::user_events_open() || ptr.is_null() || geometry.iter().any(|p| p.is_null()) {
+    if !waits::user_events_open() {
+        // SAFETY: forwarded contract.
+        unsafe { settle_anyway(q, n, wl) };
+        return None;
+    }
+    if ptr.is_null() || geometry.iter().any(|p| p.is_null()) {
         return None;
     }
     // SAFETY: the API's origins and region are three size_t each.
@@ -639,9 +644,9 @@ macro_rules! rect_transfer {
 rect_transfer!(clEnqueueReadBufferRect, false, *mut c_void);
 rect_transfer!(clEnqueueWriteBufferRect, true, *const c_void);
 
-/// What an image read or write does before it is forwarded: settle a
-/// blocking one (see [`settle`]), and stash the image's shape for the
-/// marshalling of the host memory.
+/// What an image read or write does before it is forwarded: settle it
+/// (see [`settle`]; one that [`image_later`] did not take), and stash the
+/// image's shape for the marshalling of the host memory.
 ///
 /// # Safety
 /// `wl` holds `n` events.
@@ -655,6 +660,9 @@ unsafe fn before_image_transfer(
     if blocking != 0 {
         // SAFETY: the caller's contract.
         unsafe { settle(q, n, wl) }?;
+    } else if !waits::user_events_open() {
+        // SAFETY: the caller's contract.
+        unsafe { settle_anyway(q, n, wl) };
     }
     stash_image_shape(image)
 }
@@ -1147,7 +1155,13 @@ unsafe fn copy_for(map_flags: u64, mapped: *mut u8, app: *mut u8, size: usize) {
 /// Before a call the server runs blocking: when waits leave the channel
 /// free ([`waits::free_channel`]), wait here first, so that the process's
 /// other threads (one of which may set a user event this waits for) reach
-/// the server meanwhile.
+/// the server meanwhile. That includes transfers the application made
+/// non-blocking: the server runs every read, rectangle and image transfer,
+/// and buffer writes of [`BULK_MIN`] or more, blocking all the same (only
+/// smaller buffer writes it keeps and runs as asked), so the calling thread
+/// waits for its answer either way. But not a non-blocking one while a user
+/// event is open: this very thread may set that event once we return, so
+/// such transfers complete later instead.
 ///
 /// # Safety
 /// `wl` holds `n` events (the caller's contract).
@@ -1157,6 +1171,17 @@ unsafe fn settle(q: *mut c_void, n: u32, wl: *const *mut c_void) -> Result<(), i
     }
     // SAFETY: the caller's contract.
     unsafe { waits::settle(q, n, wl) }.map(|_| ())
+}
+
+/// [`settle`] before a transfer the application made non-blocking: a
+/// failure of what it waits for is the forwarded call's to report, as it
+/// was before (the server runs it blocking).
+///
+/// # Safety
+/// `wl` holds `n` events (the caller's contract).
+unsafe fn settle_anyway(q: *mut c_void, n: u32, wl: *const *mut c_void) {
+    // SAFETY: the caller's contract.
+    let _ = unsafe { settle(q, n, wl) };
 }
 
 /// What the library would refuse when the transfer is enqueued, checked
@@ -1783,6 +1808,9 @@ unsafe fn transfer_shortcut(
                 transfer_after_gate(q, buf, op, ptr.cast(), n, wl, ev)
             }
         });
+    } else if map_flags == CL_MAP_READ || size >= BULK_MIN {
+        // SAFETY: forwarded contract.
+        unsafe { settle_anyway(q, n, wl) };
     }
     if size < BULK_MIN || ptr.is_null() {
         return None;
