@@ -10,6 +10,9 @@
  *       KERNEL_MS ms, each followed by clFinish, while another makes CALLS
  *       calls that need the server (an event's status), 1 ms apart; their
  *       mean and longest time
+ *   threads builds FUNCS CALLS             the same, while one thread builds
+ *       programs of FUNCS functions one after another (each different, so
+ *       that no cache of compiled programs has it)
  */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
@@ -129,29 +132,18 @@ static void *long_waits(void *arg) {
     return NULL;
 }
 
-static int latency(double kernel_ms, int calls) {
-    if (kernel_ms <= 0 || calls < 1) return 1;
-    lane_t l = lane();
-    /* Size the kernel: the quickest of three short runs. */
-    iters = 1u << 18;
-    double best = 1e9;
-    for (int i = 0; i < 3; i++) {
-        double t0 = now();
-        launch(&l, iters);
-        CHECK(clFinish(l.q));
-        if (now() - t0 < best) best = now() - t0;
-    }
-    double want = (double)iters * kernel_ms * 1e-3 / (best > 1e-7 ? best : 1e-7);
-    iters = want > 4e9 ? 4000000000u : want < 1 ? 1 : (cl_uint)want;
-    /* A completed event to ask about: its status stays with the server. */
+/* CALLS calls that need the server (a completed event's status), 1 ms
+ * apart, while `other` runs in a thread of its own until told to stop;
+ * prints their mean and longest time. */
+static int beside(void *(*other)(void *), void *arg, lane_t *l, int calls) {
     cl_event done;
     cl_int e;
     size_t g = 1;
-    CHECK(clSetKernelArg(l.k, 1, sizeof(cl_uint), &(cl_uint){1}));
-    CHECK(clEnqueueNDRangeKernel(l.q, l.k, 1, NULL, &g, NULL, 0, NULL, &done));
+    CHECK(clSetKernelArg(l->k, 1, sizeof(cl_uint), &(cl_uint){1}));
+    CHECK(clEnqueueNDRangeKernel(l->q, l->k, 1, NULL, &g, NULL, 0, NULL, &done));
     CHECK(clWaitForEvents(1, &done));
     pthread_t th;
-    if (pthread_create(&th, NULL, long_waits, &l) != 0) return 2;
+    if (pthread_create(&th, NULL, other, arg) != 0) return 2;
     double sum = 0, worst = 0;
     for (int i = 0; i < calls; i++) {
         usleep(1000);
@@ -166,9 +158,66 @@ static int latency(double kernel_ms, int calls) {
     atomic_store(&stop, 1);
     pthread_join(th, NULL);
     CHECK(clReleaseEvent(done));
-    drop(&l);
     printf("RESULT {\"mean_us\": %.1f, \"max_us\": %.1f}\n", sum / calls * 1e6, worst * 1e6);
     return 0;
+}
+
+/* Programs of `*arg` functions, built one after another until told. */
+static void *build_loop(void *arg) {
+    int funcs = *(int *)arg;
+    size_t cap = (size_t)funcs * 200 + 4096;
+    char *s = malloc(cap);
+    if (!s) exit(2);
+    for (unsigned run = (unsigned)getpid() * 2654435761u; !atomic_load(&stop); run++) {
+        size_t n = (size_t)snprintf(s, cap, "#define RUN %uu\n", run);
+        for (int f = 0; f < funcs && n < cap; f++)
+            n += (size_t)snprintf(s + n, cap - n,
+                                  "static uint f%d(uint a) { for (uint i = 0; i < 7u; i++) "
+                                  "a = a * %du + (a >> %d) + i; return a ^ %du; }\n",
+                                  f, 2 * f + 3, f % 13 + 1, (unsigned)f * 7919u);
+        if (n < cap)
+            n += (size_t)snprintf(s + n, cap - n, "__kernel void big(__global uint *o) {\n"
+                                                  "    uint a = o[0];\n");
+        for (int f = 0; f < funcs && n < cap; f++)
+            n += (size_t)snprintf(s + n, cap - n, "    a = f%d(a);\n", f);
+        if (n < cap) n += (size_t)snprintf(s + n, cap - n, "    o[0] = a ^ RUN;\n}\n");
+        if (n >= cap) exit(2);
+        cl_int e;
+        const char *srcs[] = {s};
+        cl_program p = clCreateProgramWithSource(ctx, 1, srcs, NULL, &e);
+        CHECK(e);
+        CHECK(clBuildProgram(p, 1, &dev, NULL, NULL, NULL));
+        CHECK(clReleaseProgram(p));
+    }
+    free(s);
+    return NULL;
+}
+
+static int builds(int funcs, int calls) {
+    if (funcs < 1 || funcs > 100000 || calls < 1) return 1;
+    lane_t l = lane();
+    int r = beside(build_loop, &funcs, &l, calls);
+    drop(&l);
+    return r;
+}
+
+static int latency(double kernel_ms, int calls) {
+    if (kernel_ms <= 0 || calls < 1) return 1;
+    lane_t l = lane();
+    /* Size the kernel: the quickest of three short runs. */
+    iters = 1u << 18;
+    double best = 1e9;
+    for (int i = 0; i < 3; i++) {
+        double t0 = now();
+        launch(&l, iters);
+        CHECK(clFinish(l.q));
+        if (now() - t0 < best) best = now() - t0;
+    }
+    double want = (double)iters * kernel_ms * 1e-3 / (best > 1e-7 ? best : 1e-7);
+    iters = want > 4e9 ? 4000000000u : want < 1 ? 1 : (cl_uint)want;
+    int r = beside(long_waits, &l, &l, calls);
+    drop(&l);
+    return r;
 }
 
 int main(int argc, char **argv) {
@@ -183,7 +232,11 @@ int main(int argc, char **argv) {
         setup();
         return latency(atof(argv[2]), atoi(argv[3]));
     }
-    fprintf(stderr,
-            "usage: threads loops T LAUNCHES EVERY ITERS | threads latency KERNEL_MS CALLS\n");
+    if (argc == 4 && strcmp(argv[1], "builds") == 0) {
+        setup();
+        return builds(atoi(argv[2]), atoi(argv[3]));
+    }
+    fprintf(stderr, "usage: threads loops T LAUNCHES EVERY ITERS | threads latency KERNEL_MS "
+                    "CALLS | threads builds FUNCS CALLS\n");
     return 1;
 }

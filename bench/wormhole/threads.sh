@@ -5,7 +5,8 @@
 # names one, all alternating within each round so that a noisy machine hits
 # every setup alike. Workloads: threads each looping small launches with a
 # clFinish every few (wall time), and one thread waiting on 0.3 ms or 20 ms
-# kernels while another makes short calls (their latency). Writes
+# kernels, or builds programs, while another makes short calls (their
+# latency). Writes
 # bench/out/threads.md: medians of the rounds, and the ratio to native.
 #
 #   bench/wormhole/threads.sh [ROUNDS]              (default 3)
@@ -35,6 +36,7 @@ workloads=(
   "loops 2 200 10 100000"
   "latency 0.3 100"
   "latency 20 100"
+  "builds 300 50"
 )
 raw=$out/threads-raw.txt
 : > "$raw"
@@ -85,6 +87,7 @@ for w, by in vals.items():
 print()
 print(f"Medians of {len(next(iter(vals.values()))['native'])} rounds, setups rotating within each round. "
       "`loops T LAUNCHES EVERY ITERS`: wall time; `latency KERNEL_MS CALLS`: mean time of the "
-      "short calls one thread makes while another waits on kernels.")
+      "short calls one thread makes while another waits on kernels; `builds FUNCS CALLS`: the "
+      "same while another builds programs of FUNCS functions.")
 PY
 cat "$out/threads.md"
