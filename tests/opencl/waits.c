@@ -1,6 +1,6 @@
 /* A thread waits for a long kernel (clFinish, clWaitForEvents, a blocking
- * read, a non-blocking write and then clFinish, or a non-blocking read and
- * then a wait for it), or builds a program,
+ * read, a non-blocking write and then clFinish, a non-blocking read or map
+ * and then a wait for it), or builds a program,
  * while another thread asks the server something: natively it is answered
  * while the kernel runs or the program compiles. Through Wormhole all
  * threads of a process share one channel, so a wait must leave it free
@@ -20,10 +20,11 @@ static const char *src =
     "    out[0] = a | 1u;\n"
     "}\n";
 
-enum how { FINISH, WAIT_EVENT, BLOCKING_READ, WRITE_THEN_FINISH, READ_THEN_WAIT };
+enum how { FINISH, WAIT_EVENT, BLOCKING_READ, WRITE_THEN_FINISH, READ_THEN_WAIT, MAP_THEN_WAIT };
 static const char *names[] = {"finish", "wait for the event", "blocking read",
                               "non-blocking write, then finish",
-                              "non-blocking read, then wait for it"};
+                              "non-blocking read, then wait for it",
+                              "non-blocking map, then wait for it"};
 
 #define WRITTEN 1024
 
@@ -82,6 +83,20 @@ static void *waiter(void *arg) {
             w->wait_status = clEnqueueWriteBuffer(w->q, w->side[b], CL_FALSE, 0, sizeof data[b],
                                                   data[b], 0, NULL, NULL);
         if (w->wait_status == CL_SUCCESS) w->wait_status = clFinish(w->q);
+        break;
+    }
+    case MAP_THEN_WAIT: {
+        cl_event mapped = NULL;
+        cl_uint *p = clEnqueueMapBuffer(w->q, w->out, CL_FALSE, CL_MAP_READ, 0, sizeof w->value, 0,
+                                        NULL, &mapped, &w->wait_status);
+        if (w->wait_status == CL_SUCCESS) {
+            w->wait_status = clWaitForEvents(1, &mapped);
+            clReleaseEvent(mapped);
+            if (w->wait_status == CL_SUCCESS) w->value = *p;
+            cl_int u = clEnqueueUnmapMemObject(w->q, w->out, p, 0, NULL, NULL);
+            if (w->wait_status == CL_SUCCESS) w->wait_status = u;
+            if (w->wait_status == CL_SUCCESS) w->wait_status = clFinish(w->q);
+        }
         break;
     }
     case READ_THEN_WAIT: {
@@ -240,7 +255,7 @@ int main(void) {
     iters = want > 4e9 ? 4000000000u : want < (double)(1u << 22) ? 1u << 22 : (cl_uint)want;
     CHECK(clSetKernelArg(k, 1, sizeof iters, &iters));
 
-    for (int how = FINISH; how <= READ_THEN_WAIT; how++) {
+    for (int how = FINISH; how <= MAP_THEN_WAIT; how++) {
         cl_uint zero = 0;
         CHECK(clEnqueueWriteBuffer(q, out, CL_TRUE, 0, sizeof zero, &zero, 0, NULL, NULL));
         waiter_t w = {&t, q, k, out, {side[0], side[1]}, how, PTHREAD_MUTEX_INITIALIZER,
@@ -262,7 +277,7 @@ int main(void) {
         CHECK(clGetEventInfo(w.started, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
         printf("%s: wait %d, kernel complete after it: %d\n", names[how], w.wait_status,
                st == CL_COMPLETE);
-        if (how == BLOCKING_READ || how == READ_THEN_WAIT)
+        if (how == BLOCKING_READ || how == READ_THEN_WAIT || how == MAP_THEN_WAIT)
             printf("%s: the kernel's result read: %d\n", names[how], w.value != 0);
         if (how == WRITE_THEN_FINISH) {
             cl_uint got[2][WRITTEN];

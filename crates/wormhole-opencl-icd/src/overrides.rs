@@ -828,6 +828,10 @@ pub unsafe extern "C" fn clEnqueueMapBuffer(
             unsafe { set_errcode(err, e) };
             return std::ptr::null_mut();
         }
+    } else if !waits::user_events_open() {
+        // The server maps blocking all the same (see `settle`).
+        // SAFETY: forwarded contract.
+        unsafe { settle_anyway(q, n, wl) };
     }
     let r = map_buffer(q, buf, flags, offset, size, n, wl, ev, false);
     let (v, e) = match r {
@@ -930,6 +934,9 @@ pub unsafe extern "C" fn clEnqueueMapImage(
         if blocking != 0 {
             // SAFETY: forwarded contract.
             unsafe { settle(q, n, wl) }?;
+        } else if !waits::user_events_open() {
+            // SAFETY: forwarded contract.
+            unsafe { settle_anyway(q, n, wl) };
         }
         let mut c = Call::begin(func::clEnqueueMapImage)?;
         c.handle(q, Kind::Queue)?;
@@ -1158,8 +1165,8 @@ unsafe fn copy_for(map_flags: u64, mapped: *mut u8, app: *mut u8, size: usize) {
 /// the server meanwhile. That includes transfers the application made
 /// non-blocking: the server runs every read, rectangle and image transfer,
 /// and buffer writes of [`BULK_MIN`] or more, blocking all the same (only
-/// smaller buffer writes it keeps and runs as asked), so the calling thread
-/// waits for its answer either way. But not a non-blocking one while a user
+/// smaller buffer writes it keeps and runs as asked), and every map, so the
+/// calling thread waits for its answer either way. But not a non-blocking one while a user
 /// event is open: this very thread may set that event once we return, so
 /// such transfers complete later instead.
 ///
@@ -1167,6 +1174,13 @@ unsafe fn copy_for(map_flags: u64, mapped: *mut u8, app: *mut u8, size: usize) {
 /// `wl` holds `n` events (the caller's contract).
 unsafe fn settle(q: *mut c_void, n: u32, wl: *const *mut c_void) -> Result<(), i32> {
     if !waits::free_channel() {
+        return Ok(());
+    }
+    // On an out-of-order queue a command waits for its wait list only; a
+    // marker without one would wait for every command before it.
+    let in_order =
+        || matches!(obj(q, Kind::Queue), Ok(Some(o)) if o.in_order.load(Ordering::Relaxed));
+    if n == 0 && !in_order() {
         return Ok(());
     }
     // SAFETY: the caller's contract.
