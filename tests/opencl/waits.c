@@ -1,6 +1,6 @@
 /* A thread waits for a long kernel (clFinish, clWaitForEvents, a blocking
  * read, a non-blocking write and then clFinish, a non-blocking read or map
- * and then a wait for it), or builds a program,
+ * and then a wait for it), or builds or compiles a program,
  * while another thread asks the server something: natively it is answered
  * while the kernel runs or the program compiles. Through Wormhole all
  * threads of a process share one channel, so a wait must leave it free
@@ -117,12 +117,12 @@ static void *waiter(void *arg) {
  * run (in its code: a cache of compiled programs may key on the source
  * without its comments) so that no such cache has it. */
 #define FUNCS 600
-static char *long_source(void) {
+static char *long_source(const char *prefix, const char *extra) {
     size_t cap = 256 * 1024, n = 0;
     char *s = malloc(cap);
     ASSERT(s);
     unsigned run = (unsigned)getpid() * 2654435761u ^ (unsigned)(now() * 1e6);
-    n += (size_t)snprintf(s + n, cap - n, "#define RUN %uu\n", run);
+    n += (size_t)snprintf(s + n, cap - n, "%s#define RUN %uu\n", prefix, run);
     for (int f = 0; f < FUNCS && n < cap; f++)
         n += (size_t)snprintf(s + n, cap - n,
                               "static uint f%d(uint a) { for (uint i = 0; i < 7u; i++) "
@@ -132,13 +132,14 @@ static char *long_source(void) {
                                                           "    uint a = o[get_global_id(0)];\n");
     for (int f = 0; f < FUNCS && n < cap; f++)
         n += (size_t)snprintf(s + n, cap - n, "    a = f%d(a);\n", f);
-    if (n < cap) snprintf(s + n, cap - n, "    o[get_global_id(0)] = a ^ RUN;\n}\n");
+    if (n < cap) snprintf(s + n, cap - n, "    o[get_global_id(0)] = a ^ RUN ^ %s;\n}\n", extra);
     ASSERT(n < cap);
     return s;
 }
 
 typedef struct {
     cl_program p;
+    cl_program header; /* compile: the header it includes; else NULL */
     cl_device_id device;
     pthread_mutex_t lock;
     pthread_cond_t cond;
@@ -158,7 +159,10 @@ static void *builder(void *arg) {
     b->started = 1;
     pthread_cond_signal(&b->cond);
     pthread_mutex_unlock(&b->lock);
-    b->status = clBuildProgram(b->p, 1, &b->device, "", NULL, NULL);
+    const char *names[] = {"h.h"};
+    b->status = b->header ? clCompileProgram(b->p, 1, &b->device, "", 1, &b->header, names, NULL,
+                                             NULL)
+                          : clBuildProgram(b->p, 1, &b->device, "", NULL, NULL);
     b->ended = now();
     return NULL;
 }
@@ -172,13 +176,21 @@ static void *broken_builder(void *arg) {
     return NULL;
 }
 
-/* One thread builds a long program; meanwhile the main thread asks a
+/* One thread builds a long program (or compiles it, with a header, when
+ * `compile`: then it is linked after); meanwhile the main thread asks a
  * marker's status, which needs the server. */
-static void build_beside(env_t *t, cl_command_queue q) {
+static void build_beside(env_t *t, cl_command_queue q, int compile) {
     cl_int e;
-    char *src = long_source();
+    const char *what = compile ? "compile" : "build";
+    const char *hdr[] = {"#define HDR_VALUE 5u\n"};
+    cl_program header = NULL;
+    if (compile) {
+        header = clCreateProgramWithSource(t->ctx, 1, hdr, NULL, &e);
+        CHECK_ERR(e, "header");
+    }
+    char *src = compile ? long_source("#include \"h.h\"\n", "HDR_VALUE") : long_source("", "0u");
     const char *srcs[] = {src};
-    builder_t b = {clCreateProgramWithSource(t->ctx, 1, srcs, NULL, &e), t->device,
+    builder_t b = {clCreateProgramWithSource(t->ctx, 1, srcs, NULL, &e), header, t->device,
                    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 1, 0};
     CHECK_ERR(e, "program");
     cl_event marker;
@@ -195,10 +207,16 @@ static void build_beside(env_t *t, cl_command_queue q) {
     CHECK(clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
     double answered = now();
     ASSERT(pthread_join(th, NULL) == 0);
-    printf("build: another thread answered while the program built: %d\n", answered < b.ended);
-    printf("build: status %d, marker status %d\n", b.status, st);
+    printf("%s: another thread answered while the program compiled: %d\n", what,
+           answered < b.ended);
+    printf("%s: status %d, marker status %d\n", what, b.status, st);
+    cl_program built_p = b.p;
+    if (compile) {
+        built_p = clLinkProgram(t->ctx, 1, &t->device, "", 1, &b.p, NULL, NULL, &e);
+        CHECK_ERR(e, "link");
+    }
     /* The program built is whole: its kernel runs. */
-    cl_kernel k = kernel(b.p, "big");
+    cl_kernel k = kernel(built_p, "big");
     cl_mem o = buffer(t, CL_MEM_READ_WRITE, sizeof(cl_uint), NULL);
     cl_uint v = 1;
     size_t one = 1;
@@ -206,11 +224,17 @@ static void build_beside(env_t *t, cl_command_queue q) {
     CHECK(clSetKernelArg(k, 0, sizeof o, &o));
     CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &one, NULL, 0, NULL, NULL));
     CHECK(clEnqueueReadBuffer(q, o, CL_TRUE, 0, sizeof v, &v, 0, NULL, NULL));
-    printf("build: its kernel ran: %d\n", v != 1);
+    printf("%s: its kernel ran: %d\n", what, v != 1);
     CHECK(clReleaseMemObject(o));
     CHECK(clReleaseKernel(k));
     CHECK(clReleaseEvent(marker));
     CHECK(clReleaseProgram(b.p));
+    if (compile) {
+        CHECK(clReleaseProgram(built_p));
+        CHECK(clReleaseProgram(header));
+        free(src);
+        return;
+    }
     free(src);
 
     const char *broken[] = {"__kernel void k(__global uint *o) { o[0] = undeclared; }\n"};
@@ -291,7 +315,8 @@ int main(void) {
         }
         CHECK(clReleaseEvent(w.started));
     }
-    build_beside(&t, q);
+    build_beside(&t, q, 0);
+    build_beside(&t, q, 1);
     CHECK(clReleaseCommandQueue(q));
     CHECK(clReleaseMemObject(out));
     CHECK(clReleaseMemObject(side[0]));

@@ -138,24 +138,87 @@ pub unsafe extern "C" fn clBuildProgram(
     pfn_notify: *mut c_void,
     user_data: *mut c_void,
 ) -> i32 {
-    // User data without a callback is the library's to refuse.
-    if !waits::free_channel_for_build() || (pfn_notify.is_null() && !user_data.is_null()) {
-        // SAFETY: forwarded contract.
-        return unsafe {
-            gen::clBuildProgram(
+    // SAFETY: forwarded contract.
+    unsafe {
+        off_channel(program, pfn_notify, user_data, |ev| match ev {
+            None => gen::clBuildProgram(
                 program,
                 num_devices,
                 device_list,
                 options,
                 pfn_notify,
                 user_data,
-            )
-        };
+            ),
+            Some(ev) => gen::whBuildProgramStart(program, num_devices, device_list, options, ev),
+        })
+    }
+}
+
+/// `clCompileProgram` as [`clBuildProgram`].
+///
+/// # Safety
+/// As for `clCompileProgram`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clCompileProgram(
+    program: *mut c_void,
+    num_devices: u32,
+    device_list: *const *mut c_void,
+    options: *const c_char,
+    num_input_headers: u32,
+    input_headers: *const *mut c_void,
+    header_include_names: *const *const c_char,
+    pfn_notify: *mut c_void,
+    user_data: *mut c_void,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        off_channel(program, pfn_notify, user_data, |ev| match ev {
+            None => gen::clCompileProgram(
+                program,
+                num_devices,
+                device_list,
+                options,
+                num_input_headers,
+                input_headers,
+                header_include_names,
+                pfn_notify,
+                user_data,
+            ),
+            Some(ev) => gen::whCompileProgramStart(
+                program,
+                num_devices,
+                device_list,
+                options,
+                num_input_headers,
+                input_headers,
+                header_include_names,
+                ev,
+            ),
+        })
+    }
+}
+
+/// Runs a build or compilation: `call(None)` forwards it as one call (and
+/// runs the callback); `call(Some(ev))` asks the server to start it on a
+/// thread of its own, which completes `*ev` at the end; this thread then
+/// waits for that with the channel free, takes the result, and runs
+/// `pfn_notify`.
+///
+/// # Safety
+/// `call` makes the application's call with its arguments; `pfn_notify`
+/// and `user_data` are the application's for `program`.
+unsafe fn off_channel(
+    program: *mut c_void,
+    pfn_notify: *mut c_void,
+    user_data: *mut c_void,
+    call: impl FnOnce(Option<&mut *mut c_void>) -> i32,
+) -> i32 {
+    // User data without a callback is the library's to refuse.
+    if !waits::free_channel_for_build() || (pfn_notify.is_null() && !user_data.is_null()) {
+        return call(None);
     }
     let mut ev = std::ptr::null_mut();
-    // SAFETY: forwarded contract; `ev` is ours.
-    let s =
-        unsafe { gen::whBuildProgramStart(program, num_devices, device_list, options, &mut ev) };
+    let s = call(Some(&mut ev));
     if s != CL_SUCCESS {
         return s;
     }

@@ -1,4 +1,5 @@
-//! Program builds on threads of their own (`whBuildProgramStart`).
+//! Program builds and compilations on threads of their own
+//! (`whBuildProgramStart`, `whCompileProgramStart`).
 //!
 //! A tenant serves its client with one thread, and a client process's
 //! threads share one channel: a build run there (hundreds of milliseconds
@@ -6,8 +7,9 @@
 //! ends, where natively they go on. So when the client asks, the build runs
 //! on a thread of its own, and a user event the client waits on (with the
 //! channel free) completes when it ends; `whBuildProgramResult` then gives
-//! its status. OpenCL calls are thread-safe, and the build thread touches
-//! nothing of the tenant's but [`Builds`].
+//! its status. A compilation (`clCompileProgram`) goes the same way.
+//! OpenCL calls are thread-safe, and the build thread touches nothing of
+//! the tenant's but [`Builds`].
 
 #![allow(non_snake_case)]
 
@@ -47,56 +49,100 @@ impl Builds {
     }
 }
 
+/// A compilation's embedded headers: programs and the names they go by.
+#[derive(Clone)]
+struct Headers {
+    programs: Vec<usize>,
+    names: Option<Vec<CString>>,
+}
+
 /// What one build needs, as plain values a thread can take.
 #[derive(Clone)]
 struct Job {
     program: usize,
     devices: Option<Vec<usize>>,
     options: Option<CString>,
+    /// Some: a compilation (`clCompileProgram`) with these headers.
+    compile: Option<Headers>,
     event: usize,
     builds: Arc<Builds>,
 }
 
+/// Handles as the library takes them, or NULL for none.
+fn handles(v: &Option<Vec<usize>>) -> (Vec<*mut c_void>, bool) {
+    match v {
+        Some(v) => (v.iter().map(|&p| p as *mut c_void).collect(), true),
+        None => (Vec::new(), false),
+    }
+}
+
 impl Job {
-    /// Builds, records the status, completes the event, and drops the
-    /// reference to the program taken for the build.
+    /// Builds or compiles, records the status, completes the event, and
+    /// drops the references taken for the job.
     fn run(self) {
         let program = self.program as *mut c_void;
-        let devices: Option<Vec<*mut c_void>> = self
-            .devices
-            .as_ref()
-            .map(|d| d.iter().map(|&p| p as *mut c_void).collect());
-        let (n, list) = match &devices {
-            Some(d) => (d.len() as u32, d.as_ptr()),
-            None => (0, std::ptr::null()),
+        let (devices, some) = handles(&self.devices);
+        let list = if some {
+            devices.as_ptr()
+        } else {
+            std::ptr::null()
         };
         let options = self
             .options
             .as_ref()
             .map_or(std::ptr::null(), |o| o.as_ptr());
-        // SAFETY: the program is retained until the end of this function;
-        // `list` holds `n` device handles from the tenant's table (or is
-        // NULL with 0); `options` is NULL or a C string that lives here. No
-        // callback: the client calls its own when it has the result.
+        // SAFETY: the program (and a compilation's headers) are retained
+        // until the end of this function; `list` holds the device handles
+        // from the tenant's table (or is NULL with 0); `options` and the
+        // header names are NULL or C strings that live here. No callback:
+        // the client calls its own when it has the result.
         let status = unsafe {
-            ffi::clBuildProgram(
-                program,
-                n,
-                list,
-                options,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-            )
+            match &self.compile {
+                None => ffi::clBuildProgram(
+                    program,
+                    devices.len() as u32,
+                    list,
+                    options,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                ),
+                Some(h) => {
+                    let headers: Vec<*mut c_void> =
+                        h.programs.iter().map(|&p| p as *mut c_void).collect();
+                    let names: Option<Vec<*const c_char>> = h
+                        .names
+                        .as_ref()
+                        .map(|n| n.iter().map(|c| c.as_ptr()).collect());
+                    ffi::clCompileProgram(
+                        program,
+                        devices.len() as u32,
+                        list,
+                        options,
+                        headers.len() as u32,
+                        if headers.is_empty() {
+                            std::ptr::null()
+                        } else {
+                            headers.as_ptr()
+                        },
+                        names.as_ref().map_or(std::ptr::null(), |n| n.as_ptr()),
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                    )
+                }
+            }
         };
         self.builds.results().insert(self.event, Some(status));
-        // SAFETY: the event and the program hold a reference of ours each,
-        // taken for the build and dropped here. The event's own: once its
-        // status is set, the client may release its reference at once,
-        // while the library is still inside this call.
+        // SAFETY: the event, the program and the headers hold a reference
+        // of ours each, taken for the job and dropped here. The event's
+        // own: once its status is set, the client may release its reference
+        // at once, while the library is still inside this call.
         unsafe {
             ffi::clSetUserEventStatus(self.event as *mut c_void, CL_COMPLETE);
             ffi::clReleaseEvent(self.event as *mut c_void);
             ffi::clReleaseProgram(program);
+            for &h in self.compile.iter().flat_map(|h| &h.programs) {
+                ffi::clReleaseProgram(h as *mut c_void);
+            }
         }
     }
 }
@@ -114,6 +160,84 @@ pub unsafe fn whBuildProgramStart(
     num_devices: u32,
     device_list: *const *mut c_void,
     options: *const c_char,
+    event: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    unsafe { start(t, program, num_devices, device_list, options, None, event) }
+}
+
+/// [`whBuildProgramStart`] for `clCompileProgram`.
+///
+/// # Safety
+/// As for [`whBuildProgramStart`], and `input_headers` holds
+/// `num_input_headers` handles and `names` as many C strings, or either is
+/// NULL.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn whCompileProgramStart(
+    t: &mut Tenant,
+    program: *mut c_void,
+    num_devices: u32,
+    device_list: *const *mut c_void,
+    options: *const c_char,
+    num_input_headers: u32,
+    input_headers: *const *mut c_void,
+    names: *const *const c_char,
+    event: *mut *mut c_void,
+) -> i32 {
+    if (num_input_headers == 0) != input_headers.is_null()
+        || (num_input_headers == 0) != names.is_null()
+    {
+        return CL_INVALID_VALUE;
+    }
+    let n = num_input_headers as usize;
+    let headers = if n == 0 {
+        Headers {
+            programs: Vec::new(),
+            names: None,
+        }
+    } else {
+        // SAFETY: the caller's contract: `n` handles and `n` C strings.
+        unsafe {
+            Headers {
+                programs: std::slice::from_raw_parts(input_headers, n)
+                    .iter()
+                    .map(|&p| p as usize)
+                    .collect(),
+                names: Some(
+                    std::slice::from_raw_parts(names, n)
+                        .iter()
+                        .map(|&c| CStr::from_ptr(c).to_owned())
+                        .collect(),
+                ),
+            }
+        }
+    };
+    // SAFETY: the caller's contract.
+    unsafe {
+        start(
+            t,
+            program,
+            num_devices,
+            device_list,
+            options,
+            Some(headers),
+            event,
+        )
+    }
+}
+
+/// Starts a job (see the module's text).
+///
+/// # Safety
+/// As for [`whBuildProgramStart`]; `compile`'s programs come from the
+/// tenant's table.
+unsafe fn start(
+    t: &mut Tenant,
+    program: *mut c_void,
+    num_devices: u32,
+    device_list: *const *mut c_void,
+    options: *const c_char,
+    compile: Option<Headers>,
     event: *mut *mut c_void,
 ) -> i32 {
     if event.is_null() || (num_devices == 0) != device_list.is_null() {
@@ -136,10 +260,13 @@ pub unsafe fn whBuildProgramStart(
         };
     }
     // SAFETY: the caller's contract on `device_list` and `options`; the
-    // program and the event are retained for the build, which releases
+    // programs and the event are retained for the job, which releases
     // them.
     let job = unsafe {
         ffi::clRetainProgram(program);
+        for &h in compile.iter().flat_map(|h| &h.programs) {
+            ffi::clRetainProgram(h as *mut c_void);
+        }
         ffi::clRetainEvent(ev);
         Job {
             program: program as usize,
@@ -150,6 +277,7 @@ pub unsafe fn whBuildProgramStart(
                     .collect()
             }),
             options: (!options.is_null()).then(|| CStr::from_ptr(options).to_owned()),
+            compile,
             event: ev as usize,
             builds: t.builds.clone(),
         }

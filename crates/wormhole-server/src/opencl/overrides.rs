@@ -11,7 +11,7 @@ use wormhole_opencl_api::{
 };
 use wormhole_wire::{Decoder, Encoder};
 
-pub use super::builds::{whBuildProgramResult, whBuildProgramStart};
+pub use super::builds::{whBuildProgramResult, whBuildProgramStart, whCompileProgramStart};
 use super::ffi;
 use wormhole_transport::{Channel, TransportError};
 
