@@ -20,6 +20,18 @@ fuzz_target!(|data: &[u8]| {
         let mut slot = cell.borrow_mut();
         // The fuzzer is useless without a platform: fail loudly at start.
         let h = slot.get_or_insert_with(|| {
+            // Launches of every local size the fuzzer tries are compiled and
+            // kept by PoCL, in the user's cache by default: there they would
+            // grow the seeded program's binary past what the harness's
+            // template for it asks (its unit test then fails) and fill the
+            // cache. A cache of the fuzzer's own, unless one is named. Set
+            // before the first OpenCL call, while this is the only thread.
+            if std::env::var_os("POCL_CACHE_DIR").is_none() {
+                std::env::set_var(
+                    "POCL_CACHE_DIR",
+                    std::env::temp_dir().join("wormhole-fuzz-pocl-cache"),
+                );
+            }
             Harness::new().expect("an OpenCL platform (install pocl-opencl-icd)")
         });
         // State carries from run to run only through the library, so a
