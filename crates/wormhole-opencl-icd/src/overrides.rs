@@ -614,14 +614,9 @@ unsafe fn rect_shortcut(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> Option<i32> {
-    if blocking != 0 {
+    if blocking != 0 || !waits::user_events_open() {
         // SAFETY: forwarded contract.
-        return unsafe { settle(q, n, wl) }.err();
-    }
-    if !waits::user_events_open() {
-        // SAFETY: forwarded contract.
-        unsafe { settle_anyway(q, n, wl) };
-        return None;
+        return unsafe { settle_for(blocking, q, n, wl) }.err();
     }
     if ptr.is_null() || geometry.iter().any(|p| p.is_null()) {
         return None;
@@ -720,13 +715,8 @@ unsafe fn before_image_transfer(
     n: u32,
     wl: *const *mut c_void,
 ) -> Result<(), i32> {
-    if blocking != 0 {
-        // SAFETY: the caller's contract.
-        unsafe { settle(q, n, wl) }?;
-    } else if !waits::user_events_open() {
-        // SAFETY: the caller's contract.
-        unsafe { settle_anyway(q, n, wl) };
-    }
+    // SAFETY: the caller's contract.
+    unsafe { settle_for(blocking, q, n, wl) }?;
     stash_image_shape(image)
 }
 
@@ -884,17 +874,11 @@ pub unsafe extern "C" fn clEnqueueMapBuffer(
     ev: *mut *mut c_void,
     err: *mut i32,
 ) -> *mut c_void {
-    if blocking != 0 {
+    // SAFETY: forwarded contract.
+    if let Err(e) = unsafe { settle_for(blocking, q, n, wl) } {
         // SAFETY: forwarded contract.
-        if let Err(e) = unsafe { settle(q, n, wl) } {
-            // SAFETY: forwarded contract.
-            unsafe { set_errcode(err, e) };
-            return std::ptr::null_mut();
-        }
-    } else if !waits::user_events_open() {
-        // The server maps blocking all the same (see `settle`).
-        // SAFETY: forwarded contract.
-        unsafe { settle_anyway(q, n, wl) };
+        unsafe { set_errcode(err, e) };
+        return std::ptr::null_mut();
     }
     let r = map_buffer(q, buf, flags, offset, size, n, wl, ev, false);
     let (v, e) = match r {
@@ -994,13 +978,8 @@ pub unsafe extern "C" fn clEnqueueMapImage(
         if origin.is_null() || region.is_null() || row_pitch.is_null() {
             return Err(CL_INVALID_VALUE);
         }
-        if blocking != 0 {
-            // SAFETY: forwarded contract.
-            unsafe { settle(q, n, wl) }?;
-        } else if !waits::user_events_open() {
-            // SAFETY: forwarded contract.
-            unsafe { settle_anyway(q, n, wl) };
-        }
+        // SAFETY: forwarded contract.
+        unsafe { settle_for(blocking, q, n, wl) }?;
         let mut c = Call::begin(func::clEnqueueMapImage)?;
         c.handle(q, Kind::Queue)?;
         c.handle(image, Kind::Mem)?;
@@ -1250,15 +1229,29 @@ unsafe fn settle(q: *mut c_void, n: u32, wl: *const *mut c_void) -> Result<(), i
     unsafe { waits::settle(q, n, wl) }.map(|_| ())
 }
 
-/// [`settle`] before a transfer the application made non-blocking: a
-/// failure of what it waits for is the forwarded call's to report, as it
-/// was before (the server runs it blocking).
+/// [`settle`] before a call the server runs blocking, which the
+/// application made blocking (`blocking` non-zero: a failure of what it
+/// waits for is its error) or not (that failure is the forwarded call's to
+/// report, as it was before; and nothing is settled while a user event is
+/// open).
 ///
 /// # Safety
 /// `wl` holds `n` events (the caller's contract).
-unsafe fn settle_anyway(q: *mut c_void, n: u32, wl: *const *mut c_void) {
-    // SAFETY: the caller's contract.
-    let _ = unsafe { settle(q, n, wl) };
+unsafe fn settle_for(
+    blocking: u32,
+    q: *mut c_void,
+    n: u32,
+    wl: *const *mut c_void,
+) -> Result<(), i32> {
+    if blocking != 0 {
+        // SAFETY: the caller's contract.
+        return unsafe { settle(q, n, wl) };
+    }
+    if !waits::user_events_open() {
+        // SAFETY: the caller's contract.
+        let _ = unsafe { settle(q, n, wl) };
+    }
+    Ok(())
 }
 
 /// What the library would refuse when the transfer is enqueued, checked
@@ -1864,12 +1857,7 @@ unsafe fn transfer_shortcut(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> Option<i32> {
-    if blocking != 0 {
-        // SAFETY: forwarded contract.
-        if let Err(e) = unsafe { settle(q, n, wl) } {
-            return Some(e);
-        }
-    } else if waits::user_events_open() && !ptr.is_null() && size > 0 {
+    if blocking == 0 && waits::user_events_open() && !ptr.is_null() && size > 0 {
         // It may wait for a user event that this very thread sets after we
         // return: it completes later, as natively.
         // SAFETY: forwarded contract.
@@ -1885,9 +1873,13 @@ unsafe fn transfer_shortcut(
                 transfer_after_gate(q, buf, op, ptr.cast(), n, wl, ev)
             }
         });
-    } else if map_flags == CL_MAP_READ || size >= BULK_MIN {
+    }
+    // Writes under BULK_MIN the server keeps, and runs as asked.
+    if blocking != 0 || map_flags == CL_MAP_READ || size >= BULK_MIN {
         // SAFETY: forwarded contract.
-        unsafe { settle_anyway(q, n, wl) };
+        if let Err(e) = unsafe { settle_for(blocking, q, n, wl) } {
+            return Some(e);
+        }
     }
     if size < BULK_MIN || ptr.is_null() {
         return None;
