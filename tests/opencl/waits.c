@@ -1,7 +1,7 @@
 /* A thread waits for a long kernel (clFinish, clWaitForEvents, a blocking
  * read, a non-blocking write and then clFinish, a non-blocking read or map
- * and then a wait for it), or builds or compiles a program,
- * while another thread asks the server something: natively it is answered
+ * and then a wait for it), or builds or compiles a program (and links
+ * it: with a callback, and one that fails), while another thread asks the server something: natively it is answered
  * while the kernel runs or the program compiles. Through Wormhole all
  * threads of a process share one channel, so a wait must leave it free
  * meanwhile, the server must not run the write blocking (its data, which
@@ -137,15 +137,24 @@ static char *long_source(const char *prefix, const char *extra) {
     return s;
 }
 
+enum job { BUILD, COMPILE, LINK };
+static const char *jobs[] = {"build", "compile", "link"};
+
 typedef struct {
-    cl_program p;
-    cl_program header; /* compile: the header it includes; else NULL */
+    cl_context ctx;
+    cl_program p;      /* link: the program linked */
+    cl_program header; /* compile: the header it includes */
+    cl_program linked; /* link: the program it made */
     cl_device_id device;
+    enum job job;
     pthread_mutex_t lock;
     pthread_cond_t cond;
     int started;
     cl_int status;
     double ended;
+    int notify; /* link: with a callback, which counts its calls here */
+    int calls;
+    int twice; /* link: the program with itself, which fails */
 } builder_t;
 
 static void CL_CALLBACK built(cl_program p, void *user_data) {
@@ -160,9 +169,19 @@ static void *builder(void *arg) {
     pthread_cond_signal(&b->cond);
     pthread_mutex_unlock(&b->lock);
     const char *names[] = {"h.h"};
-    b->status = b->header ? clCompileProgram(b->p, 1, &b->device, "", 1, &b->header, names, NULL,
-                                             NULL)
-                          : clBuildProgram(b->p, 1, &b->device, "", NULL, NULL);
+    switch (b->job) {
+    case BUILD: b->status = clBuildProgram(b->p, 1, &b->device, "", NULL, NULL); break;
+    case COMPILE:
+        b->status = clCompileProgram(b->p, 1, &b->device, "", 1, &b->header, names, NULL, NULL);
+        break;
+    case LINK: {
+        cl_program in[] = {b->p, b->p};
+        b->linked = clLinkProgram(b->ctx, 1, &b->device, "", b->twice ? 2 : 1, in,
+                                  b->notify ? built : NULL, b->notify ? &b->calls : NULL,
+                                  &b->status);
+        break;
+    }
+    }
     b->ended = now();
     return NULL;
 }
@@ -176,12 +195,36 @@ static void *broken_builder(void *arg) {
     return NULL;
 }
 
-/* One thread builds a long program (or compiles it, with a header, when
- * `compile`: then it is linked after); meanwhile the main thread asks a
+/* Runs b's job on a thread of its own; meanwhile the main thread asks a
  * marker's status, which needs the server. */
+static void beside(builder_t *b, cl_event marker) {
+    const char *what = jobs[b->job];
+    b->started = 0;
+    b->status = 1;
+    pthread_t th;
+    ASSERT(pthread_create(&th, NULL, builder, b) == 0);
+    pthread_mutex_lock(&b->lock);
+    while (!b->started) pthread_cond_wait(&b->cond, &b->lock);
+    pthread_mutex_unlock(&b->lock);
+    /* Let the builder reach the compiler. */
+    usleep(50 * 1000);
+    cl_int st = 1;
+    CHECK(clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
+    double answered = now();
+    ASSERT(pthread_join(th, NULL) == 0);
+    /* PoCL links in about 20 ms, within the pause above: what the test
+     * shows of a link is that it works when another thread calls. */
+    if (b->job != LINK)
+        printf("%s: another thread answered while the program compiled: %d\n", what,
+               answered < b->ended);
+    printf("%s: status %d, marker status %d\n", what, b->status, st);
+}
+
+/* One thread builds a long program, or compiles it (with a header, when
+ * `compile`) and then links it. */
 static void build_beside(env_t *t, cl_command_queue q, int compile) {
     cl_int e;
-    const char *what = compile ? "compile" : "build";
+    const char *what = compile ? "link" : "build";
     const char *hdr[] = {"#define HDR_VALUE 5u\n"};
     cl_program header = NULL;
     if (compile) {
@@ -190,30 +233,20 @@ static void build_beside(env_t *t, cl_command_queue q, int compile) {
     }
     char *src = compile ? long_source("#include \"h.h\"\n", "HDR_VALUE") : long_source("", "0u");
     const char *srcs[] = {src};
-    builder_t b = {clCreateProgramWithSource(t->ctx, 1, srcs, NULL, &e), header, t->device,
-                   PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 1, 0};
+    builder_t b = {t->ctx, clCreateProgramWithSource(t->ctx, 1, srcs, NULL, &e), header, NULL,
+                   t->device, compile ? COMPILE : BUILD, PTHREAD_MUTEX_INITIALIZER,
+                   PTHREAD_COND_INITIALIZER, 0, 1, 0};
     CHECK_ERR(e, "program");
     cl_event marker;
     CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &marker));
     CHECK(clFinish(q));
-    pthread_t th;
-    ASSERT(pthread_create(&th, NULL, builder, &b) == 0);
-    pthread_mutex_lock(&b.lock);
-    while (!b.started) pthread_cond_wait(&b.cond, &b.lock);
-    pthread_mutex_unlock(&b.lock);
-    /* Let the builder reach the compiler. */
-    usleep(50 * 1000);
-    cl_int st = 1;
-    CHECK(clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
-    double answered = now();
-    ASSERT(pthread_join(th, NULL) == 0);
-    printf("%s: another thread answered while the program compiled: %d\n", what,
-           answered < b.ended);
-    printf("%s: status %d, marker status %d\n", what, b.status, st);
+    beside(&b, marker);
     cl_program built_p = b.p;
     if (compile) {
-        built_p = clLinkProgram(t->ctx, 1, &t->device, "", 1, &b.p, NULL, NULL, &e);
-        CHECK_ERR(e, "link");
+        b.job = LINK;
+        beside(&b, marker);
+        built_p = b.linked;
+        ASSERT(built_p);
     }
     /* The program built is whole: its kernel runs. */
     cl_kernel k = kernel(built_p, "big");
@@ -227,17 +260,30 @@ static void build_beside(env_t *t, cl_command_queue q, int compile) {
     printf("%s: its kernel ran: %d\n", what, v != 1);
     CHECK(clReleaseMemObject(o));
     CHECK(clReleaseKernel(k));
-    CHECK(clReleaseEvent(marker));
-    CHECK(clReleaseProgram(b.p));
     if (compile) {
+        /* Linked again with a callback, by a thread of its own: the
+         * callback runs once, with the program made. */
+        b.notify = 1;
+        beside(&b, marker);
+        printf("link: with a callback: a program: %d, callbacks run: %d\n", b.linked != NULL,
+               b.calls);
+        if (b.linked) CHECK(clReleaseProgram(b.linked));
+        /* A link that fails (each kernel defined twice): its status, and no
+         * program. */
+        b.notify = 0;
+        b.twice = 1;
+        beside(&b, marker);
+        printf("link: twice: a program: %d\n", b.linked != NULL);
         CHECK(clReleaseProgram(built_p));
         CHECK(clReleaseProgram(header));
-        free(src);
-        return;
     }
+    CHECK(clReleaseEvent(marker));
+    CHECK(clReleaseProgram(b.p));
     free(src);
+    if (compile) return;
 
     const char *broken[] = {"__kernel void k(__global uint *o) { o[0] = undeclared; }\n"};
+    pthread_t th;
     b.p = clCreateProgramWithSource(t->ctx, 1, broken, NULL, &e);
     CHECK_ERR(e, "broken program");
     ASSERT(pthread_create(&th, NULL, broken_builder, &b) == 0);

@@ -138,19 +138,32 @@ pub unsafe extern "C" fn clBuildProgram(
     pfn_notify: *mut c_void,
     user_data: *mut c_void,
 ) -> i32 {
-    // SAFETY: forwarded contract.
-    unsafe {
-        off_channel(program, pfn_notify, user_data, |ev| match ev {
-            None => gen::clBuildProgram(
+    if !off_channel(pfn_notify, user_data) {
+        // SAFETY: forwarded contract.
+        return unsafe {
+            gen::clBuildProgram(
                 program,
                 num_devices,
                 device_list,
                 options,
                 pfn_notify,
                 user_data,
-            ),
-            Some(ev) => gen::whBuildProgramStart(program, num_devices, device_list, options, ev),
-        })
+            )
+        };
+    }
+    let mut ev = std::ptr::null_mut();
+    // SAFETY: forwarded contract; `ev` is ours.
+    let s =
+        unsafe { gen::whBuildProgramStart(program, num_devices, device_list, options, &mut ev) };
+    if s != CL_SUCCESS {
+        return s;
+    }
+    // SAFETY: the event just started; the application's callback for this
+    // program.
+    unsafe {
+        let s = finish(ev, |ev| gen::whBuildProgramResult(ev));
+        crate::callbacks::notify_program(pfn_notify, program, user_data);
+        s
     }
 }
 
@@ -170,10 +183,10 @@ pub unsafe extern "C" fn clCompileProgram(
     pfn_notify: *mut c_void,
     user_data: *mut c_void,
 ) -> i32 {
-    // SAFETY: forwarded contract.
-    unsafe {
-        off_channel(program, pfn_notify, user_data, |ev| match ev {
-            None => gen::clCompileProgram(
+    if !off_channel(pfn_notify, user_data) {
+        // SAFETY: forwarded contract.
+        return unsafe {
+            gen::clCompileProgram(
                 program,
                 num_devices,
                 device_list,
@@ -183,57 +196,119 @@ pub unsafe extern "C" fn clCompileProgram(
                 header_include_names,
                 pfn_notify,
                 user_data,
-            ),
-            Some(ev) => gen::whCompileProgramStart(
-                program,
-                num_devices,
-                device_list,
-                options,
-                num_input_headers,
-                input_headers,
-                header_include_names,
-                ev,
-            ),
-        })
-    }
-}
-
-/// Runs a build or compilation: `call(None)` forwards it as one call (and
-/// runs the callback); `call(Some(ev))` asks the server to start it on a
-/// thread of its own, which completes `*ev` at the end; this thread then
-/// waits for that with the channel free, takes the result, and runs
-/// `pfn_notify`.
-///
-/// # Safety
-/// `call` makes the application's call with its arguments; `pfn_notify`
-/// and `user_data` are the application's for `program`.
-unsafe fn off_channel(
-    program: *mut c_void,
-    pfn_notify: *mut c_void,
-    user_data: *mut c_void,
-    call: impl FnOnce(Option<&mut *mut c_void>) -> i32,
-) -> i32 {
-    // User data without a callback is the library's to refuse.
-    if !waits::free_channel_for_build() || (pfn_notify.is_null() && !user_data.is_null()) {
-        return call(None);
+            )
+        };
     }
     let mut ev = std::ptr::null_mut();
-    let s = call(Some(&mut ev));
+    // SAFETY: forwarded contract; `ev` is ours.
+    let s = unsafe {
+        gen::whCompileProgramStart(
+            program,
+            num_devices,
+            device_list,
+            options,
+            num_input_headers,
+            input_headers,
+            header_include_names,
+            &mut ev,
+        )
+    };
     if s != CL_SUCCESS {
         return s;
     }
+    // SAFETY: as in `clBuildProgram`.
+    unsafe {
+        let s = finish(ev, |ev| gen::whBuildProgramResult(ev));
+        crate::callbacks::notify_program(pfn_notify, program, user_data);
+        s
+    }
+}
+
+/// `clLinkProgram` as [`clBuildProgram`]; the program the link made comes
+/// with its result.
+///
+/// # Safety
+/// As for `clLinkProgram`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clLinkProgram(
+    context: *mut c_void,
+    num_devices: u32,
+    device_list: *const *mut c_void,
+    options: *const c_char,
+    num_input_programs: u32,
+    input_programs: *const *mut c_void,
+    pfn_notify: *mut c_void,
+    user_data: *mut c_void,
+    errcode_ret: *mut i32,
+) -> *mut c_void {
+    if !off_channel(pfn_notify, user_data) {
+        // SAFETY: forwarded contract.
+        return unsafe {
+            gen::clLinkProgram(
+                context,
+                num_devices,
+                device_list,
+                options,
+                num_input_programs,
+                input_programs,
+                pfn_notify,
+                user_data,
+                errcode_ret,
+            )
+        };
+    }
+    let mut ev = std::ptr::null_mut();
+    // SAFETY: forwarded contract; `ev` is ours.
+    let s = unsafe {
+        gen::whLinkProgramStart(
+            context,
+            num_devices,
+            device_list,
+            options,
+            num_input_programs,
+            input_programs,
+            &mut ev,
+        )
+    };
+    let mut err = s;
+    let linked = if s != CL_SUCCESS {
+        std::ptr::null_mut()
+    } else {
+        // SAFETY: as in `clBuildProgram`, for the program the link made.
+        unsafe {
+            let p = finish(ev, |ev| gen::whLinkProgramResult(ev, &mut err));
+            crate::callbacks::notify_program(pfn_notify, p, user_data);
+            p
+        }
+    };
+    if !errcode_ret.is_null() {
+        // SAFETY: the application's slot.
+        unsafe { *errcode_ret = err };
+    }
+    linked
+}
+
+/// Whether to run a build, compilation or link on a thread of the
+/// server's own, leaving the channel free while it runs.
+fn off_channel(pfn_notify: *mut c_void, user_data: *mut c_void) -> bool {
+    let several = waits::free_channel_for_build();
+    // User data without a callback is the library's to refuse.
+    several && (user_data.is_null() || !pfn_notify.is_null())
+}
+
+/// Waits with the channel free for the job `ev` announces, then takes its
+/// result with `take` and releases the event.
+///
+/// # Safety
+/// `ev` is the event a `wh*ProgramStart` call made.
+unsafe fn finish<R>(ev: *mut c_void, take: impl FnOnce(*mut c_void) -> R) -> R {
     // The event only completes (a user event cannot fail), and a failed
     // wait (the server gone) leaves the result to tell.
     let _ = waits::wait(&[ev]);
+    let r = take(ev);
     // SAFETY: our event, released once its result is taken.
-    let s = unsafe {
-        let s = gen::whBuildProgramResult(ev);
-        gen::clReleaseEvent(ev);
-        s
-    };
-    // SAFETY: the application's callback for this program.
-    unsafe { crate::callbacks::notify_program(pfn_notify, program, user_data) };
-    s
+    unsafe { gen::clReleaseEvent(ev) };
+    r
 }
 
 const CL_PROGRAM_NUM_DEVICES: u32 = 0x1162;

@@ -9,7 +9,8 @@
 //! A few requests are valid but not worth fuzzing in-process, and are
 //! answered `CL_INVALID_OPERATION` here (never by the server):
 //! * compiling or loading programs (`clCreateProgramWith*`, `clBuildProgram`,
-//!   `clCompileProgram`, `clLinkProgram`): they run the vendor's compiler or
+//!   `clCompileProgram`, `clLinkProgram` and their `wh*ProgramStart` forms
+//!   for threads of their own): they run the vendor's compiler or
 //!   binary loader on the tenant's input, and a kernel is arbitrary code that
 //!   runs inside the tenant process on a CPU device by design;
 //! * `clCreateUserEvent`: a wait on an unsignalled user event blocks the
@@ -300,6 +301,9 @@ fn refused(frame: &[u8]) -> bool {
         | func::clBuildProgram
         | func::clCompileProgram
         | func::clLinkProgram
+        | func::whBuildProgramStart
+        | func::whCompileProgramStart
+        | func::whLinkProgramStart
         | func::clCreateUserEvent => true,
         func::clEnqueueNDRangeKernel => launch_too_big(&mut d),
         _ => false,

@@ -1,5 +1,5 @@
-//! Program builds and compilations on threads of their own
-//! (`whBuildProgramStart`, `whCompileProgramStart`).
+//! Program builds, compilations and links on threads of their own
+//! (`whBuildProgramStart`, `whCompileProgramStart`, `whLinkProgramStart`).
 //!
 //! A tenant serves its client with one thread, and a client process's
 //! threads share one channel: a build run there (hundreds of milliseconds
@@ -7,7 +7,9 @@
 //! ends, where natively they go on. So when the client asks, the build runs
 //! on a thread of its own, and a user event the client waits on (with the
 //! channel free) completes when it ends; `whBuildProgramResult` then gives
-//! its status. A compilation (`clCompileProgram`) goes the same way.
+//! its status. A compilation (`clCompileProgram`) goes the same way, and a
+//! link (`clLinkProgram`), whose result (`whLinkProgramResult`) is the
+//! program it made.
 //! OpenCL calls are thread-safe, and the build thread touches nothing of
 //! the tenant's but [`Builds`].
 
@@ -33,19 +35,68 @@ const CL_INVALID_EVENT: i32 = -58;
 const CL_INVALID_PROGRAM: i32 = -44;
 const CL_PROGRAM_CONTEXT: u32 = 0x1161;
 
+/// How a job ended: its status and, for a link, the program it made
+/// (0 for none), which holds the reference the library gave until the
+/// result is taken.
+#[derive(Clone, Copy)]
+struct Outcome {
+    status: i32,
+    linked: usize,
+}
+
+/// A job's place in [`Builds::results`]: whether it links, and how it
+/// ended (`None` before).
+type Slot = (bool, Option<Outcome>);
+
 /// One tenant's builds in flight and their results.
 #[derive(Default)]
 pub struct Builds {
     threads: AtomicUsize,
-    /// By the user event that announces each build: its status once it
-    /// ended (`None` before). Taken by `whBuildProgramResult`.
-    results: Mutex<HashMap<usize, Option<i32>>>,
+    /// By the user event that announces each job. Taken by
+    /// `whBuildProgramResult` or `whLinkProgramResult`.
+    results: Mutex<HashMap<usize, Slot>>,
 }
 
 impl Builds {
-    fn results(&self) -> std::sync::MutexGuard<'_, HashMap<usize, Option<i32>>> {
+    fn results(&self) -> std::sync::MutexGuard<'_, HashMap<usize, Slot>> {
         // A build thread that panicked left the map whole (one insert).
         self.results.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes the outcome of the ended job `event` announced, if it is of
+    /// the kind asked for (`link`): `Err` with `CL_INVALID_OPERATION`
+    /// before it ended, `CL_INVALID_EVENT` for an event that announced no
+    /// such job (or whose result was taken).
+    fn take(&self, event: *mut c_void, link: bool) -> Result<Outcome, i32> {
+        let mut results = self.results();
+        match results.get(&(event as usize)) {
+            Some(&(l, Some(o))) if l == link => {
+                results.remove(&(event as usize));
+                Ok(o)
+            }
+            Some(&(l, None)) if l == link => Err(CL_INVALID_OPERATION),
+            _ => Err(CL_INVALID_EVENT),
+        }
+    }
+}
+
+impl Drop for Builds {
+    fn drop(&mut self) {
+        // Links whose programs the client never took.
+        for (_, o) in self
+            .results
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+        {
+            if let Some(Outcome { linked, .. }) = *o {
+                if linked != 0 {
+                    // SAFETY: the reference the library gave the link,
+                    // which nothing else holds.
+                    unsafe { ffi::clReleaseProgram(linked as *mut c_void) };
+                }
+            }
+        }
     }
 }
 
@@ -56,14 +107,36 @@ struct Headers {
     names: Option<Vec<CString>>,
 }
 
-/// What one build needs, as plain values a thread can take.
+/// What a job does, with the handles it holds a reference to each.
+#[derive(Clone)]
+enum Work {
+    Build { program: usize },
+    Compile { program: usize, headers: Headers },
+    Link { context: usize, inputs: Vec<usize> },
+}
+
+impl Work {
+    /// The programs the job holds (a link's context apart).
+    fn programs(&self) -> impl Iterator<Item = usize> + '_ {
+        let (first, rest): (Option<usize>, &[usize]) = match self {
+            Work::Build { program } => (Some(*program), &[]),
+            Work::Compile { program, headers } => (Some(*program), &headers.programs),
+            Work::Link { inputs, .. } => (None, inputs),
+        };
+        first.into_iter().chain(rest.iter().copied())
+    }
+
+    fn links(&self) -> bool {
+        matches!(self, Work::Link { .. })
+    }
+}
+
+/// What one job needs, as plain values a thread can take.
 #[derive(Clone)]
 struct Job {
-    program: usize,
+    work: Work,
     devices: Option<Vec<usize>>,
     options: Option<CString>,
-    /// Some: a compilation (`clCompileProgram`) with these headers.
-    compile: Option<Headers>,
     event: usize,
     builds: Arc<Builds>,
 }
@@ -77,10 +150,9 @@ fn handles(v: &Option<Vec<usize>>) -> (Vec<*mut c_void>, bool) {
 }
 
 impl Job {
-    /// Builds or compiles, records the status, completes the event, and
-    /// drops the references taken for the job.
+    /// Runs the job, records how it ended, completes the event, and drops
+    /// the references taken for the job.
     fn run(self) {
-        let program = self.program as *mut c_void;
         let (devices, some) = handles(&self.devices);
         let list = if some {
             devices.as_ptr()
@@ -91,60 +163,97 @@ impl Job {
             .options
             .as_ref()
             .map_or(std::ptr::null(), |o| o.as_ptr());
-        // SAFETY: the program (and a compilation's headers) are retained
-        // until the end of this function; `list` holds the device handles
-        // from the tenant's table (or is NULL with 0); `options` and the
-        // header names are NULL or C strings that live here. No callback:
-        // the client calls its own when it has the result.
+        let mut linked = 0;
+        // SAFETY: the programs (and a link's context) are retained until
+        // the end of this function; `list` holds the device handles from
+        // the tenant's table (or is NULL with 0); `options` and the header
+        // names are NULL or C strings that live here. No callback: the
+        // client calls its own when it has the result.
         let status = unsafe {
-            match &self.compile {
-                None => ffi::clBuildProgram(
-                    program,
+            match &self.work {
+                Work::Build { program } => ffi::clBuildProgram(
+                    *program as *mut c_void,
                     devices.len() as u32,
                     list,
                     options,
                     std::ptr::null_mut(),
                     std::ptr::null_mut(),
                 ),
-                Some(h) => {
-                    let headers: Vec<*mut c_void> =
-                        h.programs.iter().map(|&p| p as *mut c_void).collect();
-                    let names: Option<Vec<*const c_char>> = h
+                Work::Compile { program, headers } => {
+                    let programs: Vec<*mut c_void> =
+                        headers.programs.iter().map(|&p| p as *mut c_void).collect();
+                    let names: Option<Vec<*const c_char>> = headers
                         .names
                         .as_ref()
                         .map(|n| n.iter().map(|c| c.as_ptr()).collect());
                     ffi::clCompileProgram(
-                        program,
+                        *program as *mut c_void,
                         devices.len() as u32,
                         list,
                         options,
-                        headers.len() as u32,
-                        if headers.is_empty() {
+                        programs.len() as u32,
+                        if programs.is_empty() {
                             std::ptr::null()
                         } else {
-                            headers.as_ptr()
+                            programs.as_ptr()
                         },
                         names.as_ref().map_or(std::ptr::null(), |n| n.as_ptr()),
                         std::ptr::null_mut(),
                         std::ptr::null_mut(),
                     )
                 }
+                Work::Link { context, inputs } => {
+                    let programs: Vec<*mut c_void> =
+                        inputs.iter().map(|&p| p as *mut c_void).collect();
+                    let mut err = CL_SUCCESS;
+                    linked = ffi::clLinkProgram(
+                        *context as *mut c_void,
+                        devices.len() as u32,
+                        list,
+                        options,
+                        programs.len() as u32,
+                        programs.as_ptr(),
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                        &mut err,
+                    ) as usize;
+                    err
+                }
             }
         };
-        self.builds.results().insert(self.event, Some(status));
-        // SAFETY: the event, the program and the headers hold a reference
-        // of ours each, taken for the job and dropped here. The event's
-        // own: once its status is set, the client may release its reference
-        // at once, while the library is still inside this call.
+        let links = self.work.links();
+        self.builds
+            .results()
+            .insert(self.event, (links, Some(Outcome { status, linked })));
+        // SAFETY: the event, the programs and a link's context hold a
+        // reference of ours each, taken for the job and dropped here. The
+        // event's own: once its status is set, the client may release its
+        // reference at once, while the library is still inside this call.
         unsafe {
             ffi::clSetUserEventStatus(self.event as *mut c_void, CL_COMPLETE);
             ffi::clReleaseEvent(self.event as *mut c_void);
-            ffi::clReleaseProgram(program);
-            for &h in self.compile.iter().flat_map(|h| &h.programs) {
-                ffi::clReleaseProgram(h as *mut c_void);
+            for p in self.work.programs() {
+                ffi::clReleaseProgram(p as *mut c_void);
+            }
+            if let Work::Link { context, .. } = self.work {
+                ffi::clReleaseContext(context as *mut c_void);
             }
         }
     }
+}
+
+/// A list of `n` handles from the decoder, NULL with 0.
+///
+/// # Safety
+/// `list` is NULL or holds `n` handles.
+unsafe fn list(list: *const *mut c_void, n: u32) -> Option<Vec<usize>> {
+    // SAFETY: the caller's contract.
+    (!list.is_null()).then(|| unsafe {
+        std::slice::from_raw_parts(list, n as usize)
+            .iter()
+            .map(|&d| d as usize)
+            .collect()
+    })
 }
 
 /// Starts building `program` and puts in `*event` a user event that
@@ -162,8 +271,11 @@ pub unsafe fn whBuildProgramStart(
     options: *const c_char,
     event: *mut *mut c_void,
 ) -> i32 {
+    let work = Work::Build {
+        program: program as usize,
+    };
     // SAFETY: the caller's contract.
-    unsafe { start(t, program, num_devices, device_list, options, None, event) }
+    unsafe { start(t, work, num_devices, device_list, options, event) }
 }
 
 /// [`whBuildProgramStart`] for `clCompileProgram`.
@@ -190,67 +302,92 @@ pub unsafe fn whCompileProgramStart(
         return CL_INVALID_VALUE;
     }
     let n = num_input_headers as usize;
-    let headers = if n == 0 {
+    // SAFETY: the caller's contract: `n` handles and `n` C strings.
+    let headers = unsafe {
         Headers {
-            programs: Vec::new(),
-            names: None,
-        }
-    } else {
-        // SAFETY: the caller's contract: `n` handles and `n` C strings.
-        unsafe {
-            Headers {
-                programs: std::slice::from_raw_parts(input_headers, n)
+            programs: list(input_headers, num_input_headers).unwrap_or_default(),
+            names: (n > 0).then(|| {
+                std::slice::from_raw_parts(names, n)
                     .iter()
-                    .map(|&p| p as usize)
-                    .collect(),
-                names: Some(
-                    std::slice::from_raw_parts(names, n)
-                        .iter()
-                        .map(|&c| CStr::from_ptr(c).to_owned())
-                        .collect(),
-                ),
-            }
+                    .map(|&c| CStr::from_ptr(c).to_owned())
+                    .collect()
+            }),
         }
     };
+    let work = Work::Compile {
+        program: program as usize,
+        headers,
+    };
     // SAFETY: the caller's contract.
-    unsafe {
-        start(
-            t,
-            program,
-            num_devices,
-            device_list,
-            options,
-            Some(headers),
-            event,
-        )
+    unsafe { start(t, work, num_devices, device_list, options, event) }
+}
+
+/// [`whBuildProgramStart`] for `clLinkProgram`.
+///
+/// # Safety
+/// As for [`whBuildProgramStart`], and `input_programs` holds
+/// `num_input_programs` handles or is NULL.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn whLinkProgramStart(
+    t: &mut Tenant,
+    context: *mut c_void,
+    num_devices: u32,
+    device_list: *const *mut c_void,
+    options: *const c_char,
+    num_input_programs: u32,
+    input_programs: *const *mut c_void,
+    event: *mut *mut c_void,
+) -> i32 {
+    // The library's answer to a link of nothing, given before a thread
+    // runs it.
+    if num_input_programs == 0 || input_programs.is_null() {
+        return CL_INVALID_VALUE;
     }
+    let work = Work::Link {
+        context: context as usize,
+        // SAFETY: the caller's contract.
+        inputs: unsafe { list(input_programs, num_input_programs) }.unwrap_or_default(),
+    };
+    // SAFETY: the caller's contract.
+    unsafe { start(t, work, num_devices, device_list, options, event) }
 }
 
 /// Starts a job (see the module's text).
 ///
 /// # Safety
-/// As for [`whBuildProgramStart`]; `compile`'s programs come from the
-/// tenant's table.
+/// As for [`whBuildProgramStart`]; `work`'s handles come from the tenant's
+/// table.
 unsafe fn start(
     t: &mut Tenant,
-    program: *mut c_void,
+    work: Work,
     num_devices: u32,
     device_list: *const *mut c_void,
     options: *const c_char,
-    compile: Option<Headers>,
     event: *mut *mut c_void,
 ) -> i32 {
     if event.is_null() || (num_devices == 0) != device_list.is_null() {
         return CL_INVALID_VALUE;
     }
-    // SAFETY: a program handle from the table; the answer is one handle.
-    let Some(context) =
-        (unsafe { super::info_value::<usize>(ffi::clGetProgramInfo, program, CL_PROGRAM_CONTEXT) })
-    else {
-        return CL_INVALID_PROGRAM;
+    let context = match &work {
+        Work::Link { context, .. } => *context,
+        Work::Build { program } | Work::Compile { program, .. } => {
+            // SAFETY: a program handle from the table; the answer is one
+            // handle.
+            match unsafe {
+                super::info_value::<usize>(
+                    ffi::clGetProgramInfo,
+                    *program as *mut c_void,
+                    CL_PROGRAM_CONTEXT,
+                )
+            } {
+                Some(c) => c,
+                None => return CL_INVALID_PROGRAM,
+            }
+        }
     };
     let mut err = CL_SUCCESS;
-    // SAFETY: a context the library named; `err` is ours.
+    // SAFETY: a context from the table or one the library named; `err` is
+    // ours.
     let ev = unsafe { ffi::clCreateUserEvent(context as *mut c_void, &mut err) };
     if err != CL_SUCCESS || ev.is_null() {
         return if err != CL_SUCCESS {
@@ -260,29 +397,27 @@ unsafe fn start(
         };
     }
     // SAFETY: the caller's contract on `device_list` and `options`; the
-    // programs and the event are retained for the job, which releases
+    // handles and the event are retained for the job, which releases
     // them.
     let job = unsafe {
-        ffi::clRetainProgram(program);
-        for &h in compile.iter().flat_map(|h| &h.programs) {
-            ffi::clRetainProgram(h as *mut c_void);
+        for p in work.programs() {
+            ffi::clRetainProgram(p as *mut c_void);
+        }
+        if let Work::Link { context, .. } = work {
+            ffi::clRetainContext(context as *mut c_void);
         }
         ffi::clRetainEvent(ev);
         Job {
-            program: program as usize,
-            devices: (!device_list.is_null()).then(|| {
-                std::slice::from_raw_parts(device_list, num_devices as usize)
-                    .iter()
-                    .map(|&d| d as usize)
-                    .collect()
-            }),
+            devices: list(device_list, num_devices),
             options: (!options.is_null()).then(|| CStr::from_ptr(options).to_owned()),
-            compile,
             event: ev as usize,
             builds: t.builds.clone(),
+            work,
         }
     };
-    t.builds.results().insert(ev as usize, None);
+    t.builds
+        .results()
+        .insert(ev as usize, (job.work.links(), None));
     let builds = &t.builds;
     let threaded = builds
         .threads
@@ -311,21 +446,41 @@ unsafe fn start(
     CL_SUCCESS
 }
 
-/// The status of the build `event` announced, once it has ended:
-/// `CL_INVALID_OPERATION` before, `CL_INVALID_EVENT` for an event that
-/// announced no build (or whose result was taken).
+/// The status of the build or compilation `event` announced, once it has
+/// ended: `CL_INVALID_OPERATION` before, `CL_INVALID_EVENT` for an event
+/// that announced no such job (or whose result was taken).
 ///
 /// # Safety
 /// `event` is a handle from the tenant's table.
 pub unsafe fn whBuildProgramResult(t: &mut Tenant, event: *mut c_void) -> i32 {
-    let mut results = t.builds.results();
-    match results.get(&(event as usize)) {
-        Some(Some(s)) => {
-            let s = *s;
-            results.remove(&(event as usize));
-            s
-        }
-        Some(None) => CL_INVALID_OPERATION,
-        None => CL_INVALID_EVENT,
+    t.builds.take(event, false).map_or_else(|e| e, |o| o.status)
+}
+
+/// The program the link `event` announced made (its reference now the
+/// client's), with its status in `*err`, as [`whBuildProgramResult`].
+/// A program made by a link that failed is released here: the client
+/// adopts programs of successful calls only, as for `clLinkProgram` itself.
+///
+/// # Safety
+/// `event` is a handle from the tenant's table; `err` is the decoder's
+/// errcode slot.
+pub unsafe fn whLinkProgramResult(
+    t: &mut Tenant,
+    event: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    let (status, mut linked) = match t.builds.take(event, true) {
+        Ok(o) => (o.status, o.linked),
+        Err(e) => (e, 0),
+    };
+    if status != CL_SUCCESS && linked != 0 {
+        // SAFETY: the reference the library gave the link, ours alone.
+        unsafe { ffi::clReleaseProgram(linked as *mut c_void) };
+        linked = 0;
     }
+    if !err.is_null() {
+        // SAFETY: the decoder's slot.
+        unsafe { *err = status };
+    }
+    linked as *mut c_void
 }

@@ -11,7 +11,10 @@ use wormhole_opencl_api::{
 };
 use wormhole_wire::{Decoder, Encoder};
 
-pub use super::builds::{whBuildProgramResult, whBuildProgramStart, whCompileProgramStart};
+pub use super::builds::{
+    whBuildProgramResult, whBuildProgramStart, whCompileProgramStart, whLinkProgramResult,
+    whLinkProgramStart,
+};
 use super::ffi;
 use wormhole_transport::{Channel, TransportError};
 
