@@ -3,13 +3,31 @@
 //! tenant process, shared by its OpenCL and CUDA state; an OpenCL object is
 //! charged until the library destroys it (its destructor callback), not
 //! until the client lets go, because commands still queued keep it alive.
+//!
+//! So between the client's last release and the library's destruction
+//! (microseconds after a command that used it ends, on one of the
+//! library's threads) the bytes are still counted; an allocation refused
+//! only for want of them waits for them, boundedly ([`ROOM_WAIT`]).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long an allocation refused for want of memory the client already
+/// released waits for the library to destroy it. Past this (a long kernel
+/// still uses it) the allocation fails, as it would on a device whose
+/// memory is still taken.
+pub const ROOM_WAIT: Duration = Duration::from_millis(500);
 
 #[derive(Debug)]
 pub struct Quota {
     limit: u64,
     used: AtomicU64,
+    /// Of `used`: bytes of objects the client let go of and the library
+    /// has not destroyed yet.
+    freeing: AtomicU64,
+    /// Signalled whenever bytes come back.
+    room: (Mutex<()>, Condvar),
     warned: AtomicBool,
 }
 
@@ -18,6 +36,8 @@ impl Quota {
         Quota {
             limit,
             used: AtomicU64::new(0),
+            freeing: AtomicU64::new(0),
+            room: (Mutex::new(()), Condvar::new()),
             warned: AtomicBool::new(false),
         }
     }
@@ -30,26 +50,56 @@ impl Quota {
         self.used.load(Ordering::Relaxed)
     }
 
-    /// Whether `bytes` more would fit now: a check before allocating (the
+    /// Whether `bytes` more would fit: a check before allocating (the
     /// charge itself is [`Quota::charge`]). A refusal is logged, as there.
     pub fn fits(&self, bytes: u64) -> bool {
-        let ok = self
-            .used()
-            .checked_add(bytes)
-            .is_some_and(|u| u <= self.limit);
+        let ok = self.with_room(bytes, || {
+            self.used()
+                .checked_add(bytes)
+                .is_some_and(|u| u <= self.limit)
+        });
         self.log_refusal(ok, bytes)
     }
 
     /// Counts `bytes` against the quota, or refuses them when they would
     /// take it past its limit.
     pub fn charge(&self, bytes: u64) -> bool {
-        let ok = self
-            .used
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
-                u.checked_add(bytes).filter(|&n| n <= self.limit)
-            })
-            .is_ok();
+        let ok = self.with_room(bytes, || {
+            self.used
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                    u.checked_add(bytes).filter(|&n| n <= self.limit)
+                })
+                .is_ok()
+        });
         self.log_refusal(ok, bytes)
+    }
+
+    /// Runs `attempt` until it succeeds; while it fails but the bytes
+    /// being freed would make room for `bytes`, waits for them (at most
+    /// [`ROOM_WAIT`] in all).
+    fn with_room(&self, bytes: u64, attempt: impl Fn() -> bool) -> bool {
+        if attempt() {
+            return true;
+        }
+        let deadline = Instant::now() + ROOM_WAIT;
+        // Checked and waited under the lock that `release` notifies under,
+        // so no return of bytes falls between the two.
+        let mut guard = self.room.0.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if attempt() {
+                return true;
+            }
+            let held = self.used().saturating_sub(self.freeing.load(Ordering::Relaxed));
+            let could = held.checked_add(bytes).is_some_and(|n| n <= self.limit);
+            let now = Instant::now();
+            if !could || now >= deadline {
+                return false;
+            }
+            guard = match self.room.1.wait_timeout(guard, deadline - now) {
+                Ok((g, _)) => g,
+                Err(p) => p.into_inner().0,
+            };
+        }
     }
 
     /// Says in the log, once per tenant, that the quota refused memory: the
@@ -69,12 +119,21 @@ impl Quota {
 
     /// Gives back what a [`Quota::charge`] took.
     pub fn release(&self, bytes: u64) {
-        // Never below zero, whatever a caller gets wrong.
-        let _ = self
-            .used
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
-                Some(u.saturating_sub(bytes))
-            });
+        sub(&self.used, bytes);
+        let _guard = self.room.0.lock().unwrap_or_else(|p| p.into_inner());
+        self.room.1.notify_all();
+    }
+
+    /// `bytes` the client let go of will come back when the library
+    /// destroys their object ([`Quota::freed`] then, before
+    /// [`Quota::release`]).
+    pub fn freeing(&self, bytes: u64) {
+        self.freeing.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Ends a [`Quota::freeing`].
+    pub fn freed(&self, bytes: u64) {
+        sub(&self.freeing, bytes);
     }
 
     /// What a device of `real` bytes should be said to have: no more than
@@ -83,6 +142,13 @@ impl Quota {
     pub fn clamp(&self, real: u64) -> u64 {
         real.min(self.limit)
     }
+}
+
+/// Subtracts, never below zero, whatever a caller gets wrong.
+fn sub(counter: &AtomicU64, bytes: u64) {
+    let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+        Some(u.saturating_sub(bytes))
+    });
 }
 
 #[cfg(test)]
@@ -106,6 +172,27 @@ mod tests {
         assert_eq!(q.used(), 0, "never below zero");
         assert_eq!(q.clamp(1 << 40), 100);
         assert_eq!(q.clamp(7), 7);
+    }
+
+    #[test]
+    fn a_charge_waits_for_bytes_the_client_let_go_of_and_no_others() {
+        let q = std::sync::Arc::new(Quota::new(100));
+        assert!(q.charge(80));
+        q.freeing(80);
+        let library = {
+            let q = q.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                q.freed(80);
+                q.release(80);
+            })
+        };
+        assert!(q.charge(50), "the 80 bytes being freed make room");
+        library.join().expect("thread");
+        assert_eq!(q.used(), 50);
+        assert!(!q.charge(51), "nothing being freed makes room for 51 more");
+        assert!(!q.fits(51));
+        assert_eq!(q.used(), 50);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! ([`crate::quota`]): from creation until the library destroys them.
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use wormhole_opencl_api::{
@@ -14,36 +15,65 @@ use crate::quota::Quota;
 const CL_MEM_SIZE: u32 = 0x1102;
 const CL_MEM_ASSOCIATED_MEMOBJECT: u32 = 0x1107;
 
-struct Charge {
+/// What one memory object costs its tenant, held by the tenant's table
+/// and by the object's destructor callback.
+#[derive(Debug)]
+pub struct Charge {
     quota: Arc<Quota>,
     bytes: u64,
+    state: AtomicU8,
+}
+
+const HELD: u8 = 0;
+const LET_GO: u8 = 1;
+const DESTROYED: u8 = 2;
+
+impl Charge {
+    /// The client released its last reference: the bytes come back when
+    /// the library destroys the object, which commands may delay.
+    pub fn let_go(&self) {
+        // Counted first, and taken back if the object is already gone, so
+        // that `uncharge` on another thread never sees a count to undo
+        // that is not there yet.
+        self.quota.freeing(self.bytes);
+        if self
+            .state
+            .compare_exchange(HELD, LET_GO, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            self.quota.freed(self.bytes);
+        }
+    }
 }
 
 /// Runs when the library destroys the object: after the client's last
 /// release *and* the last command that used it, so memory a queue still
 /// holds stays counted.
 extern "C" fn uncharge(_mem: *mut c_void, user: *mut c_void) {
-    // SAFETY: `user` is the Box<Charge> leaked in `charge`, and the library
-    // calls a destructor callback exactly once.
-    let c = unsafe { Box::from_raw(user as *mut Charge) };
+    // SAFETY: `user` is the reference `charge` leaked for the callback,
+    // and the library calls a destructor callback exactly once.
+    let c = unsafe { Arc::from_raw(user as *const Charge) };
+    if c.state.swap(DESTROYED, Ordering::AcqRel) == LET_GO {
+        c.quota.freed(c.bytes);
+    }
     c.quota.release(c.bytes);
 }
 
 /// Charges a memory object the library just made: its size (a sub-buffer:
-/// nothing, its parent's memory is counted). Past the quota the object is
-/// released and the creation fails as the library's would when out of
-/// memory.
+/// nothing, its parent's memory is counted; `None`). Past the quota the
+/// object is released and the creation fails as the library's would when
+/// out of memory.
 ///
 /// # Safety
 /// `mem` is a live memory object on which the caller holds the only
 /// reference it will hand out.
-pub unsafe fn charge(quota: &Arc<Quota>, mem: *mut c_void) -> Result<(), i32> {
+pub unsafe fn charge(quota: &Arc<Quota>, mem: *mut c_void) -> Result<Option<Arc<Charge>>, i32> {
     // SAFETY: `mem` is live (the caller's contract); both answers are one
     // size_t or pointer.
     let parent =
         unsafe { info_value::<usize>(ffi::clGetMemObjectInfo, mem, CL_MEM_ASSOCIATED_MEMOBJECT) };
     if parent.is_some_and(|p| p != 0) {
-        return Ok(());
+        return Ok(None);
     }
     // SAFETY: as above.
     let bytes = unsafe { info_value::<usize>(ffi::clGetMemObjectInfo, mem, CL_MEM_SIZE) };
@@ -58,19 +88,22 @@ pub unsafe fn charge(quota: &Arc<Quota>, mem: *mut c_void) -> Result<(), i32> {
     if !quota.charge(bytes) {
         return refuse(CL_MEM_OBJECT_ALLOCATION_FAILURE);
     }
-    let c = Box::into_raw(Box::new(Charge {
+    let charge = Arc::new(Charge {
         quota: quota.clone(),
         bytes,
-    }));
-    // SAFETY: a live memory object; `uncharge` takes the box.
-    let s =
-        unsafe { ffi::clSetMemObjectDestructorCallback(mem, uncharge as *mut c_void, c.cast()) };
+        state: AtomicU8::new(HELD),
+    });
+    let c = Arc::into_raw(charge.clone());
+    // SAFETY: a live memory object; `uncharge` takes the reference.
+    let s = unsafe {
+        ffi::clSetMemObjectDestructorCallback(mem, uncharge as *mut c_void, c as *mut c_void)
+    };
     if s != CL_SUCCESS {
         // No way to learn when it dies, so no way to give the bytes back.
-        // SAFETY: the callback was refused, so the box is still ours.
-        drop(unsafe { Box::from_raw(c) });
+        // SAFETY: the callback was refused, so the reference is still ours.
+        drop(unsafe { Arc::from_raw(c) });
         quota.release(bytes);
         return refuse(CL_OUT_OF_RESOURCES);
     }
-    Ok(())
+    Ok(Some(charge))
 }

@@ -36,6 +36,8 @@ struct Entry {
     refs: u32,
     /// Never removed (platforms, root devices, aliases we retained).
     pinned: bool,
+    /// A memory object's cost to the tenant's quota.
+    charge: Option<Arc<super::quota::Charge>>,
 }
 
 /// Limits on what one request may make the server allocate.
@@ -274,11 +276,12 @@ impl Tenant {
         if raw.is_null() {
             return Ok(());
         }
-        if let (Kind::Mem, Some(q)) = (kind, &self.memory) {
+        let charge = match (kind, &self.memory) {
             // SAFETY: the library just made `raw` for this call, whose
             // reference is the only one so far.
-            unsafe { super::quota::charge(q, raw) }?;
-        }
+            (Kind::Mem, Some(q)) => unsafe { super::quota::charge(q, raw) }?,
+            _ => None,
+        };
         self.reverse.insert((kind, raw as usize), id);
         self.table.insert(
             id,
@@ -287,6 +290,7 @@ impl Tenant {
                 raw: raw as usize,
                 refs: 1,
                 pinned: false,
+                charge,
             },
         );
         if let (Kind::Mem, Some(sb)) = (kind, &self.shared) {
@@ -320,6 +324,7 @@ impl Tenant {
                 raw: raw as usize,
                 refs: 0,
                 pinned: true,
+                charge: None,
             },
         );
         id
@@ -376,6 +381,9 @@ impl Tenant {
                 self.reverse.remove(&(e.kind, e.raw));
                 if e.kind == Kind::Kernel {
                     self.arg_decls.forget(e.raw as *mut c_void);
+                }
+                if let Some(c) = e.charge {
+                    c.let_go();
                 }
             }
         }
