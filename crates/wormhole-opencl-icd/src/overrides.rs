@@ -138,32 +138,19 @@ pub unsafe extern "C" fn clBuildProgram(
     pfn_notify: *mut c_void,
     user_data: *mut c_void,
 ) -> i32 {
-    if !off_channel(pfn_notify, user_data) {
-        // SAFETY: forwarded contract.
-        return unsafe {
-            gen::clBuildProgram(
+    // SAFETY: forwarded contract.
+    unsafe {
+        build(program, pfn_notify, user_data, |ev| match ev {
+            None => gen::clBuildProgram(
                 program,
                 num_devices,
                 device_list,
                 options,
                 pfn_notify,
                 user_data,
-            )
-        };
-    }
-    let mut ev = std::ptr::null_mut();
-    // SAFETY: forwarded contract; `ev` is ours.
-    let s =
-        unsafe { gen::whBuildProgramStart(program, num_devices, device_list, options, &mut ev) };
-    if s != CL_SUCCESS {
-        return s;
-    }
-    // SAFETY: the event just started; the application's callback for this
-    // program.
-    unsafe {
-        let s = finish(ev, |ev| gen::whBuildProgramResult(ev));
-        crate::callbacks::notify_program(pfn_notify, program, user_data);
-        s
+            ),
+            Some(ev) => gen::whBuildProgramStart(program, num_devices, device_list, options, ev),
+        })
     }
 }
 
@@ -183,10 +170,10 @@ pub unsafe extern "C" fn clCompileProgram(
     pfn_notify: *mut c_void,
     user_data: *mut c_void,
 ) -> i32 {
-    if !off_channel(pfn_notify, user_data) {
-        // SAFETY: forwarded contract.
-        return unsafe {
-            gen::clCompileProgram(
+    // SAFETY: forwarded contract.
+    unsafe {
+        build(program, pfn_notify, user_data, |ev| match ev {
+            None => gen::clCompileProgram(
                 program,
                 num_devices,
                 device_list,
@@ -196,27 +183,46 @@ pub unsafe extern "C" fn clCompileProgram(
                 header_include_names,
                 pfn_notify,
                 user_data,
-            )
-        };
+            ),
+            Some(ev) => gen::whCompileProgramStart(
+                program,
+                num_devices,
+                device_list,
+                options,
+                num_input_headers,
+                input_headers,
+                header_include_names,
+                ev,
+            ),
+        })
+    }
+}
+
+/// Runs a build or compilation: `call(None)` forwards it as one call (and
+/// runs the callback); `call(Some(ev))` asks the server to start it on a
+/// thread of its own, which completes `*ev` at the end; this thread then
+/// waits for that with the channel free, takes the result, and runs
+/// `pfn_notify`.
+///
+/// # Safety
+/// `call` makes the application's call with its arguments; `pfn_notify`
+/// and `user_data` are the application's for `program`.
+unsafe fn build(
+    program: *mut c_void,
+    pfn_notify: *mut c_void,
+    user_data: *mut c_void,
+    call: impl FnOnce(Option<&mut *mut c_void>) -> i32,
+) -> i32 {
+    if !off_channel(pfn_notify, user_data) {
+        return call(None);
     }
     let mut ev = std::ptr::null_mut();
-    // SAFETY: forwarded contract; `ev` is ours.
-    let s = unsafe {
-        gen::whCompileProgramStart(
-            program,
-            num_devices,
-            device_list,
-            options,
-            num_input_headers,
-            input_headers,
-            header_include_names,
-            &mut ev,
-        )
-    };
+    let s = call(Some(&mut ev));
     if s != CL_SUCCESS {
         return s;
     }
-    // SAFETY: as in `clBuildProgram`.
+    // SAFETY: the event just started; the application's callback for this
+    // program.
     unsafe {
         let s = finish(ev, |ev| gen::whBuildProgramResult(ev));
         crate::callbacks::notify_program(pfn_notify, program, user_data);

@@ -89,7 +89,9 @@ impl Quota {
             if attempt() {
                 return true;
             }
-            let held = self.used().saturating_sub(self.freeing.load(Ordering::Relaxed));
+            let held = self
+                .used()
+                .saturating_sub(self.freeing.load(Ordering::Relaxed));
             let could = held.checked_add(bytes).is_some_and(|n| n <= self.limit);
             let now = Instant::now();
             if !could || now >= deadline {
