@@ -95,6 +95,18 @@ pub trait Channel: Send {
     fn pump_notes(&mut self) -> Result<(), TransportError> {
         Ok(())
     }
+    /// Server: writes `frame` as the next reply, unseen by the client until
+    /// the returned [`shm::HeldReply`] is published, from any thread.
+    /// Nothing else may be sent before that. `None`, with nothing sent, where
+    /// the channel cannot hold a reply back (a stream).
+    fn send_held(&mut self, _frame: &[u8]) -> Result<Option<shm::HeldReply>, TransportError> {
+        Ok(None)
+    }
+    /// Waits at most `timeout` for the next frame to begin arriving and
+    /// says whether it has. A channel that cannot wait so says it has.
+    fn wait_for(&mut self, _timeout: std::time::Duration) -> Result<bool, TransportError> {
+        Ok(true)
+    }
 }
 
 /// Where a tenant posts notifications (callbacks that fired) for its
@@ -125,5 +137,11 @@ impl<C: Channel + ?Sized> Channel for Box<C> {
     }
     fn pump_notes(&mut self) -> Result<(), TransportError> {
         (**self).pump_notes()
+    }
+    fn send_held(&mut self, frame: &[u8]) -> Result<Option<shm::HeldReply>, TransportError> {
+        (**self).send_held(frame)
+    }
+    fn wait_for(&mut self, timeout: std::time::Duration) -> Result<bool, TransportError> {
+        (**self).wait_for(timeout)
     }
 }

@@ -269,6 +269,34 @@ fn sleep_on(
     }
 }
 
+/// Wakes a ring's consumer if it sleeps, after what was published.
+fn wake_consumer(h: &RingHeader) {
+    fence(Ordering::SeqCst);
+    if h.consumer_waiting.load(Ordering::SeqCst) != 0 {
+        h.data_seq.fetch_add(1, Ordering::SeqCst);
+        futex::wake(&h.data_seq, 1);
+    }
+}
+
+/// A record [`Producer::write_frame_held`] wrote and left for another
+/// thread to publish: a reply that the event it waits for completes,
+/// from the library's thread, one thread hop sooner than the producer's
+/// own thread could. The writer's stores must happen before `publish`
+/// (hand the record over through a lock or another release/acquire pair).
+pub struct HeldRecord {
+    raw: Raw,
+    at: u64,
+    header: u64,
+}
+
+impl HeldRecord {
+    /// Makes the record visible and wakes the consumer if it sleeps.
+    pub fn publish(self) {
+        self.raw.word(self.at).store(self.header, Ordering::Release);
+        wake_consumer(self.raw.hdr());
+    }
+}
+
 /// Records after which a producer wakes a sleeping consumer without
 /// waiting for a flush. A batch of deferred calls (two records per kernel
 /// launch) longer than this is started on while it is still being written;
@@ -383,6 +411,34 @@ impl Producer {
         Ok(())
     }
 
+    /// Writes a frame as [`Producer::write_frame`] does, but leaves its
+    /// record unpublished: the consumer sees it only once the returned
+    /// [`HeldRecord`] is published, from any thread. Until then nothing more
+    /// may be written to this ring (the records behind it would wait for it
+    /// unseen). `None` when the frame is more than one record; nothing is
+    /// written then.
+    pub fn write_frame_held(&mut self, frame: &[u8]) -> Result<Option<HeldRecord>, TransportError> {
+        let len = frame.len() as u64 + 8;
+        if len > self.max_record {
+            return Ok(None);
+        }
+        self.reserve(record_size(len) + REC_HDR)?;
+        let at = self.head;
+        self.raw.put_word(at + REC_HDR, frame.len() as u64);
+        self.raw.copy_in(at + REC_HDR + 8, frame);
+        let next = at + record_size(len);
+        if self.prezeroed != Some(next) {
+            self.raw.word(next).store(0, Ordering::Relaxed);
+        }
+        self.prezeroed = None;
+        self.head = next;
+        Ok(Some(HeldRecord {
+            raw: self.raw,
+            at,
+            header: record_header(len as u32),
+        }))
+    }
+
     /// Publishes the record of `len` payload bytes just written at `head`.
     #[inline]
     fn publish_record(&mut self, len: u64) {
@@ -461,11 +517,7 @@ impl Producer {
                 h.producer_cpu.store(cpu as u32 + 1, Ordering::Relaxed);
             }
         }
-        fence(Ordering::SeqCst);
-        if h.consumer_waiting.load(Ordering::SeqCst) != 0 {
-            h.data_seq.fetch_add(1, Ordering::SeqCst);
-            futex::wake(&h.data_seq, 1);
-        }
+        wake_consumer(h);
     }
 
     fn wait_space(&mut self, need: u64) -> Result<(), TransportError> {
@@ -685,6 +737,27 @@ impl Consumer {
             h.space_seq.fetch_add(1, Ordering::SeqCst);
             futex::wake(&h.space_seq, 1);
         }
+    }
+
+    /// Waits at most `timeout` for a record to arrive; returns whether one
+    /// is there. No spin and no same-core move: for a waiter that has
+    /// something else to check now and then.
+    pub fn wait_data_for(&mut self, timeout: Duration) -> Result<bool, TransportError> {
+        if self.left > 0 {
+            return Ok(true);
+        }
+        self.publish();
+        let raw = self.raw;
+        let tail = self.tail;
+        let ready = || raw.word(tail).load(Ordering::Acquire) != 0;
+        let h = raw.hdr();
+        let s = h.data_seq.load(Ordering::Acquire);
+        h.consumer_waiting.store(1, Ordering::SeqCst);
+        if !ready() {
+            futex::wait(&h.data_seq, s, Some(timeout));
+        }
+        h.consumer_waiting.store(0, Ordering::Relaxed);
+        Ok(ready())
     }
 
     fn wait_data(&mut self) -> Result<(), TransportError> {
@@ -976,6 +1049,44 @@ mod tests {
         writer.join().expect("writer");
         assert!(got == expect, "stream garbled");
         assert!(c.tail > 16 * 4096, "the ring wrapped many times");
+        drop(mem);
+    }
+
+    #[test]
+    fn a_held_record_is_seen_only_once_another_thread_publishes_it() {
+        let (mem, mut p, mut c) = ring(Handoff::Futex);
+        let mut buf = Vec::new();
+        // Many laps, so that held records wrap around the ring's end too.
+        for i in 0..400u32 {
+            let held = p
+                .write_frame_held(&i.to_le_bytes())
+                .expect("write")
+                .expect("one record");
+            assert!(
+                !c.wait_data_for(Duration::from_micros(50)).expect("wait"),
+                "record {i} seen before it was published"
+            );
+            // Published by another thread, as the library's thread does;
+            // the join orders the writer's stores before it.
+            std::thread::spawn(move || held.publish())
+                .join()
+                .expect("publisher");
+            assert!(c.wait_data_for(Duration::from_secs(5)).expect("wait"));
+            c.read_frame(64, &mut buf, |_, _| panic!("one record"))
+                .expect("read");
+            assert_eq!(buf, i.to_le_bytes(), "record {i}");
+            // An ordinary frame right behind it arrives in order.
+            p.write_frame(b"next").expect("write");
+            p.flush();
+            c.read_frame(64, &mut buf, |_, _| panic!("one record"))
+                .expect("read");
+            assert_eq!(buf, b"next");
+        }
+        assert!(c.tail > 4 * 4096, "the ring wrapped");
+        assert!(
+            p.write_frame_held(&[0u8; 4096]).expect("write").is_none(),
+            "a frame of several records cannot be held"
+        );
         drop(mem);
     }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use nix::sys::mman::{mmap, munmap, MapFlags, ProtFlags};
 
-use crate::ring::{Consumer, Handoff, Liveness, Producer, HEADER_BYTES};
+use crate::ring::{Consumer, Handoff, HeldRecord, Liveness, Producer, HEADER_BYTES};
 use crate::{Channel, TransportError};
 
 /// Sizes of the three rings in a region.
@@ -308,6 +308,31 @@ impl Channel for ShmChannel {
 
     fn recv_raw(&mut self, dst: &mut [u8]) -> Result<(), TransportError> {
         self.rx.read_exact(dst)
+    }
+
+    fn send_held(&mut self, frame: &[u8]) -> Result<Option<HeldReply>, TransportError> {
+        Ok(self.tx.write_frame_held(frame)?.map(|rec| HeldReply {
+            rec,
+            _region: self._region.clone(),
+        }))
+    }
+
+    fn wait_for(&mut self, timeout: std::time::Duration) -> Result<bool, TransportError> {
+        self.rx.wait_data_for(timeout)
+    }
+}
+
+/// A reply written to the ring but not yet visible to the client
+/// ([`Channel::send_held`]). It keeps the ring mapped until it is published.
+pub struct HeldReply {
+    rec: HeldRecord,
+    _region: Arc<Region>,
+}
+
+impl HeldReply {
+    /// Makes the reply visible and wakes the client if it sleeps.
+    pub fn publish(self) {
+        self.rec.publish();
     }
 }
 
