@@ -223,9 +223,19 @@ impl Harness {
         })
     }
 
+    /// The seeded context.
+    pub fn context(&self) -> *mut c_void {
+        self.seeds[0].2
+    }
+
+    /// The seeded queue.
+    pub fn queue(&self) -> *mut c_void {
+        self.queue
+    }
+
     /// A fresh tenant whose table holds one reference of its own to each
     /// seeded object, as if the client had created them.
-    fn tenant(&self) -> Tenant {
+    pub fn tenant(&self) -> Tenant {
         let limits = Limits {
             max_alloc: FUZZ_MAX_ALLOC,
             ..Limits::default()
@@ -827,28 +837,29 @@ pub fn fuzz_one(h: &mut Harness, data: &[u8]) {
     }
 }
 
+/// A harness on the machine's OpenCL, or None (and a note) on a machine
+/// without one. Tests take turns: run side by side, the first OpenCL
+/// calls of several threads raced (clGetDeviceIDs failed with
+/// CL_DEVICE_NOT_FOUND) and most of these tests skipped themselves.
+/// Any other failure to start fails the test.
+#[cfg(test)]
+pub(crate) fn test_harness() -> Option<(std::sync::MutexGuard<'static, ()>, Harness)> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    match Harness::new() {
+        Ok(h) => Some((turn, h)),
+        Err(HarnessError::NoPlatform) => {
+            eprintln!("no OpenCL platform: skipped");
+            None
+        }
+        Err(e) => panic!("the harness did not start: {e}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use wormhole_opencl_api::{CL_INVALID_MEM_OBJECT, CL_SUCCESS};
-
-    /// A harness on the machine's OpenCL, or None (and a note) on a machine
-    /// without one. Tests take turns: run side by side, the first OpenCL
-    /// calls of several threads raced (clGetDeviceIDs failed with
-    /// CL_DEVICE_NOT_FOUND) and most of these tests skipped themselves.
-    /// Any other failure to start fails the test.
-    fn harness() -> Option<(std::sync::MutexGuard<'static, ()>, Harness)> {
-        static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-        match Harness::new() {
-            Ok(h) => Some((turn, h)),
-            Err(HarnessError::NoPlatform) => {
-                eprintln!("no OpenCL platform: skipped");
-                None
-            }
-            Err(e) => panic!("the harness did not start: {e}"),
-        }
-    }
 
     const UNMAP: usize = 16;
     const SAMPLER_AS_BUFFER: usize = 37;
@@ -858,7 +869,7 @@ mod tests {
     /// itself: the same templates succeed again on the next run.
     #[test]
     fn templates_are_valid_requests() {
-        let Some((_turn, mut h)) = harness() else {
+        let Some((_turn, mut h)) = test_harness() else {
             return;
         };
         for round in 0..2 {
@@ -886,7 +897,7 @@ mod tests {
     /// request that failed. The box is refused before the library sees it.
     #[test]
     fn a_map_of_an_empty_box_is_refused_and_leaves_no_reference() {
-        let Some((_turn, mut h)) = harness() else {
+        let Some((_turn, mut h)) = test_harness() else {
             return;
         };
         let before = h.seed_refcounts();
@@ -912,7 +923,7 @@ mod tests {
     /// SEGV in the tenant). The library always gets a size_ret to write.
     #[test]
     fn context_properties_without_a_size_ret_do_not_crash() {
-        let Some((_turn, mut h)) = harness() else {
+        let Some((_turn, mut h)) = test_harness() else {
             return;
         };
         let create = Frame::new(func::clCreateContext)
@@ -939,7 +950,7 @@ mod tests {
     /// refused, not forwarded.
     #[test]
     fn a_queue_property_change_is_refused_not_forwarded() {
-        let Some((_turn, mut h)) = harness() else {
+        let Some((_turn, mut h)) = test_harness() else {
             return;
         };
         let set = Frame::new(func::clSetCommandQueueProperty)

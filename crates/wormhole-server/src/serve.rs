@@ -45,7 +45,11 @@ pub fn serve(
     let mut req = Vec::new();
     let mut enc = Encoder::new();
     let mut deferred = 0i32;
+    let mut owed: Option<opencl::finish::Owed> = None;
     loop {
+        if let Some(o) = owed.take() {
+            o.settle(chan)?;
+        }
         match chan.recv(&mut req) {
             Ok(()) => {}
             Err(TransportError::PeerGone) => return Ok(()),
@@ -64,6 +68,21 @@ pub fn serve(
             return Err(ServeError::Protocol);
         }
         if seal_reply(&mut enc, &done, status, &mut deferred) {
+            // A clFinish whose reply the marker's completion publishes
+            // (`opencl::finish`): no wake-up here, the reply is not seen yet.
+            if let Some(marker) = t.finish_marker.take() {
+                if let Some(held) = chan.send_held(enc.as_slice())? {
+                    // SAFETY: the marker `overrides::clFinish` made, ours.
+                    owed = Some(unsafe { opencl::finish::Owed::hand_over(marker, held) });
+                    chan.end_reply()?;
+                    continue;
+                }
+                // SAFETY: as above; released after the wait, as it is ours.
+                unsafe {
+                    opencl::ffi::clWaitForEvents(1, &marker);
+                    opencl::ffi::clReleaseEvent(marker);
+                }
+            }
             chan.send(enc.as_slice())?;
             chan.flush()?;
             opencl::overrides::finish_bulk_out(t, chan)?;
@@ -299,6 +318,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
         let notify = Arc::new(NotifySender::new(region.clone()));
         let (mut t, mut cu) = tenant_state(config, notify, client.clone());
         t.shared = arena.map(opencl::shared::SharedBuffers::new);
+        t.finish_by_marker = true;
         let mut chan = ShmChannel::new(region, Side::Server, config.handoff(), None);
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
         serve(&mut chan, &mut t, cu.as_mut())

@@ -9,6 +9,7 @@
 pub mod builds;
 pub mod callbacks;
 pub mod custom;
+pub mod finish;
 pub mod overrides;
 pub mod quota;
 pub mod shared;

@@ -1270,6 +1270,24 @@ pub fn finish_bulk_in(
     }
 }
 
+/// `clFinish`: where the channel can hold the reply back, a marker's
+/// completion publishes it (`finish.rs`); elsewhere the queue is finished
+/// here.
+///
+/// # Safety
+/// `queue` is a live command queue from the tenant's table.
+pub unsafe fn clFinish(t: &mut Tenant, queue: *mut c_void) -> i32 {
+    if t.finish_by_marker {
+        // SAFETY: the caller's contract.
+        if let Some(m) = unsafe { super::finish::marker_for(queue) } {
+            t.finish_marker = Some(m);
+            return CL_SUCCESS;
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe { ffi::clFinish(queue) }
+}
+
 /// Completes an outgoing bulk transfer (after the reply frame).
 pub fn finish_bulk_out(t: &mut Tenant, chan: &mut dyn Channel) -> Result<(), TransportError> {
     let (ptr, len, then) = match t.bulk.take() {
