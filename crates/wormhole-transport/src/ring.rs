@@ -290,6 +290,17 @@ pub struct HeldRecord {
 }
 
 impl HeldRecord {
+    /// Overwrites frame bytes from `offset` on (an answer learnt while it
+    /// was held); a patch beyond the frame's end is ignored.
+    pub fn patch(&mut self, offset: u64, bytes: &[u8]) {
+        // The frame's length, behind the record's header and its own
+        // length word.
+        let frame = (self.header & 0xffff_ffff).saturating_sub(8);
+        if offset.saturating_add(bytes.len() as u64) <= frame {
+            self.raw.copy_in(self.at + REC_HDR + 8 + offset, bytes);
+        }
+    }
+
     /// Makes the record visible and wakes the consumer if it sleeps.
     pub fn publish(self) {
         self.raw.word(self.at).store(self.header, Ordering::Release);
@@ -1068,13 +1079,16 @@ mod tests {
             );
             // Published by another thread, as the library's thread does;
             // the join orders the writer's stores before it.
+            let mut held = held;
+            held.patch(0, &(i + 1).to_le_bytes());
+            held.patch(2, &[0; 8]);
             std::thread::spawn(move || held.publish())
                 .join()
                 .expect("publisher");
             assert!(c.wait_data_for(Duration::from_secs(5)).expect("wait"));
             c.read_frame(64, &mut buf, |_, _| panic!("one record"))
                 .expect("read");
-            assert_eq!(buf, i.to_le_bytes(), "record {i}");
+            assert_eq!(buf, (i + 1).to_le_bytes(), "record {i}, patched");
             // An ordinary frame right behind it arrives in order.
             p.write_frame(b"next").expect("write");
             p.flush();

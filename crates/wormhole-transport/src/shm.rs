@@ -330,6 +330,11 @@ pub struct HeldReply {
 }
 
 impl HeldReply {
+    /// Overwrites reply bytes from `offset` on before it is published.
+    pub fn patch(&mut self, offset: u64, bytes: &[u8]) {
+        self.rec.patch(offset, bytes);
+    }
+
     /// Makes the reply visible and wakes the client if it sleeps.
     pub fn publish(self) {
         self.rec.publish();
