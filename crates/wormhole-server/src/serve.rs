@@ -68,19 +68,22 @@ pub fn serve(
             return Err(ServeError::Protocol);
         }
         if seal_reply(&mut enc, &done, status, &mut deferred) {
-            // A clFinish whose reply the marker's completion publishes
-            // (`opencl::finish`): no wake-up here, the reply is not seen yet.
-            if let Some(marker) = t.finish_marker.take() {
-                if let Some(held) = chan.send_held(enc.as_slice())? {
-                    // SAFETY: the marker `overrides::clFinish` made, ours.
-                    owed = Some(unsafe { opencl::finish::Owed::hand_over(marker, held) });
-                    chan.end_reply()?;
-                    continue;
-                }
-                // SAFETY: as above; released after the wait, as it is ours.
-                unsafe {
-                    opencl::ffi::clWaitForEvents(1, &marker);
-                    opencl::ffi::clReleaseEvent(marker);
+            // A wait whose reply the completion of what it waits for
+            // publishes (`opencl::finish`): no wake-up here, the reply is
+            // not seen yet.
+            if let Some(w) = t.reply_when.take() {
+                match chan.send_held(enc.as_slice())? {
+                    Some(held) => {
+                        owed = Some(opencl::finish::Owed::hand_over(w, held));
+                        chan.end_reply()?;
+                        continue;
+                    }
+                    // Not on this channel after all: the wait is made here.
+                    None => {
+                        if let Some(s) = w.wait_here() {
+                            enc.patch_i32(0, s);
+                        }
+                    }
                 }
             }
             chan.send(enc.as_slice())?;
@@ -318,7 +321,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
         let notify = Arc::new(NotifySender::new(region.clone()));
         let (mut t, mut cu) = tenant_state(config, notify, client.clone());
         t.shared = arena.map(opencl::shared::SharedBuffers::new);
-        t.finish_by_marker = true;
+        t.replies_held = true;
         let mut chan = ShmChannel::new(region, Side::Server, config.handoff(), None);
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
         serve(&mut chan, &mut t, cu.as_mut())

@@ -1,21 +1,22 @@
-//! `clFinish` answered by the library's own thread.
+//! Blocking waits answered by the library's own thread.
 //!
-//! A blocking `clFinish` run on the tenant's thread costs two thread hops
-//! after the last command: the library's worker wakes the tenant's thread,
-//! which writes the reply and wakes the client. Natively there is one: the
-//! worker wakes the application. Over shared memory the tenant instead
-//! enqueues a marker, writes the reply into the ring unpublished
+//! A blocking `clFinish` or `clWaitForEvents` run on the tenant's thread
+//! costs two thread hops after the last command: the library's worker
+//! wakes the tenant's thread, which writes the reply and wakes the client.
+//! Natively there is one: the worker wakes the application. Over shared
+//! memory the tenant instead writes the reply into the ring unpublished
 //! ([`Channel::send_held`]) and goes back to waiting for requests; the
-//! marker's `CL_COMPLETE` callback, on the worker that completes it,
-//! publishes the reply and wakes the client itself. On a virtual machine
-//! whose idle vCPUs halt, a hop is tens of microseconds.
+//! `CL_COMPLETE` callback of the last event to complete (a marker, for
+//! `clFinish`) publishes the reply and wakes the client itself, from the
+//! worker that completed it. On a virtual machine whose idle vCPUs halt, a
+//! hop is tens of microseconds.
 //!
 //! The client holds its channel until the reply comes, so no request can
 //! arrive while one is owed; if one does all the same (a broken client),
-//! the tenant waits for the marker and publishes first, keeping replies in
+//! the tenant waits for the events and publishes first, keeping replies in
 //! order. PoCL 3.1 calls no callback for a command that failed, so while a
-//! reply is owed the tenant also looks at the marker's status now and then
-//! and publishes the reply itself once the marker has ended either way.
+//! reply is owed the tenant also looks at the events' status now and then
+//! and publishes the reply itself once all have ended either way.
 
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
@@ -28,102 +29,158 @@ use wormhole_transport::{Channel, TransportError};
 use super::{ffi, info_value};
 
 const CL_COMPLETE: i32 = 0;
+const CL_EVENT_COMMAND_QUEUE: u32 = 0x11D0;
+const CL_EVENT_CONTEXT: u32 = 0x11D4;
 const CL_EVENT_COMMAND_EXECUTION_STATUS: u32 = 0x11D3;
+const CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST: i32 = -14;
 
-/// The first and the longest pause between looks at an owed reply's marker.
+/// The first and the longest pause between looks at an owed reply's events.
 const FIRST_LOOK: Duration = Duration::from_millis(1);
 const LONGEST_LOOK: Duration = Duration::from_millis(100);
 
-/// The reply until one side takes it: the marker's callback or the tenant.
-type Slot = Mutex<Option<HeldReply>>;
+/// What a reply waits for: events the tenant holds a reference to each
+/// of, and the status the reply takes instead of its own if one of them
+/// failed (`None`: its own stands, as `clFinish`'s does).
+pub struct Wait {
+    events: Vec<*mut c_void>,
+    on_failure: Option<i32>,
+}
 
-/// Takes the reply out of `slot` and publishes it, unless the other side
-/// did already.
-fn publish(slot: &Slot) {
-    let held = slot.lock().unwrap_or_else(|p| p.into_inner()).take();
-    if let Some(r) = held {
-        r.publish();
+impl Wait {
+    /// Waits for the events on this thread, where no reply can be held;
+    /// returns the status the reply takes instead of its own, if any.
+    pub fn wait_here(self) -> Option<i32> {
+        let n = u32::try_from(self.events.len()).unwrap_or(u32::MAX);
+        // SAFETY: `n` live events of ours.
+        unsafe { ffi::clWaitForEvents(n, self.events.as_ptr()) };
+        let failed = self.events.iter().any(|&e| status(e).is_none_or(|s| s < 0));
+        for &e in &self.events {
+            // SAFETY: the reference this `Wait` holds.
+            unsafe { ffi::clReleaseEvent(e) };
+        }
+        self.on_failure.filter(|_| failed)
     }
 }
 
-/// The marker's `CL_COMPLETE` callback, on the library's thread.
-unsafe extern "C" fn marker_done(_ev: *mut c_void, _status: i32, data: *mut c_void) {
-    // SAFETY: `data` is the reference `Owed::hand_over` made with
-    // `Arc::into_raw` for this one registration; a callback runs at most
-    // once, so it is taken back exactly once.
-    let slot = unsafe { Arc::from_raw(data as *const Slot) };
-    publish(&slot);
+/// The reply until one side takes it (a callback or the tenant), and how
+/// its events went.
+struct Slot {
+    reply: Option<HeldReply>,
+    left: usize,
+    failed: bool,
+    on_failure: Option<i32>,
 }
 
-/// A `clFinish` reply that the completion of `marker` publishes.
+impl Slot {
+    /// Publishes the reply unless that was done already.
+    fn publish(&mut self) {
+        if let Some(mut r) = self.reply.take() {
+            if let (true, Some(s)) = (self.failed, self.on_failure) {
+                // A reply's status is its first word.
+                r.patch(0, &s.to_le_bytes());
+            }
+            r.publish();
+        }
+    }
+}
+
+type Shared = Mutex<Slot>;
+
+fn lock(s: &Shared) -> std::sync::MutexGuard<'_, Slot> {
+    s.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// An event's `CL_COMPLETE` callback, on the library's thread.
+unsafe extern "C" fn event_done(ev: *mut c_void, st: i32, data: *mut c_void) {
+    // SAFETY: `data` is a reference `Owed::hand_over` made with
+    // `Arc::into_raw` for this one registration; a callback runs at most
+    // once, so it is taken back exactly once.
+    let shared = unsafe { Arc::from_raw(data as *const Shared) };
+    // The event's own status too: PoCL calls a callback registered on an
+    // event that already failed with CL_COMPLETE.
+    let failed = st < 0 || status(ev).is_none_or(|s| s < 0);
+    let mut s = lock(&shared);
+    s.failed |= failed;
+    s.left = s.left.saturating_sub(1);
+    if s.left == 0 {
+        s.publish();
+    }
+}
+
+/// An event's execution status (negative: it failed; None: not known).
+fn status(e: *mut c_void) -> Option<i32> {
+    // SAFETY: the caller holds a reference to `e`; the value is a cl_int.
+    unsafe { info_value::<i32>(ffi::clGetEventInfo, e, CL_EVENT_COMMAND_EXECUTION_STATUS) }
+}
+
+/// A reply that the completion of its events publishes.
 pub struct Owed {
-    marker: *mut c_void,
-    slot: Arc<Slot>,
+    events: Vec<*mut c_void>,
+    shared: Arc<Shared>,
 }
 
 impl Owed {
-    /// Hands `reply` to `marker`'s completion. If the callback cannot be
-    /// registered, waits for the marker and publishes the reply now.
-    ///
-    /// # Safety
-    /// `marker` is an event of the tenant's own, whose reference the
-    /// returned value takes over.
-    pub unsafe fn hand_over(marker: *mut c_void, reply: HeldReply) -> Owed {
-        let slot = Arc::new(Mutex::new(Some(reply)));
-        let data = Arc::into_raw(slot.clone());
-        // SAFETY: `marker` is a live event (the caller's contract) and
-        // `marker_done` has OpenCL's event-callback signature; `data` is
-        // taken back by the callback, or below if it is never registered.
-        let r = unsafe {
-            ffi::clSetEventCallback(
-                marker,
-                CL_COMPLETE,
-                marker_done as *mut c_void,
-                data as *mut c_void,
-            )
+    /// Hands `reply` to the completion of `wait`'s events. If a callback
+    /// cannot be registered, waits for the events and publishes now.
+    pub fn hand_over(wait: Wait, reply: HeldReply) -> Owed {
+        let shared = Arc::new(Mutex::new(Slot {
+            reply: Some(reply),
+            left: wait.events.len(),
+            failed: false,
+            on_failure: wait.on_failure,
+        }));
+        let owed = Owed {
+            events: wait.events,
+            shared,
         };
-        if r != CL_SUCCESS {
-            // SAFETY: never registered, so the reference is still ours.
-            drop(unsafe { Arc::from_raw(data) });
-            // SAFETY: one live event.
-            unsafe { ffi::clWaitForEvents(1, &marker) };
-            publish(&slot);
+        for &e in &owed.events {
+            let data = Arc::into_raw(owed.shared.clone());
+            // SAFETY: `e` is a live event of ours (`Wait`'s contract) and
+            // `event_done` has OpenCL's event-callback signature; `data` is
+            // taken back by the callback, or below if it is not registered.
+            let r = unsafe {
+                ffi::clSetEventCallback(
+                    e,
+                    CL_COMPLETE,
+                    event_done as *mut c_void,
+                    data as *mut c_void,
+                )
+            };
+            if r != CL_SUCCESS {
+                // SAFETY: never registered, so the reference is still ours.
+                drop(unsafe { Arc::from_raw(data) });
+                owed.settle_now();
+                break;
+            }
         }
-        Owed { marker, slot }
+        owed
     }
 
     fn settled(&self) -> bool {
-        self.slot
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_none()
+        lock(&self.shared).reply.is_none()
     }
 
-    /// Publishes the reply if the marker has ended (complete, or failed,
+    /// Publishes the reply if every event has ended (complete, or failed,
     /// when PoCL calls no callback).
     fn look(&self) {
-        // SAFETY: the marker is ours until `drop`; the value is a cl_int.
-        let st = unsafe {
-            info_value::<i32>(
-                ffi::clGetEventInfo,
-                self.marker,
-                CL_EVENT_COMMAND_EXECUTION_STATUS,
-            )
-        };
-        if st.is_none_or(|s| s <= CL_COMPLETE) {
-            publish(&self.slot);
+        let st: Vec<Option<i32>> = self.events.iter().map(|&e| status(e)).collect();
+        if st.iter().all(|s| s.is_none_or(|s| s <= CL_COMPLETE)) {
+            let mut s = lock(&self.shared);
+            s.failed |= st.iter().any(|s| s.is_none_or(|s| s < 0));
+            s.publish();
         }
     }
 
-    /// Waits for the marker, then publishes the reply if still owed.
+    /// Waits for the events, then publishes the reply if still owed.
     fn settle_now(&self) {
-        // SAFETY: one live event, ours.
-        unsafe { ffi::clWaitForEvents(1, &self.marker) };
-        publish(&self.slot);
+        let n = u32::try_from(self.events.len()).unwrap_or(u32::MAX);
+        // SAFETY: `n` live events of ours.
+        unsafe { ffi::clWaitForEvents(n, self.events.as_ptr()) };
+        self.look();
     }
 
-    /// Returns once the reply is published: by the callback, by a look at
-    /// the marker between waits for the next request, or first thing when
+    /// Returns once the reply is published: by a callback, by a look at
+    /// the events between waits for the next request, or first thing when
     /// a request comes before it.
     pub fn settle(self, chan: &mut dyn Channel) -> Result<(), TransportError> {
         let mut pause = FIRST_LOOK;
@@ -144,19 +201,21 @@ impl Drop for Owed {
         if !self.settled() {
             self.settle_now();
         }
-        // SAFETY: the reference `hand_over` took over. The library keeps
-        // its own while it runs the callback.
-        unsafe { ffi::clReleaseEvent(self.marker) };
+        for &e in &self.events {
+            // SAFETY: the reference `Wait` holds. The library keeps its own
+            // while it runs a callback.
+            unsafe { ffi::clReleaseEvent(e) };
+        }
     }
 }
 
-/// `clFinish` on a channel that can hold a reply back: enqueues a marker
-/// and flushes, leaving the wait to [`Owed`]. `None` if that fails (the
-/// queue is then finished by the caller, as natively).
+/// `clFinish` on a channel that can hold a reply back: a marker, flushed,
+/// for the reply to wait for. `None` if that fails (the queue is then
+/// finished by the caller, as natively).
 ///
 /// # Safety
 /// `queue` is a live command queue.
-pub unsafe fn marker_for(queue: *mut c_void) -> Option<*mut c_void> {
+pub unsafe fn finish(queue: *mut c_void) -> Option<Wait> {
     let mut ev = std::ptr::null_mut();
     // SAFETY: the caller's contract; `ev` receives the new event.
     let s = unsafe { ffi::clEnqueueMarkerWithWaitList(queue, 0, std::ptr::null(), &mut ev) };
@@ -169,7 +228,46 @@ pub unsafe fn marker_for(queue: *mut c_void) -> Option<*mut c_void> {
         unsafe { ffi::clReleaseEvent(ev) };
         return None;
     }
-    Some(ev)
+    Some(Wait {
+        events: vec![ev],
+        on_failure: None,
+    })
+}
+
+/// `clWaitForEvents` on a channel that can hold a reply back: the events,
+/// each retained, with their command queues flushed as the call would.
+/// `None` where the call itself would fail at once (events of different
+/// contexts, or one the library cannot describe): it is then made as
+/// natively, and reports that.
+///
+/// # Safety
+/// `events` are live events from the tenant's table.
+pub unsafe fn wait_for_events(events: &[*mut c_void]) -> Option<Wait> {
+    let ctx = |e| {
+        // SAFETY: the caller's contract; the value is a cl_context.
+        unsafe { info_value::<usize>(ffi::clGetEventInfo, e, CL_EVENT_CONTEXT) }
+    };
+    let first = ctx(*events.first()?)?;
+    if events.iter().any(|&e| ctx(e) != Some(first)) {
+        return None;
+    }
+    for &e in events {
+        // SAFETY: as above; the value is a cl_command_queue (NULL for a
+        // user event).
+        let q = unsafe { info_value::<usize>(ffi::clGetEventInfo, e, CL_EVENT_COMMAND_QUEUE) };
+        if let Some(q) = q.filter(|&q| q != 0) {
+            // SAFETY: the event's own queue, which it keeps alive.
+            unsafe { ffi::clFlush(q as *mut c_void) };
+        }
+    }
+    for &e in events {
+        // SAFETY: a live event; `Owed` releases this reference.
+        unsafe { ffi::clRetainEvent(e) };
+    }
+    Some(Wait {
+        events: events.to_vec(),
+        on_failure: Some(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST),
+    })
 }
 
 #[cfg(test)]
@@ -186,8 +284,9 @@ mod tests {
     use crate::harness::{ids, test_harness, Frame};
 
     const CL_COMPLETE: i32 = 0;
-    /// The tenant's id for the test's user event.
+    /// The tenant's ids for the test's user event and the launch behind it.
     const GATE: u64 = 100;
+    const LAUNCH: u64 = 101;
 
     /// A client's and a tenant's end of one region; the tenant's gives up
     /// (PeerGone) once `done` is set.
@@ -232,7 +331,8 @@ mod tests {
                 .opt(None)
                 .u32(1)
                 .ids(&[GATE])
-                .b(false)
+                .b(true)
+                .u64(LAUNCH)
                 .done(),
         ];
         (gate, frames)
@@ -266,13 +366,13 @@ mod tests {
         }
         let (mut client, mut server) = channels(Arc::new(AtomicBool::new(false)));
         // SAFETY: the seeded queue is live.
-        let marker = unsafe { marker_for(h.queue()) }.expect("a marker");
+        let wait = unsafe { finish(h.queue()) }.expect("a marker");
         let held = server
             .send_held(b"finish reply")
             .expect("send")
             .expect("held");
-        // SAFETY: the marker just made, handed over.
-        let owed = unsafe { Owed::hand_over(marker, held) };
+        let owed = Owed::hand_over(wait, held);
+
         assert!(
             !client.wait_for(Duration::from_millis(50)).expect("wait"),
             "the reply came before the queue finished"
@@ -293,38 +393,61 @@ mod tests {
         unsafe { ffi::clFinish(h.queue()) };
     }
 
-    /// Through the serve loop: a clFinish answers once its queue finished,
-    /// and the reply to the request after it comes after it.
-    #[test]
-    fn a_finish_served_over_shared_memory_answers_in_order() {
-        let Some((_turn, h)) = test_harness() else {
-            return;
-        };
+    struct SetOnDrop(Arc<AtomicBool>);
+
+    impl Drop for SetOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Serves, over shared memory, the gated launch and then `wait` (a
+    /// blocking wait on it), which must not be answered before the test
+    /// sets the gate to `gate_status`; then a query, whose reply must come
+    /// after the wait's. Returns every reply's status and the queried
+    /// event's execution status.
+    fn serve_gated_wait(
+        wait: Vec<u8>,
+        gate_status: i32,
+        gate_first: bool,
+    ) -> Option<(Vec<i32>, i32)> {
+        let (_turn, h) = test_harness()?;
         let mut t = h.tenant();
-        t.finish_by_marker = true;
+        t.replies_held = true;
         let (gate, mut frames) = gated_launch(h.context());
         t.insert(GATE, Kind::Event, gate)
             .expect("gate in the table");
-        frames.push(Frame::new(func::clFinish).h(ids::QUEUE).done());
         let done = Arc::new(AtomicBool::new(false));
         let (mut client, mut server) = channels(done.clone());
         let gate_addr = gate as usize;
+        frames.push(wait);
+        let last = frames.len() - 1;
         let c = std::thread::spawn(move || {
+            // However this thread ends, the tenant's loop ends after it.
+            let _done = SetOnDrop(done);
             let mut buf = Vec::new();
             let mut statuses = Vec::new();
-            for f in &frames {
+            let reply = |client: &mut ShmChannel, buf: &mut Vec<u8>| {
+                let came = client.wait_for(Duration::from_secs(10)).expect("wait");
+                assert!(came, "no reply within 10 s");
+                client.recv(buf).expect("reply");
+            };
+            // SAFETY: the test's user event, alive until the tenant is torn
+            // down after this thread ends, and set once.
+            let set_gate =
+                || unsafe { ffi::clSetUserEventStatus(gate_addr as *mut c_void, gate_status) };
+            for (i, f) in frames.iter().enumerate() {
+                if i == last && gate_first {
+                    assert_eq!(set_gate(), CL_SUCCESS);
+                }
                 client.send(f).expect("send");
                 client.flush().expect("flush");
-                if f[..4] == func::clFinish.to_le_bytes() {
+                if i == last && !gate_first {
                     let early = client.wait_for(Duration::from_millis(50)).expect("wait");
-                    assert!(!early, "clFinish answered before its queue finished");
-                    // SAFETY: the test's user event, alive until the tenant
-                    // is torn down after this thread ends.
-                    let s =
-                        unsafe { ffi::clSetUserEventStatus(gate_addr as *mut c_void, CL_COMPLETE) };
-                    assert_eq!(s, CL_SUCCESS);
+                    assert!(!early, "the wait answered before its gate was set");
+                    assert_eq!(set_gate(), CL_SUCCESS);
                 }
-                client.recv(&mut buf).expect("reply");
+                reply(&mut client, &mut buf);
                 statuses.push(status(&buf));
             }
             // The next call's reply follows the held one.
@@ -337,21 +460,67 @@ mod tests {
                 .done();
             client.send(&info).expect("send");
             client.flush().expect("flush");
-            client.recv(&mut buf).expect("reply");
+            reply(&mut client, &mut buf);
             statuses.push(status(&buf));
             let exec_status = i32::from_le_bytes(buf[buf.len() - 4..].try_into().expect("4 bytes"));
-            done.store(true, Ordering::Relaxed);
             (statuses, exec_status)
         });
         crate::serve::serve(&mut server, &mut t, None).expect("served");
-        let (statuses, exec_status) = c.join().expect("client");
+        let got = c.join().expect("client");
+        t.release_all();
+        // SAFETY: the harness's queue.
+        unsafe { ffi::clFinish(h.queue()) };
+        Some(got)
+    }
+
+    /// Through the serve loop: a clFinish answers once its queue finished,
+    /// and the reply to the request after it comes after it.
+    #[test]
+    fn a_finish_served_over_shared_memory_answers_in_order() {
+        let finish = Frame::new(func::clFinish).h(ids::QUEUE).done();
+        let Some((statuses, exec_status)) = serve_gated_wait(finish, CL_COMPLETE, false) else {
+            return;
+        };
         assert_eq!(statuses, vec![CL_SUCCESS; 5]);
         assert_eq!(
             exec_status, CL_COMPLETE,
             "the event's status, not the finish's reply"
         );
-        t.release_all();
-        // SAFETY: the harness's queue.
-        unsafe { ffi::clFinish(h.queue()) };
+    }
+
+    /// A wait on a command that failed, before or after the wait began:
+    /// answered with the failure the library reports natively, whether
+    /// PoCL calls no callback (the tenant's look at the events then
+    /// publishes the reply) or calls one registered after the failure.
+    #[test]
+    fn a_wait_on_a_failed_command_answers_its_failure() {
+        for gate_first in [false, true] {
+            let wait = Frame::new(func::clWaitForEvents)
+                .u32(1)
+                .ids(&[LAUNCH])
+                .done();
+            let Some((statuses, _)) = serve_gated_wait(wait, -5, gate_first) else {
+                return;
+            };
+            let failed = CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
+            assert_eq!(
+                statuses,
+                vec![CL_SUCCESS, CL_SUCCESS, CL_SUCCESS, failed, CL_SUCCESS],
+                "gate set first: {gate_first}"
+            );
+        }
+    }
+
+    /// A wait on a command that completes: answered when it does.
+    #[test]
+    fn a_wait_on_events_answers_when_they_complete() {
+        let wait = Frame::new(func::clWaitForEvents)
+            .u32(2)
+            .ids(&[LAUNCH, GATE])
+            .done();
+        let Some((statuses, _)) = serve_gated_wait(wait, CL_COMPLETE, false) else {
+            return;
+        };
+        assert_eq!(statuses, vec![CL_SUCCESS; 5]);
     }
 }

@@ -1277,15 +1277,35 @@ pub fn finish_bulk_in(
 /// # Safety
 /// `queue` is a live command queue from the tenant's table.
 pub unsafe fn clFinish(t: &mut Tenant, queue: *mut c_void) -> i32 {
-    if t.finish_by_marker {
+    if t.replies_held {
         // SAFETY: the caller's contract.
-        if let Some(m) = unsafe { super::finish::marker_for(queue) } {
-            t.finish_marker = Some(m);
+        if let Some(w) = unsafe { super::finish::finish(queue) } {
+            t.reply_when = Some(w);
             return CL_SUCCESS;
         }
     }
     // SAFETY: the caller's contract.
     unsafe { ffi::clFinish(queue) }
+}
+
+/// `clWaitForEvents`: where the channel can hold the reply back, the
+/// events' completion publishes it (`finish.rs`); elsewhere the wait is
+/// made here.
+///
+/// # Safety
+/// `list` is NULL or points to `n` live events from the tenant's table.
+pub unsafe fn clWaitForEvents(t: &mut Tenant, n: u32, list: *const *mut c_void) -> i32 {
+    if t.replies_held && n > 0 && !list.is_null() {
+        // SAFETY: the caller's contract.
+        let events = unsafe { std::slice::from_raw_parts(list, n as usize) };
+        // SAFETY: as above.
+        if let Some(w) = unsafe { super::finish::wait_for_events(events) } {
+            t.reply_when = Some(w);
+            return CL_SUCCESS;
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe { ffi::clWaitForEvents(n, list) }
 }
 
 /// Completes an outgoing bulk transfer (after the reply frame).

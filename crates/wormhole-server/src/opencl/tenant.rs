@@ -151,11 +151,11 @@ pub struct Tenant {
     out_bufs: OutBufs,
     /// Kernel arguments' declarations (see `ArgDecls`).
     pub arg_decls: ArgDecls,
-    /// Whether `clFinish` may leave its reply to a marker's completion
-    /// (the channel can hold a reply back; see `finish.rs`).
-    pub finish_by_marker: bool,
-    /// The marker the last `clFinish` left its reply to, for the serve loop.
-    pub finish_marker: Option<*mut c_void>,
+    /// Whether blocking waits may leave their reply to the completion of
+    /// what they wait for (the channel can hold a reply back; `finish.rs`).
+    pub replies_held: bool,
+    /// What the last call's reply waits for, for the serve loop.
+    pub reply_when: Option<super::finish::Wait>,
 }
 
 impl Tenant {
@@ -180,8 +180,8 @@ impl Tenant {
             builds: Arc::default(),
             out_bufs: OutBufs::default(),
             arg_decls: ArgDecls::default(),
-            finish_by_marker: false,
-            finish_marker: None,
+            replies_held: false,
+            reply_when: None,
         };
         for &p in &platforms {
             t.id_for(Kind::Platform, p);
