@@ -28,7 +28,7 @@ const CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST: i32 = -14;
 
 /// Waits are long, for [`free_channel`], when a moving average of the last
 /// few reaches this. Well above what a free wait costs more (tens of us).
-const LONG_WAIT: Duration = Duration::from_micros(500);
+const LONG_WAIT: Duration = Duration::from_micros(250);
 
 /// User events created and not yet set.
 static OPEN_USER_EVENTS: AtomicUsize = AtomicUsize::new(0);
