@@ -39,8 +39,9 @@ const FIRST_LOOK: Duration = Duration::from_millis(1);
 const LONGEST_LOOK: Duration = Duration::from_millis(100);
 
 /// What a reply waits for: events the tenant holds a reference to each
-/// of, and the status the reply takes instead of its own if one of them
-/// failed (`None`: its own stands, as `clFinish`'s does).
+/// of (given back when it is dropped), and the status the reply takes
+/// instead of its own if one of them failed (`None`: its own stands, as
+/// `clFinish`'s does).
 pub struct Wait {
     events: Vec<*mut c_void>,
     on_failure: Option<i32>,
@@ -54,11 +55,17 @@ impl Wait {
         // SAFETY: `n` live events of ours.
         unsafe { ffi::clWaitForEvents(n, self.events.as_ptr()) };
         let failed = self.events.iter().any(|&e| status(e).is_none_or(|s| s < 0));
+        self.on_failure.filter(|_| failed)
+    }
+}
+
+impl Drop for Wait {
+    fn drop(&mut self) {
         for &e in &self.events {
-            // SAFETY: the reference this `Wait` holds.
+            // SAFETY: the reference this `Wait` holds (none once `Owed`
+            // took the events over).
             unsafe { ffi::clReleaseEvent(e) };
         }
-        self.on_failure.filter(|_| failed)
     }
 }
 
@@ -122,17 +129,15 @@ pub struct Owed {
 impl Owed {
     /// Hands `reply` to the completion of `wait`'s events. If a callback
     /// cannot be registered, waits for the events and publishes now.
-    pub fn hand_over(wait: Wait, reply: HeldReply) -> Owed {
+    pub fn hand_over(mut wait: Wait, reply: HeldReply) -> Owed {
+        let events = std::mem::take(&mut wait.events);
         let shared = Arc::new(Mutex::new(Slot {
             reply: Some(reply),
-            left: wait.events.len(),
+            left: events.len(),
             failed: false,
             on_failure: wait.on_failure,
         }));
-        let owed = Owed {
-            events: wait.events,
-            shared,
-        };
+        let owed = Owed { events, shared };
         for &e in &owed.events {
             let data = Arc::into_raw(owed.shared.clone());
             // SAFETY: `e` is a live event of ours (`Wait`'s contract) and
