@@ -290,13 +290,16 @@ pub struct HeldRecord {
 }
 
 impl HeldRecord {
+    /// The held frame's length.
+    pub fn frame_len(&self) -> u64 {
+        // The record holds the frame's length word, then the frame.
+        (self.header & 0xffff_ffff).saturating_sub(8)
+    }
+
     /// Overwrites frame bytes from `offset` on (an answer learnt while it
     /// was held); a patch beyond the frame's end is ignored.
     pub fn patch(&mut self, offset: u64, bytes: &[u8]) {
-        // The frame's length, behind the record's header and its own
-        // length word.
-        let frame = (self.header & 0xffff_ffff).saturating_sub(8);
-        if offset.saturating_add(bytes.len() as u64) <= frame {
+        if offset.saturating_add(bytes.len() as u64) <= self.frame_len() {
             self.raw.copy_in(self.at + REC_HDR + 8 + offset, bytes);
         }
     }

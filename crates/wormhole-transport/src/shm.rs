@@ -330,6 +330,11 @@ pub struct HeldReply {
 }
 
 impl HeldReply {
+    /// The reply's length.
+    pub fn frame_len(&self) -> u64 {
+        self.rec.frame_len()
+    }
+
     /// Overwrites reply bytes from `offset` on before it is published.
     pub fn patch(&mut self, offset: u64, bytes: &[u8]) {
         self.rec.patch(offset, bytes);

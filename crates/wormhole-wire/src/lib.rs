@@ -208,6 +208,14 @@ impl Encoder {
             dst.copy_from_slice(&v.to_le_bytes());
         }
     }
+    /// Overwrites bytes written earlier from `offset` on (a reply's data
+    /// that arrived after it was encoded). Does nothing past the end.
+    #[inline]
+    pub fn patch_bytes(&mut self, offset: usize, v: &[u8]) {
+        if let Some(dst) = self.buf.get_mut(offset..offset.saturating_add(v.len())) {
+            dst.copy_from_slice(v);
+        }
+    }
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
