@@ -79,11 +79,7 @@ pub fn serve(
                         continue;
                     }
                     // Not on this channel after all: the wait is made here.
-                    None => {
-                        if let Some(s) = w.wait_here() {
-                            enc.patch_i32(0, s);
-                        }
-                    }
+                    None => w.wait_here(&mut enc),
                 }
             }
             chan.send(enc.as_slice())?;

@@ -25,6 +25,7 @@ use std::time::Duration;
 use wormhole_opencl_api::CL_SUCCESS;
 use wormhole_transport::shm::HeldReply;
 use wormhole_transport::{Channel, TransportError};
+use wormhole_wire::Encoder;
 
 use super::{ffi, info_value};
 
@@ -45,17 +46,48 @@ const LONGEST_LOOK: Duration = Duration::from_millis(100);
 pub struct Wait {
     events: Vec<*mut c_void>,
     on_failure: Option<i32>,
+    /// Data the events bring (a read's), which ends the reply: copied into
+    /// it unless one of them failed.
+    fill: Option<Vec<u8>>,
 }
 
 impl Wait {
-    /// Waits for the events on this thread, where no reply can be held;
-    /// returns the status the reply takes instead of its own, if any.
-    pub fn wait_here(self) -> Option<i32> {
+    /// Waits for the events on this thread, where no reply can be held, and
+    /// completes the encoded reply `enc` as its publication would.
+    pub fn wait_here(mut self, enc: &mut Encoder) {
         let n = u32::try_from(self.events.len()).unwrap_or(u32::MAX);
         // SAFETY: `n` live events of ours.
         unsafe { ffi::clWaitForEvents(n, self.events.as_ptr()) };
         let failed = self.events.iter().any(|&e| status(e).is_none_or(|s| s < 0));
-        self.on_failure.filter(|_| failed)
+        let len = enc.len() as u64;
+        for (at, bytes) in completion(len, failed, self.on_failure, self.fill.take()) {
+            enc.patch_bytes(at as usize, &bytes);
+        }
+    }
+}
+
+/// What completes a reply of `len` bytes once its events ended: where to
+/// write what. A failure changes the status (a reply's first word) and,
+/// for a read, turns its data (the reply's end: a tag byte, a length
+/// word, the bytes) into none by its tag, as a failed call sends none: the
+/// bytes stay behind it, unread. Otherwise a read's data fills its place.
+fn completion(
+    len: u64,
+    failed: bool,
+    on_failure: Option<i32>,
+    fill: Option<Vec<u8>>,
+) -> Vec<(u64, Vec<u8>)> {
+    let data_at = |d: &Vec<u8>| len.saturating_sub(d.len() as u64);
+    match (failed, on_failure, fill) {
+        (true, Some(s), fill) => {
+            let mut w = vec![(0, s.to_le_bytes().to_vec())];
+            if let Some(d) = fill {
+                w.push((data_at(&d).saturating_sub(9), vec![0]));
+            }
+            w
+        }
+        (false, _, Some(d)) => vec![(data_at(&d), d)],
+        _ => Vec::new(),
     }
 }
 
@@ -76,15 +108,16 @@ struct Slot {
     left: usize,
     failed: bool,
     on_failure: Option<i32>,
+    fill: Option<Vec<u8>>,
 }
 
 impl Slot {
     /// Publishes the reply unless that was done already.
     fn publish(&mut self) {
         if let Some(mut r) = self.reply.take() {
-            if let (true, Some(s)) = (self.failed, self.on_failure) {
-                // A reply's status is its first word.
-                r.patch(0, &s.to_le_bytes());
+            let len = r.frame_len();
+            for (at, bytes) in completion(len, self.failed, self.on_failure, self.fill.take()) {
+                r.patch(at, &bytes);
             }
             r.publish();
         }
@@ -136,6 +169,7 @@ impl Owed {
             left: events.len(),
             failed: false,
             on_failure: wait.on_failure,
+            fill: wait.fill.take(),
         }));
         let owed = Owed { events, shared };
         for &e in &owed.events {
@@ -236,6 +270,7 @@ pub unsafe fn finish(queue: *mut c_void) -> Option<Wait> {
     Some(Wait {
         events: vec![ev],
         on_failure: None,
+        fill: None,
     })
 }
 
@@ -272,6 +307,69 @@ pub unsafe fn wait_for_events(events: &[*mut c_void]) -> Option<Wait> {
     Some(Wait {
         events: events.to_vec(),
         on_failure: Some(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST),
+        fill: None,
+    })
+}
+
+/// Reads larger than this are run blocking: their replies cross the ring
+/// as one record only up to a point, and a small read's wait is what a
+/// round trip's latency shows in.
+pub const HELD_READ_MAX: usize = 64 << 10;
+
+/// A buffer read on a channel that can hold a reply back: enqueued without
+/// blocking, into memory the reply owns until the read's event (its own,
+/// or `event`'s if the application asked for one) completes, when the data
+/// ends the reply. `None` where the library refuses the read at once: it
+/// is then made blocking as natively, and reports that.
+///
+/// # Safety
+/// `queue` and `buffer` are live objects from the tenant's table, the wait
+/// list holds `n` live events, and `event` is NULL or where the command's
+/// event goes.
+pub unsafe fn read_buffer(
+    queue: *mut c_void,
+    buffer: *mut c_void,
+    offset: usize,
+    size: usize,
+    n: u32,
+    wait_list: *const *mut c_void,
+    event: *mut *mut c_void,
+) -> Option<Wait> {
+    let mut data = vec![0u8; size];
+    let mut own = std::ptr::null_mut();
+    let out = if event.is_null() { &mut own } else { event };
+    // SAFETY: the caller's contract; `data` holds `size` bytes and lives
+    // in the returned `Wait` until the read completed (`Owed` publishes or
+    // drops it only then).
+    let s = unsafe {
+        ffi::clEnqueueReadBuffer(
+            queue,
+            buffer,
+            0,
+            offset,
+            size,
+            data.as_mut_ptr().cast(),
+            n,
+            wait_list,
+            out,
+        )
+    };
+    // SAFETY: written by the library on success.
+    let ev = unsafe { *out };
+    if s != CL_SUCCESS || ev.is_null() {
+        return None;
+    }
+    if !event.is_null() {
+        // SAFETY: the application's event, which the table takes; this
+        // reference is the wait's.
+        unsafe { ffi::clRetainEvent(ev) };
+    }
+    // SAFETY: as above.
+    unsafe { ffi::clFlush(queue) };
+    Some(Wait {
+        events: vec![ev],
+        on_failure: Some(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST),
+        fill: Some(data),
     })
 }
 
@@ -406,16 +504,22 @@ mod tests {
         }
     }
 
+    /// What the client of [`serve_gated_wait`] saw.
+    struct Served {
+        /// Every reply's status, the query's last.
+        statuses: Vec<i32>,
+        /// The queried event's execution status.
+        exec_status: i32,
+        /// The wait's whole reply.
+        wait_reply: Vec<u8>,
+    }
+
     /// Serves, over shared memory, the gated launch and then `wait` (a
     /// blocking wait on it), which must not be answered before the test
     /// sets the gate to `gate_status`; then a query, whose reply must come
     /// after the wait's. Returns every reply's status and the queried
     /// event's execution status.
-    fn serve_gated_wait(
-        wait: Vec<u8>,
-        gate_status: i32,
-        gate_first: bool,
-    ) -> Option<(Vec<i32>, i32)> {
+    fn serve_gated_wait(wait: Vec<u8>, gate_status: i32, gate_first: bool) -> Option<Served> {
         let (_turn, h) = test_harness()?;
         let mut t = h.tenant();
         t.replies_held = true;
@@ -432,6 +536,7 @@ mod tests {
             let _done = SetOnDrop(done);
             let mut buf = Vec::new();
             let mut statuses = Vec::new();
+            let mut wait_reply = Vec::new();
             let reply = |client: &mut ShmChannel, buf: &mut Vec<u8>| {
                 let came = client.wait_for(Duration::from_secs(10)).expect("wait");
                 assert!(came, "no reply within 10 s");
@@ -454,6 +559,9 @@ mod tests {
                 }
                 reply(&mut client, &mut buf);
                 statuses.push(status(&buf));
+                if i == last {
+                    wait_reply = buf.clone();
+                }
             }
             // The next call's reply follows the held one.
             let info = Frame::new(func::clGetEventInfo)
@@ -468,7 +576,11 @@ mod tests {
             reply(&mut client, &mut buf);
             statuses.push(status(&buf));
             let exec_status = i32::from_le_bytes(buf[buf.len() - 4..].try_into().expect("4 bytes"));
-            (statuses, exec_status)
+            Served {
+                statuses,
+                exec_status,
+                wait_reply,
+            }
         });
         crate::serve::serve(&mut server, &mut t, None).expect("served");
         let got = c.join().expect("client");
@@ -483,7 +595,12 @@ mod tests {
     #[test]
     fn a_finish_served_over_shared_memory_answers_in_order() {
         let finish = Frame::new(func::clFinish).h(ids::QUEUE).done();
-        let Some((statuses, exec_status)) = serve_gated_wait(finish, CL_COMPLETE, false) else {
+        let Some(Served {
+            statuses,
+            exec_status,
+            ..
+        }) = serve_gated_wait(finish, CL_COMPLETE, false)
+        else {
             return;
         };
         assert_eq!(statuses, vec![CL_SUCCESS; 5]);
@@ -504,7 +621,7 @@ mod tests {
                 .u32(1)
                 .ids(&[LAUNCH])
                 .done();
-            let Some((statuses, _)) = serve_gated_wait(wait, -5, gate_first) else {
+            let Some(Served { statuses, .. }) = serve_gated_wait(wait, -5, gate_first) else {
                 return;
             };
             let failed = CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
@@ -523,9 +640,48 @@ mod tests {
             .u32(2)
             .ids(&[LAUNCH, GATE])
             .done();
-        let Some((statuses, _)) = serve_gated_wait(wait, CL_COMPLETE, false) else {
+        let Some(Served { statuses, .. }) = serve_gated_wait(wait, CL_COMPLETE, false) else {
             return;
         };
         assert_eq!(statuses, vec![CL_SUCCESS; 5]);
+    }
+
+    /// A read behind the gated launch, held by the tenant: its data (the
+    /// byte the kernel wrote) arrives with the reply once the launch ran;
+    /// with the launch failed, the reply says so.
+    #[test]
+    fn a_held_read_brings_the_data_written_before_it() {
+        let read = || {
+            Frame::new(func::clEnqueueReadBuffer)
+                .h(ids::QUEUE)
+                .h(ids::BUFFER)
+                .u32(1)
+                .u64(0)
+                .u64(4)
+                .b(true)
+                .u32(1)
+                .ids(&[LAUNCH])
+                .b(false)
+                .done()
+        };
+        let Some(ok) = serve_gated_wait(read(), CL_COMPLETE, false) else {
+            return;
+        };
+        assert_eq!(ok.statuses, vec![CL_SUCCESS; 5]);
+        let data = &ok.wait_reply[ok.wait_reply.len() - 4..];
+        assert_eq!(data[0], 9, "the byte the kernel wrote: {:?}", ok.wait_reply);
+        let Some(failed) = serve_gated_wait(read(), -5, false) else {
+            return;
+        };
+        assert_eq!(
+            failed.statuses[3],
+            CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST
+        );
+        assert_eq!(failed.statuses[4], CL_SUCCESS, "the next call");
+        // Status, deferred status, outputs, then the data's tag: none, as a
+        // failed read sends.
+        let mut d = wormhole_wire::Decoder::new(&failed.wait_reply[9..]);
+        let data = d.opt_bytes().expect("a tag");
+        assert_eq!(data, None, "{:?}", failed.wait_reply);
     }
 }

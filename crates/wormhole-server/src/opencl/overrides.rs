@@ -1308,6 +1308,42 @@ pub unsafe fn clWaitForEvents(t: &mut Tenant, n: u32, list: *const *mut c_void) 
     unsafe { ffi::clWaitForEvents(n, list) }
 }
 
+/// A buffer read (run blocking, the data in the reply). Where the channel
+/// can hold the reply back, a small read completes it from the library's
+/// thread (`finish.rs`) instead of blocking the tenant.
+///
+/// # Safety
+/// As for the library's function, with handles from the tenant's table.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clEnqueueReadBuffer(
+    t: &mut Tenant,
+    queue: *mut c_void,
+    buffer: *mut c_void,
+    blocking: u32,
+    offset: usize,
+    size: usize,
+    ptr: *mut c_void,
+    n: u32,
+    wait_list: *const *mut c_void,
+    event: *mut *mut c_void,
+) -> i32 {
+    if t.replies_held && !ptr.is_null() && size > 0 && size <= super::finish::HELD_READ_MAX {
+        // SAFETY: the caller's contract.
+        let w =
+            unsafe { super::finish::read_buffer(queue, buffer, offset, size, n, wait_list, event) };
+        if let Some(w) = w {
+            t.reply_when = Some(w);
+            return CL_SUCCESS;
+        }
+    }
+    // SAFETY: the caller's contract.
+    unsafe {
+        ffi::clEnqueueReadBuffer(
+            queue, buffer, blocking, offset, size, ptr, n, wait_list, event,
+        )
+    }
+}
+
 /// Completes an outgoing bulk transfer (after the reply frame).
 pub fn finish_bulk_out(t: &mut Tenant, chan: &mut dyn Channel) -> Result<(), TransportError> {
     let (ptr, len, then) = match t.bulk.take() {
