@@ -10,6 +10,8 @@
  *                                   EVERY launches; wall and own CPU time
  *   whbench bulk MIB REPS           write MIB MiB to a buffer and read it
  *                                   back, REPS times; GB/s of each
+ *   whbench readback ROUNDS         a small kernel launch and a blocking
+ *                                   4-byte read of its result, per round
  *
  * With WH_HANDSHAKE=1, callheavy prints "READY" before its timed loop and
  * "HOLD" after it, and each time waits for a line on stdin: the runner reads
@@ -239,9 +241,50 @@ static void bulk(long mib, long reps) {
     free(dst_h);
 }
 
+/* A launch and a blocking read of its result, ROUNDS times: the read waits
+ * for the kernel, so every round is one wait on the device (per-round
+ * time, median and mean). */
+static void readback(long rounds) {
+    enum { N = 256 };
+    cl_int err;
+    cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+    CHECK(err);
+    CHECK(clBuildProgram(prog, 1, &dev, "", NULL, NULL));
+    cl_kernel k = clCreateKernel(prog, "add", &err);
+    CHECK(err);
+    int zero[N] = {0};
+    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, zero, &err);
+    CHECK(err);
+    CHECK(clSetKernelArg(k, 0, sizeof buf, &buf));
+    int one = 1;
+    CHECK(clSetKernelArg(k, 1, sizeof one, &one));
+    size_t global = N;
+    double *v = malloc(sizeof(double) * (size_t)rounds);
+    if (!v)
+        exit(2);
+    int out[4];
+    for (long i = 0; i < rounds; i++) {
+        double t0 = now_ns();
+        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
+        CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
+        v[i] = now_ns() - t0;
+        if (out[0] != (int)(i + 1)) {
+            fprintf(stderr, "whbench: wrong result %d, want %ld\n", out[0], i + 1);
+            exit(4);
+        }
+    }
+    printf("RESULT {\"bench\":\"readback\",");
+    summary("round", v, (size_t)rounds, 0);
+    printf("}\n");
+    free(v);
+    clReleaseMemObject(buf);
+    clReleaseKernel(k);
+    clReleaseProgram(prog);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
-        fprintf(stderr, "usage: whbench nullcall ITERS | callheavy LAUNCHES EVERY | bulk MIB REPS\n");
+        fprintf(stderr, "usage: whbench nullcall ITERS | callheavy LAUNCHES EVERY | bulk MIB REPS | readback ROUNDS\n");
         return 1;
     }
     long a = atol(argv[2]), b = argc > 3 ? atol(argv[3]) : 1;
@@ -256,6 +299,8 @@ int main(int argc, char **argv) {
         callheavy(a, b);
     else if (strcmp(argv[1], "bulk") == 0)
         bulk(a, b);
+    else if (strcmp(argv[1], "readback") == 0)
+        readback(a);
     else {
         fprintf(stderr, "whbench: unknown benchmark %s\n", argv[1]);
         return 1;
