@@ -148,18 +148,28 @@ static const char *src =
     "  a[i] += b;\n"
     "}\n";
 
-static void callheavy(long launches, long every) {
-    enum { N = 256 };
+enum { N = 256 };
+
+/* The `add` kernel, built, with a zeroed buffer of N ints as its first
+ * argument. */
+static cl_kernel add_kernel(cl_program *prog, cl_mem *buf) {
     cl_int err;
-    cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
+    *prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
     CHECK(err);
-    CHECK(clBuildProgram(prog, 1, &dev, "", NULL, NULL));
-    cl_kernel k = clCreateKernel(prog, "add", &err);
+    CHECK(clBuildProgram(*prog, 1, &dev, "", NULL, NULL));
+    cl_kernel k = clCreateKernel(*prog, "add", &err);
     CHECK(err);
     int zero[N] = {0};
-    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, zero, &err);
+    *buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, zero, &err);
     CHECK(err);
-    CHECK(clSetKernelArg(k, 0, sizeof buf, &buf));
+    CHECK(clSetKernelArg(k, 0, sizeof *buf, buf));
+    return k;
+}
+
+static void callheavy(long launches, long every) {
+    cl_program prog;
+    cl_mem buf;
+    cl_kernel k = add_kernel(&prog, &buf);
     size_t global = N;
     int b = 0;
     CHECK(clSetKernelArg(k, 1, sizeof b, &b));
@@ -245,17 +255,9 @@ static void bulk(long mib, long reps) {
  * for the kernel, so every round is one wait on the device (per-round
  * time, median and mean). */
 static void readback(long rounds) {
-    enum { N = 256 };
-    cl_int err;
-    cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
-    CHECK(err);
-    CHECK(clBuildProgram(prog, 1, &dev, "", NULL, NULL));
-    cl_kernel k = clCreateKernel(prog, "add", &err);
-    CHECK(err);
-    int zero[N] = {0};
-    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, zero, &err);
-    CHECK(err);
-    CHECK(clSetKernelArg(k, 0, sizeof buf, &buf));
+    cl_program prog;
+    cl_mem buf;
+    cl_kernel k = add_kernel(&prog, &buf);
     int one = 1;
     CHECK(clSetKernelArg(k, 1, sizeof one, &one));
     size_t global = N;
