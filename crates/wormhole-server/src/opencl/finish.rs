@@ -1,14 +1,15 @@
 //! Blocking waits answered by the library's own thread.
 //!
-//! A blocking `clFinish` or `clWaitForEvents` run on the tenant's thread
-//! costs two thread hops after the last command: the library's worker
+//! A blocking `clFinish`, `clWaitForEvents` or small buffer read run on the
+//! tenant's thread costs two thread hops after the last command: the library's worker
 //! wakes the tenant's thread, which writes the reply and wakes the client.
 //! Natively there is one: the worker wakes the application. Over shared
 //! memory the tenant instead writes the reply into the ring unpublished
 //! ([`Channel::send_held`]) and goes back to waiting for requests; the
 //! `CL_COMPLETE` callback of the last event to complete (a marker, for
-//! `clFinish`) publishes the reply and wakes the client itself, from the
-//! worker that completed it. On a virtual machine whose idle vCPUs halt, a
+//! `clFinish`; the read's own, whose data it copies into the reply)
+//! publishes the reply and wakes the client itself, from the worker that
+//! completed it. On a virtual machine whose idle vCPUs halt, a
 //! hop is tens of microseconds.
 //!
 //! The client holds its channel until the reply comes, so no request can
@@ -71,6 +72,10 @@ impl Wait {
 /// for a read, turns its data (the reply's end: a tag byte, a length
 /// word, the bytes) into none by its tag, as a failed call sends none: the
 /// bytes stay behind it, unread. Otherwise a read's data fills its place.
+/// What stands before a read's data in its reply: the tag byte of an
+/// optional value and the data's length word.
+const DATA_PREFIX: u64 = 1 + 8;
+
 fn completion(
     len: u64,
     failed: bool,
@@ -82,7 +87,7 @@ fn completion(
         (true, Some(s), fill) => {
             let mut w = vec![(0, s.to_le_bytes().to_vec())];
             if let Some(d) = fill {
-                w.push((data_at(&d).saturating_sub(9), vec![0]));
+                w.push((data_at(&d).saturating_sub(DATA_PREFIX), vec![0]));
             }
             w
         }
