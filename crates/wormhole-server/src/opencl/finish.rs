@@ -67,15 +67,15 @@ impl Wait {
     }
 }
 
+/// What stands before a read's data in its reply: the tag byte of an
+/// optional value and the data's length word.
+const DATA_PREFIX: u64 = 1 + 8;
+
 /// What completes a reply of `len` bytes once its events ended: where to
 /// write what. A failure changes the status (a reply's first word) and,
 /// for a read, turns its data (the reply's end: a tag byte, a length
 /// word, the bytes) into none by its tag, as a failed call sends none: the
 /// bytes stay behind it, unread. Otherwise a read's data fills its place.
-/// What stands before a read's data in its reply: the tag byte of an
-/// optional value and the data's length word.
-const DATA_PREFIX: u64 = 1 + 8;
-
 fn completion(
     len: u64,
     failed: bool,
