@@ -53,13 +53,28 @@ pub struct Wait {
 }
 
 impl Wait {
-    /// Waits for the events on this thread, where no reply can be held, and
-    /// completes the encoded reply `enc` as its publication would.
-    pub fn wait_here(mut self, enc: &mut Encoder) {
+    /// Blocks until every event has ended.
+    fn block(&self) {
         let n = u32::try_from(self.events.len()).unwrap_or(u32::MAX);
         // SAFETY: `n` live events of ours.
         unsafe { ffi::clWaitForEvents(n, self.events.as_ptr()) };
-        let failed = self.events.iter().any(|&e| status(e).is_none_or(|s| s < 0));
+    }
+
+    /// Once every event has ended (complete, or failed, when PoCL calls no
+    /// callback), whether one failed; `None` while one runs. An event whose
+    /// status cannot be had counts as failed.
+    fn ended(&self) -> Option<bool> {
+        let st: Vec<Option<i32>> = self.events.iter().map(|&e| status(e)).collect();
+        st.iter()
+            .all(|s| s.is_none_or(|s| s <= CL_COMPLETE))
+            .then(|| st.iter().any(|s| s.is_none_or(|s| s < 0)))
+    }
+
+    /// Waits for the events on this thread, where no reply can be held, and
+    /// completes the encoded reply `enc` as its publication would.
+    pub fn wait_here(mut self, enc: &mut Encoder) {
+        self.block();
+        let failed = self.ended() != Some(false);
         let len = enc.len() as u64;
         for (at, bytes) in completion(len, failed, self.on_failure, self.fill.take()) {
             enc.patch_bytes(at as usize, &bytes);
@@ -99,8 +114,8 @@ fn completion(
 impl Drop for Wait {
     fn drop(&mut self) {
         for &e in &self.events {
-            // SAFETY: the reference this `Wait` holds (none once `Owed`
-            // took the events over).
+            // SAFETY: the reference this `Wait` holds. The library keeps
+            // its own while it runs a callback.
             unsafe { ffi::clReleaseEvent(e) };
         }
     }
@@ -160,7 +175,9 @@ fn status(e: *mut c_void) -> Option<i32> {
 
 /// A reply that the completion of its events publishes.
 pub struct Owed {
-    events: Vec<*mut c_void>,
+    /// The events, whose references it gives back when dropped (after
+    /// `Owed`'s own drop has settled the reply).
+    wait: Wait,
     shared: Arc<Shared>,
 }
 
@@ -168,16 +185,15 @@ impl Owed {
     /// Hands `reply` to the completion of `wait`'s events. If a callback
     /// cannot be registered, waits for the events and publishes now.
     pub fn hand_over(mut wait: Wait, reply: HeldReply) -> Owed {
-        let events = std::mem::take(&mut wait.events);
         let shared = Arc::new(Mutex::new(Slot {
             reply: Some(reply),
-            left: events.len(),
+            left: wait.events.len(),
             failed: false,
             on_failure: wait.on_failure,
             fill: wait.fill.take(),
         }));
-        let owed = Owed { events, shared };
-        for &e in &owed.events {
+        let owed = Owed { wait, shared };
+        for &e in &owed.wait.events {
             let data = Arc::into_raw(owed.shared.clone());
             // SAFETY: `e` is a live event of ours (`Wait`'s contract) and
             // `event_done` has OpenCL's event-callback signature; `data` is
@@ -204,22 +220,18 @@ impl Owed {
         lock(&self.shared).reply.is_none()
     }
 
-    /// Publishes the reply if every event has ended (complete, or failed,
-    /// when PoCL calls no callback).
+    /// Publishes the reply if every event has ended.
     fn look(&self) {
-        let st: Vec<Option<i32>> = self.events.iter().map(|&e| status(e)).collect();
-        if st.iter().all(|s| s.is_none_or(|s| s <= CL_COMPLETE)) {
+        if let Some(failed) = self.wait.ended() {
             let mut s = lock(&self.shared);
-            s.failed |= st.iter().any(|s| s.is_none_or(|s| s < 0));
+            s.failed |= failed;
             s.publish();
         }
     }
 
     /// Waits for the events, then publishes the reply if still owed.
     fn settle_now(&self) {
-        let n = u32::try_from(self.events.len()).unwrap_or(u32::MAX);
-        // SAFETY: `n` live events of ours.
-        unsafe { ffi::clWaitForEvents(n, self.events.as_ptr()) };
+        self.wait.block();
         self.look();
     }
 
@@ -244,11 +256,6 @@ impl Drop for Owed {
     fn drop(&mut self) {
         if !self.settled() {
             self.settle_now();
-        }
-        for &e in &self.events {
-            // SAFETY: the reference `Wait` holds. The library keeps its own
-            // while it runs a callback.
-            unsafe { ffi::clReleaseEvent(e) };
         }
     }
 }
