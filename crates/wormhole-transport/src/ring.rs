@@ -410,6 +410,16 @@ impl Producer {
         if len > self.max_record {
             return self.write_parts(&[&(frame.len() as u64).to_le_bytes(), frame]);
         }
+        self.put_frame(frame, len)?;
+        self.publish_record(len);
+        Ok(())
+    }
+
+    /// Writes `frame` behind its length into the record at `head` (`len`
+    /// payload bytes, at most a record's), waiting for room; publishes
+    /// nothing.
+    #[inline]
+    fn put_frame(&mut self, frame: &[u8], len: u64) -> Result<(), TransportError> {
         let need = record_size(len) + REC_HDR;
         // The common case checked here, inline; `reserve` looks again and
         // waits when the ring is full.
@@ -421,8 +431,26 @@ impl Producer {
         // stored as such, not copied byte by byte.
         self.raw.put_word(pos, frame.len() as u64);
         self.raw.copy_in(pos + 8, frame);
-        self.publish_record(len);
         Ok(())
+    }
+
+    /// Ends the record of `len` payload bytes written at `head`: the next
+    /// header reads as empty, and `head` moves past the record. Returns
+    /// where it starts, for the header store that publishes it.
+    #[inline]
+    fn close_record(&mut self, len: u64) -> u64 {
+        let at = self.head;
+        let next = at + record_size(len);
+        // The next header must read as empty before this one is seen.
+        // Zeroing it needs its line, which the consumer read a lap ago,
+        // and stores become visible in order: done here, it would delay
+        // the record. So `publish_record` does it one record early, off the
+        // critical path, and it is done here only when that guess missed.
+        if self.prezeroed != Some(next) {
+            self.raw.word(next).store(0, Ordering::Relaxed);
+        }
+        self.head = next;
+        at
     }
 
     /// Writes a frame as [`Producer::write_frame`] does, but leaves its
@@ -436,16 +464,9 @@ impl Producer {
         if len > self.max_record {
             return Ok(None);
         }
-        self.reserve(record_size(len) + REC_HDR)?;
-        let at = self.head;
-        self.raw.put_word(at + REC_HDR, frame.len() as u64);
-        self.raw.copy_in(at + REC_HDR + 8, frame);
-        let next = at + record_size(len);
-        if self.prezeroed != Some(next) {
-            self.raw.word(next).store(0, Ordering::Relaxed);
-        }
+        self.put_frame(frame, len)?;
+        let at = self.close_record(len);
         self.prezeroed = None;
-        self.head = next;
         Ok(Some(HeldRecord {
             raw: self.raw,
             at,
@@ -456,20 +477,12 @@ impl Producer {
     /// Publishes the record of `len` payload bytes just written at `head`.
     #[inline]
     fn publish_record(&mut self, len: u64) {
-        let next = self.head + record_size(len);
-        // The next header must read as empty before this one is seen.
-        // Zeroing it needs its line, which the consumer read a lap ago,
-        // and stores become visible in order: done here, it would delay
-        // this record. So it is done one record early (below), off the
-        // critical path, and here only when that guess missed.
-        if self.prezeroed != Some(next) {
-            self.raw.word(next).store(0, Ordering::Relaxed);
-        }
+        let at = self.close_record(len);
+        let next = self.head;
         // len <= max_record, a fraction of a ring of at most 4 GiB.
         self.raw
-            .word(self.head)
+            .word(at)
             .store(record_header(len as u32), Ordering::Release);
-        self.head = next;
         // Where the next record ends if it is small: zero it now, while
         // the peer works, if that space is free.
         let ahead = next + REC_ALIGN;
