@@ -67,10 +67,12 @@ rand_so="$PWD/target/debug/libwormhole_curand10.so"
 check "libcurand.so.10: soname" sh -c "readelf -d '$rand_so' | grep -q 'Library soname: \[libcurand.so.10\]'"
 check "libcurand.so.10: curandGenerateNormal@@libcurand.so.10" sh -c "readelf --dyn-syms -W '$rand_so' | grep -q ' curandGenerateNormal@@libcurand.so.10\$'"
 
-# Our test kernels: a synthetic fat binary, and nvcc 13.5's build of
-# crates/wormhole-cuda-api/fixtures/testkernels.cu (both checked in).
-fixture=crates/wormhole-cuda-api/fixtures/testkernels.fatbin
-nvcc_fixture=crates/wormhole-cuda-api/fixtures/nvcc13-sm90.fatbin
+# Our test kernels: a synthetic fat binary, and nvcc 13.5's builds of
+# crates/wormhole-cuda-api/fixtures/testkernels.cu (all checked in): plain,
+# and with the cubin compressed (LZ4 and Zstandard), whose layouts client
+# and server must inflate.
+fixtures=crates/wormhole-cuda-api/fixtures
+nvcc_fixtures="$fixtures/nvcc13-sm90.fatbin $fixtures/nvcc13-lz4.fatbin $fixtures/nvcc13-zstd.fatbin"
 if command -v nvcc >/dev/null 2>&1; then
   for p in vectorAdd matmul; do
     nvcc -O2 -cudart shared -arch=sm_90 -o "$work/$p" "examples/cuda/$p.cu"
@@ -94,7 +96,7 @@ run_samples() { # LABEL connected|offline, with WORMHOLE_SERVER set by the calle
       check "$1: $p stops with the native error ($major)" sh -c \
         "LD_LIBRARY_PATH='$work/lib$major' '$work/$p$major' | tee /dev/stderr | grep -q '^cudaMalloc.*CUDA driver version is insufficient'"
     done
-    for fb in "$fixture" "$nvcc_fixture"; do
+    for fb in "$fixtures/testkernels.fatbin" $nvcc_fixtures; do
       check "$1: kernels from $(basename "$fb") ($major)" env LD_LIBRARY_PATH="$work/lib$major" "$work/launch$major" "$fb"
     done
     # Programs built by nvcc (where it exists): nvcc's own registration

@@ -21,11 +21,17 @@ pub const FATBIN_MAGIC: u32 = 0xba55ed50;
 /// Entry kinds.
 pub const KIND_PTX: u16 = 1;
 pub const KIND_ELF: u16 = 2;
-/// Entry flag: the payload is compressed.
-pub const FLAG_COMPRESSED: u64 = 0x2000;
+/// Entry flag: the payload is an LZ4 block (nvcc's `--compress-mode=speed`).
+pub const FLAG_LZ4: u64 = 0x2000;
+/// Entry flag: the payload is a Zstandard frame (CUDA 12.8 and later: the
+/// `default`, `size` and `balance` modes, and `-Xfatbin -compress-all`).
+pub const FLAG_ZSTD: u64 = 0x8000;
 
 /// Largest fat binary we accept (the server copies it).
 pub const MAX_FATBIN: u64 = 1 << 30;
+/// Largest payload we decompress: a few bytes from a client must not make
+/// its tenant allocate without bound.
+pub const MAX_UNCOMPRESSED: u64 = 256 << 20;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FatbinError {
@@ -37,6 +43,8 @@ pub enum FatbinError {
     Size(u64),
     #[error("not a 64-bit little-endian ELF")]
     NotElf,
+    #[error("compressed payload: {0}")]
+    Decompress(String),
 }
 
 type R<T> = Result<T, FatbinError>;
@@ -82,6 +90,13 @@ pub fn fatbin_len(header: &[u8]) -> R<u64> {
     Ok(total)
 }
 
+/// How an entry's payload is compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    Lz4,
+    Zstd,
+}
+
 /// One entry of a fat binary.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
@@ -89,13 +104,53 @@ pub struct Entry {
     /// SM version, e.g. 90 for sm_90.
     pub arch: u32,
     pub flags: u64,
-    /// The payload's byte range in the fat binary.
+    /// The payload's byte range in the fat binary: for a compressed entry
+    /// the compressed bytes alone, without the padding after them.
     pub payload: std::ops::Range<usize>,
+    /// How long the payload is once decompressed (0 if it is not
+    /// compressed); at most `MAX_UNCOMPRESSED`.
+    pub uncompressed_len: usize,
 }
 
 impl Entry {
+    pub fn compression(&self) -> Option<Compression> {
+        if self.flags & FLAG_ZSTD != 0 {
+            Some(Compression::Zstd)
+        } else if self.flags & FLAG_LZ4 != 0 {
+            Some(Compression::Lz4)
+        } else {
+            None
+        }
+    }
+
     pub fn is_compressed(&self) -> bool {
-        self.flags & FLAG_COMPRESSED != 0
+        self.compression().is_some()
+    }
+
+    /// The payload, decompressed if it is compressed. `fb` is the fat
+    /// binary `entries` split.
+    pub fn contents<'a>(&self, fb: &'a [u8]) -> R<std::borrow::Cow<'a, [u8]>> {
+        let data = fb
+            .get(self.payload.clone())
+            .ok_or(FatbinError::Truncated(self.payload.end))?;
+        let Some(how) = self.compression() else {
+            return Ok(data.into());
+        };
+        let mut out = vec![0u8; self.uncompressed_len];
+        let n = match how {
+            Compression::Lz4 => lz4_flex::block::decompress_into(data, &mut out)
+                .map_err(|e| FatbinError::Decompress(format!("LZ4: {e}")))?,
+            Compression::Zstd => ruzstd::decoding::FrameDecoder::new()
+                .decode_all(data, &mut out)
+                .map_err(|e| FatbinError::Decompress(format!("Zstandard: {e}")))?,
+        };
+        if n != out.len() {
+            return Err(FatbinError::Decompress(format!(
+                "{n} bytes where the entry says {}",
+                out.len()
+            )));
+        }
+        Ok(out.into())
     }
 }
 
@@ -124,12 +179,24 @@ pub fn entries(fb: &[u8]) -> R<Vec<Entry>> {
         if hsize < 64 || end > total {
             return Err(FatbinError::Size(end as u64));
         }
-        out.push(Entry {
+        let mut e = Entry {
             kind,
             arch,
             flags,
             payload: start..end,
-        });
+            uncompressed_len: 0,
+        };
+        if e.is_compressed() {
+            // The exact compressed length, then the decompressed one.
+            let packed = to_usize(u64::from(u32_at(fb, pos + 16)?))?;
+            let unpacked = u64_at(fb, pos + 56)?;
+            if packed > psize || unpacked > MAX_UNCOMPRESSED {
+                return Err(FatbinError::Size(unpacked.max(packed as u64)));
+            }
+            e.payload = start..start + packed;
+            e.uncompressed_len = to_usize(unpacked)?;
+        }
+        out.push(e);
         pos = end;
     }
     Ok(out)
@@ -251,23 +318,73 @@ fn nv_info_params(mut d: &[u8]) -> R<Vec<Param>> {
     Ok(out)
 }
 
-/// Every kernel's layout in a fat binary's uncompressed cubins (the first
-/// cubin that names a kernel wins: all architectures agree on the ABI).
-/// Compressed cubins are skipped; their kernels' layouts must be asked of
-/// the server (which can decompress through the driver).
-pub fn kernels(fb: &[u8]) -> R<Vec<Kernel>> {
-    let mut out: Vec<Kernel> = Vec::new();
-    for e in entries(fb)? {
-        if e.kind != KIND_ELF || e.is_compressed() {
-            continue;
-        }
-        for k in cubin_kernels(&fb[e.payload.clone()])? {
-            if !out.iter().any(|o| o.name == k.name) {
-                out.push(k);
+/// The kernel layouts of one fat binary, read as they are asked for.
+/// Uncompressed cubins are read at once; a compressed one only when a
+/// kernel is named that the cubins read so far lack. A fat binary usually
+/// carries the same kernels for each architecture (all agree on the ABI,
+/// so the first cubin that names a kernel wins), and one decompression
+/// then answers for all of them, where reading everything would inflate
+/// every architecture's code of every module at start-up.
+#[derive(Debug, Clone, Default)]
+pub struct Layouts {
+    known: Vec<Kernel>,
+    /// Compressed cubins not read yet, in the fat binary's order.
+    pending: std::collections::VecDeque<Entry>,
+}
+
+impl Layouts {
+    pub fn new(fb: &[u8]) -> R<Self> {
+        let mut l = Layouts::default();
+        for e in entries(fb)? {
+            if e.kind != KIND_ELF {
+                continue;
+            }
+            if e.is_compressed() {
+                l.pending.push_back(e);
+            } else {
+                l.add(&fb[e.payload.clone()])?;
             }
         }
+        Ok(l)
     }
-    Ok(out)
+
+    fn add(&mut self, elf: &[u8]) -> R<()> {
+        for k in cubin_kernels(elf)? {
+            if !self.known.iter().any(|o| o.name == k.name) {
+                self.known.push(k);
+            }
+        }
+        Ok(())
+    }
+
+    /// The layout of kernel `name`. `fb` must be the fat binary the layouts
+    /// were made from. A cubin that fails to decompress or parse is an
+    /// error once; the search goes on past it on the next call.
+    pub fn find(&mut self, fb: &[u8], name: &[u8]) -> R<Option<&Kernel>> {
+        loop {
+            if let Some(i) = self.known.iter().position(|k| k.name.as_bytes() == name) {
+                return Ok(self.known.get(i));
+            }
+            let Some(e) = self.pending.pop_front() else {
+                return Ok(None);
+            };
+            self.add(&e.contents(fb)?)?;
+        }
+    }
+
+    /// Every kernel, all cubins read.
+    pub fn all(mut self, fb: &[u8]) -> R<Vec<Kernel>> {
+        while let Some(e) = self.pending.pop_front() {
+            self.add(&e.contents(fb)?)?;
+        }
+        Ok(self.known)
+    }
+}
+
+/// Every kernel's layout in a fat binary (the first cubin that names a
+/// kernel wins), compressed cubins included.
+pub fn kernels(fb: &[u8]) -> R<Vec<Kernel>> {
+    Layouts::new(fb)?.all(fb)
 }
 
 /// Builders of synthetic fat binaries and cubins, for tests and fuzzing
@@ -339,11 +456,29 @@ pub mod synth {
         data
     }
 
-    /// A fat binary of `(kind, arch, flags, payload)` entries.
+    /// A fat binary of `(kind, arch, flags, payload)` entries. A payload
+    /// whose flags name a compression is compressed here, as nvcc's
+    /// `fatbinary` does: the exact and decompressed lengths go into the
+    /// entry's header, and the payload is padded to 8 bytes.
     pub fn fatbin(entries: &[(u16, u32, u64, Vec<u8>)]) -> Vec<u8> {
         let mut body = Vec::new();
-        for (kind, arch, flags, payload) in entries {
+        for (kind, arch, flags, plain) in entries {
             let mut h = [0u8; 64];
+            let mut payload = if flags & super::FLAG_ZSTD != 0 {
+                ruzstd::encoding::compress_to_vec(
+                    plain.as_slice(),
+                    ruzstd::encoding::CompressionLevel::Fastest,
+                )
+            } else if flags & super::FLAG_LZ4 != 0 {
+                lz4_flex::block::compress(plain)
+            } else {
+                plain.clone()
+            };
+            if flags & (super::FLAG_LZ4 | super::FLAG_ZSTD) != 0 {
+                h[16..20].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+                h[56..64].copy_from_slice(&(plain.len() as u64).to_le_bytes());
+                payload.resize(payload.len().next_multiple_of(8), 0);
+            }
             h[0..2].copy_from_slice(&kind.to_le_bytes());
             h[2..4].copy_from_slice(&0x0101u16.to_le_bytes());
             h[4..8].copy_from_slice(&64u32.to_le_bytes());
@@ -351,7 +486,7 @@ pub mod synth {
             h[28..32].copy_from_slice(&arch.to_le_bytes());
             h[40..48].copy_from_slice(&(flags | 1).to_le_bytes());
             body.extend_from_slice(&h);
-            body.extend_from_slice(payload);
+            body.extend_from_slice(&payload);
         }
         let mut v = Vec::new();
         v.extend_from_slice(&super::FATBIN_MAGIC.to_le_bytes());
@@ -365,7 +500,7 @@ pub mod synth {
     /// The fixture the tests (and the fuzz seeds) use: our own test
     /// kernels' signatures, `vecAdd(const float*, const float*, float*,
     /// int)` and `scale(float*, float, int)`, as an sm_90 cubin, plus a
-    /// PTX entry and a compressed cubin that must be skipped.
+    /// PTX entry and the same cubin for sm_80, LZ4-compressed.
     pub fn fixture() -> Vec<u8> {
         let cubin_a = cubin(&[
             (".text.vecAdd", vec![0u8; 32]),
@@ -386,8 +521,8 @@ pub mod synth {
                 0,
                 b".version 8.0\n.target sm_90\n".to_vec(),
             ),
-            (super::KIND_ELF, 90, 0, cubin_a),
-            (super::KIND_ELF, 80, super::FLAG_COMPRESSED, vec![0xaa; 40]),
+            (super::KIND_ELF, 90, 0, cubin_a.clone()),
+            (super::KIND_ELF, 80, super::FLAG_LZ4, cubin_a),
         ])
     }
 }
@@ -439,9 +574,11 @@ mod tests {
 
     /// Real nvcc output (CUDA 13.5 from PyPI's wheels, no GPU needed to
     /// build it) of our own kernels, `fixtures/testkernels.cu`:
-    /// `nvcc -fatbin -arch=sm_90` and a multi-architecture build
+    /// `nvcc -fatbin -arch=sm_90`, a multi-architecture build
     /// (`-gencode arch=compute_80,code=sm_80 -gencode
-    /// arch=compute_90,code=[sm_90,compute_90]`, cubins plus PTX).
+    /// arch=compute_90,code=[sm_90,compute_90]`, cubins plus PTX), and
+    /// compressed cubins: `-arch=sm_90 --compress-mode=speed -Xfatbin
+    /// -compress-all` (LZ4) and `-arch=sm_90 --compress-mode=size` (Zstandard).
     #[test]
     fn reads_real_nvcc_fat_binaries() {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/");
@@ -451,9 +588,11 @@ mod tests {
                 .map(|p| (p.offset, p.size))
                 .collect::<Vec<_>>()
         };
-        for (file, archs) in [
-            ("nvcc13-sm90.fatbin", vec![90]),
-            ("nvcc13-multi.fatbin", vec![80, 90]),
+        for (file, archs, packed) in [
+            ("nvcc13-sm90.fatbin", vec![90], None),
+            ("nvcc13-multi.fatbin", vec![80, 90], None),
+            ("nvcc13-lz4.fatbin", vec![90], Some(Compression::Lz4)),
+            ("nvcc13-zstd.fatbin", vec![90], Some(Compression::Zstd)),
         ] {
             let fb = std::fs::read(format!("{dir}{file}")).expect("fixture");
             assert_eq!(fatbin_len(&fb).expect("len") as usize, fb.len(), "{file}");
@@ -464,7 +603,10 @@ mod tests {
                 .map(|e| e.arch)
                 .collect();
             assert_eq!(cubins, archs, "{file}");
-            assert!(e.iter().all(|e| !e.is_compressed()), "{file}");
+            let elf = e.iter().find(|e| e.kind == KIND_ELF).expect("a cubin");
+            assert_eq!(elf.compression(), packed, "{file}");
+            let cubin = elf.contents(&fb).expect("contents");
+            assert_eq!(cubin.get(..4), Some(b"\x7fELF".as_slice()), "{file}");
             let mut ks = kernels(&fb).expect("kernels");
             ks.sort_by(|a, b| a.name.cmp(&b.name));
             let names: Vec<&str> = ks.iter().map(|k| k.name.as_str()).collect();
@@ -505,6 +647,65 @@ mod tests {
             let mut c = fb.clone();
             c[i] ^= 0xff;
             let _ = kernels(&c);
+        }
+    }
+
+    fn one_kernel_cubin(name: &str) -> Vec<u8> {
+        synth::cubin(&[(&format!(".nv.info.{name}"), synth::nv_info(&[(0, 0, 8)]))])
+    }
+
+    /// A compressed cubin is inflated only for a kernel the others lack.
+    #[test]
+    fn compressed_cubins_are_read_only_when_a_kernel_is_missing() {
+        for flag in [FLAG_LZ4, FLAG_ZSTD] {
+            let fb = synth::fatbin(&[
+                (KIND_ELF, 90, 0, one_kernel_cubin("plain")),
+                (KIND_ELF, 90, flag, one_kernel_cubin("packed")),
+            ]);
+            // The same, its compressed payload damaged past repair.
+            let mut bad = fb.clone();
+            let e = entries(&bad).expect("entries");
+            let p = e[1].payload.clone();
+            bad[p].fill(0xff);
+
+            let mut l = Layouts::new(&bad).expect("layouts");
+            let found = l.find(&bad, b"plain").expect("no decompression");
+            assert_eq!(found.map(|k| k.name.as_str()), Some("plain"));
+            assert!(matches!(
+                l.find(&bad, b"packed"),
+                Err(FatbinError::Decompress(_))
+            ));
+            assert!(l.find(&bad, b"packed").expect("nothing left").is_none());
+
+            let mut l = Layouts::new(&fb).expect("layouts");
+            let found = l.find(&fb, b"packed").expect("decompressed");
+            assert_eq!(found.map(|k| k.params.len()), Some(1), "{flag:#x}");
+            assert_eq!(kernels(&fb).expect("all").len(), 2);
+        }
+    }
+
+    /// The lengths in a compressed entry's header are checked before
+    /// anything is allocated, and the output must match them exactly.
+    #[test]
+    fn compressed_lengths_are_bounded_and_exact() {
+        let fb = synth::fatbin(&[(KIND_ELF, 90, FLAG_ZSTD, one_kernel_cubin("k"))]);
+        let entry = 16;
+        let with = |off: usize, v: &[u8]| {
+            let mut c = fb.clone();
+            c[entry + off..entry + off + v.len()].copy_from_slice(v);
+            c
+        };
+        let huge = with(56, &(MAX_UNCOMPRESSED + 1).to_le_bytes());
+        assert!(matches!(entries(&huge), Err(FatbinError::Size(_))));
+        let past = with(16, &u32::MAX.to_le_bytes());
+        assert!(matches!(entries(&past), Err(FatbinError::Size(_))));
+        let len = u64_at(&fb, entry + 56).expect("len");
+        for wrong in [len - 1, len + 1] {
+            let c = with(56, &wrong.to_le_bytes());
+            assert!(
+                matches!(kernels(&c), Err(FatbinError::Decompress(_))),
+                "{wrong}"
+            );
         }
     }
 }

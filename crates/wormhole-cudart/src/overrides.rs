@@ -409,7 +409,10 @@ pub extern "C" fn cudaHostUnregister(_ptr: *mut c_void) -> i32 {
 /// A registered fat binary: what `__cudaRegisterFatBinary` returns.
 struct Module {
     id: u64,
-    kernels: Vec<Kernel>,
+    /// nvcc's embedded fat binary (empty if it was unreadable) and the
+    /// layouts read from it so far.
+    image: &'static [u8],
+    layouts: Mutex<fatbin::Layouts>,
 }
 
 /// A registered kernel, by host stub address.
@@ -442,17 +445,21 @@ struct Wrapper {
 /// `fat_cubin` is nvcc's wrapper for an embedded fat binary.
 pub unsafe extern "C" fn __cudaRegisterFatBinary(fat_cubin: *mut c_void) -> *mut *mut c_void {
     let id = rt::fresh_id();
-    let mut kernels = Vec::new();
+    let mut image: &'static [u8] = &[];
+    let mut layouts = fatbin::Layouts::default();
     // SAFETY: the caller's contract: NULL or nvcc's wrapper.
     let w = unsafe { (fat_cubin as *const Wrapper).as_ref() };
     if let Some(w) = w.filter(|w| w.magic == fatbin::WRAPPER_MAGIC && !w.data.is_null()) {
         // SAFETY: the wrapper points to a fat binary, whose header is 16 bytes.
         let header = unsafe { std::slice::from_raw_parts(w.data, 16) };
         if let Ok(len) = fatbin::fatbin_len(header) {
-            // SAFETY: the header says how long the fat binary is.
-            let fb = unsafe { std::slice::from_raw_parts(w.data, len as usize) };
-            match fatbin::kernels(fb) {
-                Ok(k) => kernels = k,
+            // SAFETY: the header says how long the fat binary is. It lies in
+            // the program's (or a library's) data, which stays mapped until
+            // __cudaUnregisterFatBinary, after the module's last
+            // registration; only those read it through the module.
+            let fb: &'static [u8] = unsafe { std::slice::from_raw_parts(w.data, len as usize) };
+            match fatbin::Layouts::new(fb) {
+                Ok(l) => (image, layouts) = (fb, l),
                 Err(e) => rt::log(&format!("fat binary: {e}")),
             }
             let _ = (|| -> Result<(), i32> {
@@ -464,7 +471,8 @@ pub unsafe extern "C" fn __cudaRegisterFatBinary(fat_cubin: *mut c_void) -> *mut
             })();
         }
     }
-    Box::into_raw(Box::new(Module { id, kernels })) as *mut *mut c_void
+    let layouts = Mutex::new(layouts);
+    Box::into_raw(Box::new(Module { id, image, layouts })) as *mut *mut c_void
 }
 
 /// Ends a module's registration (after its kernels and variables).
@@ -509,11 +517,18 @@ pub unsafe extern "C" fn __cudaRegisterFunction(
     }
     // SAFETY: the caller's contract.
     let name = unsafe { std::ffi::CStr::from_ptr(device_name) }.to_bytes();
-    let layout = m
-        .kernels
-        .iter()
-        .find(|k| k.name.as_bytes() == name)
-        .cloned();
+    let layout = match m
+        .layouts
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .find(m.image, name)
+    {
+        Ok(k) => k.cloned(),
+        Err(e) => {
+            rt::log(&format!("fat binary: {e}"));
+            None
+        }
+    };
     funcs().insert(host_fun as usize as u64, Func { layout });
     let _ = (|| -> Result<(), i32> {
         let mut c = Call::begin(func::__cudaRegisterFunction)?;
@@ -821,7 +836,7 @@ pub unsafe extern "C" fn cudaLaunchKernel(
         return note(cudaErrorInvalidDeviceFunction);
     };
     let Some(layout) = f.layout else {
-        // The kernel's cubin was compressed or absent: no layout to pack by.
+        // The kernel is in no cubin we could read: no layout to pack by.
         return note(cudaErrorInvalidKernelImage);
     };
     let sid = match rt::handle_id(stream, Kind::Stream) {

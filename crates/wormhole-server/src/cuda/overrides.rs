@@ -229,8 +229,9 @@ pub fn d___cudaRegisterFatBinary(
     if t.modules.contains_key(&id) || t.modules.len() >= 1 << 16 {
         return Err(cudaErrorInvalidValue);
     }
-    // Checked here, not by the runtime: a damaged image is refused.
-    let kernels = fatbin::kernels(&image).map_err(|_| cudaErrorInvalidKernelImage)?;
+    // Checked here, not by the runtime: a damaged image is refused. Its
+    // compressed cubins are inflated only when a kernel needs them.
+    let layouts = fatbin::Layouts::new(&image).map_err(|_| cudaErrorInvalidKernelImage)?;
     debug_assert_eq!(image.get(..4), Some(FATBIN_MAGIC.to_le_bytes().as_slice()));
     let wrapper = Box::new(Wrapper {
         magic: WRAPPER_MAGIC,
@@ -248,9 +249,9 @@ pub fn d___cudaRegisterFatBinary(
         id,
         Module {
             handle,
-            _image: image,
+            image,
             _wrapper: wrapper,
-            kernels,
+            layouts,
         },
     );
     Ok(cudaSuccess)
@@ -276,15 +277,15 @@ pub fn d___cudaRegisterFatBinaryEnd(
 }
 
 fn module_and_name<'a>(
-    t: &'a Tenant,
+    t: &'a mut Tenant,
     d: &mut Decoder<'_>,
-) -> Result<(&'a Module, u64, CString), i32> {
+) -> Result<(&'a mut Module, u64, CString), i32> {
     let module = d.u64().map_err(bad)?;
     let host = d.u64().map_err(bad)?;
     let name = CString::new(d.bytes().map_err(bad)?).map_err(|_| cudaErrorInvalidValue)?;
     let m = t
         .modules
-        .get(&module)
+        .get_mut(&module)
         .ok_or(cudaErrorInvalidResourceHandle)?;
     Ok((m, host, name))
 }
@@ -296,12 +297,15 @@ pub fn d___cudaRegisterFunction(
 ) -> Result<i32, i32> {
     let (m, host, name) = module_and_name(t, d)?;
     d.finish().map_err(bad)?;
-    let layout = m
-        .kernels
-        .iter()
-        .find(|k| k.name.as_bytes() == name.as_bytes())
-        .cloned();
     let handle = m.handle;
+    // A cubin that does not inflate leaves the kernel without a layout: its
+    // launches fail, as they would natively with a damaged image.
+    let layout = m
+        .layouts
+        .find(&m.image, name.as_bytes())
+        .ok()
+        .flatten()
+        .cloned();
     let stand_in = Box::new(0u8);
     if let (Some(f), false) = (super::table().__cudaRegisterFunction, handle.is_null()) {
         let hp = (&*stand_in as *const u8).cast::<c_char>();

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::ffi::c_void;
 
-use wormhole_cuda_api::fatbin::Kernel;
+use wormhole_cuda_api::fatbin::{self, Kernel};
 use wormhole_cuda_api::tracker::Tracker;
 use wormhole_cuda_api::{cudaErrorInvalidValue, cudaErrorMemoryAllocation, cudaSuccess, Kind};
 use wormhole_wire::{Decoder, WireError};
@@ -29,10 +29,10 @@ pub struct Module {
     pub handle: *mut *mut c_void,
     /// The fat binary and its wrapper: the runtime keeps pointers to both
     /// for the module's life, which is the tenant's.
-    pub _image: Box<[u8]>,
+    pub image: Box<[u8]>,
     pub _wrapper: Box<super::Wrapper>,
     /// Kernel layouts, read by the server itself from the cubins.
-    pub kernels: Vec<Kernel>,
+    pub layouts: fatbin::Layouts,
 }
 
 /// A registered kernel.
