@@ -875,6 +875,56 @@ pub unsafe extern "C" fn cudaLaunchKernel(
     })())
 }
 
+/// nvcc 12.x and 13's launch sites: the handle of a kernel is its host
+/// stub's address, checked to be registered, and launches through it are
+/// cudaLaunchKernel's.
+///
+/// # Safety
+/// `kernel` is NULL or writable.
+pub unsafe extern "C" fn __cudaGetKernel(kernel: *mut *mut c_void, host_fun: *const c_void) -> i32 {
+    if kernel.is_null() {
+        return cudaErrorInvalidValue;
+    }
+    if !funcs().contains_key(&(host_fun as usize as u64)) {
+        return cudaErrorInvalidDeviceFunction;
+    }
+    // SAFETY: checked non-NULL; the caller's contract.
+    unsafe { *kernel = host_fun.cast_mut() };
+    cudaSuccess
+}
+
+/// # Safety
+/// As cudaLaunchKernel, `kernel` from __cudaGetKernel.
+pub unsafe extern "C" fn __cudaLaunchKernel(
+    kernel: *const c_void,
+    grid: Dim3,
+    block: Dim3,
+    args: *mut *mut c_void,
+    shared_mem: usize,
+    stream: *mut c_void,
+) -> i32 {
+    // SAFETY: the same contract.
+    unsafe { cudaLaunchKernel(kernel, grid, block, args, shared_mem, stream) }
+}
+
+/// Under `--default-stream per-thread`. The tenant runs a client's calls in
+/// order, so the legacy default stream (which serialises more) is correct
+/// here, only less concurrent.
+///
+/// # Safety
+/// As cudaLaunchKernel, `kernel` from __cudaGetKernel.
+pub unsafe extern "C" fn __cudaLaunchKernel_ptsz(
+    kernel: *const c_void,
+    grid: Dim3,
+    block: Dim3,
+    args: *mut *mut c_void,
+    shared_mem: usize,
+    stream: *mut c_void,
+) -> i32 {
+    // SAFETY: the same contract.
+    unsafe { cudaLaunchKernel(kernel, grid, block, args, shared_mem, stream) }
+}
+
 /// The native runtime answers 0 with success where there is no driver;
 /// with no server, so do we.
 ///
