@@ -5,7 +5,8 @@
 # libcublas/libcurand, runs each natively and then unmodified through a
 # local Wormhole server (its libcudart, libcublas and libcurand stand-ins
 # first on the library path), and prints both outputs; for the cuBLAS and
-# cuRAND samples the result digests must be identical. nvcc, cuBLAS and
+# cuRAND samples and the LeNet-style training loop (examples/cuda/lenet.cu)
+# the results must be identical, and the loop's throughput ratio is printed. nvcc, cuBLAS and
 # cuRAND come from the toolkit if installed, else from PyPI's wheels
 # (downloaded into a venv under target/).
 # Usage: scripts/gpu-validate-cuda.sh [12|13]   (default: the driver's major)
@@ -48,6 +49,7 @@ done
 for s in vectorAdd matmul; do
   nvcc -O2 -cudart shared "${extra[@]}" -o "$out/$s" "examples/cuda/$s.cu"
 done
+nvcc -O2 -cudart shared "${extra[@]}" -o "$out/lenet" examples/cuda/lenet.cu -L"$lib" -lcublas
 # The server finds NVIDIA's libraries on its own library path.
 LD_LIBRARY_PATH="$native_path" ./target/release/wormhole-server --socket "$out/s.sock" -q &
 pid=$!; trap 'kill $pid 2>/dev/null' EXIT; sleep 1
@@ -57,12 +59,14 @@ for s in vectorAdd matmul; do
   echo "== $s through Wormhole"
   WORMHOLE_SERVER="$out/s.sock" LD_LIBRARY_PATH="$lib" timeout 120 "$out/$s" || status=1
 done
-# cuBLAS (SGEMM and the rest) and cuRAND: every digest identical.
-for s in sgemm curand; do
+# cuBLAS (SGEMM and the rest), cuRAND and the LeNet-style training loop
+# (runtime, kernels and cuBLAS together): every result identical.
+for s in sgemm curand lenet; do
+  args=(); [ "$s" = lenet ] && args=(16384 4)
   echo "== $s native"
-  LD_LIBRARY_PATH="$native_path" timeout 300 "$out/$s" | tee "$out/$s.native" || status=1
+  LD_LIBRARY_PATH="$native_path" timeout 300 "$out/$s" "${args[@]}" | tee "$out/$s.native" || status=1
   echo "== $s through Wormhole"
-  WORMHOLE_SERVER="$out/s.sock" LD_LIBRARY_PATH="$lib" timeout 300 "$out/$s" | tee "$out/$s.remote" || status=1
+  WORMHOLE_SERVER="$out/s.sock" LD_LIBRARY_PATH="$lib" timeout 300 "$out/$s" "${args[@]}" | tee "$out/$s.remote" || status=1
   if diff <(grep -v '^time:' "$out/$s.native") <(grep -v '^time:' "$out/$s.remote"); then
     echo "== $s: identical results natively and through Wormhole"
   else
@@ -70,4 +74,9 @@ for s in sgemm curand; do
   fi
   grep '^time:' "$out/$s.native" "$out/$s.remote" || true
 done
+# The issue's throughput goal: the training loop at 0.8x native or better.
+rate() { sed -n 's/^time: .* \([0-9.]*\) images\/s$/\1/p' "$1"; }
+if [ -n "$(rate "$out/lenet.native")" ] && [ -n "$(rate "$out/lenet.remote")" ]; then
+  echo "== lenet throughput through Wormhole: $(awk -v r="$(rate "$out/lenet.remote")" -v n="$(rate "$out/lenet.native")" 'BEGIN { printf "%.2fx native", r / n }')"
+fi
 exit $status

@@ -9,7 +9,12 @@
 # (examples/cuda, built with the system compiler) with no server, through a
 # server without a CUDA runtime and through one with CUDA disabled: every
 # answer must be the one native CUDA gives without a GPU, never a crash or
-# a hang. Needs no NVIDIA download.
+# a hang. Then, with nvcc (CUDA 13.5 from PyPI's wheels if it is not on
+# the PATH: about 120 MB, into target/cuda-nvcc; no GPU, driver or NVIDIA
+# library is needed to build), it runs nvcc-built programs unmodified:
+# examples/cuda/lenet.cu, a LeNet-style training loop, natively on a CPU
+# stand-in of the runtime and cuBLAS and through a Wormhole server on the
+# same stand-in, whose results must be identical.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -73,11 +78,19 @@ check "libcurand.so.10: curandGenerateNormal@@libcurand.so.10" sh -c "readelf --
 # and server must inflate.
 fixtures=crates/wormhole-cuda-api/fixtures
 nvcc_fixtures="$fixtures/nvcc13-sm90.fatbin $fixtures/nvcc13-lz4.fatbin $fixtures/nvcc13-zstd.fatbin"
-if command -v nvcc >/dev/null 2>&1; then
-  for p in vectorAdd matmul; do
-    nvcc -O2 -cudart shared -arch=sm_90 -o "$work/$p" "examples/cuda/$p.cu"
-  done
+if ! command -v nvcc >/dev/null 2>&1; then
+  venv=target/cuda-nvcc
+  if [ ! -d "$venv/lib" ] || [ -z "$(find "$venv" -name nvcc -type f)" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q nvidia-cuda-nvcc==13.5.37 nvidia-cuda-runtime==13.5.37
+  fi
+  PATH="$(dirname "$(find "$PWD/$venv" -name nvcc -type f | head -n1)"):$PATH"
 fi
+# Linked against our stand-ins, which carry NVIDIA's sonames and versions.
+for p in vectorAdd matmul; do
+  nvcc -O2 -cudart shared -arch=sm_90 -L"$work/lib13" -o "$work/$p" "examples/cuda/$p.cu"
+done
+nvcc -O2 -cudart shared -arch=sm_90 -L"$work/lib13" -o "$work/lenet" examples/cuda/lenet.cu -lcublas
 run_samples() { # LABEL connected|offline, with WORMHOLE_SERVER set by the caller
   for major in 12 13; do
     check "$1: nodevice ($major)" env WORMHOLE_LOG=1 LD_LIBRARY_PATH="$work/lib$major" "$work/nodevice$major"
@@ -99,10 +112,10 @@ run_samples() { # LABEL connected|offline, with WORMHOLE_SERVER set by the calle
     for fb in "$fixtures/testkernels.fatbin" $nvcc_fixtures; do
       check "$1: kernels from $(basename "$fb") ($major)" env LD_LIBRARY_PATH="$work/lib$major" "$work/launch$major" "$fb"
     done
-    # Programs built by nvcc (where it exists): nvcc's own registration
-    # code and <<<>>>; without a GPU they must stop at their first CUDA call
-    # with the native runtime's message, not crash.
-    if [ -x "$work/vectorAdd" ] && [ "$major" = 13 ]; then
+    # Programs built by nvcc: nvcc's own registration code and <<<>>>;
+    # without a GPU they must stop at their first CUDA call with the native
+    # runtime's message, not crash.
+    if [ "$major" = 13 ]; then
       for p in vectorAdd matmul; do
         check "$1: nvcc-built $p stops with the native error" sh -c \
           "LD_LIBRARY_PATH='$work/lib13' '$work/$p' | tee /dev/stderr | grep -q 'CUDA driver version is insufficient'; [ \$? -eq 0 ]"
@@ -151,6 +164,16 @@ cpu="$work/cpu"; mkdir -p "$cpu"
 gcc -shared -fPIC -O2 -Wall -Werror -o "$cpu/libcpudevice.so" examples/cuda/cpu_device.c -lm
 for n in libcudart.so.13 libcublas.so.13 libcurand.so.10; do ln -s libcpudevice.so "$cpu/$n"; done
 LD_LIBRARY_PATH="$cpu" start_server --cuda-runtime "$cpu/libcudart.so.13"
+# nvcc's lenet: the stand-in runs its kernels by CPU twins of the same
+# element functions. Natively (the program on the stand-in directly) and
+# through Wormhole (the server on it), losses, accuracy and the weights'
+# digest must be identical, and it must have learned.
+check "CPU device: nvcc-built lenet trains natively" sh -c \
+  "LD_LIBRARY_PATH='$cpu' '$work/lenet' 2048 2 2>/dev/null | tee '$work/lenet.native' | tail -n1 | grep -qx correct"
+check "CPU device: nvcc-built lenet trains through Wormhole" sh -c \
+  "LD_LIBRARY_PATH='$work/lib13' '$work/lenet' 2048 2 | tee '$work/lenet.remote' | tail -n1 | grep -qx correct"
+check "CPU device: lenet's results identical natively and through Wormhole" bash -c \
+  "cat '$work/lenet.native' '$work/lenet.remote'; diff <(grep -v '^time:' '$work/lenet.native') <(grep -v '^time:' '$work/lenet.remote')"
 for major in 12 13; do
   check "CPU device: sgemm runs through Wormhole and is correct ($major)" sh -c \
     "LD_LIBRARY_PATH='$work/lib$major' '$work/sgemm$major' 64 | tee /dev/stderr | tail -n1 | grep -qx correct"

@@ -9,12 +9,15 @@
  * process's memory (mmap), so copies are memcpy. Only what the samples
  * call is here; the numbers are not NVIDIA's (the generators in
  * particular are this file's own), so digests differ from a GPU's.
+ * Kernels: examples/cuda/lenet.cu's, by their CPU twins (see below).
  * Build: cc -shared -fPIC -O2 -o libcpudevice.so cpu_device.c -lm */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+
+#include "lenet_kernels.h"
 
 /* ---- cudart ------------------------------------------------------------ */
 int cudaRuntimeGetVersion(int *v) { *v = 13050; return 0; }
@@ -59,6 +62,60 @@ int cudaStreamCreate(void **s) { *s = malloc(1); return *s ? 0 : 2; }
 int cudaStreamCreateWithFlags(void **s, unsigned f) { (void)f; return cudaStreamCreate(s); }
 int cudaStreamDestroy(void *s) { free(s); return 0; }
 int cudaStreamSynchronize(void *s) { (void)s; return 0; }
+
+/* ---- Kernels ------------------------------------------------------------- */
+/* Registration keeps each kernel's name by the host address the server
+ * registered it under; a launch runs the kernel's CPU twin, compiled from
+ * the same element functions as the GPU kernels (examples/cuda/
+ * lenet_kernels.h), over the launch's threads. Kernels of other programs
+ * are unknown here: their launches fail with cudaErrorInvalidDeviceFunction. */
+struct dim3 { unsigned x, y, z; };
+static struct kernel { const void *host; char name[64]; } kernels[256];
+static int nkernels;
+void **__cudaRegisterFatBinary(void *fat) { static void *module; module = fat; return &module; }
+void __cudaRegisterFatBinaryEnd(void **h) { (void)h; }
+void __cudaUnregisterFatBinary(void **h) { (void)h; }
+void __cudaRegisterFunction(void **h, const char *host, char *dev, const char *name, int limit, void *tid,
+                            void *bid, void *bdim, void *gdim, int *wsize) {
+    (void)h; (void)dev; (void)limit; (void)tid; (void)bid; (void)bdim; (void)gdim; (void)wsize;
+    if (nkernels == 256 || strlen(name) >= sizeof kernels[0].name) return;
+    kernels[nkernels].host = host;
+    strcpy(kernels[nkernels++].name, name);
+}
+int cudaLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void **args, size_t shared, void *st) {
+    (void)shared; (void)st;
+    const char *name = NULL;
+    for (int k = 0; k < nkernels; k++)
+        if (kernels[k].host == func) name = kernels[k].name;
+    if (!name || !args) return 98;
+    long threads = (long)grid.x * grid.y * grid.z * block.x * block.y * block.z;
+#define K(kname)                                                                  \
+    if (!strcmp(name, #kname)) {                                                  \
+        struct kname##_args p;                                                    \
+        memcpy(&p, args[0], sizeof p);                                            \
+        for (long i = 0; i < p.n && i < threads; i++) kname##_at(i, p);           \
+        return 0;                                                                 \
+    }
+    LENET_KERNELS(K)
+#undef K
+    return 98; /* cudaErrorInvalidDeviceFunction */
+}
+/* What nvcc's <<<>>> calls, so that the program can also run on this
+ * stand-in directly ("natively"), for results to compare with Wormhole's. */
+static struct { struct dim3 grid, block; size_t shared; void *stream; } config;
+unsigned __cudaPushCallConfiguration(struct dim3 grid, struct dim3 block, size_t shared, void *stream) {
+    config.grid = grid; config.block = block; config.shared = shared; config.stream = stream;
+    return 0;
+}
+int __cudaPopCallConfiguration(struct dim3 *grid, struct dim3 *block, size_t *shared, void **stream) {
+    *grid = config.grid; *block = config.block; *shared = config.shared; *stream = config.stream;
+    return 0;
+}
+int __cudaGetKernel(const void **kernel, const void *host) { *kernel = host; return 0; }
+int __cudaLaunchKernel(const void *k, struct dim3 g, struct dim3 b, void **args, size_t shared, void *st) {
+    return cudaLaunchKernel(k, g, b, args, shared, st);
+}
+const char *cudaGetErrorString(int e) { return e ? "error on the CPU stand-in" : "no error"; }
 
 /* ---- cuBLAS -------------------------------------------------------------- */
 struct blas { void *stream; int mode; int math; };
