@@ -876,8 +876,7 @@ pub unsafe extern "C" fn cudaLaunchKernel(
 }
 
 /// nvcc 12.x and 13's launch sites: the handle of a kernel is its host
-/// stub's address, checked to be registered, and launches through it are
-/// cudaLaunchKernel's.
+/// stub's address, checked to be registered.
 ///
 /// # Safety
 /// `kernel` is NULL or writable.
@@ -893,37 +892,13 @@ pub unsafe extern "C" fn __cudaGetKernel(kernel: *mut *mut c_void, host_fun: *co
     cudaSuccess
 }
 
-/// # Safety
-/// As cudaLaunchKernel, `kernel` from __cudaGetKernel.
-pub unsafe extern "C" fn __cudaLaunchKernel(
-    kernel: *const c_void,
-    grid: Dim3,
-    block: Dim3,
-    args: *mut *mut c_void,
-    shared_mem: usize,
-    stream: *mut c_void,
-) -> i32 {
-    // SAFETY: the same contract.
-    unsafe { cudaLaunchKernel(kernel, grid, block, args, shared_mem, stream) }
-}
-
-/// Under `--default-stream per-thread`. The tenant runs a client's calls in
-/// order, so the legacy default stream (which serialises more) is correct
-/// here, only less concurrent.
-///
-/// # Safety
-/// As cudaLaunchKernel, `kernel` from __cudaGetKernel.
-pub unsafe extern "C" fn __cudaLaunchKernel_ptsz(
-    kernel: *const c_void,
-    grid: Dim3,
-    block: Dim3,
-    args: *mut *mut c_void,
-    shared_mem: usize,
-    stream: *mut c_void,
-) -> i32 {
-    // SAFETY: the same contract.
-    unsafe { cudaLaunchKernel(kernel, grid, block, args, shared_mem, stream) }
-}
+/// A launch through a handle from __cudaGetKernel, which is the stub's
+/// address: cudaLaunchKernel's very arguments.
+pub use cudaLaunchKernel as __cudaLaunchKernel;
+/// The same under `--default-stream per-thread`. The tenant runs a client's
+/// calls in order, so the legacy default stream (which serialises more) is
+/// correct here, only less concurrent.
+pub use cudaLaunchKernel as __cudaLaunchKernel_ptsz;
 
 /// The native runtime answers 0 with success where there is no driver;
 /// with no server, so do we.
