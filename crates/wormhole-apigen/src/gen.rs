@@ -58,6 +58,8 @@ pub fn gen_common(api: &Api) -> String {
         let _ = writeln!(o, "    \"{}\",", f.name);
     }
     o.push_str("];\n\n/// Whether a function is forwarded without waiting for a reply.\n");
+    // The ids are listed one by one, whether or not some run on.
+    o.push_str("#[allow(clippy::manual_range_patterns)]\n");
     o.push_str("pub fn is_async(func: u32) -> bool {\n    matches!(func, ");
     let asyncs: Vec<String> = api
         .funcs

@@ -72,8 +72,17 @@ pub struct Link {
     /// The function of the request being built.
     func: u32,
     /// Round trips per function id, for `WORMHOLE_LOG`'s report: which
-    /// calls still wait for the server is what to look at next.
+    /// calls still wait for the server is what to look at next. Indexed by
+    /// `count_slot`.
     exchanged_by: Vec<u64>,
+}
+
+/// Where a function's round trips are counted: each API's ids start at a
+/// multiple of 0x10000 (OpenCL at 0, CUDA's libraries at 0x10000 up) and
+/// are fewer than 0x1000, so the counts stay a short dense vector.
+fn count_slot(func: u32) -> Option<usize> {
+    (func & 0xf000 == 0 && func >> 16 < 16)
+        .then_some((((func >> 16) << 12) | (func & 0xfff)) as usize)
 }
 
 /// A reply: its status and the outputs after its header.
@@ -159,6 +168,7 @@ impl Link {
     /// Round trips so far by function id, the most frequent first.
     pub fn exchanged_by_func(&self) -> Vec<(u32, u64)> {
         let mut v: Vec<(u32, u64)> = (0u32..)
+            .map(|i| ((i >> 12) << 16) | (i & 0xfff))
             .zip(self.exchanged_by.iter().copied())
             .filter(|&(_, n)| n > 0)
             .collect();
@@ -179,13 +189,11 @@ impl Link {
     /// reply.
     pub fn exchange(&mut self, enc: Encoder, raw: Option<&[u8]>) -> Result<Answer, LinkError> {
         self.exchanged += 1;
-        let f = self.func as usize;
-        // Ids are dense and few (the API's functions), so this stays small.
-        if f >= self.exchanged_by.len() && f < 1 << 16 {
-            self.exchanged_by.resize(f + 1, 0);
-        }
-        if let Some(n) = self.exchanged_by.get_mut(f) {
-            *n += 1;
+        if let Some(f) = count_slot(self.func) {
+            if f >= self.exchanged_by.len() {
+                self.exchanged_by.resize(f + 1, 0);
+            }
+            self.exchanged_by[f] += 1;
         }
         let sent = self
             .send(enc.as_slice(), raw)

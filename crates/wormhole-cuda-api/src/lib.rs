@@ -276,6 +276,27 @@ impl Library {
         }
     }
 
+    /// The name of function `func`, of whichever library ("?" if none).
+    pub fn func_name(func: u32) -> &'static str {
+        let (first, names) = match Library::of(func) {
+            Some(Library::Runtime) => (func::cudaGetDeviceCount, FUNC_NAMES),
+            Some(Library::Blas) => (blas::func::cublasCreate_v2, blas::FUNC_NAMES),
+            Some(Library::Rand) => (rand::func::curandCreateGenerator, rand::FUNC_NAMES),
+            None => return "?",
+        };
+        names.get((func - first) as usize).copied().unwrap_or("?")
+    }
+
+    /// Whether the description lets a call of this library's function
+    /// `func` be deferred (its `async` attribute).
+    pub fn is_async(self, func: u32) -> bool {
+        match self {
+            Library::Runtime => is_async(func),
+            Library::Blas => blas::is_async(func),
+            Library::Rand => rand::is_async(func),
+        }
+    }
+
     /// What a call answers where the library cannot be reached (no server,
     /// no library on the server): NVIDIA's answer on a machine without the
     /// driver, for the calls that create handles (cudaErrorInsufficientDriver,

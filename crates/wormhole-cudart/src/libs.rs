@@ -77,6 +77,7 @@ impl Call {
             return Err(bad);
         }
         let id = rt::handle_id(p, kind).map_err(|_| bad)?;
+        self.inner.shape(id);
         self.inner.enc.u64(id);
         Ok(())
     }
@@ -94,6 +95,17 @@ impl Call {
         self.inner
             .finish()
             .map(|inner| Reply { inner })
+            .map_err(|_| lib.no_driver())
+    }
+
+    /// A call the description marks async: deferred, as the runtime's are,
+    /// once one of its shape has succeeded. Its status, when it waits, is
+    /// the library's alone: the server answers an earlier deferred failure
+    /// of this library in it, and leaves the runtime's to the runtime.
+    pub fn finish_async(self, wake: bool) -> Result<i32, i32> {
+        let lib = self.lib;
+        self.inner
+            .finish_async_as(wake, |r| (r.raw_status(), r.raw_status()))
             .map_err(|_| lib.no_driver())
     }
 }

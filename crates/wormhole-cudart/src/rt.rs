@@ -149,9 +149,38 @@ pub fn fresh_id() -> u64 {
 fn connect() -> Result<Conn, wormhole_transport::client::ConnectError> {
     // CUDA has no callbacks forwarded yet: the notification ring is unused.
     let chan = wormhole_transport::client::connect_from_env()?.chan;
+    if std::env::var_os("WORMHOLE_LOG").is_some() {
+        // SAFETY: the handler is a plain function that stays mapped (the
+        // library is linked `-z nodelete`) and only try-locks the channel.
+        if unsafe { libc::atexit(report_counts) } != 0 {
+            log("cannot report call counts at exit");
+        }
+    }
     Ok(Conn {
         state: parking_lot::Mutex::new(Link::new(chan)),
     })
+}
+
+/// With `WORMHOLE_LOG`, at exit: how many calls reached the server and how
+/// many of them waited for an answer (the rest were batched).
+extern "C" fn report_counts() {
+    let Some(conn) = conn() else { return };
+    // A thread still in a call holds the lock: no report then.
+    if let Some(link) = conn.state.try_lock() {
+        let top: Vec<String> = link
+            .exchanged_by_func()
+            .iter()
+            .take(8)
+            .map(|&(f, n)| format!("{} {n}", wormhole_cuda_api::Library::func_name(f)))
+            .collect();
+        log(&format!(
+            "{} calls forwarded, {} of them round trips ({}), {} batched",
+            link.sent(),
+            link.exchanged(),
+            top.join(", "),
+            link.sent() - link.exchanged()
+        ));
+    }
 }
 
 /// The connection, made on first use; `None` when there is no server.
@@ -272,16 +301,29 @@ impl<'a> Call<'a> {
     /// reports its own error as natively; a deferred failure is reported by
     /// the next synchronising call. WORMHOLE_SYNC=1 forwards every call
     /// synchronously.
-    pub fn finish_async(mut self, wake: bool) -> Result<i32, i32> {
+    pub fn finish_async(self, wake: bool) -> Result<i32, i32> {
+        self.finish_async_as(wake, |r| {
+            let own = r.status();
+            (own, note(r.status_with_deferred()))
+        })
+    }
+
+    /// `finish_async`, with `status` to read a synchronous reply: the call's
+    /// own status (which decides whether its shape may be deferred next
+    /// time) and the one to return.
+    pub fn finish_async_as(
+        mut self,
+        wake: bool,
+        status: impl FnOnce(&mut Reply<'a>) -> (i32, i32),
+    ) -> Result<i32, i32> {
         let shape = self.shape;
         if !self.guard.deferrable(shape) {
             let mut r = self.finish()?;
-            let own = r.status();
-            let status = r.status_with_deferred();
+            let (own, answer) = status(&mut r);
             if own == cudaSuccess {
                 r.guard.succeeded(shape);
             }
-            return Ok(note(status));
+            return Ok(answer);
         }
         let Call { mut guard, enc, .. } = self;
         guard.post(enc, None, wake).map_err(lost)?;

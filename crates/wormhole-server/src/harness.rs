@@ -260,7 +260,7 @@ impl Harness {
     /// status (`None` for a deferred call) and tears the tenant down.
     pub fn run<'a>(&mut self, frames: impl IntoIterator<Item = &'a [u8]>) -> Vec<Option<i32>> {
         let mut t = self.tenant();
-        let mut deferred = 0;
+        let mut deferred = crate::serve::Deferred::default();
         let mut out = Vec::new();
         for f in frames {
             if refused(f) {

@@ -10,6 +10,7 @@ use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 
 use thiserror::Error;
+use wormhole_cuda_api::Library;
 use wormhole_opencl_api::{is_async, CL_INVALID_VALUE};
 use wormhole_transport::arena::Arena;
 use wormhole_transport::hello::{send_hello, Hello, PROTOCOL_VERSION};
@@ -44,7 +45,7 @@ pub fn serve(
 ) -> Result<(), ServeError> {
     let mut req = Vec::new();
     let mut enc = Encoder::new();
-    let mut deferred = 0i32;
+    let mut deferred = Deferred::default();
     let mut owed: Option<opencl::finish::Owed> = None;
     loop {
         if let Some(o) = owed.take() {
@@ -140,34 +141,64 @@ pub fn run_frame(
     }
 }
 
+/// The first failure of a deferred call not reported yet, kept in the
+/// statuses of the library it came from.
+#[derive(Debug, Default)]
+pub struct Deferred {
+    /// OpenCL's or the CUDA runtime's: sent in the next reply's header.
+    first: i32,
+    /// cuBLAS's: the next synchronous cuBLAS call answers it as its own
+    /// status, if it succeeded itself.
+    blas: i32,
+}
+
 /// Finishes the reply's header. Returns false for a deferred call, which
-/// has no reply: its failure is kept in `deferred` and reported with the
-/// next reply. The client decides what is deferred, but only calls the
-/// description marks async may be.
-pub fn seal_reply(enc: &mut Encoder, done: &FrameDone, status: i32, deferred: &mut i32) -> bool {
-    let may_defer = if cuda::is_cuda(done.func) {
-        wormhole_cuda_api::is_async(done.func)
+/// has no reply: its failure is kept in `deferred` and reported later. The
+/// client decides what is deferred, but only calls the description marks
+/// async may be.
+pub fn seal_reply(
+    enc: &mut Encoder,
+    done: &FrameDone,
+    status: i32,
+    deferred: &mut Deferred,
+) -> bool {
+    let lib = Library::of(done.func);
+    let may_defer = match lib {
+        Some(lib) => lib.is_async(done.func),
+        None => is_async(done.func),
+    };
+    let slot = if lib == Some(Library::Blas) {
+        &mut deferred.blas
     } else {
-        is_async(done.func)
+        &mut deferred.first
     };
     if done.flags & FLAG_ASYNC != 0 && may_defer {
         if status != 0 {
             log::debug!("deferred call {} failed: {status}", done.func);
-            if *deferred == 0 {
-                *deferred = status;
+            if *slot == 0 {
+                *slot = status;
             }
         }
         return false;
     }
+    let status = match lib {
+        Some(Library::Blas) if status == 0 => std::mem::take(slot),
+        _ => status,
+    };
     enc.patch_i32(0, status);
-    enc.patch_i32(4, std::mem::take(deferred));
+    enc.patch_i32(4, std::mem::take(&mut deferred.first));
     true
 }
 
 /// One frame without a channel (the fuzzer's and the tests' entry point):
 /// a bulk transfer it asks for is abandoned (mappings undone, no data
 /// moved). Returns whether there is a reply in `enc`.
-pub fn handle_frame(t: &mut Tenant, req: &[u8], enc: &mut Encoder, deferred: &mut i32) -> bool {
+pub fn handle_frame(
+    t: &mut Tenant,
+    req: &[u8],
+    enc: &mut Encoder,
+    deferred: &mut Deferred,
+) -> bool {
     let done = run_frame(t, None, req, enc);
     opencl::overrides::abandon_bulk(t);
     let status = done.status;
@@ -361,5 +392,82 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
             }
             other => other,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wormhole_cuda_api::{blas, func};
+
+    /// Seals a reply to `func` (deferred if `flags` say so) that ran with
+    /// `status`; the header's (status, deferred status) if it has one.
+    fn seal(func: u32, flags: u32, status: i32, deferred: &mut Deferred) -> Option<(i32, i32)> {
+        let mut enc = Encoder::new();
+        ReplyHeader {
+            status: 0,
+            deferred_status: 0,
+        }
+        .encode(&mut enc);
+        let done = FrameDone {
+            func,
+            flags,
+            status,
+        };
+        seal_reply(&mut enc, &done, status, deferred).then(|| {
+            let b = enc.as_slice();
+            let word = |o: usize| i32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
+            (word(0), word(4))
+        })
+    }
+
+    /// A deferred cuBLAS failure is answered by the next synchronous cuBLAS
+    /// call, in cuBLAS's statuses, and never reaches the runtime's calls; a
+    /// deferred runtime failure still goes out with the next reply.
+    #[test]
+    fn deferred_failures_stay_in_their_librarys_statuses() {
+        let mut d = Deferred::default();
+        assert_eq!(
+            seal(blas::func::cublasSgemm_v2, FLAG_ASYNC, 7, &mut d),
+            None
+        );
+        // A later deferred failure does not replace the first.
+        assert_eq!(
+            seal(blas::func::cublasSaxpy_v2, FLAG_ASYNC, 13, &mut d),
+            None
+        );
+        assert_eq!(seal(func::cudaMemcpy, 0, 0, &mut d), Some((0, 0)));
+        // A call failing itself answers its own failure, and leaves the
+        // deferred one for the next.
+        assert_eq!(
+            seal(blas::func::cublasSdot_v2, 0, 14, &mut d),
+            Some((14, 0))
+        );
+        assert_eq!(seal(blas::func::cublasSnrm2_v2, 0, 0, &mut d), Some((7, 0)));
+        assert_eq!(seal(blas::func::cublasSnrm2_v2, 0, 0, &mut d), Some((0, 0)));
+
+        assert_eq!(seal(func::cudaLaunchKernel, FLAG_ASYNC, 98, &mut d), None);
+        assert_eq!(
+            seal(blas::func::cublasSnrm2_v2, 0, 0, &mut d),
+            Some((0, 98))
+        );
+        assert_eq!(seal(func::cudaMemcpy, 0, 0, &mut d), Some((0, 0)));
+    }
+
+    /// What the description does not mark async is answered even when the
+    /// client flags it (reductions write to host memory).
+    #[test]
+    fn only_async_calls_go_unanswered() {
+        let mut d = Deferred::default();
+        assert_eq!(
+            seal(blas::func::cublasSdot_v2, FLAG_ASYNC, 0, &mut d),
+            Some((0, 0))
+        );
+        assert_eq!(seal(func::cudaMalloc, FLAG_ASYNC, 0, &mut d), Some((0, 0)));
+        assert_eq!(seal(func::cudaLaunchKernel, FLAG_ASYNC, 0, &mut d), None);
+        assert_eq!(
+            seal(blas::func::cublasSgemv_v2, FLAG_ASYNC, 0, &mut d),
+            None
+        );
     }
 }

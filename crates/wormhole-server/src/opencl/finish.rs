@@ -469,7 +469,7 @@ mod tests {
         t.insert(GATE, Kind::Event, gate)
             .expect("gate in the table");
         let mut enc = wormhole_wire::Encoder::new();
-        let mut deferred = 0;
+        let mut deferred = crate::serve::Deferred::default();
         for f in &frames {
             assert!(crate::serve::handle_frame(
                 &mut t,
