@@ -74,10 +74,10 @@ check "libcurand.so.10: curandGenerateNormal@@libcurand.so.10" sh -c "readelf --
 
 # Our test kernels: a synthetic fat binary, and nvcc 13.5's builds of
 # crates/wormhole-cuda-api/fixtures/testkernels.cu (all checked in): plain,
-# and with the cubin compressed (LZ4 and Zstandard), whose layouts client
-# and server must inflate.
+# with the cubin compressed (LZ4 and Zstandard), whose layouts client and
+# server must inflate, and PTX alone, whose parameter lists give them.
 fixtures=crates/wormhole-cuda-api/fixtures
-nvcc_fixtures="$fixtures/nvcc13-sm90.fatbin $fixtures/nvcc13-lz4.fatbin $fixtures/nvcc13-zstd.fatbin"
+nvcc_fixtures="$fixtures/nvcc13-sm90.fatbin $fixtures/nvcc13-lz4.fatbin $fixtures/nvcc13-zstd.fatbin $fixtures/nvcc13-ptx.fatbin"
 if ! command -v nvcc >/dev/null 2>&1; then
   venv=target/cuda-nvcc
   if [ ! -d "$venv/lib" ] || [ -z "$(find "$venv" -name nvcc -type f)" ]; then

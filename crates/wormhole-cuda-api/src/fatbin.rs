@@ -320,36 +320,43 @@ fn nv_info_params(mut d: &[u8]) -> R<Vec<Param>> {
 
 /// The kernel layouts of one fat binary, read as they are asked for.
 /// Uncompressed cubins are read at once; a compressed one only when a
-/// kernel is named that the cubins read so far lack. A fat binary usually
-/// carries the same kernels for each architecture (all agree on the ABI,
-/// so the first cubin that names a kernel wins), and one decompression
-/// then answers for all of them, where reading everything would inflate
-/// every architecture's code of every module at start-up.
+/// kernel is named that the cubins read so far lack, and the PTX last of
+/// all (a build for virtual architectures alone has no cubin). A fat
+/// binary usually carries the same kernels for each architecture (all
+/// agree on the ABI, so the first cubin that names a kernel wins), and one
+/// decompression then answers for all of them, where reading everything
+/// would inflate every architecture's code of every module at start-up.
 #[derive(Debug, Clone, Default)]
 pub struct Layouts {
     known: Vec<Kernel>,
-    /// Compressed cubins not read yet, in the fat binary's order.
+    /// Entries not read yet: compressed cubins, then PTX, in the fat
+    /// binary's order.
     pending: std::collections::VecDeque<Entry>,
 }
 
 impl Layouts {
     pub fn new(fb: &[u8]) -> R<Self> {
         let mut l = Layouts::default();
+        let mut ptx = Vec::new();
         for e in entries(fb)? {
-            if e.kind != KIND_ELF {
-                continue;
-            }
-            if e.is_compressed() {
-                l.pending.push_back(e);
-            } else {
-                l.add(&fb[e.payload.clone()])?;
+            match e.kind {
+                KIND_ELF if e.is_compressed() => l.pending.push_back(e),
+                KIND_ELF => l.add(e.kind, &fb[e.payload.clone()])?,
+                KIND_PTX => ptx.push(e),
+                _ => {}
             }
         }
+        l.pending.extend(ptx);
         Ok(l)
     }
 
-    fn add(&mut self, elf: &[u8]) -> R<()> {
-        for k in cubin_kernels(elf)? {
+    fn add(&mut self, kind: u16, code: &[u8]) -> R<()> {
+        let found = if kind == KIND_PTX {
+            ptx_kernels(code)?
+        } else {
+            cubin_kernels(code)?
+        };
+        for k in found {
             if !self.known.iter().any(|o| o.name == k.name) {
                 self.known.push(k);
             }
@@ -358,7 +365,7 @@ impl Layouts {
     }
 
     /// The layout of kernel `name`. `fb` must be the fat binary the layouts
-    /// were made from. A cubin that fails to decompress or parse is an
+    /// were made from. An entry that fails to decompress or parse is an
     /// error once; the search goes on past it on the next call.
     pub fn find(&mut self, fb: &[u8], name: &[u8]) -> R<Option<&Kernel>> {
         loop {
@@ -368,16 +375,113 @@ impl Layouts {
             let Some(e) = self.pending.pop_front() else {
                 return Ok(None);
             };
-            self.add(&e.contents(fb)?)?;
+            self.add(e.kind, &e.contents(fb)?)?;
         }
     }
 
-    /// Every kernel, all cubins read.
+    /// Every kernel, every entry read.
     pub fn all(mut self, fb: &[u8]) -> R<Vec<Kernel>> {
         while let Some(e) = self.pending.pop_front() {
-            self.add(&e.contents(fb)?)?;
+            self.add(e.kind, &e.contents(fb)?)?;
         }
         Ok(self.known)
+    }
+}
+
+/// The kernels a PTX module defines (`.entry NAME(.param ..., ...)`) and
+/// their parameters where the ABI puts them: each at the next multiple of
+/// its alignment (its `.align`, else its size), as a cubin's KPARAM_INFO
+/// lists them.
+pub fn ptx_kernels(ptx: &[u8]) -> R<Vec<Kernel>> {
+    let text: String = String::from_utf8_lossy(ptx)
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut out = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(".entry") {
+        let after = &rest[at + ".entry".len()..];
+        rest = after;
+        // A token of its own, not part of a longer word.
+        if !after.starts_with(|c: char| c.is_whitespace()) {
+            continue;
+        }
+        let after = after.trim_start();
+        let name_end = after
+            .find(|c: char| c == '(' || c == '{' || c == ';' || c.is_whitespace())
+            .unwrap_or(after.len());
+        let name = &after[..name_end];
+        let after = after[name_end..].trim_start();
+        let Some(list) = after.strip_prefix('(') else {
+            continue;
+        };
+        let close = list.find(')').ok_or(FatbinError::Truncated(ptx.len()))?;
+        let params = ptx_params(&list[..close])?;
+        if !name.is_empty() && !out.iter().any(|k: &Kernel| k.name == name) {
+            out.push(Kernel {
+                name: name.to_string(),
+                params,
+            });
+        }
+        rest = &list[close..];
+    }
+    Ok(out)
+}
+
+/// One `.entry`'s parameter list.
+fn ptx_params(list: &str) -> R<Vec<Param>> {
+    let bad = || FatbinError::Size(list.len() as u64);
+    let mut params = Vec::new();
+    let mut end = 0u64;
+    for (ordinal, decl) in list
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .enumerate()
+    {
+        let mut words = decl.split_whitespace();
+        if words.next() != Some(".param") {
+            return Err(bad());
+        }
+        let (mut align, mut elem, mut count) = (None, None, 1u64);
+        while let Some(w) = words.next() {
+            match w {
+                ".align" => align = words.next().and_then(|n| n.parse::<u64>().ok()),
+                ".ptr" | ".global" | ".const" | ".local" | ".shared" => {}
+                _ if w.starts_with('.') => elem = ptx_type_size(w),
+                _ => {
+                    // The name, with `[N]` for an array (a struct by value).
+                    if let Some((_, n)) = w.split_once('[') {
+                        count = n.trim_end_matches(']').parse().map_err(|_| bad())?;
+                    }
+                }
+            }
+        }
+        let elem = elem.ok_or_else(bad)?;
+        let align = align.unwrap_or(elem).max(1);
+        let offset = end.div_ceil(align).checked_mul(align).ok_or_else(bad)?;
+        let size = elem.checked_mul(count).ok_or_else(bad)?;
+        end = offset.checked_add(size).ok_or_else(bad)?;
+        let field = |v: u64| u16::try_from(v).map_err(|_| bad());
+        params.push(Param {
+            ordinal: field(ordinal as u64)?,
+            offset: field(offset)?,
+            size: field(size)?,
+        });
+    }
+    if end > u64::from(u16::MAX) {
+        return Err(bad());
+    }
+    Ok(params)
+}
+
+/// Bytes of a PTX fundamental type (`.u32`, `.f64`, `.b8`, ...).
+fn ptx_type_size(t: &str) -> Option<u64> {
+    let bits: u64 = t.get(2..)?.parse().ok()?;
+    match t.as_bytes().get(1)? {
+        b'u' | b's' | b'b' | b'f' if matches!(bits, 8 | 16 | 32 | 64) => Some(bits / 8),
+        _ => None,
     }
 }
 
@@ -707,5 +811,80 @@ mod tests {
                 "{wrong}"
             );
         }
+    }
+
+    /// PTX-derived layouts are the ones nvcc's own cubin lists, for
+    /// `fixtures/ptxkernels.cu` (`-gencode arch=compute_90,code=[sm_90,
+    /// compute_90]`: a cubin and its PTX, compressed): a struct by value
+    /// with padding after it, a template, no parameters at all.
+    #[test]
+    fn ptx_layouts_match_the_cubins() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/");
+        let fb = std::fs::read(format!("{dir}nvcc13-ptxk.fatbin")).expect("fixture");
+        let e = entries(&fb).expect("entries");
+        let of = |kind: u16| {
+            let e = e.iter().find(|e| e.kind == kind).expect("entry");
+            let code = e.contents(&fb).expect("contents");
+            let mut ks = if kind == KIND_PTX {
+                ptx_kernels(&code)
+            } else {
+                cubin_kernels(&code)
+            }
+            .expect("kernels");
+            ks.sort_by(|a, b| a.name.cmp(&b.name));
+            ks
+        };
+        let (cubin, ptx) = (of(KIND_ELF), of(KIND_PTX));
+        let names: Vec<&str> = ptx.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["_Z4tmplIfEvPT_S0_", "big", "noargs"]);
+        assert_eq!(ptx, cubin);
+        let big = &ptx[1];
+        let layout: Vec<(u16, u16)> = big.params.iter().map(|p| (p.offset, p.size)).collect();
+        assert_eq!(layout, [(0, 32), (32, 8), (40, 8), (48, 2)]);
+        assert!(ptx[2].params.is_empty());
+    }
+
+    /// A fat binary with PTX alone (`-arch=compute_90`, the PTX compressed
+    /// as nvcc does by default) gets its layouts from the PTX.
+    #[test]
+    fn ptx_only_fat_binaries_have_layouts() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/");
+        let fb = std::fs::read(format!("{dir}nvcc13-ptx.fatbin")).expect("fixture");
+        assert!(entries(&fb)
+            .expect("entries")
+            .iter()
+            .all(|e| e.kind == KIND_PTX));
+        let cubins = kernels(&std::fs::read(format!("{dir}nvcc13-sm90.fatbin")).expect("fixture"))
+            .expect("kernels");
+        let mut l = Layouts::new(&fb).expect("layouts");
+        for k in &cubins {
+            let found = l.find(&fb, k.name.as_bytes()).expect("parsed");
+            assert_eq!(found, Some(k), "{}", k.name);
+        }
+    }
+
+    #[test]
+    fn ptx_parameter_lists_are_checked() {
+        let one = |list: &str| {
+            ptx_kernels(format!(".visible .entry k(\n{list}\n)\n{{ ret; }}").as_bytes())
+        };
+        // Pointer parameters with state-space qualifiers, as older PTX has.
+        let k = one(".param .u64 .ptr .global .align 4 k_param_0, .param .u8 k_param_1")
+            .expect("parsed");
+        assert_eq!(k[0].params[1].offset, 8);
+        // A comment mentioning .entry is not one.
+        let k = ptx_kernels(b"// .entry fake(\n.visible .entry real()\n{}").expect("parsed");
+        assert_eq!(k.len(), 1);
+        assert_eq!(k[0].name, "real");
+        for bad in [
+            ".reg .u32 k_param_0",
+            ".param k_param_0",
+            ".param .u128 k_param_0",
+            ".param .b8 k_param_0[99999]",
+            ".param .align 8 .b8 k_param_0[x]",
+        ] {
+            assert!(one(bad).is_err(), "{bad}");
+        }
+        assert!(ptx_kernels(b".entry k(.param .u32 a").is_err(), "unclosed");
     }
 }
