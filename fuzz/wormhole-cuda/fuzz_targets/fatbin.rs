@@ -1,5 +1,5 @@
-//! Fat binaries and cubins come from clients: parsing one must never panic
-//! or read out of bounds, and what it accepts must be self-consistent.
+//! Fat binaries, cubins and PTX come from clients: parsing one must never
+//! panic or read out of bounds, and what it accepts must be self-consistent.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use wormhole_cuda_api::fatbin;
@@ -12,6 +12,12 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let _ = fatbin::cubin_kernels(data);
+    if let Ok(kernels) = fatbin::ptx_kernels(data) {
+        for k in &kernels {
+            let buf = vec![0u8; k.param_bytes()];
+            launch::unpack(k, &buf).expect("a PTX kernel's layout fits its block");
+        }
+    }
     if let Ok(kernels) = fatbin::kernels(data) {
         for k in &kernels {
             let buf = vec![0u8; k.param_bytes()];
