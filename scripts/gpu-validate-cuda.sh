@@ -10,35 +10,67 @@
 # cuRAND come from the toolkit if installed, else from PyPI's wheels
 # (downloaded into a venv under target/).
 # Usage: scripts/gpu-validate-cuda.sh [12|13]   (default: the driver's major)
+#
+# On a GPU machine without Rust or a network (the device machines lent to
+# sessions): build the server and stand-ins here with scripts/gpu-bundle.sh,
+# carry target/gpu-bundle there and run with WORMHOLE_BIN=target/gpu-bundle.
+# NVIDIA's libraries are looked for with ldconfig, then under
+# NVIDIA_LIB_DIRS (colon-separated), the toolkit (/usr/local/cuda*) and
+# python3's packages (the nvidia-* wheels PyTorch installs); the wheels are
+# downloaded only where nvcc is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 nvidia-smi >/dev/null || { echo "no NVIDIA driver/GPU here"; exit 2; }
 major=${1:-$(nvidia-smi | sed -n 's/.*CUDA Version: \([0-9]*\).*/\1/p' | head -n1)}
 out=target/gpu-validate; mkdir -p "$out"
+find_lib() { # NAME: the directory holding NVIDIA's library NAME
+  local p root roots
+  p=$(ldconfig -p | awk -v n="$1" '$1 == n { print $NF; exit }')
+  IFS=: read -r -a roots <<< "${NVIDIA_LIB_DIRS:-}"
+  roots+=(/usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib /usr/local/cuda*/lib64
+          "$(python3 -c 'import sys; print(sys.prefix)' 2>/dev/null || true)" /opt)
+  for root in "${roots[@]}"; do
+    [ -z "$p" ] || break
+    [ -n "$root" ] && [ -d "$root" ] || continue
+    p=$(find "$root" -name "$1" \( -type f -o -type l \) 2>/dev/null | head -n1)
+  done
+  [ -n "$p" ] || { echo "NVIDIA's $1 not found (the toolkit, or the nvidia-* wheels)" >&2; return 1; }
+  dirname "$p"
+}
 if ! command -v nvcc >/dev/null; then
   python3 -m venv "$out/venv"
   if [ "$major" = 12 ]; then pkgs="nvidia-cuda-nvcc-cu12 nvidia-cuda-runtime-cu12 nvidia-cublas-cu12 nvidia-curand-cu12"; else pkgs="nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cublas nvidia-curand"; fi
   "$out/venv/bin/pip" install -q $pkgs
   nvcc=$(find "$out/venv" -name nvcc -type f | head -n1)
   export PATH="$(dirname "$nvcc"):$PATH"
-  cudart_dir=$(dirname "$(find "$out/venv" -name "libcudart.so.$major" | head -n1)")
+  export NVIDIA_LIB_DIRS="$PWD/$out/venv${NVIDIA_LIB_DIRS:+:$NVIDIA_LIB_DIRS}"
+  cudart_dir=$(find_lib "libcudart.so.$major")
   inc=$(dirname "$(find "$out/venv" -name cuda_runtime_api.h | head -n1)")
-  extra=(-I"$inc" -L"$cudart_dir" -Xlinker -rpath-link="$cudart_dir")
-  blas_dir=$(dirname "$(find "$out/venv" -name "libcublas.so.$major" | head -n1)")
-  rand_dir=$(dirname "$(find "$out/venv" -name "libcurand.so.10" | head -n1)")
+  extra=(-I"$inc")
 else
-  cudart_dir=$(dirname "$(ldconfig -p | sed -n "s/.*libcudart.so.$major => //p" | head -n1)")
-  blas_dir=$(dirname "$(ldconfig -p | sed -n "s/.*libcublas.so.$major => //p" | head -n1)")
-  rand_dir=$(dirname "$(ldconfig -p | sed -n "s/.*libcurand.so.10 => //p" | head -n1)")
+  cudart_dir=$(find_lib "libcudart.so.$major")
   extra=()
 fi
+blas_dir=$(find_lib "libcublas.so.$major")
+rand_dir=$(find_lib libcurand.so.10)
 native_path="$cudart_dir:$blas_dir:$rand_dir"
-cargo build --release -q -p wormhole-server -p "wormhole-cudart-$major" -p "wormhole-cublas-$major" -p wormhole-curand-10
+echo "== NVIDIA's libraries: $native_path"
+if [ -n "${WORMHOLE_BIN:-}" ]; then
+  bin=$(cd "$WORMHOLE_BIN" && pwd)
+else
+  command -v cargo >/dev/null || { echo "no cargo here: run scripts/gpu-bundle.sh where there is, carry target/gpu-bundle, set WORMHOLE_BIN"; exit 2; }
+  cargo build --release -q -p wormhole-server -p "wormhole-cudart-$major" -p "wormhole-cublas-$major" -p wormhole-curand-10
+  bin=$PWD/target/release
+fi
+# The server links the OpenCL ICD loader; the bundle brings one for a
+# machine without it.
+server_path=$native_path
+ldconfig -p | awk '$1 == "libOpenCL.so.1" { f = 1 } END { exit !f }' || server_path="$server_path:$bin/ocl"
 lib="$out/lib$major"; mkdir -p "$lib"
-ln -sf "$PWD/target/release/libwormhole_cudart$major.so" "$lib/libcudart.so.$major"
-ln -sf "$PWD/target/release/libwormhole_cublas$major.so" "$lib/libcublas.so.$major"
-ln -sf "$PWD/target/release/libwormhole_curand10.so" "$lib/libcurand.so.10"
+ln -sf "$bin/libwormhole_cudart$major.so" "$lib/libcudart.so.$major"
+ln -sf "$bin/libwormhole_cublas$major.so" "$lib/libcublas.so.$major"
+ln -sf "$bin/libwormhole_curand10.so" "$lib/libcurand.so.10"
 # The host-only cuBLAS and cuRAND samples link against our stand-ins (same
 # sonames and versions as NVIDIA's): natively they run on NVIDIA's.
 for n in cudart.so cublas.so; do ln -sf "lib$n.$major" "$lib/lib$n"; done
@@ -46,12 +78,14 @@ ln -sf libcurand.so.10 "$lib/libcurand.so"
 for s in sgemm curand; do
   cc -O2 -Wall -Iexamples/cuda -o "$out/$s" "examples/cuda/$s.c" -L"$lib" -lcublas -lcurand -lcudart -lm
 done
+# nvcc links them against the stand-ins too (NVIDIA's sonames and versions).
 for s in vectorAdd matmul; do
-  nvcc -O2 -cudart shared "${extra[@]}" -o "$out/$s" "examples/cuda/$s.cu"
+  nvcc -O2 -cudart shared "${extra[@]}" -L"$lib" -o "$out/$s" "examples/cuda/$s.cu"
 done
-nvcc -O2 -cudart shared "${extra[@]}" -o "$out/lenet" examples/cuda/lenet.cu -L"$lib" -lcublas
+nvcc -O2 -cudart shared "${extra[@]}" -L"$lib" -o "$out/lenet" examples/cuda/lenet.cu -lcublas
 # The server finds NVIDIA's libraries on its own library path.
-LD_LIBRARY_PATH="$native_path" ./target/release/wormhole-server --socket "$out/s.sock" -q &
+rm -f "$out/s.sock"
+LD_LIBRARY_PATH="$server_path" "$bin/wormhole-server" --socket "$out/s.sock" -q &
 pid=$!; trap 'kill $pid 2>/dev/null' EXIT; sleep 1
 status=0
 for s in vectorAdd matmul; do
