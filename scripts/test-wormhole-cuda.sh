@@ -180,15 +180,16 @@ for major in 12 13; do
   check "CPU device: curand runs through Wormhole and is correct ($major)" sh -c \
     "LD_LIBRARY_PATH='$work/lib$major' '$work/curand$major' | tee /dev/stderr | tail -n1 | grep -qx correct"
 done
-# cuBLAS calls go batched once their shape succeeded; a deferred one's
-# failure (a freed matrix) is answered by the next synchronous cuBLAS call,
-# never by the runtime's; with WORMHOLE_SYNC=1 by the call itself.
-gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/blas_deferred13" examples/cuda/blas_deferred.c \
-  -L"$work/lib13" -lcublas -lcudart
-check "CPU device: a deferred cuBLAS failure is answered in cuBLAS's status" sh -c \
-  "LD_LIBRARY_PATH='$work/lib13' '$work/blas_deferred13' | tee /dev/stderr | tail -n1 | grep -qx correct"
-check "CPU device: WORMHOLE_SYNC=1, the failing cuBLAS call answers itself" sh -c \
-  "WORMHOLE_SYNC=1 LD_LIBRARY_PATH='$work/lib13' '$work/blas_deferred13' sync | tee /dev/stderr | tail -n1 | grep -qx correct"
+# cuBLAS and cuRAND calls go batched once their shape succeeded; a
+# deferred one's failure (freed memory) is answered by the next synchronous
+# call of the same library, never by another's; with WORMHOLE_SYNC=1 by the
+# call itself.
+gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/lib_deferred13" examples/cuda/lib_deferred.c \
+  -L"$work/lib13" -lcublas -lcurand -lcudart
+check "CPU device: deferred cuBLAS and cuRAND failures answered in their own statuses" sh -c \
+  "LD_LIBRARY_PATH='$work/lib13' '$work/lib_deferred13' | tee /dev/stderr | tail -n1 | grep -qx correct"
+check "CPU device: WORMHOLE_SYNC=1, the failing cuBLAS and cuRAND calls answer themselves" sh -c \
+  "WORMHOLE_SYNC=1 LD_LIBRARY_PATH='$work/lib13' '$work/lib_deferred13' sync | tee /dev/stderr | tail -n1 | grep -qx correct"
 # A tenant's memory quota (tenant_memory): without one, the stand-in's
 # 16 GiB and all 64 allocations; with 10 MiB, a device of 10 MiB, two
 # 4 MiB allocations and not a third, and the quota back after cudaFree.

@@ -46,7 +46,8 @@ cublasStatus_t cublasIsamax_v2(cublasHandle_t h, int n, const float *x, int incx
 
 typedef int curandStatus_t;
 typedef struct curandGenerator_st *curandGenerator_t;
-enum { CURAND_STATUS_SUCCESS = 0, CURAND_STATUS_NOT_INITIALIZED = 101, CURAND_STATUS_INITIALIZATION_FAILED = 203 };
+enum { CURAND_STATUS_SUCCESS = 0, CURAND_STATUS_NOT_INITIALIZED = 101, CURAND_STATUS_OUT_OF_RANGE = 104,
+       CURAND_STATUS_INITIALIZATION_FAILED = 203 };
 enum { CURAND_RNG_PSEUDO_DEFAULT = 100, CURAND_RNG_PSEUDO_PHILOX4_32_10 = 141 };
 
 curandStatus_t curandCreateGenerator(curandGenerator_t *g, int type);

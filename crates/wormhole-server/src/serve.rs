@@ -147,9 +147,22 @@ pub fn run_frame(
 pub struct Deferred {
     /// OpenCL's or the CUDA runtime's: sent in the next reply's header.
     first: i32,
-    /// cuBLAS's: the next synchronous cuBLAS call answers it as its own
-    /// status, if it succeeded itself.
+    /// cuBLAS's and cuRAND's: the next synchronous call of the same library
+    /// answers it as its own status, if it succeeded itself.
     blas: i32,
+    rand: i32,
+}
+
+impl Deferred {
+    /// The slot of a function's library, and whether that library answers
+    /// its deferred failures in its own calls' statuses.
+    fn slot(&mut self, lib: Option<Library>) -> (&mut i32, bool) {
+        match lib {
+            Some(Library::Blas) => (&mut self.blas, true),
+            Some(Library::Rand) => (&mut self.rand, true),
+            Some(Library::Runtime) | None => (&mut self.first, false),
+        }
+    }
 }
 
 /// Finishes the reply's header. Returns false for a deferred call, which
@@ -167,11 +180,7 @@ pub fn seal_reply(
         Some(lib) => lib.is_async(done.func),
         None => is_async(done.func),
     };
-    let slot = if lib == Some(Library::Blas) {
-        &mut deferred.blas
-    } else {
-        &mut deferred.first
-    };
+    let (slot, own_statuses) = deferred.slot(lib);
     if done.flags & FLAG_ASYNC != 0 && may_defer {
         if status != 0 {
             log::debug!("deferred call {} failed: {status}", done.func);
@@ -181,9 +190,10 @@ pub fn seal_reply(
         }
         return false;
     }
-    let status = match lib {
-        Some(Library::Blas) if status == 0 => std::mem::take(slot),
-        _ => status,
+    let status = if own_statuses && status == 0 {
+        std::mem::take(slot)
+    } else {
+        status
     };
     enc.patch_i32(0, status);
     enc.patch_i32(4, std::mem::take(&mut deferred.first));
@@ -398,7 +408,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wormhole_cuda_api::{blas, func};
+    use wormhole_cuda_api::{blas, func, rand};
 
     /// Seals a reply to `func` (deferred if `flags` say so) that ran with
     /// `status`; the header's (status, deferred status) if it has one.
@@ -445,6 +455,17 @@ mod tests {
         );
         assert_eq!(seal(blas::func::cublasSnrm2_v2, 0, 0, &mut d), Some((7, 0)));
         assert_eq!(seal(blas::func::cublasSnrm2_v2, 0, 0, &mut d), Some((0, 0)));
+
+        // cuRAND's are its own too.
+        assert_eq!(
+            seal(rand::func::curandGenerateUniform, FLAG_ASYNC, 105, &mut d),
+            None
+        );
+        assert_eq!(seal(blas::func::cublasSnrm2_v2, 0, 0, &mut d), Some((0, 0)));
+        assert_eq!(
+            seal(rand::func::curandSetStream, 0, 0, &mut d),
+            Some((105, 0))
+        );
 
         assert_eq!(seal(func::cudaLaunchKernel, FLAG_ASYNC, 98, &mut d), None);
         assert_eq!(
