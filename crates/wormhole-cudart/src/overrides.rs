@@ -205,7 +205,10 @@ unsafe fn memcpy(
                     stream,
                 }
                 .encode(&mut c.enc);
-                Ok(c.finish()?.status_with_deferred())
+                for v in [dir as u64, count as u64, stream] {
+                    c.shape(v);
+                }
+                c.finish_async(false)
             }
             Direction::HostToDevice | Direction::DeviceToHost => {
                 let dev = if dir == Direction::HostToDevice { d } else { s };
@@ -241,28 +244,38 @@ unsafe fn memcpy(
                             )
                         };
                         c.enc.bytes(data);
+                        // The data travel in the request, so the copy can
+                        // go without waiting, as native copies from
+                        // pageable memory return once the data are staged;
+                        // the range was checked above.
+                        for v in [dir as u64, n, stream] {
+                            c.shape(v);
+                        }
+                        let status = c.finish_async(false)?;
+                        if status != cudaSuccess {
+                            return Ok(status);
+                        }
+                        off += n;
+                        continue;
                     }
                     let mut r = c.finish()?;
                     let status = r.status_with_deferred();
                     if status != cudaSuccess {
                         return Ok(status);
                     }
-                    if dir == Direction::DeviceToHost {
-                        let bytes = r.with(|d| {
-                            d.bytes().map(|b| b.to_vec()).map_err(|_| cudaErrorUnknown)
-                        })?;
-                        if bytes.len() as u64 != n {
-                            return Err(cudaErrorUnknown);
-                        }
-                        // SAFETY: the caller's contract: `dst` holds `count` bytes.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                bytes.as_ptr(),
-                                (dst as *mut u8).add(off as usize),
-                                n as usize,
-                            )
-                        };
+                    let bytes =
+                        r.with(|d| d.bytes().map(|b| b.to_vec()).map_err(|_| cudaErrorUnknown))?;
+                    if bytes.len() as u64 != n {
+                        return Err(cudaErrorUnknown);
                     }
+                    // SAFETY: the caller's contract: `dst` holds `count` bytes.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            bytes.as_ptr(),
+                            (dst as *mut u8).add(off as usize),
+                            n as usize,
+                        )
+                    };
                     off += n;
                 }
                 Ok(cudaSuccess)
@@ -284,9 +297,9 @@ pub unsafe extern "C" fn cudaMemcpy(
     unsafe { memcpy(dst, src, count, kind, 0) }
 }
 
-/// Made synchronous: the host side of the copy is done when this returns,
-/// which the native call only guarantees at the next synchronisation (a
-/// correct program cannot tell, but it loses the overlap).
+/// The host side of the copy is done when this returns, which the native
+/// call only guarantees at the next synchronisation: a copy to the device
+/// carries its data and goes batched, one from the device waits for them.
 ///
 /// # Safety
 /// As for the native cudaMemcpyAsync.
