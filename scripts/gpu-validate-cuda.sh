@@ -40,7 +40,7 @@ find_lib() { # NAME: the directory holding NVIDIA's library NAME
 }
 if ! command -v nvcc >/dev/null; then
   python3 -m venv "$out/venv"
-  if [ "$major" = 12 ]; then pkgs="nvidia-cuda-nvcc-cu12 nvidia-cuda-runtime-cu12 nvidia-cublas-cu12 nvidia-curand-cu12"; else pkgs="nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cublas nvidia-curand"; fi
+  if [ "$major" = 12 ]; then pkgs="nvidia-cuda-nvcc-cu12 nvidia-cuda-runtime-cu12 nvidia-cublas-cu12 nvidia-curand-cu12 nvidia-cuda-cccl-cu12"; else pkgs="nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cublas nvidia-curand nvidia-cuda-cccl"; fi
   "$out/venv/bin/pip" install -q $pkgs
   nvcc=$(find "$out/venv" -name nvcc -type f | head -n1)
   export PATH="$(dirname "$nvcc"):$PATH"
@@ -83,12 +83,17 @@ for s in vectorAdd matmul; do
   nvcc -O2 -cudart shared "${extra[@]}" -L"$lib" -o "$out/$s" "examples/cuda/$s.cu"
 done
 nvcc -O2 -cudart shared "${extra[@]}" -L"$lib" -o "$out/lenet" examples/cuda/lenet.cu -lcublas
+# Thrust's headers: include/cccl since CUDA 13, include before, a folder
+# of their own in CUDA 12's wheels.
+thrust_h=$(find "$(dirname "$(dirname "$(command -v nvcc)")")" "$out/venv" -path '*thrust/sort.h' 2>/dev/null | head -n1 || true)
+cccl=$(dirname "$(dirname "${thrust_h:-/nonexistent/thrust/sort.h}")")
+nvcc -O2 -cudart shared "${extra[@]}" -I"$cccl" -L"$lib" -o "$out/thrust_sort" examples/cuda/thrust_sort.cu
 # The server finds NVIDIA's libraries on its own library path.
 rm -f "$out/s.sock"
 LD_LIBRARY_PATH="$server_path" "$bin/wormhole-server" --socket "$out/s.sock" -q &
 pid=$!; trap 'kill $pid 2>/dev/null' EXIT; sleep 1
 status=0
-for s in vectorAdd matmul; do
+for s in vectorAdd matmul thrust_sort; do
   echo "== $s native"; LD_LIBRARY_PATH="$cudart_dir" timeout 120 "$out/$s" || status=1
   echo "== $s through Wormhole"
   WORMHOLE_SERVER="$out/s.sock" LD_LIBRARY_PATH="$lib" timeout 120 "$out/$s" || status=1

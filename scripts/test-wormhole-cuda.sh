@@ -80,17 +80,27 @@ fixtures=crates/wormhole-cuda-api/fixtures
 nvcc_fixtures="$fixtures/nvcc13-sm90.fatbin $fixtures/nvcc13-lz4.fatbin $fixtures/nvcc13-zstd.fatbin $fixtures/nvcc13-ptx.fatbin"
 if ! command -v nvcc >/dev/null 2>&1; then
   venv=target/cuda-nvcc
-  if [ ! -d "$venv/lib" ] || [ -z "$(find "$venv" -name nvcc -type f)" ]; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q nvidia-cuda-nvcc==13.5.37 nvidia-cuda-runtime==13.5.37
+  [ -d "$venv/lib" ] || python3 -m venv "$venv"
+  if [ -z "$(find "$venv" -name nvcc -type f -print -quit)" ] \
+     || [ -z "$(find "$venv" -path '*cccl/thrust/sort.h' -print -quit)" ]; then
+    "$venv/bin/pip" install -q nvidia-cuda-nvcc==13.5.37 nvidia-cuda-runtime==13.5.37 \
+      nvidia-cuda-cccl==13.3.5.0.6
   fi
   PATH="$(dirname "$(find "$PWD/$venv" -name nvcc -type f | head -n1)"):$PATH"
 fi
+# Thrust's headers: the toolkit's include folder has them, the wheel a
+# folder of their own.
+cccl=$(dirname "$(dirname "$(command -v nvcc)")")/include/cccl
 # Linked against our stand-ins, which carry NVIDIA's sonames and versions.
 for p in vectorAdd matmul; do
   nvcc -O2 -cudart shared -arch=sm_90 -L"$work/lib13" -o "$work/$p" "examples/cuda/$p.cu"
 done
 nvcc -O2 -cudart shared -arch=sm_90 -L"$work/lib13" -o "$work/lenet" examples/cuda/lenet.cu -lcublas
+nvcc -O2 -cudart shared -arch=sm_90 -I"$cccl" -L"$work/lib13" -o "$work/thrust_sort" examples/cuda/thrust_sort.cu
+# Thrust and CUB need more of the runtime than <<<>>>: every symbol must
+# resolve against the stand-in.
+check "nvcc-built Thrust program: every runtime symbol resolves" sh -c \
+  "LD_LIBRARY_PATH='$work/lib13' ldd -r '$work/thrust_sort' > '$work/ldd' 2>&1; cat '$work/ldd'; grep -q 'libcudart.so.13 => $work/lib13/' '$work/ldd' && ! grep -q 'undefined symbol' '$work/ldd'"
 run_samples() { # LABEL connected|offline, with WORMHOLE_SERVER set by the caller
   for major in 12 13; do
     check "$1: nodevice ($major)" env WORMHOLE_LOG=1 LD_LIBRARY_PATH="$work/lib$major" "$work/nodevice$major"
@@ -116,9 +126,9 @@ run_samples() { # LABEL connected|offline, with WORMHOLE_SERVER set by the calle
     # without a GPU they must stop at their first CUDA call with the native
     # runtime's message, not crash.
     if [ "$major" = 13 ]; then
-      for p in vectorAdd matmul; do
+      for p in vectorAdd matmul thrust_sort; do
         check "$1: nvcc-built $p stops with the native error" sh -c \
-          "LD_LIBRARY_PATH='$work/lib13' '$work/$p' | tee /dev/stderr | grep -q 'CUDA driver version is insufficient'; [ \$? -eq 0 ]"
+          "LD_LIBRARY_PATH='$work/lib13' '$work/$p' 2>&1 | tee /dev/stderr | grep -q 'CUDA driver version is insufficient'; [ \$? -eq 0 ]"
       done
     fi
   done

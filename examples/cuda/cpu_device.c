@@ -100,6 +100,41 @@ int cudaLaunchKernel(const void *func, struct dim3 grid, struct dim3 block, void
 #undef K
     return 98; /* cudaErrorInvalidDeviceFunction */
 }
+/* Kernel queries: made-up answers that depend on the kernel (its name's
+ * length as its registers), so a test can tell that a query reached the
+ * right one. */
+static const char *kernel_name(const void *func) {
+    for (int k = 0; k < nkernels; k++)
+        if (kernels[k].host == func) return kernels[k].name;
+    return NULL;
+}
+int cudaFuncGetAttributes(void *attr, const void *func) {
+    const char *name = kernel_name(func);
+    if (!name) return 98;
+    int a[36] = {0}; /* 144 bytes: three size_t, then ints from word 6 */
+    a[6] = 1024;                 /* maxThreadsPerBlock */
+    a[7] = (int)strlen(name);    /* numRegs */
+    a[11] = 48 * 1024;           /* maxDynamicSharedSizeBytes */
+    memcpy(attr, a, sizeof a);
+    return 0;
+}
+int cudaFuncSetAttribute(const void *func, int attr, int value) { (void)attr; (void)value; return kernel_name(func) ? 0 : 98; }
+int cudaFuncSetCacheConfig(const void *func, int config) { (void)config; return kernel_name(func) ? 0 : 98; }
+int cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, const void *func, int block, size_t shared,
+                                                            unsigned flags) {
+    (void)shared; (void)flags;
+    if (!kernel_name(func)) return 98;
+    if (block <= 0) return 1;
+    *n = 2048 / block;
+    return 0;
+}
+int cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *n, const void *func, int block, size_t shared) {
+    return cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(n, func, block, shared, 0);
+}
+struct launch_config { struct dim3 grid, block; size_t shared; void *stream; void *attrs; unsigned nattrs; };
+int cudaLaunchKernelExC(const struct launch_config *c, const void *func, void **args) {
+    return cudaLaunchKernel(func, c->grid, c->block, args, c->shared, c->stream);
+}
 /* What nvcc's <<<>>> calls, so that the program can also run on this
  * stand-in directly ("natively"), for results to compare with Wormhole's. */
 static struct { struct dim3 grid, block; size_t shared; void *stream; } config;

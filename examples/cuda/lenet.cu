@@ -3,7 +3,9 @@
 // as a framework would use them: a convolution as im2col + SGEMM, ReLU,
 // 2x2 max-pooling, two fully connected layers (SGEMM), softmax
 // cross-entropy, gradients by SGEMM/SGEMV and updates by SAXPY, all on
-// the device; one copy back per epoch.
+// the device; one copy back per epoch. It also queries a kernel's
+// attributes and occupancy and launches one through cudaLaunchKernelEx, as
+// libraries such as Thrust and CUB do.
 //
 // The images are synthetic but learnable: each class is a pattern of
 // strokes, drawn shifted by up to 2 pixels and with noise, all from a fixed
@@ -145,7 +147,25 @@ int main(int argc, char **argv) {
     long nmax = ntrain > ntest ? ntrain : ntest;
     all_x = dev(nmax * 784);
     CHECK(cudaMalloc(&all_y, nmax * sizeof(int)));
-    LAUNCH(fill, ones, 1.0f, NCOL);
+    // Kernel queries, a setting and the extensible launch, as libraries
+    // (Thrust, CUB) use them.
+    cudaFuncAttributes attr;
+    int per_sm = 0;
+    CHECK(cudaFuncGetAttributes(&attr, im2col));
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, im2col, 256, 0));
+    CHECK(cudaFuncSetCacheConfig(fill, cudaFuncCachePreferL1));
+    printf("im2col: %d registers, up to %d threads a block, %d blocks of 256 per multiprocessor\n",
+           attr.numRegs, attr.maxThreadsPerBlock, per_sm);
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute priority[1];
+    priority[0].id = cudaLaunchAttributePriority;
+    priority[0].val.priority = 0;
+    cfg.gridDim = dim3(blocks(NCOL));
+    cfg.blockDim = dim3(256);
+    cfg.attrs = priority;
+    cfg.numAttrs = 1;
+    struct fill_args ones_args = {ones, 1.0f, NCOL};
+    CHECK(cudaLaunchKernelEx(&cfg, fill, ones_args));
     const float one = 1, zero = 0, lr = -0.1f;
 
     // Forward pass of one batch of images at x (labels unused): logits in z.

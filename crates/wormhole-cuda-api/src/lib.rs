@@ -85,6 +85,9 @@ pub mod memcpy_kind {
     pub const cudaMemcpyDefault: i32 = 4;
 }
 
+/// Bytes of `struct cudaFuncAttributes`, the same in CUDA 12 and 13.
+pub const FUNC_ATTRIBUTES_LEN: usize = 144;
+
 /// Which way a copy goes, once cudaMemcpyDefault is resolved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Direction {

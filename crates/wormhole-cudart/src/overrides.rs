@@ -928,3 +928,189 @@ pub unsafe extern "C" fn cudaDriverGetVersion(v: *mut i32) -> i32 {
     }
     s
 }
+
+// ---- Kernel queries and settings ---------------------------------------------
+
+/// A kernel is named to the server by its host stub's address, which must
+/// have been registered.
+fn kernel_call(f: u32, kernel: *const c_void) -> Result<Call<'static>, i32> {
+    let id = kernel as usize as u64;
+    if !funcs().contains_key(&id) {
+        return Err(cudaErrorInvalidDeviceFunction);
+    }
+    let mut c = Call::begin(f)?;
+    c.enc.u64(id);
+    Ok(c)
+}
+
+/// # Safety
+/// `attr` is NULL or a writable `struct cudaFuncAttributes`.
+pub unsafe extern "C" fn cudaFuncGetAttributes(attr: *mut c_void, kernel: *const c_void) -> i32 {
+    if attr.is_null() {
+        return note(cudaErrorInvalidValue);
+    }
+    status_of((|| {
+        let c = kernel_call(func::cudaFuncGetAttributes, kernel)?;
+        let mut r = c.finish()?;
+        let status = r.status();
+        if r.has_outputs() {
+            let b = r.with(|d| d.bytes().map(<[u8]>::to_vec).map_err(|_| cudaErrorUnknown))?;
+            if b.len() != FUNC_ATTRIBUTES_LEN {
+                return Err(cudaErrorUnknown);
+            }
+            // SAFETY: the caller's contract: the struct is that long.
+            unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), attr.cast::<u8>(), b.len()) };
+        }
+        Ok(status)
+    })())
+}
+
+pub extern "C" fn cudaFuncSetAttribute(kernel: *const c_void, attr: i32, value: i32) -> i32 {
+    status_of((|| {
+        let mut c = kernel_call(func::cudaFuncSetAttribute, kernel)?;
+        c.enc.i32(attr);
+        c.enc.i32(value);
+        Ok(c.finish()?.status())
+    })())
+}
+
+pub extern "C" fn cudaFuncSetCacheConfig(kernel: *const c_void, config: i32) -> i32 {
+    status_of((|| {
+        let mut c = kernel_call(func::cudaFuncSetCacheConfig, kernel)?;
+        c.enc.i32(config);
+        Ok(c.finish()?.status())
+    })())
+}
+
+/// # Safety
+/// `blocks` is NULL or writable.
+pub unsafe extern "C" fn cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    blocks: *mut i32,
+    kernel: *const c_void,
+    block_size: i32,
+    shared: usize,
+    flags: u32,
+) -> i32 {
+    // SAFETY: the same contract.
+    unsafe {
+        occupancy(
+            func::cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
+            blocks,
+            kernel,
+            block_size,
+            shared,
+            flags,
+        )
+    }
+}
+
+/// # Safety
+/// `blocks` is NULL or writable.
+pub unsafe extern "C" fn cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+    blocks: *mut i32,
+    kernel: *const c_void,
+    block_size: i32,
+    shared: usize,
+) -> i32 {
+    // SAFETY: the same contract; no flags is cudaOccupancyDefault (0).
+    unsafe {
+        occupancy(
+            func::cudaOccupancyMaxActiveBlocksPerMultiprocessor,
+            blocks,
+            kernel,
+            block_size,
+            shared,
+            0,
+        )
+    }
+}
+
+/// # Safety
+/// `blocks` is NULL or writable.
+unsafe fn occupancy(
+    f: u32,
+    blocks: *mut i32,
+    kernel: *const c_void,
+    block_size: i32,
+    shared: usize,
+    flags: u32,
+) -> i32 {
+    if blocks.is_null() {
+        return note(cudaErrorInvalidValue);
+    }
+    status_of((|| {
+        let mut c = kernel_call(f, kernel)?;
+        c.enc.i32(block_size);
+        c.enc.u64(shared as u64);
+        c.enc.u32(flags);
+        let mut r = c.finish()?;
+        let status = r.status();
+        if r.has_outputs() {
+            let n = r.with(|d| d.i32().map_err(|_| cudaErrorUnknown))?;
+            // SAFETY: checked non-NULL; the caller's contract.
+            unsafe { *blocks = n };
+        }
+        Ok(status)
+    })())
+}
+
+/// `cudaLaunchConfig_t` as CUDA 12 and 13 lay it out.
+#[repr(C)]
+struct LaunchConfig {
+    grid: Dim3,
+    block: Dim3,
+    shared_mem: usize,
+    stream: *mut c_void,
+    attrs: *const LaunchAttribute,
+    num_attrs: u32,
+}
+
+/// `cudaLaunchAttribute`: an id, then a 64-byte value at offset 8.
+#[repr(C)]
+struct LaunchAttribute {
+    id: u32,
+    _pad: u32,
+    _value: [u8; 64],
+}
+
+/// Attributes a launch may drop and stay correct: an ignored entry, a
+/// priority (a hint) and programmatic stream serialisation (which only
+/// allows the next kernel to start early; without it launches serialise).
+const DROPPABLE_LAUNCH_ATTRIBUTES: [u32; 3] = [0, 6, 8];
+
+/// # Safety
+/// `config` is NULL or a `cudaLaunchConfig_t` whose `attrs` hold
+/// `numAttrs` entries; `args` as for cudaLaunchKernel.
+pub unsafe extern "C" fn cudaLaunchKernelExC(
+    config: *const c_void,
+    kernel: *const c_void,
+    args: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    let Some(cfg) = (unsafe { config.cast::<LaunchConfig>().as_ref() }) else {
+        return note(cudaErrorInvalidValue);
+    };
+    let attrs: &[LaunchAttribute] = if cfg.num_attrs == 0 || cfg.attrs.is_null() {
+        &[]
+    } else {
+        // SAFETY: the caller's contract: `attrs` holds `numAttrs` entries.
+        unsafe { std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize) }
+    };
+    if attrs
+        .iter()
+        .any(|a| !DROPPABLE_LAUNCH_ATTRIBUTES.contains(&a.id))
+    {
+        return note(cudaErrorNotSupported);
+    }
+    // SAFETY: the same contract as cudaLaunchKernel's.
+    unsafe {
+        cudaLaunchKernel(
+            kernel,
+            cfg.grid,
+            cfg.block,
+            args,
+            cfg.shared_mem,
+            cfg.stream,
+        )
+    }
+}

@@ -522,3 +522,87 @@ pub fn d_cudaGetSymbolAddress(
     e.u64(start);
     Ok(status)
 }
+
+// ---- Kernel queries and settings ---------------------------------------------
+
+/// The runtime's name for a client's kernel: the stand-in host address the
+/// server registered it under, found by the client's stub address.
+fn kernel(t: &Tenant, d: &mut Decoder<'_>) -> Result<*const c_void, i32> {
+    let host = d.u64().map_err(bad)?;
+    let f = t.funcs.get(&host).ok_or(cudaErrorInvalidDeviceFunction)?;
+    Ok((&*f.host as *const u8).cast())
+}
+
+pub fn d_cudaFuncGetAttributes(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    let k = kernel(t, d)?;
+    d.finish().map_err(bad)?;
+    // Aligned as the struct's size_t fields need.
+    let mut attr = [0u64; FUNC_ATTRIBUTES_LEN / 8];
+    // SAFETY: a registered kernel and room for the whole struct.
+    let status = unsafe { ffi::cudaFuncGetAttributes(attr.as_mut_ptr().cast(), k) };
+    if status == cudaSuccess {
+        let bytes: Vec<u8> = attr.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        e.u8(1);
+        e.bytes(&bytes);
+    }
+    Ok(status)
+}
+
+pub fn d_cudaFuncSetAttribute(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    _e: &mut Encoder,
+) -> Result<i32, i32> {
+    let k = kernel(t, d)?;
+    let (attr, value) = (d.i32().map_err(bad)?, d.i32().map_err(bad)?);
+    d.finish().map_err(bad)?;
+    // SAFETY: a registered kernel; the runtime checks the rest.
+    Ok(unsafe { ffi::cudaFuncSetAttribute(k, attr, value) })
+}
+
+pub fn d_cudaFuncSetCacheConfig(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    _e: &mut Encoder,
+) -> Result<i32, i32> {
+    let k = kernel(t, d)?;
+    let config = d.i32().map_err(bad)?;
+    d.finish().map_err(bad)?;
+    // SAFETY: a registered kernel; the runtime checks the rest.
+    Ok(unsafe { ffi::cudaFuncSetCacheConfig(k, config) })
+}
+
+/// Both occupancy queries arrive as the one with flags.
+pub fn d_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    let k = kernel(t, d)?;
+    let block = d.i32().map_err(bad)?;
+    let shared = usize::try_from(d.u64().map_err(bad)?).map_err(|_| cudaErrorInvalidValue)?;
+    let flags = d.u32().map_err(bad)?;
+    d.finish().map_err(bad)?;
+    let mut n = 0i32;
+    // SAFETY: a registered kernel and a valid out-pointer.
+    let status = unsafe {
+        ffi::cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(&mut n, k, block, shared, flags)
+    };
+    if status == cudaSuccess {
+        e.u8(1);
+        e.i32(n);
+    }
+    Ok(status)
+}
+
+pub fn d_cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    d_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(t, d, e)
+}
