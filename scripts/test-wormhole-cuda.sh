@@ -200,6 +200,12 @@ check "CPU device: deferred cuBLAS and cuRAND failures answered in their own sta
   "LD_LIBRARY_PATH='$work/lib13' '$work/lib_deferred13' | tee /dev/stderr | tail -n1 | grep -qx correct"
 check "CPU device: WORMHOLE_SYNC=1, the failing cuBLAS and cuRAND calls answer themselves" sh -c \
   "WORMHOLE_SYNC=1 LD_LIBRARY_PATH='$work/lib13' '$work/lib_deferred13' sync | tee /dev/stderr | tail -n1 | grep -qx correct"
+# Calls a framework makes at start (stream priorities, capture status and
+# mode, peer access, the stream-ordered allocator): the same answers
+# natively on the stand-in and through Wormhole.
+gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/streams13" examples/cuda/streams.c -L"$work/lib13" -lcudart
+check "CPU device: stream priorities, capture, peers, async allocation as natively" bash -c \
+  "diff <(LD_LIBRARY_PATH='$cpu' '$work/streams13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/streams13') && LD_LIBRARY_PATH='$work/lib13' '$work/streams13' | grep -qx 'its priority: 0, -5'"
 # A tenant's memory quota (tenant_memory): without one, the stand-in's
 # 16 GiB and all 64 allocations; with 10 MiB, a device of 10 MiB, two
 # 4 MiB allocations and not a third, and the quota back after cudaFree.

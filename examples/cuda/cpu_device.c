@@ -62,6 +62,35 @@ int cudaStreamCreate(void **s) { *s = malloc(1); return *s ? 0 : 2; }
 int cudaStreamCreateWithFlags(void **s, unsigned f) { (void)f; return cudaStreamCreate(s); }
 int cudaStreamDestroy(void *s) { free(s); return 0; }
 int cudaStreamSynchronize(void *s) { (void)s; return 0; }
+/* Streams remember their priority (the first int of their block). */
+int cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
+    if (least) *least = 0;
+    if (greatest) *greatest = -5;
+    return 0;
+}
+int cudaStreamCreateWithPriority(void **s, unsigned flags, int priority) {
+    (void)flags;
+    if (priority > 0) priority = 0;
+    if (priority < -5) priority = -5;
+    int *p = malloc(sizeof(int));
+    if (!p) return 2;
+    *p = priority;
+    *s = p;
+    return 0;
+}
+int cudaStreamGetPriority(void *s, int *priority) { *priority = s ? *(int *)s : 0; return 0; }
+int cudaStreamIsCapturing(void *s, int *status) { (void)s; *status = 0; return 0; }
+int cudaDeviceCanAccessPeer(int *can, int device, int peer) {
+    if (device != 0 || peer != 0) return 101; /* cudaErrorInvalidDevice */
+    *can = 0;
+    return 0;
+}
+int cudaDeviceEnablePeerAccess(int peer, unsigned flags) { (void)flags; return peer == 0 ? 704 : 101; }
+/* For the programs run on this stand-in directly. */
+int cudaMallocAsync(void **p, size_t n, void *s) { (void)s; return cudaMalloc(p, n); }
+int cudaFreeAsync(void *p, void *s) { (void)s; return cudaFree(p); }
+static __thread int capture_mode;
+int cudaThreadExchangeStreamCaptureMode(int *mode) { int old = capture_mode; capture_mode = *mode; *mode = old; return 0; }
 
 /* ---- Kernels ------------------------------------------------------------- */
 /* Registration keeps each kernel's name by the host address the server

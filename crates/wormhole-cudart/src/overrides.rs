@@ -1114,3 +1114,41 @@ pub unsafe extern "C" fn cudaLaunchKernelExC(
         )
     }
 }
+
+// ---- Stream-ordered allocation and capture mode -------------------------------
+
+/// # Safety
+/// As cudaMalloc.
+pub unsafe extern "C" fn cudaMallocAsync(
+    dev_ptr: *mut *mut c_void,
+    size: usize,
+    _stream: *mut c_void,
+) -> i32 {
+    // SAFETY: the same contract.
+    unsafe { cudaMalloc(dev_ptr, size) }
+}
+
+pub extern "C" fn cudaFreeAsync(dev_ptr: *mut c_void, _stream: *mut c_void) -> i32 {
+    cudaFree(dev_ptr)
+}
+
+thread_local! {
+    /// cudaStreamCaptureMode of this thread (cudaStreamCaptureModeGlobal).
+    static CAPTURE_MODE: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
+}
+
+/// # Safety
+/// `mode` is NULL or a readable and writable int.
+pub unsafe extern "C" fn cudaThreadExchangeStreamCaptureMode(mode: *mut i32) -> i32 {
+    if mode.is_null() {
+        return note(cudaErrorInvalidValue);
+    }
+    // SAFETY: checked non-NULL; the caller's contract.
+    let wanted = unsafe { *mode };
+    if !(0..=2).contains(&wanted) {
+        return note(cudaErrorInvalidValue);
+    }
+    // SAFETY: as above.
+    unsafe { *mode = CAPTURE_MODE.with(|m| m.replace(wanted)) };
+    cudaSuccess
+}

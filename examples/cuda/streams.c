@@ -1,0 +1,46 @@
+/* Streams with priorities, capture status and capture mode, peer access
+ * and the stream-ordered allocator: calls a framework makes when it starts
+ * (PyTorch's stream pools and caching allocator), each answer printed. Run
+ * natively and through Wormhole on the same device, the output must be the
+ * same (scripts/test-wormhole-cuda.sh, on the CPU stand-in). */
+#include <stdio.h>
+#include "wormhole_cuda_min.h"
+
+cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest);
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned flags, int priority);
+cudaError_t cudaStreamGetPriority(cudaStream_t s, int *priority);
+cudaError_t cudaStreamIsCapturing(cudaStream_t s, int *status);
+cudaError_t cudaThreadExchangeStreamCaptureMode(int *mode);
+cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer);
+cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned flags);
+cudaError_t cudaMallocAsync(void **p, size_t size, cudaStream_t s);
+cudaError_t cudaFreeAsync(void *p, cudaStream_t s);
+cudaError_t cudaStreamDestroy(cudaStream_t s);
+
+int main(void) {
+    int least = 7, greatest = 7, prio = 7, status = 7, can = 7, mode = 1, r;
+    cudaStream_t s = NULL;
+    void *p = NULL;
+    /* Each call before its print: C leaves the order of arguments open. */
+    r = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+    printf("priority range: %d, least %d, greatest %d\n", r, least, greatest);
+    r = cudaStreamCreateWithPriority(&s, 1, greatest);
+    printf("create with priority %d: %d\n", greatest, r);
+    r = cudaStreamGetPriority(s, &prio);
+    printf("its priority: %d, %d\n", r, prio);
+    r = cudaStreamIsCapturing(s, &status);
+    printf("capturing: %d, status %d\n", r, status);
+    r = cudaThreadExchangeStreamCaptureMode(&mode);
+    printf("exchange capture mode: %d, was %d\n", r, mode);
+    r = cudaThreadExchangeStreamCaptureMode(&mode);
+    printf("and back: %d, was %d\n", r, mode);
+    r = cudaDeviceCanAccessPeer(&can, 0, 0);
+    printf("peer access 0 -> 0: %d, %d\n", r, can);
+    printf("peer access to device 3: %d\n", cudaDeviceCanAccessPeer(&can, 0, 3));
+    printf("enable peer 0: %d\n", cudaDeviceEnablePeerAccess(0, 0));
+    printf("malloc async: %d\n", cudaMallocAsync(&p, 1 << 20, s));
+    printf("memset it: %d\n", cudaMemset(p, 0, 1 << 20));
+    printf("free async: %d\n", cudaFreeAsync(p, s));
+    printf("destroy: %d\n", cudaStreamDestroy(s));
+    return 0;
+}
