@@ -206,6 +206,11 @@ check "CPU device: WORMHOLE_SYNC=1, the failing cuBLAS and cuRAND calls answer t
 gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/streams13" examples/cuda/streams.c -L"$work/lib13" -lcudart
 check "CPU device: stream priorities, capture, peers, async allocation as natively" bash -c \
   "diff <(LD_LIBRARY_PATH='$cpu' '$work/streams13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/streams13') && LD_LIBRARY_PATH='$work/lib13' '$work/streams13' | grep -qx 'its priority: 0, -5'"
+# Pitched memory and 2D copies in every direction, checked byte by byte,
+# the same natively and through Wormhole.
+gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/memcpy2d13" examples/cuda/memcpy2d.c -L"$work/lib13" -lcudart
+check "CPU device: pitched memory and 2D copies as natively" bash -c \
+  "diff <(LD_LIBRARY_PATH='$cpu' '$work/memcpy2d13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/memcpy2d13') && LD_LIBRARY_PATH='$work/lib13' '$work/memcpy2d13' | tail -n1 | grep -qx correct"
 # A tenant's memory quota (tenant_memory): without one, the stand-in's
 # 16 GiB and all 64 allocations; with 10 MiB, a device of 10 MiB, two
 # 4 MiB allocations and not a third, and the quota back after cudaFree.

@@ -86,6 +86,23 @@ int cudaDeviceCanAccessPeer(int *can, int device, int peer) {
     return 0;
 }
 int cudaDeviceEnablePeerAccess(int peer, unsigned flags) { (void)flags; return peer == 0 ? 704 : 101; }
+/* Pitched memory as Wormhole's client gives it (rows 512 bytes apart or a
+ * multiple), so both ways print the same pitch. */
+int cudaMallocPitch(void **p, size_t *pitch, size_t width, size_t height) {
+    *pitch = (width + 511) / 512 * 512;
+    return cudaMalloc(p, *pitch * height);
+}
+int cudaMemcpy2D(void *d, size_t dpitch, const void *s, size_t spitch, size_t width, size_t height, int kind) {
+    (void)kind;
+    if (width > dpitch || width > spitch) return 12; /* cudaErrorInvalidPitchValue */
+    for (size_t r = 0; r < height; r++) memmove((char *)d + r * dpitch, (const char *)s + r * spitch, width);
+    return 0;
+}
+int cudaMemcpy2DAsync(void *d, size_t dpitch, const void *s, size_t spitch, size_t width, size_t height,
+                      int kind, void *st) {
+    (void)st;
+    return cudaMemcpy2D(d, dpitch, s, spitch, width, height, kind);
+}
 /* For the programs run on this stand-in directly. */
 int cudaMallocAsync(void **p, size_t n, void *s) { (void)s; return cudaMalloc(p, n); }
 int cudaFreeAsync(void *p, void *s) { (void)s; return cudaFree(p); }

@@ -62,6 +62,7 @@ mod status {
     pub const cudaErrorInvalidValue: i32 = 1;
     pub const cudaErrorMemoryAllocation: i32 = 2;
     pub const cudaErrorInitializationError: i32 = 3;
+    pub const cudaErrorInvalidPitchValue: i32 = 12;
     pub const cudaErrorInvalidDevicePointer: i32 = 17;
     pub const cudaErrorInvalidSymbol: i32 = 13;
     pub const cudaErrorInvalidMemcpyDirection: i32 = 21;

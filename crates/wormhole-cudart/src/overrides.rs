@@ -1152,3 +1152,104 @@ pub unsafe extern "C" fn cudaThreadExchangeStreamCaptureMode(mode: *mut i32) -> 
     unsafe { *mode = CAPTURE_MODE.with(|m| m.replace(wanted)) };
     cudaSuccess
 }
+
+// ---- Pitched memory and 2D copies ---------------------------------------------
+
+/// The pitch cudaMallocPitch gives: rows start 512 bytes apart or a
+/// multiple of it (the texture alignment of NVIDIA's GPUs).
+const PITCH_ALIGN: usize = 512;
+
+/// # Safety
+/// `dev_ptr` and `pitch` are NULL or writable.
+pub unsafe extern "C" fn cudaMallocPitch(
+    dev_ptr: *mut *mut c_void,
+    pitch: *mut usize,
+    width: usize,
+    height: usize,
+) -> i32 {
+    if dev_ptr.is_null() || pitch.is_null() {
+        return note(cudaErrorInvalidValue);
+    }
+    let Some((p, total)) = width
+        .checked_next_multiple_of(PITCH_ALIGN)
+        .and_then(|p| Some((p, p.checked_mul(height)?)))
+    else {
+        return note(cudaErrorMemoryAllocation);
+    };
+    // SAFETY: checked non-NULL; the caller's contract.
+    let status = unsafe { cudaMalloc(dev_ptr, total) };
+    if status == cudaSuccess {
+        // SAFETY: as above.
+        unsafe { *pitch = p };
+    }
+    status
+}
+
+/// A 2D copy as its rows' copies.
+///
+/// # Safety
+/// As for the native cudaMemcpy2D: each of the `height` rows of `width`
+/// bytes, `dpitch` and `spitch` apart, lies in the memory its side names.
+unsafe fn memcpy_2d(
+    dst: *mut c_void,
+    dpitch: usize,
+    src: *const c_void,
+    spitch: usize,
+    (width, height): (usize, usize),
+    kind: i32,
+    stream: u64,
+) -> i32 {
+    if width > dpitch || width > spitch {
+        return note(cudaErrorInvalidPitchValue);
+    }
+    for row in 0..height {
+        let (Some(d), Some(s)) = (row.checked_mul(dpitch), row.checked_mul(spitch)) else {
+            return note(cudaErrorInvalidValue);
+        };
+        // Device rows are addresses of the server's, not of this process:
+        // offset without dereferencing.
+        let (d, s) = (dst.wrapping_byte_add(d), src.wrapping_byte_add(s));
+        // SAFETY: the caller's contract, row by row.
+        let status = unsafe { memcpy(d, s, width, kind, stream) };
+        if status != cudaSuccess {
+            return status;
+        }
+    }
+    cudaSuccess
+}
+
+/// # Safety
+/// As for the native call.
+pub unsafe extern "C" fn cudaMemcpy2D(
+    dst: *mut c_void,
+    dpitch: usize,
+    src: *const c_void,
+    spitch: usize,
+    width: usize,
+    height: usize,
+    kind: i32,
+) -> i32 {
+    // SAFETY: the same contract.
+    unsafe { memcpy_2d(dst, dpitch, src, spitch, (width, height), kind, 0) }
+}
+
+/// # Safety
+/// As for the native call.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn cudaMemcpy2DAsync(
+    dst: *mut c_void,
+    dpitch: usize,
+    src: *const c_void,
+    spitch: usize,
+    width: usize,
+    height: usize,
+    kind: i32,
+    stream: *mut c_void,
+) -> i32 {
+    let sid = match rt::handle_id(stream, Kind::Stream) {
+        Ok(s) => s,
+        Err(e) => return note(e),
+    };
+    // SAFETY: the same contract.
+    unsafe { memcpy_2d(dst, dpitch, src, spitch, (width, height), kind, sid) }
+}
