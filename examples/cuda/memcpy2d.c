@@ -2,7 +2,8 @@
  * byte image is copied into a pitched allocation, from there to a second one
  * (device to device, a window of it), and back to the host, with
  * cudaMemcpy2D and cudaMemcpy2DAsync; every byte is checked, and a width
- * larger than a pitch must be refused. Run natively and through Wormhole on
+ * larger than a pitch must be refused. Then a 2000 x 1000 image there and
+ * back, more rows than one request of Wormhole's carries. Run natively and through Wormhole on
  * the same device, the output must be the same (scripts/test-wormhole-cuda.sh,
  * on the CPU stand-in). Prints "correct" when all holds. */
 #include <stdio.h>
@@ -47,6 +48,24 @@ int main(void) {
     r = cudaMemcpy2D(a, pa, img, 64, W, H, cudaMemcpyHostToDevice);
     printf("width over the pitch: %d\n", r);
     failures += wrong != 0 || r != 12;
+
+    /* A 2000 x 1000 byte image: more rows than one reply holds. */
+    enum { BW = 2000, BH = 1000 };
+    static unsigned char big[BH][BW], big_back[BH][BW + 48];
+    for (int y = 0; y < BH; y++)
+        for (int x = 0; x < BW; x++) big[y][x] = (unsigned char)(y * 13 + x);
+    void *c;
+    size_t pc = 0;
+    r = cudaMallocPitch(&c, &pc, BW, BH);
+    failures += r != 0;
+    r = cudaMemcpy2D(c, pc, big, BW, BW, BH, cudaMemcpyHostToDevice);
+    failures += r != 0;
+    r = cudaMemcpy2D(big_back, BW + 48, c, pc, BW, BH, 4 /* cudaMemcpyDefault */);
+    wrong = 0;
+    for (int y = 0; y < BH; y++) wrong += memcmp(big[y], big_back[y], BW) != 0;
+    printf("2000 x 1000 there and back: %d, pitch %zu, rows wrong: %d\n", r, pc, wrong);
+    failures += r != 0 || wrong != 0;
+    cudaFree(c);
     cudaFree(a);
     cudaFree(b);
     printf("%s\n", failures ? "WRONG" : "correct");

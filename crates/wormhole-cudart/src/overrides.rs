@@ -1185,7 +1185,8 @@ pub unsafe extern "C" fn cudaMallocPitch(
     status
 }
 
-/// A 2D copy as its rows' copies.
+/// A 2D copy: from the device, rows packed into replies of at most
+/// MEMCPY_CHUNK bytes; otherwise as its rows' copies (batched).
 ///
 /// # Safety
 /// As for the native cudaMemcpy2D: each of the `height` rows of `width`
@@ -1202,6 +1203,26 @@ unsafe fn memcpy_2d(
     if width > dpitch || width > spitch {
         return note(cudaErrorInvalidPitchValue);
     }
+    let (d, s) = (dst as usize as u64, src as usize as u64);
+    let from_device = matches!(
+        direction(kind, is_dev(d), is_dev(s)),
+        Ok(Direction::DeviceToHost)
+    );
+    let rows_per_request = MEMCPY_CHUNK as usize / width.max(1);
+    if from_device && rows_per_request > 0 {
+        // SAFETY: the same contract.
+        return unsafe {
+            memcpy_2d_back(
+                dst,
+                dpitch,
+                s,
+                spitch,
+                (width, height),
+                rows_per_request,
+                stream,
+            )
+        };
+    }
     for row in 0..height {
         let (Some(d), Some(s)) = (row.checked_mul(dpitch), row.checked_mul(spitch)) else {
             return note(cudaErrorInvalidValue);
@@ -1216,6 +1237,66 @@ unsafe fn memcpy_2d(
         }
     }
     cudaSuccess
+}
+
+/// Rows from the device, `rows` at a time, each batch one request whose
+/// reply packs them.
+///
+/// # Safety
+/// `dst` holds `height` rows of `width` bytes, `dpitch` apart.
+unsafe fn memcpy_2d_back(
+    dst: *mut c_void,
+    dpitch: usize,
+    src: u64,
+    spitch: usize,
+    (width, height): (usize, usize),
+    rows: usize,
+    stream: u64,
+) -> i32 {
+    let res = (|| -> Result<i32, i32> {
+        let mut row = 0;
+        while row < height {
+            let n = rows.min(height - row);
+            let first = (row as u64)
+                .checked_mul(spitch as u64)
+                .and_then(|o| src.checked_add(o))
+                .ok_or(cudaErrorInvalidValue)?;
+            let extent = (spitch as u64)
+                .checked_mul(n as u64 - 1)
+                .and_then(|v| v.checked_add(width as u64))
+                .ok_or(cudaErrorInvalidValue)?;
+            tracker()
+                .check(first, extent)
+                .map_err(|_| cudaErrorInvalidValue)?;
+            let mut c = Call::begin(func::cudaMemcpy2D)?;
+            for v in [first, spitch as u64, width as u64, n as u64, stream] {
+                c.enc.u64(v);
+            }
+            let mut r = c.finish()?;
+            let status = r.status_with_deferred();
+            if status != cudaSuccess {
+                return Ok(status);
+            }
+            let packed = r.with(|d| d.bytes().map(<[u8]>::to_vec).map_err(|_| cudaErrorUnknown))?;
+            if packed.len() != n * width {
+                return Err(cudaErrorUnknown);
+            }
+            for (i, line) in packed.chunks_exact(width.max(1)).enumerate() {
+                // SAFETY: the caller's contract: row `row + i` of `dst`
+                // holds `width` bytes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        line.as_ptr(),
+                        dst.cast::<u8>().add((row + i) * dpitch),
+                        width,
+                    )
+                };
+            }
+            row += n;
+        }
+        Ok(cudaSuccess)
+    })();
+    status_of(res)
 }
 
 /// # Safety

@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_void, CString};
 use wormhole_cuda_api::fatbin::{self, FATBIN_MAGIC, WRAPPER_MAGIC};
 use wormhole_cuda_api::launch;
 use wormhole_cuda_api::tracker::Alloc;
-use wormhole_cuda_api::wire::{Launch, Memcpy, SymbolCopy};
+use wormhole_cuda_api::wire::{self, Launch, Memcpy, SymbolCopy};
 use wormhole_cuda_api::*;
 use wormhole_wire::{Decoder, Encoder};
 
@@ -605,4 +605,64 @@ pub fn d_cudaOccupancyMaxActiveBlocksPerMultiprocessor(
     e: &mut Encoder,
 ) -> Result<i32, i32> {
     d_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(t, d, e)
+}
+
+// ---- 2D copies from the device --------------------------------------------------
+
+/// Rows of a pitched device range, packed into the reply (the client sends
+/// only copies to the host this way, at most MEMCPY_CHUNK bytes each).
+pub fn d_cudaMemcpy2D(t: &mut Tenant, d: &mut Decoder<'_>, e: &mut Encoder) -> Result<i32, i32> {
+    let src = d.u64().map_err(bad)?;
+    let spitch = d.u64().map_err(bad)?;
+    let width = d.u64().map_err(bad)?;
+    let height = d.u64().map_err(bad)?;
+    let stream = t.lookup(d.u64().map_err(bad)?, Kind::Stream)?;
+    d.finish().map_err(bad)?;
+    let packed = width.checked_mul(height).ok_or(cudaErrorInvalidValue)?;
+    if width > spitch || packed > wire::MEMCPY_CHUNK {
+        return Err(cudaErrorInvalidValue);
+    }
+    if packed == 0 {
+        e.u8(1);
+        e.bytes(&[]);
+        return Ok(cudaSuccess);
+    }
+    // The last row ends `width` past its start, not `spitch`.
+    let extent = spitch
+        .checked_mul(height - 1)
+        .and_then(|v| v.checked_add(width))
+        .ok_or(cudaErrorInvalidValue)?;
+    let p = t.devptr(src, extent)?;
+    let mut buf = vec![0u8; packed as usize];
+    let (w, h, sp) = (width as usize, height as usize, spitch as usize);
+    let to_host = memcpy_kind::cudaMemcpyDeviceToHost;
+    // SAFETY: the device range was checked against the tenant's
+    // allocations; `buf` holds the `height` packed rows of `width` bytes.
+    let status = unsafe {
+        if stream.is_null() {
+            ffi::cudaMemcpy2D(buf.as_mut_ptr().cast(), w, p, sp, w, h, to_host)
+        } else {
+            let s =
+                ffi::cudaMemcpy2DAsync(buf.as_mut_ptr().cast(), w, p, sp, w, h, to_host, stream);
+            if s != cudaSuccess {
+                return Ok(s);
+            }
+            // `buf` is this request's: the copy must be done before the reply.
+            ffi::cudaStreamSynchronize(stream)
+        }
+    };
+    if status == cudaSuccess {
+        e.u8(1);
+        e.bytes(&buf);
+    }
+    Ok(status)
+}
+
+/// The client sends both 2D copies as cudaMemcpy2D (with its stream).
+pub fn d_cudaMemcpy2DAsync(
+    t: &mut Tenant,
+    d: &mut Decoder<'_>,
+    e: &mut Encoder,
+) -> Result<i32, i32> {
+    d_cudaMemcpy2D(t, d, e)
 }
