@@ -157,6 +157,8 @@ pub struct RouteTable {
     stats: CacheStats,
     /// Endpoints that are links (see [`RouteTable::matches`]).
     links: HashSet<Endpoint>,
+    /// Rules added or removed so far (see [`RouteTable::changes`]).
+    changes: u64,
 }
 
 impl RouteTable {
@@ -223,6 +225,7 @@ impl RouteTable {
             learned,
             counters: RouteCounters::default(),
         });
+        self.changes += 1;
         id
     }
 
@@ -232,7 +235,14 @@ impl RouteTable {
         let before = self.cache.len();
         self.cache.retain(|_, hit| !hit.routes.contains(&id));
         self.stats.invalidated += (before - self.cache.len()) as u64;
+        self.changes += 1;
         Some(self.routes.remove(pos))
+    }
+
+    /// How many rules were added or removed so far: a copy of a decision taken when this
+    /// was `n` (such as the kernel fast path's) may be stale once it is not.
+    pub fn changes(&self) -> u64 {
+        self.changes
     }
 
     /// The rule with this name.
