@@ -209,6 +209,13 @@ pub struct Global {
     /// UDP messages sent (a UDP GSO message counts once).
     #[serde(default)]
     pub tx_messages: u64,
+    /// Whether the kernel fast path is in use (`--offload`).
+    #[serde(default)]
+    pub fast_path: bool,
+    /// Flows the kernel fast path forwards now; their traffic is in the route and endpoint
+    /// counters.
+    #[serde(default)]
+    pub offloaded_flows: u64,
 }
 
 /// Everything `show` returns.

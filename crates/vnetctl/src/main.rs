@@ -173,6 +173,11 @@ fn render_state(s: &State) -> String {
         "rx: datagrams {} vxlan packets {} coalesced frames {}; tx: tso frames {} udp messages {}",
         g.rx_datagrams, g.rx_packets, g.rx_coalesced_frames, g.tx_tso_frames, g.tx_messages
     );
+    if g.fast_path {
+        let _ = writeln!(o, "kernel fast path: on, {} flows", g.offloaded_flows);
+    } else {
+        let _ = writeln!(o, "kernel fast path: off");
+    }
     o
 }
 

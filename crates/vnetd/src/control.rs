@@ -261,6 +261,9 @@ pub fn apply(sh: &Arc<Shared>, ops: &[Op]) -> Response {
             }
         }
         *live = t;
+        if let Some(fp) = &sh.fast {
+            fp.sync(&mut live);
+        }
     }
     // The worker picks up added and removed devices; removed ones close when it lets go.
     sh.generation.fetch_add(1, Ordering::Release);
@@ -283,7 +286,8 @@ fn gone_note(d: &Device) -> &'static str {
 
 /// The state and counters.
 pub fn show(sh: &Shared) -> State {
-    let t = sh.lock();
+    let mut t = sh.lock();
+    let fast = sh.fast.as_ref().map(|f| f.fold(&mut t)).unwrap_or_default();
     let name = |e: Endpoint| {
         t.sw.endpoint(e)
             .map_or_else(|| format!("#{}", e.0), |i| i.name.clone())
@@ -349,6 +353,8 @@ pub fn show(sh: &Shared) -> State {
             rx_coalesced_frames: sh.stats.rx_coalesced.load(Ordering::Relaxed),
             tx_tso_frames: sh.stats.tx_tso.load(Ordering::Relaxed),
             tx_messages: sh.stats.tx_messages.load(Ordering::Relaxed),
+            fast_path: sh.fast.is_some(),
+            offloaded_flows: fast.flows,
         },
     }
 }

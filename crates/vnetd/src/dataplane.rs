@@ -2,6 +2,7 @@
 //! send paths to each kind of port. Decisions come from [`vnet_core::switch::Switch`]; this
 //! module only moves bytes.
 
+use crate::fastpath::FastPath;
 use crate::sys;
 use std::collections::HashMap;
 use std::fs::File;
@@ -73,7 +74,7 @@ impl Device {
         }
     }
 
-    fn is_tap(&self) -> bool {
+    pub(crate) fn is_tap(&self) -> bool {
         matches!(self.fd, DeviceFd::Tap(_))
     }
 
@@ -155,6 +156,8 @@ pub struct Shared {
     pub wake: OwnedFd,
     /// How long the worker keeps polling without sleeping after it last had work.
     pub spin: Duration,
+    /// The kernel fast path, when enabled (`--offload`).
+    pub fast: Option<FastPath>,
 }
 
 impl Shared {
@@ -181,6 +184,9 @@ impl Shared {
                     .iter()
                     .filter_map(|d| t.ports.get(d).map(|p| (*d, p.clone()))),
             );
+            if let Some(fp) = &self.fast {
+                fp.offer(&mut t, source, eth, &dests);
+            }
         }
     }
 
@@ -460,16 +466,21 @@ fn drain_udp(sh: &Shared, batch: &mut sys::RecvBatch, scratch: &mut Scratch) -> 
     w
 }
 
-/// Epoll token of the underlay socket; the eventfd is 1, device `k` is `DEV_TOKEN + k`.
+/// Epoll token of the underlay socket; the eventfd is 1, the fast path's device events 2,
+/// device `k` is `DEV_TOKEN + k`.
 const UDP_TOKEN: u64 = 0;
 const WAKE_TOKEN: u64 = 1;
-const DEV_TOKEN: u64 = 2;
+const LINKS_TOKEN: u64 = 2;
+const DEV_TOKEN: u64 = 3;
 
 /// Builds the worker's epoll set: the underlay socket, the wake-up eventfd, every device.
 fn watch(sh: &Shared, devs: &[(Endpoint, Arc<Device>)]) -> io::Result<sys::Epoll> {
     let ep = sys::Epoll::new()?;
     ep.add(sh.udp.as_raw_fd(), UDP_TOKEN)?;
     ep.add(sh.wake.as_raw_fd(), WAKE_TOKEN)?;
+    if let Some(fp) = &sh.fast {
+        ep.add(fp.events_fd(), LINKS_TOKEN)?;
+    }
     for (k, (_, d)) in devs.iter().enumerate() {
         ep.add(d.raw(), DEV_TOKEN + k as u64)?;
     }
@@ -538,6 +549,11 @@ pub fn worker(sh: Arc<Shared>) {
             match ev.u64 {
                 UDP_TOKEN => work.add(drain_udp(&sh, &mut batch, &mut scratch)),
                 WAKE_TOKEN => sys::drain_eventfd(sh.wake.as_raw_fd()),
+                LINKS_TOKEN => {
+                    if let Some(fp) = &sh.fast {
+                        fp.recheck(&mut sh.lock());
+                    }
+                }
                 t => {
                     let k = (t - DEV_TOKEN) as usize;
                     if let Some((e, dev)) = devs.get(k) {

@@ -3,6 +3,7 @@
 
 mod control;
 mod dataplane;
+mod fastpath;
 mod sys;
 
 use anyhow::{bail, Context};
@@ -40,6 +41,24 @@ struct Args {
     /// scheduled as promptly as the kernel's own packet processing under CPU contention.
     #[arg(long)]
     rt_priority: Option<u8>,
+    /// The kernel fast path: tc eBPF programs forward established flows between TAPs and
+    /// IPv4 links with copies of the switch's decisions (needs CAP_BPF and CAP_NET_ADMIN).
+    /// `auto` (the default) uses it where the kernel allows and says why not otherwise.
+    #[arg(long, value_enum)]
+    offload: Option<Offload>,
+}
+
+/// Whether to use the kernel fast path.
+#[derive(clap::ValueEnum, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Offload {
+    /// Where the kernel allows; otherwise forward in user space (and log why).
+    #[default]
+    Auto,
+    /// Always; vnetd does not start without it.
+    On,
+    /// Never: every frame crosses user space.
+    Off,
 }
 
 /// Default busy-poll window after work, in microseconds.
@@ -57,6 +76,7 @@ struct Config {
     verify_all: bool,
     spin_us: Option<u64>,
     rt_priority: Option<u8>,
+    offload: Option<Offload>,
     #[serde(default)]
     interface: Vec<InterfaceDef>,
     #[serde(default)]
@@ -116,6 +136,19 @@ fn main() -> anyhow::Result<()> {
         log::warn!("--spin-us is ignored with --rt-priority");
         spin_us = 0;
     }
+    let fast = match args.offload.or(cfg.offload).unwrap_or_default() {
+        Offload::Off => None,
+        Offload::On => {
+            Some(fastpath::FastPath::new(listen).context("the kernel fast path (--offload on)")?)
+        }
+        Offload::Auto => match fastpath::FastPath::new(listen) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                log::warn!("no kernel fast path, forwarding in user space: {e}");
+                None
+            }
+        },
+    };
     let sh = Arc::new(dataplane::Shared {
         tables: Mutex::new(dataplane::Tables::default()),
         udp,
@@ -128,6 +161,7 @@ fn main() -> anyhow::Result<()> {
         generation: AtomicU64::new(0),
         wake: sys::eventfd().context("eventfd")?,
         spin: std::time::Duration::from_micros(spin_us),
+        fast,
     });
 
     let mut ops: Vec<Op> = Vec::new();

@@ -651,3 +651,81 @@ pub fn open_packet(device: &str) -> io::Result<OwnedFd> {
     })?;
     Ok(sock)
 }
+
+/// The network device that holds the IPv4 address `ip`: its name, and whether it is a
+/// loopback device. `None` when no device has it.
+pub fn device_with_addr(ip: std::net::Ipv4Addr) -> io::Result<Option<(String, bool)>> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs writes a list head into a valid pointer; freed below.
+    cvt(unsafe { libc::getifaddrs(&mut head) })?;
+    let mut found = None;
+    let mut p = head;
+    while !p.is_null() {
+        // SAFETY: `p` is a node of the list getifaddrs returned, alive until freeifaddrs.
+        let ifa = unsafe { &*p };
+        p = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() {
+            continue;
+        }
+        // SAFETY: a non-null ifa_addr points at a sockaddr whose family says its type.
+        let family = unsafe { (*ifa.ifa_addr).sa_family };
+        if family != libc::AF_INET as libc::sa_family_t {
+            continue;
+        }
+        // SAFETY: an AF_INET address is a sockaddr_in.
+        let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+        if u32::from_be(sin.sin_addr.s_addr) != u32::from(ip) {
+            continue;
+        }
+        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+        let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
+        let loopback = ifa.ifa_flags & libc::IFF_LOOPBACK as libc::c_uint != 0;
+        found = Some((name.to_string_lossy().into_owned(), loopback));
+        break;
+    }
+    // SAFETY: `head` came from getifaddrs and no reference into the list outlives this.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(found)
+}
+
+/// A netlink socket that becomes readable whenever a network device of this namespace is
+/// added, changed, removed or moved to another namespace (RTMGRP_LINK). Non-blocking.
+pub fn link_events() -> io::Result<OwnedFd> {
+    // SAFETY: socket() has no memory-safety preconditions; the result is checked.
+    let fd = cvt(unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            libc::NETLINK_ROUTE,
+        )
+    })?;
+    // SAFETY: fd is fresh and owned here only.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: sockaddr_nl is plain old data; zero is valid.
+    let mut sa: libc::sockaddr_nl = unsafe { zeroed() };
+    sa.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+    sa.nl_groups = libc::RTMGRP_LINK as u32;
+    // SAFETY: we pass a valid sockaddr_nl and its size.
+    cvt(unsafe {
+        libc::bind(
+            fd,
+            (&sa as *const libc::sockaddr_nl).cast(),
+            size_of::<libc::sockaddr_nl>() as _,
+        )
+    })?;
+    Ok(sock)
+}
+
+/// Reads and discards everything queued on a non-blocking socket (at most 64 reads). The
+/// link events are only a cue to look again, so their content is not parsed.
+pub fn drain(fd: RawFd) {
+    let mut buf = [0u8; 8192];
+    for _ in 0..64 {
+        match read(fd, &mut buf) {
+            Ok(_) => {}
+            // ENOBUFS: events were lost, which the caller's fresh look covers.
+            Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {}
+            Err(_) => break,
+        }
+    }
+}

@@ -1,0 +1,555 @@
+//! The kernel fast path (`--offload`): copies of the switch's decisions that two tc eBPF
+//! programs (`bpf/fastpath.bpf.c`) apply to a flow's later frames, so that they cross
+//! neither user space nor a second copy. The user-space path stays the reference: it
+//! takes every frame the programs do not know, decides it as without the fast path, and
+//! offers the decision here. Only decisions with one destination, between TAPs and IPv4
+//! links, for IP frames, are copied; broadcasts, bridges, ARP and IPv6 underlays stay in
+//! user space.
+//!
+//! Consistency: every copy is checked again, by [`Switch::decision`], whenever the table
+//! changed (a control batch, a learned route), and removed unless the table still decides
+//! its key the same way, so a rule change takes effect for offloaded flows as for the
+//! others. Counters: the programs count per flow; [`FastPath::fold`] adds what they
+//! counted to the route and endpoint counters.
+//!
+//! Locking: [`FastPath`]'s own lock is only taken with the tables' lock held, so a copy is
+//! always made from, and checked against, the tables in force.
+//!
+//! [`Switch::decision`]: vnet_core::switch::Switch::decision
+
+use crate::dataplane::{Port, Tables};
+use crate::sys;
+use aya::maps::{HashMap as BpfMap, MapData};
+use aya::programs::tc::{self, SchedClassifierLinkId};
+use aya::programs::{SchedClassifier, TcAttachType};
+use aya::util::KernelVersion;
+use aya::Ebpf;
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::{Arc, Mutex, MutexGuard};
+use vnet_core::frame::EthHeader;
+use vnet_core::route::{Endpoint, RouteId};
+use vnet_core::switch::Decision;
+
+#[cfg(not(vnet_no_fastpath))]
+static OBJECT: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/fastpath.bpf.o"));
+#[cfg(vnet_no_fastpath)]
+static OBJECT: &[u8] = &[];
+
+/// Why the fast path could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum FastPathError {
+    /// The build had no clang for the BPF target.
+    #[error("vnetd was built without its kernel fast path (clang and libbpf-dev were missing)")]
+    NotBuilt,
+    /// The kernel refused the object or a map.
+    #[error("loading the eBPF object: {0}")]
+    Load(#[from] aya::EbpfError),
+    /// The kernel refused a program (verifier, missing helper) or its attachment.
+    #[error("eBPF program: {0}")]
+    Program(#[from] aya::programs::ProgramError),
+    /// A map could not be opened.
+    #[error("eBPF map: {0}")]
+    Map(#[from] aya::maps::MapError),
+    /// The object lacks a program or map this code expects.
+    #[error("the eBPF object has no {0}")]
+    Missing(&'static str),
+    /// No netlink socket to follow TAPs that leave the namespace.
+    #[error("netlink link events: {0}")]
+    LinkEvents(std::io::Error),
+}
+
+/// Most decisions copied at once (the `flows` map's size).
+const MAX_FLOWS: usize = 16_384;
+
+const TO_TAP: u32 = 1;
+const TO_LINK: u32 = 2;
+const ETH_P_IP: u16 = 0x0800;
+const ETH_P_IPV6: u16 = 0x86dd;
+
+/// `struct flow_key` of the programs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct FlowKey {
+    ep: u32,
+    src: [u8; 6],
+    dst: [u8; 6],
+}
+
+/// `struct flow_value` of the programs (addresses and port in network order).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct FlowValue {
+    kind: u32,
+    ifindex: u32,
+    local_ip: u32,
+    remote_ip: u32,
+    vni: u32,
+    port: u16,
+    pad: u16,
+    frames: u64,
+    bytes: u64,
+}
+
+/// `struct endpoint` of the programs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct EpValue {
+    ep: u32,
+}
+
+/// `struct link_key` of the programs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct LinkKey {
+    remote_ip: u32,
+    vni: u32,
+}
+
+// SAFETY: each is #[repr(C)] of integers and byte arrays laid out without padding, so every
+// bit pattern is a valid value and the kernel's copies match the C structs byte for byte.
+unsafe impl aya::Pod for FlowKey {}
+// SAFETY: as above (5 × u32, 2 × u16, 2 × u64: 40 bytes, no padding).
+unsafe impl aya::Pod for FlowValue {}
+// SAFETY: as above.
+unsafe impl aya::Pod for EpValue {}
+// SAFETY: as above.
+unsafe impl aya::Pod for LinkKey {}
+
+/// An IPv4 address as the programs compare it (network byte order in memory).
+fn be_ip(ip: Ipv4Addr) -> u32 {
+    u32::from_ne_bytes(ip.octets())
+}
+
+/// What the programs know of an endpoint.
+enum Reg {
+    /// A TAP in vnetd's namespace whose egress runs `vnet_tx`.
+    Tap {
+        name: String,
+        ifindex: u32,
+        tx: SchedClassifierLinkId,
+    },
+    /// An IPv4 link, reached through an underlay device whose ingress runs `vnet_rx`.
+    Link { key: LinkKey, to: FlowValue },
+    /// Stays on the user-space path (a bridge, an IPv6 or loopback link, or a failure).
+    None,
+}
+
+/// A decision copied into `flows`, and what the programs had counted at the last fold.
+struct Installed {
+    source: Endpoint,
+    dest: Endpoint,
+    routes: Arc<[RouteId]>,
+    frames: u64,
+    bytes: u64,
+}
+
+struct State {
+    bpf: Ebpf,
+    flows: BpfMap<MapData, FlowKey, FlowValue>,
+    taps: BpfMap<MapData, u32, EpValue>,
+    links: BpfMap<MapData, LinkKey, EpValue>,
+    locals: BpfMap<MapData, u32, u16>,
+    listen: SocketAddr,
+    regs: HashMap<Endpoint, Reg>,
+    /// Underlay devices running `vnet_rx`, by name.
+    rx_devices: HashMap<String, SchedClassifierLinkId>,
+    installed: HashMap<FlowKey, Installed>,
+    /// The table's version the copies were last checked against.
+    version: u64,
+}
+
+/// The loaded programs and the copies of decisions (see the module's doc).
+pub struct FastPath {
+    st: Mutex<State>,
+    /// Readable when a device of this namespace changed (see [`FastPath::recheck`]).
+    events: OwnedFd,
+}
+
+/// Counts shown by `vnetctl show`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FastStats {
+    /// Decisions copied now.
+    pub flows: u64,
+}
+
+impl FastPath {
+    /// Loads and verifies the programs (attached later, per endpoint). `listen` is the
+    /// underlay address: datagrams to its port, at its address (or, when unspecified, at
+    /// the address each link is reached from) are taken by `vnet_rx`.
+    pub fn new(listen: SocketAddr) -> Result<FastPath, FastPathError> {
+        if OBJECT.is_empty() {
+            return Err(FastPathError::NotBuilt);
+        }
+        let mut bpf = Ebpf::load(OBJECT)?;
+        for name in ["vnet_tx", "vnet_rx"] {
+            let p: &mut SchedClassifier = bpf
+                .program_mut(name)
+                .ok_or(FastPathError::Missing(name))?
+                .try_into()?;
+            p.load()?;
+        }
+        let mut map = |name: &'static str| bpf.take_map(name).ok_or(FastPathError::Missing(name));
+        let flows = BpfMap::try_from(map("flows")?)?;
+        let taps = BpfMap::try_from(map("taps")?)?;
+        let links = BpfMap::try_from(map("links")?)?;
+        let mut locals: BpfMap<MapData, u32, u16> = BpfMap::try_from(map("locals")?)?;
+        if let IpAddr::V4(ip) = listen.ip().to_canonical() {
+            if !ip.is_unspecified() {
+                locals.insert(be_ip(ip), listen.port().to_be(), 0)?;
+            }
+        }
+        let events = sys::link_events().map_err(FastPathError::LinkEvents)?;
+        Ok(FastPath {
+            events,
+            st: Mutex::new(State {
+                bpf,
+                flows,
+                taps,
+                links,
+                locals,
+                listen,
+                regs: HashMap::new(),
+                rx_devices: HashMap::new(),
+                installed: HashMap::new(),
+                version: 0,
+            }),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Every update below leaves the state consistent between statements that can
+        // fail, so a panic elsewhere does not make it unusable.
+        self.st.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// After a control batch: drops copies the new tables decide otherwise, then attaches
+    /// the programs to new endpoints and detaches them from removed ones.
+    pub fn sync(&self, t: &mut Tables) {
+        let mut st = self.lock();
+        st.reconcile(t);
+        let gone: Vec<Endpoint> = st
+            .regs
+            .keys()
+            .filter(|e| !t.ports.contains_key(e))
+            .copied()
+            .collect();
+        for e in gone {
+            st.unregister(e);
+        }
+        for (e, port) in &t.ports {
+            if !st.regs.contains_key(e) {
+                let reg = st.register(*e, port);
+                st.regs.insert(*e, reg);
+            }
+        }
+    }
+
+    /// After the user-space path decided a frame from `source` (under the same lock):
+    /// re-checks the copies if the table changed meanwhile (learning), and copies this
+    /// decision when the programs can apply it.
+    pub fn offer(&self, t: &mut Tables, source: Endpoint, eth: &EthHeader, dests: &[Endpoint]) {
+        let mut st = self.lock();
+        if st.version != t.sw.version() {
+            st.reconcile(t);
+        }
+        let [dest] = dests else { return };
+        if eth.ethertype != ETH_P_IP && eth.ethertype != ETH_P_IPV6 {
+            return;
+        }
+        let key = FlowKey {
+            ep: source.0,
+            src: eth.src.0,
+            dst: eth.dst.0,
+        };
+        if st.installed.contains_key(&key) || st.installed.len() >= MAX_FLOWS {
+            return;
+        }
+        let from_ok = matches!(
+            st.regs.get(&source),
+            Some(Reg::Tap { .. } | Reg::Link { .. })
+        );
+        let value = match st.regs.get(dest) {
+            Some(Reg::Tap { ifindex, .. }) => FlowValue {
+                kind: TO_TAP,
+                ifindex: *ifindex,
+                ..FlowValue::default()
+            },
+            // The receive program only delivers to TAPs: a frame from a link to a link is
+            // relayed by the user-space path.
+            Some(Reg::Link { to, .. }) if matches!(st.regs.get(&source), Some(Reg::Tap { .. })) => {
+                *to
+            }
+            _ => return,
+        };
+        if !from_ok {
+            return;
+        }
+        let Some(Decision { routes, .. }) = t.sw.decision(source, eth.src, eth.dst) else {
+            return;
+        };
+        if let Err(e) = st.flows.insert(key, value, 0) {
+            log::debug!("fast path: copying a decision: {e}");
+            return;
+        }
+        st.installed.insert(
+            key,
+            Installed {
+                source,
+                dest: *dest,
+                routes,
+                frames: 0,
+                bytes: 0,
+            },
+        );
+    }
+
+    /// The socket the worker watches for device changes.
+    pub fn events_fd(&self) -> RawFd {
+        self.events.as_raw_fd()
+    }
+
+    /// After a device change in this namespace: a TAP that left it (moved into a
+    /// container's namespace, renamed or deleted) goes back to the user-space path. The
+    /// programs address TAPs and the underlay by index in vnetd's namespace, where such a
+    /// TAP's index is no longer its own.
+    pub fn recheck(&self, t: &mut Tables) {
+        sys::drain(self.events.as_raw_fd());
+        let mut st = self.lock();
+        let left: Vec<Endpoint> = st
+            .regs
+            .iter()
+            .filter_map(|(e, r)| match r {
+                Reg::Tap { name, ifindex, .. } if sys::if_index(name).ok() != Some(*ifindex) => {
+                    log::info!("fast path: tap {name} left this namespace; user space serves it");
+                    Some(*e)
+                }
+                _ => None,
+            })
+            .collect();
+        for e in left {
+            let flows: Vec<FlowKey> = st
+                .installed
+                .iter()
+                .filter(|(_, i)| i.source == e || i.dest == e)
+                .map(|(k, _)| *k)
+                .collect();
+            for k in flows {
+                st.drop_flow(t, &k);
+            }
+            st.unregister(e);
+            st.regs.insert(e, Reg::None);
+        }
+    }
+
+    /// Adds what the programs forwarded since the last fold to the tables' counters.
+    pub fn fold(&self, t: &mut Tables) -> FastStats {
+        let mut st = self.lock();
+        let State {
+            flows, installed, ..
+        } = &mut *st;
+        for (k, i) in installed.iter_mut() {
+            if let Ok(v) = flows.get(k, 0) {
+                i.count(t, &v);
+            }
+        }
+        FastStats {
+            flows: st.installed.len() as u64,
+        }
+    }
+}
+
+impl Installed {
+    fn count(&mut self, t: &mut Tables, v: &FlowValue) {
+        let frames = v.frames.saturating_sub(self.frames);
+        let bytes = v.bytes.saturating_sub(self.bytes);
+        if frames > 0 {
+            t.sw.count_offloaded(self.source, &self.routes, self.dest, frames, bytes);
+        }
+        self.frames = v.frames;
+        self.bytes = v.bytes;
+    }
+}
+
+impl State {
+    /// Removes every copy that the tables no longer decide the same way (counting its
+    /// traffic first).
+    fn reconcile(&mut self, t: &mut Tables) {
+        let stale: Vec<FlowKey> = self
+            .installed
+            .iter()
+            .filter(|(k, i)| {
+                let now = t.sw.decision(
+                    Endpoint(k.ep),
+                    vnet_core::frame::MacAddr(k.src),
+                    vnet_core::frame::MacAddr(k.dst),
+                );
+                !matches!(now, Some(d) if d.routes == i.routes && *d.dests == [i.dest])
+            })
+            .map(|(k, _)| *k)
+            .collect();
+        for k in stale {
+            self.drop_flow(t, &k);
+        }
+        self.version = t.sw.version();
+    }
+
+    fn drop_flow(&mut self, t: &mut Tables, k: &FlowKey) {
+        let last = self.flows.get(k, 0).ok();
+        if let Err(e) = self.flows.remove(k) {
+            log::warn!("fast path: removing a stale decision: {e}");
+        }
+        if let Some(mut i) = self.installed.remove(k) {
+            if let Some(v) = last {
+                i.count(t, &v);
+            }
+        }
+    }
+
+    fn register(&mut self, e: Endpoint, port: &Port) -> Reg {
+        let r = match port {
+            Port::Device(d) if d.is_tap() => self.register_tap(e, &d.name),
+            Port::Link { addr, vni } => match addr.ip().to_canonical() {
+                IpAddr::V4(ip) => self.register_link(e, ip, addr.port(), *vni),
+                IpAddr::V6(_) => Ok(Reg::None),
+            },
+            Port::Device(_) => Ok(Reg::None),
+        };
+        r.unwrap_or_else(|err| {
+            log::warn!("fast path: endpoint {} stays in user space: {err}", e.0);
+            Reg::None
+        })
+    }
+
+    fn register_tap(&mut self, e: Endpoint, name: &str) -> Result<Reg, String> {
+        let ifindex = sys::if_index(name).map_err(|err| format!("{name}: {err}"))?;
+        let tx = attach(&mut self.bpf, "vnet_tx", name, TcAttachType::Egress)?;
+        if let Err(err) = self.taps.insert(ifindex, EpValue { ep: e.0 }, 0) {
+            detach(&mut self.bpf, "vnet_tx", tx);
+            return Err(err.to_string());
+        }
+        log::info!("fast path: tap {name} (endpoint {})", e.0);
+        Ok(Reg::Tap {
+            name: name.to_string(),
+            ifindex,
+            tx,
+        })
+    }
+
+    fn register_link(
+        &mut self,
+        e: Endpoint,
+        remote: Ipv4Addr,
+        port: u16,
+        vni: u32,
+    ) -> Result<Reg, String> {
+        let (local, device) = underlay(remote, port, self.listen)?;
+        let Some(device) = device else {
+            return Ok(Reg::None);
+        };
+        let ifindex = sys::if_index(&device).map_err(|err| format!("{device}: {err}"))?;
+        if !self.rx_devices.contains_key(&device) {
+            let rx = attach(&mut self.bpf, "vnet_rx", &device, TcAttachType::Ingress)?;
+            self.rx_devices.insert(device.clone(), rx);
+        }
+        self.locals
+            .insert(be_ip(local), self.listen.port().to_be(), 0)
+            .map_err(|err| err.to_string())?;
+        let key = LinkKey {
+            remote_ip: be_ip(remote),
+            vni,
+        };
+        self.links
+            .insert(key, EpValue { ep: e.0 }, 0)
+            .map_err(|err| err.to_string())?;
+        log::info!(
+            "fast path: link to {remote} vni {vni} via {device} from {local} (endpoint {})",
+            e.0
+        );
+        Ok(Reg::Link {
+            key,
+            to: FlowValue {
+                kind: TO_LINK,
+                ifindex,
+                local_ip: be_ip(local),
+                remote_ip: be_ip(remote),
+                vni,
+                port: port.to_be(),
+                ..FlowValue::default()
+            },
+        })
+    }
+
+    fn unregister(&mut self, e: Endpoint) {
+        match self.regs.remove(&e) {
+            Some(Reg::Tap { ifindex, tx, .. }) => {
+                let _ = self.taps.remove(&ifindex);
+                detach(&mut self.bpf, "vnet_tx", tx);
+            }
+            Some(Reg::Link { key, .. }) => {
+                // The underlay device keeps vnet_rx (other links may use it) and the local
+                // address stays ours: both only let datagrams of known links through.
+                let _ = self.links.remove(&key);
+            }
+            Some(Reg::None) | None => {}
+        }
+    }
+}
+
+/// Where datagrams to a link leave from: the local address the kernel's routes pick, and
+/// the device that holds it (`None` for a loopback device, which the programs do not
+/// serve).
+fn underlay(
+    remote: Ipv4Addr,
+    port: u16,
+    listen: SocketAddr,
+) -> Result<(Ipv4Addr, Option<String>), String> {
+    let local = match listen.ip().to_canonical() {
+        IpAddr::V4(ip) if !ip.is_unspecified() => ip,
+        _ => {
+            // Connecting a UDP socket sends nothing; it only asks the routing table.
+            let s = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).map_err(|e| e.to_string())?;
+            s.connect((remote, port))
+                .map_err(|e| format!("no route to {remote}: {e}"))?;
+            match s.local_addr().map_err(|e| e.to_string())?.ip() {
+                IpAddr::V4(ip) => ip,
+                IpAddr::V6(_) => return Err("an IPv6 source for an IPv4 link".into()),
+            }
+        }
+    };
+    match sys::device_with_addr(local).map_err(|e| e.to_string())? {
+        Some((_, true)) => Ok((local, None)),
+        Some((name, false)) => Ok((local, Some(name))),
+        None => Err(format!("no device holds {local}")),
+    }
+}
+
+fn program<'a>(bpf: &'a mut Ebpf, name: &str) -> Result<&'a mut SchedClassifier, String> {
+    bpf.program_mut(name)
+        .ok_or_else(|| format!("no program {name}"))?
+        .try_into()
+        .map_err(|e: aya::programs::ProgramError| e.to_string())
+}
+
+fn attach(
+    bpf: &mut Ebpf,
+    name: &str,
+    device: &str,
+    at: TcAttachType,
+) -> Result<SchedClassifierLinkId, String> {
+    // Kernels before 6.6 attach through the clsact qdisc (an existing one is fine); later
+    // ones through tcx links, which go away with vnetd even if it is killed.
+    if KernelVersion::current().map_or(true, |v| v < KernelVersion::new(6, 6, 0)) {
+        let _ = tc::qdisc_add_clsact(device);
+    }
+    program(bpf, name)?
+        .attach(device, at)
+        .map_err(|e| format!("attaching {name} to {device}: {e}"))
+}
+
+fn detach(bpf: &mut Ebpf, name: &str, link: SchedClassifierLinkId) {
+    if let Err(e) = program(bpf, name).and_then(|p| p.detach(link).map_err(|e| e.to_string())) {
+        log::warn!("fast path: detaching {name}: {e}");
+    }
+}
