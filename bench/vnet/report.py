@@ -10,13 +10,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 out, secs, rounds = sys.argv[1], sys.argv[2], sys.argv[3]
 rows = [l.split() for l in open(f"{out}/raw.txt").read().splitlines()[1:] if l.strip()]
-order = ["veth", "kvxlan", "vnet", "vnetrt", "vnetspin", "vnetold", "n2n", "tinc"]
+order = ["veth", "kvxlan", "vnet", "vnetrt", "vnetspin", "vnetbpf", "vnetold", "n2n", "tinc"]
 label = {
     "veth": "veth pair",
     "kvxlan": "kernel VXLAN",
-    "vnet": "vnet (default)",
-    "vnetrt": "vnet (--rt-priority)",
-    "vnetspin": "vnet (--spin-us 200)",
+    "vnet": "vnet, user space",
+    "vnetrt": "vnet, user space, --rt-priority",
+    "vnetspin": "vnet, user space, --spin-us 200",
+    "vnetbpf": "vnet, kernel fast path (default)",
     "vnetold": "vnet, previous build",
     "n2n": "n2n 1.3",
     "tinc": "tinc 1.0 switch",
@@ -49,7 +50,7 @@ for s, v in res.items():
         f"| {label[s]} | {v['gbps_1']:.2f} | {v['gbps_4']:.2f} | {v['rtt_ms']:.3f} | {v['cpu_s_per_gb']:.2f} | {r1:.2f}x | {rr:.2f}x |"
     )
 users = [res[s]["gbps_1"] for s in ("n2n", "tinc") if s in res and res[s]["gbps_1"] > 0]
-for v in ("vnet", "vnetrt", "vnetspin", "vnetold"):
+for v in ("vnet", "vnetrt", "vnetspin", "vnetbpf", "vnetold"):
     if v in res and users:
         lines.append("")
         lines.append(f"{label[v]} single stream vs best user-level peer: {res[v]['gbps_1'] / max(users):.1f}x")

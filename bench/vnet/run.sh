@@ -3,9 +3,11 @@
 # network namespaces joined by a veth underlay, for
 #   veth   - the plain underlay (no overlay)
 #   kvxlan - Linux kernel VXLAN
-#   vnet   - vnetd (this project), VXLAN-compatible, in user space, default settings
+#   vnet   - vnetd (this project), VXLAN-compatible, every frame in user space (--offload off)
 #   vnetrt - the same with the data-plane worker under SCHED_FIFO (--rt-priority 10)
-#   vnetspin - vnetd with a 200 us busy-poll window (--spin-us 200)
+#   vnetspin - the same with a 200 us busy-poll window (--spin-us 200)
+#   vnetbpf - vnetd with its kernel fast path (--offload on, the default where the kernel
+#            allows): tc eBPF programs forward established flows with copies of its decisions
 #   vnetold - a baseline vnetd build given as VNETD_OLD=/path/to/vnetd (before/after in one run)
 #   n2n    - n2n edge (user-level L2 overlay from Debian, via a supernode)
 #   tinc   - tincd in switch mode (user-level L2 overlay from Debian)
@@ -36,6 +38,9 @@ command -v tincd >/dev/null || pkgs+=(tinc)
 command -v ping >/dev/null || pkgs+=(iputils-ping)
 command -v ip >/dev/null || pkgs+=(iproute2)
 [ -x /usr/bin/time ] || pkgs+=(time)
+# vnetd's kernel fast path is compiled with clang against libbpf's headers.
+command -v clang >/dev/null || pkgs+=(clang)
+[ -e /usr/include/bpf/bpf_helpers.h ] || pkgs+=(libbpf-dev)
 # Debian's python3 (not a pyenv shim) gets matplotlib from apt.
 PY=/usr/bin/python3
 "$PY" -c 'import matplotlib' 2>/dev/null || pkgs+=(python3 python3-matplotlib)
@@ -86,9 +91,13 @@ setup_kvxlan() {
     DST=192.168.81.2
 }
 
-setup_vnetrt() { VNET_ARGS="--rt-priority 10" setup_vnet; }
-setup_vnetspin() { VNET_ARGS="--spin-us 200" setup_vnet; }
-setup_vnetold() { VNET_BIN=$VNETD_OLD setup_vnet; }
+# vnet's own setups name their path: the user-space one (--offload off), or the kernel fast
+# path that vnetd uses by default where the kernel allows (--offload on, so that a refusal
+# fails the setup instead of measuring the other path).
+setup_vnetrt() { VNET_ARGS="--offload off --rt-priority 10" setup_vnet; }
+setup_vnetspin() { VNET_ARGS="--offload off --spin-us 200" setup_vnet; }
+setup_vnetbpf() { VNET_ARGS="--offload on" setup_vnet; }
+setup_vnetold() { VNET_ARGS="" VNET_BIN=$VNETD_OLD setup_vnet; }
 
 setup_vnet() {
     underlay
@@ -129,7 +138,7 @@ from = "vif"
 to = "peer"
 EOT
         rm -f "$TMP/vnet$i.sock"   # a stale socket of the previous setup would end the wait early
-        RUST_LOG=warn ip netns exec "$ns" "${VNET_BIN:-$VNETD}" -c "$TMP/vnet$i.toml" ${VNET_ARGS:-} > "$TMP/vnet$i.log" 2>&1 &
+        RUST_LOG=warn ip netns exec "$ns" "${VNET_BIN:-$VNETD}" -c "$TMP/vnet$i.toml" ${VNET_ARGS---offload off} > "$TMP/vnet$i.log" 2>&1 &
         PIDS+=($!)
     done
     for i in 1 2; do
@@ -221,7 +230,7 @@ measure() {
 
 echo "setup round gbps_1 gbps_4 rtt_ms cpu_s_per_gb" > "$OUT/raw.txt"
 { date -u; nproc; lscpu | grep 'Model name'; uname -r; echo "cpuidle: $(halt_poll_describe)"; echo "load before: $(cat /proc/loadavg)"; } > "$OUT/machine.txt"
-DEFAULT_SETUPS="veth kvxlan vnet vnetrt vnetspin${VNETD_OLD:+ vnetold} n2n tinc"
+DEFAULT_SETUPS="veth kvxlan vnet vnetrt vnetspin vnetbpf${VNETD_OLD:+ vnetold} n2n tinc"
 for r in $(seq "$ROUNDS"); do
     for s in ${SETUPS:-$DEFAULT_SETUPS}; do
         "setup_$s"
@@ -235,27 +244,31 @@ for r in $(seq "$ROUNDS"); do
     done
 done
 # Route changes under load: replace the route in use 50 times (atomic batches) during a
-# single-stream transfer; the TCP session must survive.
-setup_vnet
-wait_up || true
-ip netns exec "$B" iperf3 -s -D -1 >/dev/null 2>&1; sleep 0.3
-ip netns exec "$A" iperf3 -c "$DST" -t 6 -J > "$TMP/flap.json" 2>/dev/null &
-IPERF=$!
-sleep 0.5
+# single-stream transfer; the TCP session must survive. With the fast path, each change
+# also removes the flow's kernel copy, and the next frame copies the new decision.
 CTL=$ROOT/target/release/vnetctl
-n=0
-for k in $(seq 50); do
-    if [ $((k % 2)) = 1 ]; then old=remote; new=remote-b; else old=remote-b; new=remote; fi
-    echo "[{\"op\":\"del_route\",\"route\":\"$old\"},{\"op\":\"add_route\",\"name\":\"$new\",\"src\":\"any\",\"dst\":\"02:00:00:00:01:02\",\"to\":\"peer\"}]" \
-        | "$CTL" -s "$TMP/vnet1.sock" batch - >/dev/null && n=$((n + 1))
-    sleep 0.08
+: > "$OUT/flap.txt"
+for v in vnet vnetbpf; do
+    "setup_$v"
+    wait_up || true
+    ip netns exec "$B" iperf3 -s -D -1 >/dev/null 2>&1; sleep 0.3
+    ip netns exec "$A" iperf3 -c "$DST" -t 6 -J > "$TMP/flap.json" 2>/dev/null &
+    IPERF=$!
+    sleep 0.5
+    n=0
+    for k in $(seq 50); do
+        if [ $((k % 2)) = 1 ]; then old=remote; new=remote-b; else old=remote-b; new=remote; fi
+        echo "[{\"op\":\"del_route\",\"route\":\"$old\"},{\"op\":\"add_route\",\"name\":\"$new\",\"src\":\"any\",\"dst\":\"02:00:00:00:01:02\",\"to\":\"peer\"}]" \
+            | "$CTL" -s "$TMP/vnet1.sock" batch - >/dev/null && n=$((n + 1))
+        sleep 0.08
+    done
+    if wait "$IPERF"; then survived=yes; else survived=no; fi
+    gbps=$("$PY" -c 'import json,sys; print("%.2f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]/1e9))' "$TMP/flap.json" 2>/dev/null || echo 0)
+    echo "route changes under load ($v): $n atomic batches applied during a 6 s transfer; TCP session survived: $survived; $gbps Gbit/s" | tee -a "$OUT/flap.txt"
 done
-if wait "$IPERF"; then survived=yes; else survived=no; fi
-gbps=$("$PY" -c 'import json,sys; print("%.2f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"]/1e9))' "$TMP/flap.json" 2>/dev/null || echo 0)
-echo "route changes under load: $n atomic batches applied during a 6 s transfer; TCP session survived: $survived; $gbps Gbit/s" | tee "$OUT/flap.txt"
 # An idle vnetd must burn no CPU: after a few pings (which arm the busy-poll window of the
 # spinning variant), the CPU time of both daemons over 5 idle seconds.
-for v in vnet vnetspin; do
+for v in vnet vnetspin vnetbpf; do
     "setup_$v"
     wait_up || true
     ip netns exec "$A" ping -q -c 20 -i 0.01 "$DST" >/dev/null 2>&1 || true
