@@ -553,3 +553,293 @@ fn detach(bpf: &mut Ebpf, name: &str, link: SchedClassifierLinkId) {
         log::warn!("fast path: detaching {name}: {e}");
     }
 }
+
+/// The programs run by the kernel itself (`BPF_PROG_TEST_RUN`) on random frames and on
+/// random corruptions of what they encapsulate, against a model of what they must accept:
+/// vnet_tx must produce exactly RFC 7348 VXLAN around the frame, vnet_rx must give the frame
+/// back, and a corrupted packet must be either passed on untouched or, when the model says
+/// it is still acceptable, decapsulated exactly. Root only (loading BPF); as root, as CI
+/// runs, a build without the programs fails. `VNET_BPF_FUZZ_SECS=N` runs for N seconds
+/// instead of a fixed number of cases.
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    const TC_ACT_REDIRECT: u32 = 7;
+    const PASS: u32 = u32::MAX; // TC_ACT_UNSPEC (-1)
+    const LOCAL: Ipv4Addr = Ipv4Addr::new(10, 9, 9, 1);
+    const REMOTE: Ipv4Addr = Ipv4Addr::new(10, 9, 9, 2);
+    const VNI: u32 = 42;
+    const PORT: u16 = 4789;
+    const TAP_EP: u32 = 1;
+    const LINK_EP: u32 = 2;
+    /// The loopback device: the test runner's default device, standing in for the TAP.
+    const LO: u32 = 1;
+    const ME: [u8; 6] = [2, 0, 0, 0, 0, 1];
+    const PEER: [u8; 6] = [2, 0, 0, 0, 0, 2];
+
+    /// Runs a program once on `data` with `skb->ifindex = ifindex`; (return value, output).
+    fn test_run(p: &SchedClassifier, ifindex: u32, data: &[u8]) -> (u32, Vec<u8>) {
+        let fd = p.fd().expect("loaded").as_fd().as_raw_fd();
+        let mut out = vec![0u8; data.len() + 256];
+        // struct __sk_buff: every field zero but ifindex (offset 40), which the runner
+        // accepts from user space.
+        let mut ctx = [0u8; 192];
+        ctx[40..44].copy_from_slice(&ifindex.to_ne_bytes());
+        // The `test` member of union bpf_attr.
+        #[repr(C)]
+        #[derive(Default)]
+        struct TestAttr {
+            prog_fd: u32,
+            retval: u32,
+            data_size_in: u32,
+            data_size_out: u32,
+            data_in: u64,
+            data_out: u64,
+            repeat: u32,
+            duration: u32,
+            ctx_size_in: u32,
+            ctx_size_out: u32,
+            ctx_in: u64,
+            ctx_out: u64,
+            flags: u32,
+            cpu: u32,
+            batch_size: u32,
+            pad: u32,
+        }
+        let mut a = TestAttr {
+            prog_fd: fd as u32,
+            data_size_in: data.len() as u32,
+            data_size_out: out.len() as u32,
+            data_in: data.as_ptr() as u64,
+            data_out: out.as_mut_ptr() as u64,
+            repeat: 1,
+            ctx_size_in: ctx.len() as u32,
+            ctx_in: ctx.as_mut_ptr() as u64,
+            ..TestAttr::default()
+        };
+        // SAFETY: `a` is a valid BPF_PROG_TEST_RUN attribute whose pointers refer to
+        // `data`, `out` and `ctx`, all alive and of the sizes given, for the whole call.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_bpf,
+                10, // BPF_PROG_TEST_RUN
+                &mut a as *mut TestAttr,
+                std::mem::size_of::<TestAttr>(),
+            )
+        };
+        assert_eq!(r, 0, "test run: {}", std::io::Error::last_os_error());
+        out.truncate(a.data_size_out as usize);
+        (a.retval, out)
+    }
+
+    fn csum_ok(h: &[u8]) -> bool {
+        let mut sum: u32 = h
+            .chunks(2)
+            .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+            .sum();
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        sum == 0xffff
+    }
+
+    /// What vnet_rx must decapsulate (outer IPv4 + UDP + VXLAN from the known link to our
+    /// address and port, for a copied flow); `None`: the kernel may refuse it either way
+    /// (too short for bpf_skb_adjust_room to leave an IP header behind).
+    fn rx_accepts(p: &[u8]) -> Option<bool> {
+        if p.len() < 64 {
+            return Some(false);
+        }
+        let ip = &p[14..34];
+        let accept = p[..6] == [0; 6] // PACKET_HOST on the loopback device
+            && p[12..14] == [0x08, 0x00]
+            && ip[0] == 0x45
+            && ip[9] == 17
+            && u16::from_be_bytes([ip[6], ip[7]]) & 0x3fff == 0
+            && ip[16..20] == LOCAL.octets()
+            && p[36..38] == PORT.to_be_bytes()
+            && p[42] & 0x08 != 0
+            && (p[62..64] == [0x08, 0x00] || p[62..64] == [0x86, 0xdd])
+            && csum_ok(ip)
+            && ip[12..16] == REMOTE.octets()
+            && p[46..49] == VNI.to_be_bytes()[1..]
+            && p[56..62] == PEER
+            && p[50..56] == ME;
+        if accept && p.len() < 64 + 40 {
+            return None;
+        }
+        Some(accept)
+    }
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    #[test]
+    fn the_programs_encapsulate_and_decapsulate_exactly_and_pass_the_rest() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("SKIPPED: loading eBPF programs needs root");
+            return;
+        }
+        let fp = FastPath::new(SocketAddr::from((LOCAL, PORT))).expect("the fast path loads");
+        let mut st = fp.lock();
+        st.taps.insert(LO, EpValue { ep: TAP_EP }, 0).unwrap();
+        let link = LinkKey {
+            remote_ip: be_ip(REMOTE),
+            vni: VNI,
+        };
+        st.links.insert(link, EpValue { ep: LINK_EP }, 0).unwrap();
+        let out_key = FlowKey {
+            ep: TAP_EP,
+            src: ME,
+            dst: PEER,
+        };
+        let to_link = FlowValue {
+            kind: TO_LINK,
+            ifindex: LO,
+            local_ip: be_ip(LOCAL),
+            remote_ip: be_ip(REMOTE),
+            vni: VNI,
+            port: PORT.to_be(),
+            ..FlowValue::default()
+        };
+        st.flows.insert(out_key, to_link, 0).unwrap();
+        let in_key = FlowKey {
+            ep: LINK_EP,
+            src: PEER,
+            dst: ME,
+        };
+        let to_tap = FlowValue {
+            kind: TO_TAP,
+            ifindex: LO,
+            ..FlowValue::default()
+        };
+        st.flows.insert(in_key, to_tap, 0).unwrap();
+        let tx: &SchedClassifier = st.bpf.program("vnet_tx").unwrap().try_into().unwrap();
+        let rx: &SchedClassifier = st.bpf.program("vnet_rx").unwrap().try_into().unwrap();
+
+        let secs = std::env::var("VNET_BPF_FUZZ_SECS")
+            .ok()
+            .and_then(|s| s.parse::<u64>().ok());
+        let t0 = std::time::Instant::now();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let (mut cases, mut decapsulated, mut passed) = (0u64, 0u64, 0u64);
+        loop {
+            match secs {
+                Some(s) if t0.elapsed().as_secs() >= s => break,
+                None if cases >= 20_000 => break,
+                _ => {}
+            }
+            cases += 1;
+            // A frame from the guest: usually the copied flow, sometimes another MAC pair
+            // or protocol, which must pass untouched.
+            // At least an IPv6 header, which the test runner insists on.
+            let len = 14 + 40 + rng.below(1446) as usize;
+            let mut f: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            let kind = rng.below(8);
+            f[..6].copy_from_slice(&PEER);
+            f[6..12].copy_from_slice(&ME);
+            f[12..14].copy_from_slice(match kind {
+                0 => &[0x08, 0x06],
+                1..=3 => &[0x86, 0xdd],
+                _ => &[0x08, 0x00],
+            });
+            if kind == 7 {
+                f[5] ^= 0x10; // another destination: no copy
+            }
+            let (r, out) = test_run(tx, LO, &f);
+            if kind == 0 || kind == 7 {
+                assert_eq!(
+                    (r, &out),
+                    (PASS, &f),
+                    "vnet_tx took what it has no copy for"
+                );
+                continue;
+            }
+            assert_eq!(
+                r, TC_ACT_REDIRECT,
+                "vnet_tx refused a copied flow ({len} bytes)"
+            );
+            assert_eq!(out.len(), f.len() + 50);
+            assert_eq!(out[12..14], [0x08, 0x00]);
+            let ip = &out[14..34];
+            assert!(csum_ok(ip), "outer IP checksum");
+            assert_eq!(ip[0], 0x45);
+            assert_eq!(
+                usize::from(u16::from_be_bytes([ip[2], ip[3]])),
+                f.len() + 36
+            );
+            assert_eq!(ip[6..8], [0x40, 0], "DF, no fragments");
+            assert_eq!((ip[8], ip[9]), (64, 17));
+            assert_eq!(ip[12..16], LOCAL.octets());
+            assert_eq!(ip[16..20], REMOTE.octets());
+            let udp = &out[34..42];
+            assert!(u16::from_be_bytes([udp[0], udp[1]]) >= 49152);
+            assert_eq!(udp[2..4], PORT.to_be_bytes());
+            assert_eq!(
+                usize::from(u16::from_be_bytes([udp[4], udp[5]])),
+                f.len() + 16
+            );
+            assert_eq!(udp[6..8], [0, 0], "no outer UDP checksum, as kernel VXLAN");
+            let (vni, inner) = vnet_core::vxlan::decode(&out[42..]).unwrap();
+            assert_eq!((vni, inner), (VNI, &f[..]));
+
+            // The peer's side: the same packet as it arrives, addressed to us.
+            let mut p = out;
+            p[..6].fill(0);
+            // From the remote to us: swapping the addresses keeps the checksum valid.
+            let (src, dst) = p[26..34].split_at_mut(4);
+            src.swap_with_slice(dst);
+            p[56..62].copy_from_slice(&PEER);
+            p[50..56].copy_from_slice(&ME);
+            let (r, back) = test_run(rx, LO, &p);
+            assert_eq!(r, TC_ACT_REDIRECT, "vnet_rx refused its own peer's packet");
+            let mut want = f.clone();
+            want[..6].copy_from_slice(&ME);
+            want[6..12].copy_from_slice(&PEER);
+            assert_eq!(back, want);
+            decapsulated += 1;
+
+            // Corrupted on the way: a few bytes changed, or cut short.
+            let mut c = p.clone();
+            for _ in 0..=rng.below(3) {
+                let i = rng.below(70.min(c.len() as u64)) as usize;
+                c[i] ^= 1 << rng.below(8);
+            }
+            if rng.below(4) == 0 {
+                // The test runner refuses an IPv4 frame without a whole IPv4 header.
+                c.truncate(34 + rng.below(c.len() as u64 - 33) as usize);
+            }
+            let (r, got) = test_run(rx, LO, &c);
+            match (rx_accepts(&c), r) {
+                (Some(true) | None, TC_ACT_REDIRECT) => assert_eq!(got, c[50..].to_vec()),
+                (Some(false) | None, PASS) => {
+                    assert_eq!(got, c, "a packet passed on was changed");
+                    passed += 1;
+                }
+                (want, r) => panic!(
+                    "vnet_rx returned {r} for a packet the model says {want:?}: {:02x?}",
+                    &c[..70]
+                ),
+            }
+        }
+        eprintln!(
+            "{cases} cases in {:.1} s: {decapsulated} round trips, {passed} corrupted packets passed on",
+            t0.elapsed().as_secs_f64()
+        );
+        assert!(decapsulated > cases / 2 && passed > 100);
+    }
+}
