@@ -381,6 +381,34 @@ fn the_fast_path_forwards_established_flows_in_the_kernel() {
     assert!(s1.global.tx_tso_frames < 10, "{:?}", s1.global);
     assert!(s2.global.rx_datagrams < 100, "{:?}", s2.global);
     assert_eq!(s2.global.malformed, 0);
+    // IPv6 inside: the same MAC pair's copies carry it (static neighbours, since the mesh
+    // routes only broadcast, not IPv6's multicast neighbour discovery).
+    for (i, h) in m.hosts.iter().enumerate() {
+        let (me, peer) = (i + 1, 2 - i);
+        h.ip(&[
+            "addr",
+            "add",
+            &format!("fd00::{me}/64"),
+            "dev",
+            "vif",
+            "nodad",
+        ]);
+        h.ip(&[
+            "-6",
+            "neigh",
+            "add",
+            &format!("fd00::{peer}"),
+            "lladdr",
+            &mac(peer),
+            "dev",
+            "vif",
+        ]);
+    }
+    let before = m.daemons[1].state().global.rx_datagrams;
+    let o = m.hosts[0].exec(&["ping", "-6", "-c", "3", "-i", "0.2", "-W", "1", "fd00::2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    let after = m.daemons[1].state().global.rx_datagrams;
+    assert_eq!(after, before, "IPv6 frames crossed user space");
 }
 
 #[test]
