@@ -36,6 +36,12 @@ NVCC_ONLY = re.compile(r"^__cuda")
 # Entry points whose header name differs (CUDA 12's headers #define
 # cudaGetDeviceProperties to the _v2 symbol), and the majors exporting them.
 ALIASES = {"cudaGetDeviceProperties_v2": ("cudaGetDeviceProperties", {"12"})}
+# Entry points only some majors declare and export (CUDA 12's versioned
+# capture-info forms); the others are not checked against them.
+ONLY_IN = {"cudaStreamGetCaptureInfo_v2": {"12"}, "cudaStreamGetCaptureInfo_v3": {"12"}}
+# Entry points described with one major's parameters whose symbol takes fewer
+# in another (the client reads only those there): major -> count.
+ARITY = {"cudaStreamGetCaptureInfo": {"12": 3}}
 
 
 def described(api=API):
@@ -98,6 +104,9 @@ def check(inc, lib, api="cuda.api"):
     funcs = described(API.parent / api)
     for name, n, _ in funcs:
         hname, majors = ALIASES.get(name, (name, None))
+        if name in ONLY_IN and major not in ONLY_IN[name]:
+            continue
+        n = ARITY.get(name, {}).get(major, n)
         if not NVCC_ONLY.match(name):
             if hname not in decl:
                 print(f"  {name}: not declared in {inc}/{header}")

@@ -80,6 +80,19 @@ int cudaStreamCreateWithPriority(void **s, unsigned flags, int priority) {
 }
 int cudaStreamGetPriority(void *s, int *priority) { *priority = s ? *(int *)s : 0; return 0; }
 int cudaStreamIsCapturing(void *s, int *status) { (void)s; *status = 0; return 0; }
+/* CUDA 13's form; nothing here ever captures. */
+int cudaStreamGetCaptureInfo(void *s, int *status, unsigned long long *id, void **graph,
+                             const void **deps, const void **edges, size_t *ndeps) {
+    (void)s;
+    if (!status) return 1;
+    *status = 0;
+    if (id) *id = 0;
+    if (graph) *graph = NULL;
+    if (deps) *deps = NULL;
+    if (edges) *edges = NULL;
+    if (ndeps) *ndeps = 0;
+    return 0;
+}
 int cudaDeviceCanAccessPeer(int *can, int device, int peer) {
     if (device != 0 || peer != 0) return 101; /* cudaErrorInvalidDevice */
     *can = 0;

@@ -11,6 +11,9 @@ cudaError_t cudaStreamCreateWithPriority(cudaStream_t *s, unsigned flags, int pr
 cudaError_t cudaStreamGetPriority(cudaStream_t s, int *priority);
 cudaError_t cudaStreamIsCapturing(cudaStream_t s, int *status);
 cudaError_t cudaThreadExchangeStreamCaptureMode(int *mode);
+cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, int *status, unsigned long long *id,
+                                     void **graph, const void **deps, const void **edges,
+                                     size_t *ndeps);
 cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer);
 cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned flags);
 cudaError_t cudaMallocAsync(void **p, size_t size, cudaStream_t s);
@@ -30,6 +33,20 @@ int main(void) {
     printf("its priority: %d, %d\n", r, prio);
     r = cudaStreamIsCapturing(s, &status);
     printf("capturing: %d, status %d\n", r, status);
+    {
+        /* PyTorch's caching allocator asks this on every allocation. */
+        unsigned long long id = 99;
+        void *graph = &id;
+        const void *deps = &id, *edges = &id;
+        size_t ndeps = 5;
+        status = 7;
+        r = cudaStreamGetCaptureInfo(s, &status, &id, &graph, &deps, &edges, &ndeps);
+        printf("capture info: %d, status %d, id %llu, graph %s, deps %s %s %zu\n", r, status,
+               id, graph ? "set" : "none", deps ? "set" : "none", edges ? "set" : "none",
+               ndeps);
+        printf("capture info without a status: %d\n",
+               cudaStreamGetCaptureInfo(s, NULL, NULL, NULL, NULL, NULL, NULL) != 0);
+    }
     r = cudaThreadExchangeStreamCaptureMode(&mode);
     printf("exchange capture mode: %d, was %d\n", r, mode);
     r = cudaThreadExchangeStreamCaptureMode(&mode);

@@ -1153,6 +1153,113 @@ pub unsafe extern "C" fn cudaThreadExchangeStreamCaptureMode(mode: *mut i32) -> 
     cudaSuccess
 }
 
+/// Writes `v` through `p` unless it is NULL.
+///
+/// # Safety
+/// `p` is NULL or valid for a write of a `T`.
+unsafe fn put<T>(p: *mut T, v: T) {
+    if !p.is_null() {
+        // SAFETY: non-NULL, and the caller's contract.
+        unsafe { p.write(v) };
+    }
+}
+
+/// What every form of cudaStreamGetCaptureInfo answers: the stream checked
+/// by the server (as cudaStreamIsCapturing), then "not capturing", id 0,
+/// no graph and no dependencies (capture is never forwarded).
+///
+/// # Safety
+/// Each pointer is NULL or valid for a write of its type.
+unsafe fn capture_info(
+    stream: *mut c_void,
+    status: *mut i32,
+    id: *mut u64,
+    graph: *mut *mut c_void,
+    deps: *mut *const c_void,
+    edges: *mut *const c_void,
+    ndeps: *mut usize,
+) -> i32 {
+    if status.is_null() {
+        return note(cudaErrorInvalidValue);
+    }
+    // SAFETY: `status` is valid for a write (checked non-NULL, the caller's
+    // contract).
+    let r = unsafe { crate::gen::cudaStreamIsCapturing(stream, status) };
+    if r != cudaSuccess {
+        return r;
+    }
+    // SAFETY: each is NULL or writable, the caller's contract.
+    unsafe {
+        put(id, 0);
+        put(graph, std::ptr::null_mut());
+        put(deps, std::ptr::null());
+        put(edges, std::ptr::null());
+        put(ndeps, 0);
+    }
+    cudaSuccess
+}
+
+/// # Safety
+/// CUDA 13: seven parameters, each output NULL or writable. CUDA 12: the
+/// legacy three (`stream`, `status`, `id`); the others are not read.
+pub unsafe extern "C" fn cudaStreamGetCaptureInfo(
+    stream: *mut c_void,
+    status: *mut i32,
+    id: *mut u64,
+    graph: *mut *mut c_void,
+    deps: *mut *const c_void,
+    edges: *mut *const c_void,
+    ndeps: *mut usize,
+) -> i32 {
+    use std::ptr::null_mut;
+    // SAFETY: the caller's contract for its major; CUDA 12 callers passed
+    // only three arguments, so the other registers hold nothing of theirs.
+    unsafe {
+        if rt::MAJOR.load(Ordering::Relaxed) >= 13 {
+            capture_info(stream, status, id, graph, deps, edges, ndeps)
+        } else {
+            capture_info(
+                stream,
+                status,
+                id,
+                null_mut(),
+                null_mut(),
+                null_mut(),
+                null_mut(),
+            )
+        }
+    }
+}
+
+/// # Safety
+/// Each output NULL or writable (CUDA 12's six-parameter form).
+pub unsafe extern "C" fn cudaStreamGetCaptureInfo_v2(
+    stream: *mut c_void,
+    status: *mut i32,
+    id: *mut u64,
+    graph: *mut *mut c_void,
+    deps: *mut *const c_void,
+    ndeps: *mut usize,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    unsafe { capture_info(stream, status, id, graph, deps, std::ptr::null_mut(), ndeps) }
+}
+
+/// # Safety
+/// Each output NULL or writable (CUDA 12's seven-parameter form).
+pub unsafe extern "C" fn cudaStreamGetCaptureInfo_v3(
+    stream: *mut c_void,
+    status: *mut i32,
+    id: *mut u64,
+    graph: *mut *mut c_void,
+    deps: *mut *const c_void,
+    edges: *mut *const c_void,
+    ndeps: *mut usize,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    unsafe { capture_info(stream, status, id, graph, deps, edges, ndeps) }
+}
+
 // ---- Pitched memory and 2D copies ---------------------------------------------
 
 /// The pitch cudaMallocPitch gives: rows start 512 bytes apart or a
