@@ -80,6 +80,18 @@ int cudaStreamCreateWithPriority(void **s, unsigned flags, int priority) {
 }
 int cudaStreamGetPriority(void *s, int *priority) { *priority = s ? *(int *)s : 0; return 0; }
 int cudaStreamIsCapturing(void *s, int *status) { (void)s; *status = 0; return 0; }
+/* Work here is done when it is enqueued: host functions run at once. */
+int cudaLaunchHostFunc(void *s, void (*fn)(void *), void *data) {
+    (void)s;
+    if (!fn) return 1;
+    fn(data);
+    return 0;
+}
+int cudaStreamAddCallback(void *s, void (*cb)(void *, int, void *), void *data, unsigned flags) {
+    if (!cb || flags) return 1;
+    cb(s, 0, data);
+    return 0;
+}
 /* CUDA 13's form; nothing here ever captures. */
 int cudaStreamGetCaptureInfo(void *s, int *status, unsigned long long *id, void **graph,
                              const void **deps, const void **edges, size_t *ndeps) {

@@ -14,6 +14,16 @@ cudaError_t cudaThreadExchangeStreamCaptureMode(int *mode);
 cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, int *status, unsigned long long *id,
                                      void **graph, const void **deps, const void **edges,
                                      size_t *ndeps);
+cudaError_t cudaLaunchHostFunc(cudaStream_t s, void (*fn)(void *), void *data);
+cudaError_t cudaStreamAddCallback(cudaStream_t s, void (*cb)(cudaStream_t, cudaError_t, void *),
+                                  void *data, unsigned flags);
+
+static int host_calls;
+static void host_fn(void *data) { host_calls += *(int *)data; }
+static void stream_cb(cudaStream_t s, cudaError_t status, void *data) {
+    (void)s;
+    host_calls += status == cudaSuccess ? *(int *)data : 1000;
+}
 cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer);
 cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned flags);
 cudaError_t cudaMallocAsync(void **p, size_t size, cudaStream_t s);
@@ -57,6 +67,17 @@ int main(void) {
     printf("enable peer 0: %d\n", cudaDeviceEnablePeerAccess(0, 0));
     printf("malloc async: %d\n", cudaMallocAsync(&p, 1 << 20, s));
     printf("memset it: %d\n", cudaMemset(p, 0, 1 << 20));
+    {
+        /* Host functions in stream order: each has run when its call returns
+         * here (Wormhole runs them in the calling thread). */
+        int ten = 10, one = 1;
+        r = cudaLaunchHostFunc(s, host_fn, &ten);
+        printf("host function: %d, calls %d\n", r, host_calls);
+        r = cudaStreamAddCallback(s, stream_cb, &one, 0);
+        printf("stream callback: %d, calls %d\n", r, host_calls);
+        printf("callback with flags refused: %d\n", cudaStreamAddCallback(s, stream_cb, &one, 1) != 0);
+        printf("NULL host function refused: %d\n", cudaLaunchHostFunc(s, NULL, NULL) != 0);
+    }
     printf("free async: %d\n", cudaFreeAsync(p, s));
     printf("destroy: %d\n", cudaStreamDestroy(s));
     return 0;

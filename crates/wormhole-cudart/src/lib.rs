@@ -67,6 +67,14 @@ pub mod rand {
     }
 }
 
+/// `cudaHostFn_t`: a host function run in stream order (may be NULL).
+pub type HostFn = Option<unsafe extern "C" fn(*mut std::ffi::c_void)>;
+
+/// `cudaStreamCallback_t`: called with the stream, its status and the
+/// caller's data (may be NULL).
+pub type StreamCallback =
+    Option<unsafe extern "C" fn(*mut std::ffi::c_void, i32, *mut std::ffi::c_void)>;
+
 /// `dim3`, passed by value.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -1260,6 +1260,51 @@ pub unsafe extern "C" fn cudaStreamGetCaptureInfo_v3(
     unsafe { capture_info(stream, status, id, graph, deps, edges, ndeps) }
 }
 
+/// Runs a host function in stream order: once the stream's earlier work is
+/// done, in the calling thread (which the native runtime leaves free; see
+/// cuda.api). Not run when waiting for the stream failed.
+///
+/// # Safety
+/// `func` is NULL or a function that may be called with `data`.
+pub unsafe extern "C" fn cudaLaunchHostFunc(
+    stream: *mut c_void,
+    func: crate::HostFn,
+    data: *mut c_void,
+) -> i32 {
+    let Some(f) = func else {
+        return note(cudaErrorInvalidValue);
+    };
+    // SAFETY: the stream is a handle, checked by the client and the server.
+    let r = unsafe { crate::gen::cudaStreamSynchronize(stream) };
+    if r != cudaSuccess {
+        return r;
+    }
+    // SAFETY: the caller's contract.
+    unsafe { f(data) };
+    cudaSuccess
+}
+
+/// The older form: the callback also gets the stream and its status (it is
+/// called even when waiting for the stream failed); `flags` must be 0.
+///
+/// # Safety
+/// `callback` is NULL or a function that may be called with these arguments.
+pub unsafe extern "C" fn cudaStreamAddCallback(
+    stream: *mut c_void,
+    callback: crate::StreamCallback,
+    data: *mut c_void,
+    flags: u32,
+) -> i32 {
+    let (Some(f), 0) = (callback, flags) else {
+        return note(cudaErrorInvalidValue);
+    };
+    // SAFETY: the stream is a handle, checked by the client and the server.
+    let r = unsafe { crate::gen::cudaStreamSynchronize(stream) };
+    // SAFETY: the caller's contract.
+    unsafe { f(stream, r, data) };
+    cudaSuccess
+}
+
 // ---- Pitched memory and 2D copies ---------------------------------------------
 
 /// The pitch cudaMallocPitch gives: rows start 512 bytes apart or a
