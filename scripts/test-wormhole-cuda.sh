@@ -201,11 +201,12 @@ check "CPU device: deferred cuBLAS and cuRAND failures answered in their own sta
 check "CPU device: WORMHOLE_SYNC=1, the failing cuBLAS and cuRAND calls answer themselves" sh -c \
   "WORMHOLE_SYNC=1 LD_LIBRARY_PATH='$work/lib13' '$work/lib_deferred13' sync | tee /dev/stderr | tail -n1 | grep -qx correct"
 # Calls a framework makes at start (stream priorities, capture status, info
-# and mode, peer access, the stream-ordered allocator, host functions): the same answers
+# and mode, peer access and copies, the stream-ordered allocator, host
+# functions, driver entry points): the same answers
 # natively on the stand-in and through Wormhole.
 gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/streams13" examples/cuda/streams.c -L"$work/lib13" -lcudart
 check "CPU device: stream priorities, capture, peers, async allocation as natively" bash -c \
-  "diff <(LD_LIBRARY_PATH='$cpu' '$work/streams13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/streams13') && LD_LIBRARY_PATH='$work/lib13' '$work/streams13' | grep -qx 'its priority: 0, -5' && LD_LIBRARY_PATH='$work/lib13' '$work/streams13' | grep -qx 'capture info: 0, status 0, id 0, graph none, deps none none 0' && LD_LIBRARY_PATH='$work/lib13' '$work/streams13' | grep -qx 'stream callback: 0, calls 11'"
+  "diff <(LD_LIBRARY_PATH='$cpu' '$work/streams13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/streams13') && LD_LIBRARY_PATH='$work/lib13' '$work/streams13' | grep -qx 'its priority: 0, -5' && LD_LIBRARY_PATH='$work/lib13' '$work/streams13' | grep -qx 'capture info: 0, status 0, id 0, graph none, deps none none 0' && LD_LIBRARY_PATH='$work/lib13' '$work/streams13' | grep -qx 'stream callback: 0, calls 11' && LD_LIBRARY_PATH='$work/lib13' '$work/streams13' | grep -qx 'bytes 5a 5a 5a 5a' && LD_LIBRARY_PATH='$work/lib13' '$work/streams13' | grep -qx 'driver entry point: 0, none, status 1'"
 # Pitched memory and 2D copies in every direction, checked byte by byte,
 # the same natively and through Wormhole.
 gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/memcpy2d13" examples/cuda/memcpy2d.c -L"$work/lib13" -lcudart

@@ -80,6 +80,24 @@ int cudaStreamCreateWithPriority(void **s, unsigned flags, int priority) {
 }
 int cudaStreamGetPriority(void *s, int *priority) { *priority = s ? *(int *)s : 0; return 0; }
 int cudaStreamIsCapturing(void *s, int *status) { (void)s; *status = 0; return 0; }
+/* One device: peer copies are copies within it. */
+int cudaMemcpyPeer(void *d, int dd, const void *s, int sd, size_t n) {
+    if (dd != 0 || sd != 0) return 101; /* cudaErrorInvalidDevice */
+    memmove(d, s, n);
+    return 0;
+}
+int cudaMemcpyPeerAsync(void *d, int dd, const void *s, int sd, size_t n, void *st) {
+    (void)st;
+    return cudaMemcpyPeer(d, dd, s, sd, n);
+}
+/* No driver here either. */
+int cudaGetDriverEntryPoint(const char *sym, void **fn, unsigned long long flags, int *status) {
+    (void)flags;
+    if (!sym || !fn) return 1;
+    *fn = NULL;
+    if (status) *status = 1; /* cudaDriverEntryPointSymbolNotFound */
+    return 0;
+}
 /* Work here is done when it is enqueued: host functions run at once. */
 int cudaLaunchHostFunc(void *s, void (*fn)(void *), void *data) {
     (void)s;

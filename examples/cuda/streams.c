@@ -14,6 +14,8 @@ cudaError_t cudaThreadExchangeStreamCaptureMode(int *mode);
 cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, int *status, unsigned long long *id,
                                      void **graph, const void **deps, const void **edges,
                                      size_t *ndeps);
+cudaError_t cudaMemcpyPeerAsync(void *d, int dd, const void *s, int sd, size_t n, cudaStream_t st);
+cudaError_t cudaGetDriverEntryPoint(const char *sym, void **fn, unsigned long long flags, int *status);
 cudaError_t cudaLaunchHostFunc(cudaStream_t s, void (*fn)(void *), void *data);
 cudaError_t cudaStreamAddCallback(cudaStream_t s, void (*cb)(cudaStream_t, cudaError_t, void *),
                                   void *data, unsigned flags);
@@ -77,6 +79,23 @@ int main(void) {
         printf("stream callback: %d, calls %d\n", r, host_calls);
         printf("callback with flags refused: %d\n", cudaStreamAddCallback(s, stream_cb, &one, 1) != 0);
         printf("NULL host function refused: %d\n", cudaLaunchHostFunc(s, NULL, NULL) != 0);
+    }
+    {
+        /* A peer copy within the one device, read back. */
+        void *q = NULL;
+        unsigned char back[4] = {0};
+        printf("malloc for a peer copy: %d\n", cudaMalloc(&q, 4096));
+        printf("memset it: %d\n", cudaMemset(q, 0x5a, 4096));
+        printf("peer copy: %d\n", cudaMemcpyPeerAsync(p, 0, q, 0, 4096, s));
+        printf("its end read back: %d\n", cudaMemcpy(back, (char *)p + 4092, 4, cudaMemcpyDeviceToHost));
+        printf("bytes %02x %02x %02x %02x\n", back[0], back[1], back[2], back[3]);
+        printf("free: %d\n", cudaFree(q));
+    }
+    {
+        void *fn = &host_calls;
+        int st = 7;
+        r = cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, 0, &st);
+        printf("driver entry point: %d, %s, status %d\n", r, fn ? "found" : "none", st);
     }
     printf("free async: %d\n", cudaFreeAsync(p, s));
     printf("destroy: %d\n", cudaStreamDestroy(s));

@@ -1260,6 +1260,44 @@ pub unsafe extern "C" fn cudaStreamGetCaptureInfo_v3(
     unsafe { capture_info(stream, status, id, graph, deps, edges, ndeps) }
 }
 
+/// No driver symbol is ever found (the driver API is not forwarded).
+///
+/// # Safety
+/// `symbol` is NULL or a C string; `func` and `status` are NULL or writable.
+pub unsafe extern "C" fn cudaGetDriverEntryPoint(
+    symbol: *const c_char,
+    func: *mut *mut c_void,
+    _flags: u64,
+    status: *mut i32,
+) -> i32 {
+    if symbol.is_null() || func.is_null() {
+        return note(cudaErrorInvalidValue);
+    }
+    /// cudaDriverEntryPointSymbolNotFound.
+    const NOT_FOUND: i32 = 1;
+    // SAFETY: checked non-NULL or left alone; the caller's contract.
+    unsafe {
+        func.write(std::ptr::null_mut());
+        put(status, NOT_FOUND);
+    }
+    cudaSuccess
+}
+
+/// As cudaGetDriverEntryPoint, for any version.
+///
+/// # Safety
+/// As cudaGetDriverEntryPoint.
+pub unsafe extern "C" fn cudaGetDriverEntryPointByVersion(
+    symbol: *const c_char,
+    func: *mut *mut c_void,
+    _version: u32,
+    flags: u64,
+    status: *mut i32,
+) -> i32 {
+    // SAFETY: the same contract.
+    unsafe { cudaGetDriverEntryPoint(symbol, func, flags, status) }
+}
+
 /// Runs a host function in stream order: once the stream's earlier work is
 /// done, in the calling thread (which the native runtime leaves free; see
 /// cuda.api). Not run when waiting for the stream failed.
