@@ -287,7 +287,7 @@ fn gone_note(d: &Device) -> &'static str {
 /// The state and counters.
 pub fn show(sh: &Shared) -> State {
     let mut t = sh.lock();
-    let fast = sh.fast.as_ref().map(|f| f.fold(&mut t)).unwrap_or_default();
+    let offloaded_flows = sh.fast.as_ref().map_or(0, |f| f.fold(&mut t));
     let name = |e: Endpoint| {
         t.sw.endpoint(e)
             .map_or_else(|| format!("#{}", e.0), |i| i.name.clone())
@@ -354,7 +354,7 @@ pub fn show(sh: &Shared) -> State {
             tx_tso_frames: sh.stats.tx_tso.load(Ordering::Relaxed),
             tx_messages: sh.stats.tx_messages.load(Ordering::Relaxed),
             fast_path: sh.fast.is_some(),
-            offloaded_flows: fast.flows,
+            offloaded_flows,
         },
     }
 }

@@ -167,13 +167,6 @@ pub struct FastPath {
     events: OwnedFd,
 }
 
-/// Counts shown by `vnetctl show`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct FastStats {
-    /// Decisions copied now.
-    pub flows: u64,
-}
-
 impl FastPath {
     /// Loads and verifies the programs (attached later, per endpoint). `listen` is the
     /// underlay address: datagrams to its port, at its address (or, when unspecified, at
@@ -266,10 +259,11 @@ impl FastPath {
         if st.installed.contains_key(&key) || st.installed.len() >= MAX_FLOWS {
             return;
         }
-        let from_ok = matches!(
-            st.regs.get(&source),
-            Some(Reg::Tap { .. } | Reg::Link { .. })
-        );
+        let from_tap = match st.regs.get(&source) {
+            Some(Reg::Tap { .. }) => true,
+            Some(Reg::Link { .. }) => false,
+            _ => return,
+        };
         let value = match st.regs.get(dest) {
             Some(Reg::Tap { ifindex, .. }) => FlowValue {
                 kind: TO_TAP,
@@ -278,14 +272,9 @@ impl FastPath {
             },
             // The receive program only delivers to TAPs: a frame from a link to a link is
             // relayed by the user-space path.
-            Some(Reg::Link { to, .. }) if matches!(st.regs.get(&source), Some(Reg::Tap { .. })) => {
-                *to
-            }
+            Some(Reg::Link { to, .. }) if from_tap => *to,
             _ => return,
         };
-        if !from_ok {
-            return;
-        }
         let Some(Decision { routes, .. }) = t.sw.decision(source, eth.src, eth.dst) else {
             return;
         };
@@ -343,8 +332,9 @@ impl FastPath {
         }
     }
 
-    /// Adds what the programs forwarded since the last fold to the tables' counters.
-    pub fn fold(&self, t: &mut Tables) -> FastStats {
+    /// Adds what the programs forwarded since the last fold to the tables' counters, and
+    /// says how many decisions are copied now.
+    pub fn fold(&self, t: &mut Tables) -> u64 {
         let mut st = self.lock();
         let State {
             flows, installed, ..
@@ -354,9 +344,7 @@ impl FastPath {
                 i.count(t, &v);
             }
         }
-        FastStats {
-            flows: st.installed.len() as u64,
-        }
+        st.installed.len() as u64
     }
 }
 
