@@ -318,15 +318,7 @@ impl FastPath {
             })
             .collect();
         for e in left {
-            let flows: Vec<FlowKey> = st
-                .installed
-                .iter()
-                .filter(|(_, i)| i.source == e || i.dest == e)
-                .map(|(k, _)| *k)
-                .collect();
-            for k in flows {
-                st.drop_flow(t, &k);
-            }
+            st.drop_flows(t, |_, _, i| i.source == e || i.dest == e);
             st.unregister(e);
             st.regs.insert(e, Reg::None);
         }
@@ -364,23 +356,33 @@ impl State {
     /// Removes every copy that the tables no longer decide the same way (counting its
     /// traffic first).
     fn reconcile(&mut self, t: &mut Tables) {
-        let stale: Vec<FlowKey> = self
+        self.drop_flows(t, |t, k, i| {
+            let now = t.sw.decision(
+                Endpoint(k.ep),
+                vnet_core::frame::MacAddr(k.src),
+                vnet_core::frame::MacAddr(k.dst),
+            );
+            !matches!(now, Some(d) if d.routes == i.routes && *d.dests == [i.dest])
+        });
+        self.version = t.sw.version();
+    }
+
+    /// Removes every copy for which `stale` holds (judged against the tables as they are
+    /// before any removal), counting its traffic first.
+    fn drop_flows(
+        &mut self,
+        t: &mut Tables,
+        stale: impl Fn(&Tables, &FlowKey, &Installed) -> bool,
+    ) {
+        let doomed: Vec<FlowKey> = self
             .installed
             .iter()
-            .filter(|(k, i)| {
-                let now = t.sw.decision(
-                    Endpoint(k.ep),
-                    vnet_core::frame::MacAddr(k.src),
-                    vnet_core::frame::MacAddr(k.dst),
-                );
-                !matches!(now, Some(d) if d.routes == i.routes && *d.dests == [i.dest])
-            })
+            .filter(|(k, i)| stale(t, k, i))
             .map(|(k, _)| *k)
             .collect();
-        for k in stale {
+        for k in doomed {
             self.drop_flow(t, &k);
         }
-        self.version = t.sw.version();
     }
 
     fn drop_flow(&mut self, t: &mut Tables, k: &FlowKey) {
