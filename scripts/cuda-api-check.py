@@ -31,8 +31,10 @@ LIBS = [
     ("curand.api", "curand.h", "CURANDAPI", "libcurand.so.10",
      {"12": "nvidia-curand-cu12==10.3.10.19", "13": "nvidia-curand==10.4.5.25"}),
 ]
-# Declared for nvcc's generated host code, not in cuda_runtime_api.h.
-NVCC_ONLY = re.compile(r"^__cuda")
+# Declared for nvcc's generated host code, not in cuda_runtime_api.h, or
+# (the profiler) in cuda_profiler_api.h, which the runtime wheels lack:
+# checked against the library only.
+NVCC_ONLY = re.compile(r"^(__cuda|cudaProfilerSt)")
 # Entry points whose header name differs (CUDA 12's headers #define
 # cudaGetDeviceProperties to the _v2 symbol), and the majors exporting them.
 ALIASES = {"cudaGetDeviceProperties_v2": ("cudaGetDeviceProperties", {"12"})}
@@ -41,7 +43,7 @@ ALIASES = {"cudaGetDeviceProperties_v2": ("cudaGetDeviceProperties", {"12"})}
 ONLY_IN = {"cudaStreamGetCaptureInfo_v2": {"12"}, "cudaStreamGetCaptureInfo_v3": {"12"}}
 # Entry points described with one major's parameters whose symbol takes fewer
 # in another (the client reads only those there): major -> count.
-ARITY = {"cudaStreamGetCaptureInfo": {"12": 3}}
+ARITY = {"cudaStreamGetCaptureInfo": {"12": 3}, "cudaGraphNodeGetDependencies": {"12": 3}}
 
 
 def described(api=API):

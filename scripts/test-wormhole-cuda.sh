@@ -207,6 +207,15 @@ check "CPU device: WORMHOLE_SYNC=1, the failing cuBLAS and cuRAND calls answer t
 gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/streams13" examples/cuda/streams.c -L"$work/lib13" -lcudart
 check "CPU device: stream priorities, capture, peers, async allocation as natively" bash -c \
   "diff <(LD_LIBRARY_PATH='$cpu' '$work/streams13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/streams13') && LD_LIBRARY_PATH='$work/lib13' '$work/streams13' | grep -qx 'its priority: 0, -5' && LD_LIBRARY_PATH='$work/lib13' '$work/streams13' | grep -qx 'capture info: 0, status 0, id 0, graph none, deps none none 0' && LD_LIBRARY_PATH='$work/lib13' '$work/streams13' | grep -qx 'stream callback: 0, calls 11' && LD_LIBRARY_PATH='$work/lib13' '$work/streams13' | grep -qx 'bytes 5a 5a 5a 5a' && LD_LIBRARY_PATH='$work/lib13' '$work/streams13' | grep -qx 'driver entry point: 0, none, status 1'"
+# The stream-ordered allocator's default pool (an account the client keeps
+# of what it holds), the bus id and the profiler: the same answers natively
+# on the stand-in and through Wormhole; then, through Wormhole alone, what
+# it refuses (interprocess handles, graph capture) with clear errors.
+gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/pools13" examples/cuda/pools.c -L"$work/lib13" -lcudart
+check "CPU device: default memory pool, bus id and profiler as natively" bash -c \
+  "diff <(LD_LIBRARY_PATH='$cpu' '$work/pools13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/pools13') && LD_LIBRARY_PATH='$work/lib13' '$work/pools13' | grep -qx 'used went down by it: 1' && LD_LIBRARY_PATH='$work/lib13' '$work/pools13' | grep -qx 'bus id: 0, 0000:00:00.0'"
+check "CPU device: IPC and graph capture refused with errors, not missing symbols" bash -c \
+  "LD_LIBRARY_PATH='$work/lib13' '$work/pools13' refused | tail -n4 | tee /dev/stderr | diff - <(printf '%s\\n' 'ipc: get 801, open 801, close 1' 'capture: begin 801, end 401, last error 401' 'graphs: instantiate 1, launch 1, destroy 1' 'pool access: own 0, own read-only 1, device 9 101')"
 # Pitched memory and 2D copies in every direction, checked byte by byte,
 # the same natively and through Wormhole.
 gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/memcpy2d13" examples/cuda/memcpy2d.c -L"$work/lib13" -lcudart

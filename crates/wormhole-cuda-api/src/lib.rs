@@ -69,7 +69,9 @@ mod status {
     pub const cudaErrorInsufficientDriver: i32 = 35;
     pub const cudaErrorInvalidDeviceFunction: i32 = 98;
     pub const cudaErrorNoDevice: i32 = 100;
+    pub const cudaErrorInvalidDevice: i32 = 101;
     pub const cudaErrorInvalidResourceHandle: i32 = 400;
+    pub const cudaErrorIllegalState: i32 = 401;
     pub const cudaErrorInvalidKernelImage: i32 = 200;
     pub const cudaErrorNotSupported: i32 = 801;
     pub const cudaErrorUnknown: i32 = 999;

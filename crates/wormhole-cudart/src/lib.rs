@@ -12,6 +12,8 @@
 
 pub mod libs;
 pub mod overrides;
+pub mod pools;
+pub mod refused;
 pub mod rt;
 
 pub use rt::MAJOR;
@@ -74,6 +76,14 @@ pub type HostFn = Option<unsafe extern "C" fn(*mut std::ffi::c_void)>;
 /// caller's data (may be NULL).
 pub type StreamCallback =
     Option<unsafe extern "C" fn(*mut std::ffi::c_void, i32, *mut std::ffi::c_void)>;
+
+/// `cudaIpcMemHandle_t` and `cudaIpcEventHandle_t`: 64 opaque bytes,
+/// passed by value.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct IpcHandle {
+    pub reserved: [std::ffi::c_char; 64],
+}
 
 /// `dim3`, passed by value.
 #[repr(C)]

@@ -14,6 +14,11 @@ use wormhole_cuda_api::tracker::Alloc;
 use wormhole_cuda_api::wire::{Launch, Memcpy, SymbolCopy, MEMCPY_CHUNK};
 use wormhole_cuda_api::*;
 
+pub use crate::pools::{
+    cudaDeviceGetDefaultMemPool, cudaMemPoolGetAttribute, cudaMemPoolSetAccess,
+    cudaMemPoolSetAttribute, cudaMemPoolTrimTo,
+};
+pub use crate::refused::*;
 use crate::rt::{self, last_error, note, tracker, Call};
 use crate::Dim3;
 
@@ -152,6 +157,7 @@ pub extern "C" fn cudaFree(dev_ptr: *mut c_void) -> i32 {
         let status = c.finish()?.status_with_deferred();
         if status == cudaSuccess {
             tracker().remove(p);
+            crate::pools::freed(p);
         }
         Ok(status)
     })())
@@ -502,6 +508,11 @@ pub extern "C" fn __cudaRegisterFatBinaryEnd(h: *mut *mut c_void) {
 /// Modules live as long as the process: the server frees them with the
 /// tenant.
 pub extern "C" fn __cudaUnregisterFatBinary(_h: *mut *mut c_void) {}
+
+/// A module is loaded once registered (see cuda.api).
+pub extern "C" fn __cudaInitModule(h: *mut *mut c_void) -> c_char {
+    module_of(h).is_some() as c_char
+}
 
 fn module_of(h: *mut *mut c_void) -> Option<&'static Module> {
     // SAFETY: `h` is what __cudaRegisterFatBinary returned (a leaked Module).
@@ -929,6 +940,17 @@ pub unsafe extern "C" fn cudaDriverGetVersion(v: *mut i32) -> i32 {
     s
 }
 
+/// # Safety
+/// `id` is NULL or holds `len` writable bytes.
+pub unsafe extern "C" fn cudaDeviceGetPCIBusId(id: *mut c_void, len: i32, device: i32) -> i32 {
+    // Otherwise a negative length would reach the server as a huge one.
+    if id.is_null() || len < 1 {
+        return note(cudaErrorInvalidValue);
+    }
+    // SAFETY: same contract.
+    unsafe { crate::gen::cudaDeviceGetPCIBusId(id, len, device) }
+}
+
 // ---- Kernel queries and settings ---------------------------------------------
 
 /// A kernel is named to the server by its host stub's address, which must
@@ -1125,7 +1147,13 @@ pub unsafe extern "C" fn cudaMallocAsync(
     _stream: *mut c_void,
 ) -> i32 {
     // SAFETY: the same contract.
-    unsafe { cudaMalloc(dev_ptr, size) }
+    let status = unsafe { cudaMalloc(dev_ptr, size) };
+    if status == cudaSuccess {
+        // SAFETY: cudaMalloc succeeded, so `dev_ptr` was checked non-NULL
+        // and written.
+        crate::pools::allocated(unsafe { *dev_ptr } as usize as u64);
+    }
+    status
 }
 
 pub extern "C" fn cudaFreeAsync(dev_ptr: *mut c_void, _stream: *mut c_void) -> i32 {
