@@ -131,12 +131,9 @@ pub unsafe extern "C" fn cudaMemPoolGetAttribute(
     attr: i32,
     value: *mut c_void,
 ) -> i32 {
-    let Some(device) = device_of(pool) else {
+    let Some(device) = device_of(pool).filter(|_| !value.is_null()) else {
         return note(cudaErrorInvalidValue);
     };
-    if value.is_null() {
-        return note(cudaErrorInvalidValue);
-    }
     let p = state().pools.get(&device).copied().unwrap_or_default();
     let v = match attr {
         ATTR_REUSE_FIRST..=ATTR_REUSE_LAST => {
@@ -163,12 +160,9 @@ pub unsafe extern "C" fn cudaMemPoolSetAttribute(
     attr: i32,
     value: *mut c_void,
 ) -> i32 {
-    let Some(device) = device_of(pool) else {
+    let Some(device) = device_of(pool).filter(|_| !value.is_null()) else {
         return note(cudaErrorInvalidValue);
     };
-    if value.is_null() {
-        return note(cudaErrorInvalidValue);
-    }
     let mut s = state();
     let p = s.pools.entry(device).or_default();
     match attr {
