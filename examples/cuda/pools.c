@@ -7,7 +7,10 @@
  *
  * `pools refused` adds what Wormhole refuses (interprocess handles, graph
  * capture, pool access from other devices), which differs from a GPU's
- * answers; the test checks those lines through Wormhole alone. */
+ * answers; the test checks those lines through Wormhole alone. `pools
+ * pinned` adds page-locked host memory as cudaPointerGetAttributes reports
+ * it (what PyTorch's Tensor.is_pinned asks), which a GPU answers the same
+ * way but the CPU stand-in does not implement: checked through Wormhole. */
 #include <stdio.h>
 #include <string.h>
 #include "wormhole_cuda_min.h"
@@ -34,6 +37,11 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, void **graph);
 cudaError_t cudaGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags);
 cudaError_t cudaGraphLaunch(void *exec, cudaStream_t s);
 cudaError_t cudaGraphDestroy(void *graph);
+cudaError_t cudaHostAlloc(void **p, size_t size, unsigned flags);
+cudaError_t cudaHostRegister(void *p, size_t size, unsigned flags);
+cudaError_t cudaHostUnregister(void *p);
+struct ptr_attributes { int type, device; void *device_pointer, *host_pointer; };
+cudaError_t cudaPointerGetAttributes(struct ptr_attributes *a, const void *p);
 
 enum { REUSE_FOLLOW = 1, RELEASE_THRESHOLD = 4, RESERVED_CURRENT = 5, USED_CURRENT = 7, USED_HIGH = 8 };
 
@@ -64,6 +72,32 @@ static void refused(cudaMemPool_t pool, cudaStream_t s) {
     int a = cudaMemPoolSetAccess(pool, &own, 1), b = cudaMemPoolSetAccess(pool, &own_read, 1);
     printf("pool access: own %d, own read-only %d, device 9 %d\n", a, b,
            cudaMemPoolSetAccess(pool, &absent, 1));
+}
+
+/* The memory type cudaPointerGetAttributes reports (1: page-locked host
+ * memory, 0: unregistered), or -1 if it failed. */
+static int type_of(const void *p) {
+    struct ptr_attributes a = {7, 7, NULL, NULL};
+    return cudaPointerGetAttributes(&a, p) == 0 ? a.type : -1;
+}
+
+static void pinned(void) {
+    void *h = NULL, *ha = NULL;
+    static char plain[8192];
+    int r = cudaMallocHost(&h, 4096);
+    printf("malloc host: %d, type %d, inside %d\n", r, type_of(h), type_of((char *)h + 4095));
+    r = cudaHostAlloc(&ha, 100, 0);
+    printf("host alloc: %d, type %d\n", r, type_of(ha));
+    printf("pageable: type %d\n", type_of(plain));
+    r = cudaHostRegister(plain, 4096, 0);
+    printf("register: %d, type %d, past it %d\n", r, type_of(plain + 100), type_of(plain + 4096));
+    printf("register again: %d\n", cudaHostRegister(plain + 100, 10, 0));
+    r = cudaHostUnregister(plain);
+    printf("unregister: %d, type %d, again %d\n", r, type_of(plain), cudaHostUnregister(plain));
+    printf("free pageable refused: %d\n", cudaFreeHost(plain) != 0);
+    r = cudaFreeHost(h);
+    printf("free host: %d, type %d\n", r, type_of(h));
+    printf("free host alloc: %d\n", cudaFreeHost(ha));
 }
 
 int main(int argc, char **argv) {
@@ -123,5 +157,6 @@ int main(int argc, char **argv) {
     printf("bus id to NULL: %d\n", cudaDeviceGetPCIBusId(NULL, 16, 0) != 0);
     printf("profiler: start %d, stop %d\n", cudaProfilerStart(), cudaProfilerStop());
     if (argc > 1 && strcmp(argv[1], "refused") == 0) refused(pool, s);
+    if (argc > 1 && strcmp(argv[1], "pinned") == 0) pinned();
     return 0;
 }

@@ -14,6 +14,9 @@ use wormhole_cuda_api::tracker::Alloc;
 use wormhole_cuda_api::wire::{Launch, Memcpy, SymbolCopy, MEMCPY_CHUNK};
 use wormhole_cuda_api::*;
 
+pub use crate::host::{
+    cudaFreeHost, cudaHostAlloc, cudaHostRegister, cudaHostUnregister, cudaMallocHost,
+};
 pub use crate::pools::{
     cudaDeviceGetDefaultMemPool, cudaMemPoolGetAttribute, cudaMemPoolSetAccess,
     cudaMemPoolSetAttribute, cudaMemPoolTrimTo,
@@ -333,8 +336,9 @@ struct PointerAttributes {
     host_pointer: *mut c_void,
 }
 
-/// Answered from the tracker, without a round trip: device memory is ours
-/// if the tracker knows it; anything else is unregistered host memory.
+/// Answered from the trackers, without a round trip: device memory is ours
+/// if the tracker knows it, page-locked host memory if `host` does, and
+/// anything else is unregistered host memory.
 ///
 /// # Safety
 /// `attributes` is NULL or writable.
@@ -353,11 +357,20 @@ pub unsafe extern "C" fn cudaPointerGetAttributes(
             device_pointer: ptr as *mut c_void,
             host_pointer: std::ptr::null_mut(),
         },
-        None => PointerAttributes {
-            kind: 0, // cudaMemoryTypeUnregistered
-            device: -2,
-            device_pointer: std::ptr::null_mut(),
-            host_pointer: ptr as *mut c_void,
+        None => match crate::host::find(ptr as usize as u64) {
+            // Page-locked, but out of the device's reach (host.rs).
+            Some(h) => PointerAttributes {
+                kind: 1, // cudaMemoryTypeHost
+                device: h.device,
+                device_pointer: std::ptr::null_mut(),
+                host_pointer: ptr as *mut c_void,
+            },
+            None => PointerAttributes {
+                kind: 0, // cudaMemoryTypeUnregistered
+                device: -2,
+                device_pointer: std::ptr::null_mut(),
+                host_pointer: ptr as *mut c_void,
+            },
         },
     };
     // SAFETY: checked non-NULL; the caller's contract.
@@ -368,7 +381,7 @@ pub unsafe extern "C" fn cudaPointerGetAttributes(
 /// Whether the runtime can initialise, as natively calls that need no
 /// device round trip still need a driver: the first such call asks the
 /// server (its answer, an initialisation failure or success, is kept).
-fn init_status() -> i32 {
+pub(crate) fn init_status() -> i32 {
     static S: OnceLock<i32> = OnceLock::new();
     *S.get_or_init(|| {
         let mut n = 0;
@@ -378,49 +391,6 @@ fn init_status() -> i32 {
             _ => cudaSuccess,
         }
     })
-}
-
-/// # Safety
-/// `ptr` is NULL or writable.
-pub unsafe extern "C" fn cudaMallocHost(ptr: *mut *mut c_void, size: usize) -> i32 {
-    if ptr.is_null() {
-        return note(cudaErrorInvalidValue);
-    }
-    let init = init_status();
-    if init != cudaSuccess {
-        return note(init);
-    }
-    let mut p = std::ptr::null_mut();
-    // SAFETY: posix_memalign writes `p` on success.
-    if unsafe { libc::posix_memalign(&mut p, 4096, size.max(1)) } != 0 {
-        return note(cudaErrorMemoryAllocation);
-    }
-    // SAFETY: checked non-NULL.
-    unsafe { *ptr = p };
-    cudaSuccess
-}
-
-/// # Safety
-/// As for [`cudaMallocHost`].
-pub unsafe extern "C" fn cudaHostAlloc(ptr: *mut *mut c_void, size: usize, _flags: u32) -> i32 {
-    // SAFETY: same contract.
-    unsafe { cudaMallocHost(ptr, size) }
-}
-
-/// # Safety
-/// `ptr` is NULL or from [`cudaMallocHost`].
-pub unsafe extern "C" fn cudaFreeHost(ptr: *mut c_void) -> i32 {
-    // SAFETY: the caller's contract: our posix_memalign'd block or NULL.
-    unsafe { libc::free(ptr) };
-    cudaSuccess
-}
-
-pub extern "C" fn cudaHostRegister(_ptr: *mut c_void, _size: usize, _flags: u32) -> i32 {
-    cudaSuccess
-}
-
-pub extern "C" fn cudaHostUnregister(_ptr: *mut c_void) -> i32 {
-    cudaSuccess
 }
 
 // ---- Kernels ----------------------------------------------------------------
