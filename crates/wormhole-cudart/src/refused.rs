@@ -8,6 +8,8 @@
 //!   that the server would have to vouch for.
 //! - **Graphs:** stream capture is not forwarded, so no stream ever
 //!   captures (cudaStreamIsCapturing says so) and no graph exists.
+//! - **Cooperative launches:** refused as the extensible launch refuses
+//!   them (`overrides::cudaLaunchKernelExC`).
 #![allow(non_snake_case)] // the C names of the entry points
 
 use std::ffi::{c_char, c_void};
@@ -15,7 +17,7 @@ use std::ffi::{c_char, c_void};
 use wormhole_cuda_api::*;
 
 use crate::rt::note;
-use crate::IpcHandle;
+use crate::{Dim3, IpcHandle};
 
 pub extern "C" fn cudaIpcGetMemHandle(_handle: *mut c_void, _dev_ptr: *mut c_void) -> i32 {
     note(cudaErrorNotSupported)
@@ -96,4 +98,15 @@ pub extern "C" fn cudaGraphDebugDotPrint(
     _flags: u32,
 ) -> i32 {
     note(cudaErrorInvalidValue)
+}
+
+pub extern "C" fn cudaLaunchCooperativeKernel(
+    _func: *const c_void,
+    _grid: Dim3,
+    _block: Dim3,
+    _args: *mut *mut c_void,
+    _shared_mem: usize,
+    _stream: *mut c_void,
+) -> i32 {
+    note(cudaErrorNotSupported)
 }
