@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "lenet_kernels.h"
 
@@ -45,14 +46,33 @@ int cudaMemGetInfo(size_t *free_b, size_t *total) {
     if (total) *total = CPU_DEVICE_MEMORY;
     return 0;
 }
-/* cudaDeviceProp as CUDA 12 and 13 lay it out: the name at 0,
- * totalGlobalMem at 288; the rest zero. */
+/* cudaDeviceProp as CUDA 13 lays it out (offsets from its
+ * driver_types.h): the name at 0, the sizes and limits of an sm_90 part
+ * with two multiprocessors (frameworks size launches by them, and divide
+ * by the count); the rest zero. */
+static void put_int(void *prop, size_t at, int v) { memcpy((char *)prop + at, &v, sizeof v); }
+static void put_size(void *prop, size_t at, size_t v) { memcpy((char *)prop + at, &v, sizeof v); }
 int cudaGetDeviceProperties(void *prop, int device) {
     if (device != 0) return 101;
     memset(prop, 0, 1008);
     strcpy((char *)prop, "CPU stand-in");
-    size_t mem = CPU_DEVICE_MEMORY;
-    memcpy((char *)prop + 288, &mem, sizeof mem);
+    put_size(prop, 288, CPU_DEVICE_MEMORY); /* totalGlobalMem */
+    put_size(prop, 296, 48 << 10);          /* sharedMemPerBlock */
+    put_int(prop, 304, 65536);              /* regsPerBlock */
+    put_int(prop, 308, 32);                 /* warpSize */
+    put_int(prop, 320, 1024);               /* maxThreadsPerBlock */
+    put_int(prop, 324, 1024);               /* maxThreadsDim */
+    put_int(prop, 328, 1024);
+    put_int(prop, 332, 64);
+    put_int(prop, 336, 0x7fffffff);         /* maxGridSize */
+    put_int(prop, 340, 65535);
+    put_int(prop, 344, 65535);
+    put_int(prop, 360, 9);                  /* major */
+    put_int(prop, 364, 0);                  /* minor */
+    put_int(prop, 384, 2);                  /* multiProcessorCount */
+    put_int(prop, 596, 1 << 20);            /* l2CacheSize */
+    put_int(prop, 604, 2048);               /* maxThreadsPerMultiProcessor */
+    put_size(prop, 624, 228 << 10);         /* sharedMemPerMultiprocessor */
     return 0;
 }
 int cudaMemcpy(void *d, const void *s, size_t n, int kind) { (void)kind; memmove(d, s, n); return 0; }
@@ -209,6 +229,39 @@ int cudaProfilerStart(void) { return 0; }
 int cudaProfilerStop(void) { return 0; }
 static __thread int capture_mode;
 int cudaThreadExchangeStreamCaptureMode(int *mode) { int old = capture_mode; capture_mode = *mode; *mode = old; return 0; }
+
+/* Events: work here is done when it is enqueued, so an event is complete
+ * once recorded; it keeps when that was, for cudaEventElapsedTime. */
+struct event { unsigned flags; int recorded; struct timespec at; };
+int cudaEventCreateWithFlags(void **e, unsigned flags) {
+    struct event *v = calloc(1, sizeof *v);
+    if (!v) return 2;
+    v->flags = flags;
+    *e = v;
+    return 0;
+}
+int cudaEventCreate(void **e) { return cudaEventCreateWithFlags(e, 0); }
+int cudaEventRecord(void *e, void *s) {
+    struct event *v = e;
+    (void)s;
+    v->recorded = 1;
+    clock_gettime(CLOCK_MONOTONIC, &v->at);
+    return 0;
+}
+int cudaEventRecordWithFlags(void *e, void *s, unsigned f) { (void)f; return cudaEventRecord(e, s); }
+int cudaEventSynchronize(void *e) { (void)e; return 0; }
+int cudaEventQuery(void *e) { (void)e; return 0; }
+int cudaEventElapsedTime(float *ms, void *a, void *b) {
+    struct event *x = a, *y = b;
+    if (!ms) return 1;
+    /* cudaEventDisableTiming, or never recorded: cudaErrorInvalidResourceHandle. */
+    if ((x->flags | y->flags) & 2 || !x->recorded || !y->recorded) return 400;
+    *ms = (float)((y->at.tv_sec - x->at.tv_sec) * 1e3 + (y->at.tv_nsec - x->at.tv_nsec) / 1e6);
+    return 0;
+}
+int cudaEventDestroy(void *e) { free(e); return 0; }
+int cudaStreamWaitEvent(void *s, void *e, unsigned f) { (void)s; (void)e; (void)f; return 0; }
+int cudaStreamQuery(void *s) { (void)s; return 0; }
 
 /* ---- Kernels ------------------------------------------------------------- */
 /* Registration keeps each kernel's name by the host address the server

@@ -1,0 +1,113 @@
+"""How far PyTorch gets on CUDA: a list of steps, from CUDA's start to
+kernels and cuBLAS, each run on its own and reported as `ok STEP: detail`
+or `FAIL STEP: error`, so one run records exactly where a backend stops
+(issue 6). Results are checked against the same computation on the CPU.
+
+    python3 tests/apps/pytorch_steps.py
+
+scripts/try-pytorch.sh runs it through Wormhole; run natively, it is the
+reference.
+"""
+import sys
+
+import torch
+
+
+def steps():
+    """(name, function returning a detail string) in the order run."""
+    state = {}
+
+    def available():
+        assert torch.cuda.is_available(), "torch.cuda.is_available() is False"
+        return f"{torch.cuda.device_count()} device(s)"
+
+    def properties():
+        p = torch.cuda.get_device_properties(0)
+        return f"{p.name}, {p.total_memory >> 20} MiB"
+
+    def to_device():
+        x = torch.arange(1 << 16, dtype=torch.float32)
+        state["x"], state["y"] = x, x.to("cuda")
+        return str(state["y"].device)
+
+    def back():
+        assert torch.equal(state["y"].cpu(), state["x"]), "values differ"
+        return "64 Ki floats round trip"
+
+    def pinned():
+        p = torch.arange(6.0).pin_memory()
+        assert p.is_pinned(), "not reported as pinned"
+        q = p.to("cuda", non_blocking=True)
+        r = torch.empty(6).pin_memory()
+        r.copy_(q, non_blocking=True)
+        torch.cuda.synchronize()
+        assert torch.equal(r, p), "values differ"
+        return "pinned, copied both ways without blocking"
+
+    def streams_and_events():
+        s = torch.cuda.Stream()
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        with torch.cuda.stream(s):
+            start.record()
+            z = state["y"].clone()
+            end.record()
+        torch.cuda.synchronize()
+        assert torch.equal(z.cpu(), state["x"]), "clone on a side stream differs"
+        return f"clone on a side stream, {start.elapsed_time(end):.3f} ms by events"
+
+    def memory():
+        held = torch.cuda.memory_allocated()
+        torch.cuda.empty_cache()
+        free, total = torch.cuda.mem_get_info()
+        return f"{held} B allocated, {free >> 20} of {total >> 20} MiB free"
+
+    def kernel():
+        z = (state["y"] * 2 + 1).sum()
+        want = (state["x"] * 2 + 1).sum()
+        assert torch.isclose(z.cpu(), want), f"{z.item()} != {want.item()}"
+        return f"sum(2x+1) = {z.item():.0f}"
+
+    def matmul():
+        a = torch.randn(64, 32, generator=torch.Generator().manual_seed(1))
+        b = torch.randn(32, 16, generator=torch.Generator().manual_seed(2))
+        c = (a.cuda() @ b.cuda()).cpu()
+        assert torch.allclose(c, a @ b, atol=1e-4), "product differs"
+        return "64x32 @ 32x16 (cuBLAS)"
+
+    def random():
+        g = torch.Generator(device="cuda").manual_seed(3)
+        r = torch.rand(1000, device="cuda", generator=g)
+        m = r.mean().item()
+        assert 0.4 < m < 0.6, f"mean {m}"
+        return f"mean of 1000 uniforms {m:.3f}"
+
+    return [
+        ("cuda available", available),
+        ("device properties", properties),
+        ("copy to the device", to_device),
+        ("copy back", back),
+        ("pinned memory", pinned),
+        ("streams and events", streams_and_events),
+        ("memory queries", memory),
+        ("a kernel", kernel),
+        ("matmul", matmul),
+        ("random numbers", random),
+    ]
+
+
+def main():
+    print(f"ok import: torch {torch.__version__}, CUDA {torch.version.cuda}")
+    failed = 0
+    for name, f in steps():
+        try:
+            print(f"ok {name}: {f()}", flush=True)
+        except Exception as e:  # a step's failure is the record, not the end
+            failed += 1
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            print(f"FAIL {name}: {first}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
