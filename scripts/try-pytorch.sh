@@ -3,17 +3,18 @@
 # record exactly how far it gets"). Runs tests/apps/pytorch_steps.py, which
 # reports each step (CUDA's start, copies, pinned memory, streams and
 # events, memory queries, a kernel, a cuBLAS matmul, random numbers) as ok
-# or FAIL, with the client's libcudart.so.13 stand-in preloaded in place of
-# the wheel's. Not run by CI: PyTorch with its NVIDIA wheels is about 5 GB.
+# or FAIL, with the client's stand-ins for libcudart.so.13, libcublas.so.13
+# and libcurand.so.10 preloaded in place of the wheel's. Not run by CI:
+# PyTorch with its NVIDIA wheels is about 5 GB.
 #
 # With a GPU (nvidia-smi works): the server loads NVIDIA's libcudart.so.13
 # (PyTorch's wheel, or the system's), and the steps run natively first, as
 # the reference.
 # Without one: the server runs on the CPU stand-in (examples/cuda/
-# cpu_device.c), which runs no PyTorch kernel, and the client gets the one
-# call of NVIDIA's driver library that PyTorch needs to start
-# (examples/cuda/cpu_driver.c), since Wormhole does not forward the driver
-# API. The record then ends at the first kernel.
+# cpu_device.c), which runs no PyTorch kernel but has a CPU SGEMM, and the
+# client gets the few calls of NVIDIA's driver library that PyTorch makes
+# itself (examples/cuda/cpu_driver.c), since Wormhole does not forward the
+# driver API. Kernels then fail with a CUDA error; cuBLAS runs.
 #
 # PyTorch: python3's if it imports a CUDA 13 build of torch; else PyTorch
 # 2.11.0 is installed from PyPI into target/torch-venv. WORMHOLE_BIN: where
@@ -48,13 +49,16 @@ echo "== $("$py" -c 'import torch; print("torch", torch.__version__)')"
 
 bin=${WORMHOLE_BIN:-}
 if [ -z "$bin" ]; then
-  cargo build -q -p wormhole-server -p wormhole-cudart-13
+  cargo build -q -p wormhole-server -p wormhole-cudart-13 -p wormhole-cublas-13 -p wormhole-curand-10
   bin=target/debug
 fi
 # A bundle carries the OpenCL ICD loader the server links.
 ocl=""; [ -d "$bin/ocl" ] && ocl=":$bin/ocl"
 lib="$work/lib"; mkdir -p "$lib"
 cp "$bin/libwormhole_cudart13.so" "$lib/libcudart.so.13"
+cp "$bin/libwormhole_cublas13.so" "$lib/libcublas.so.13"
+cp "$bin/libwormhole_curand10.so" "$lib/libcurand.so.10"
+preload="$lib/libcudart.so.13:$lib/libcublas.so.13:$lib/libcurand.so.10"
 
 steps=("$py" -W ignore tests/apps/pytorch_steps.py)
 if nvidia-smi >/dev/null 2>&1; then
@@ -69,7 +73,7 @@ else
   echo "== no GPU: the server runs on the CPU stand-in"
   cpu="$work/cpu"; mkdir -p "$cpu"
   gcc -shared -fPIC -O2 -Wall -Werror -o "$cpu/libcpudevice.so" examples/cuda/cpu_device.c -lm
-  ln -s libcpudevice.so "$cpu/libcudart.so.13"
+  for n in libcudart.so.13 libcublas.so.13 libcurand.so.10; do ln -s libcpudevice.so "$cpu/$n"; done
   gcc -shared -fPIC -O2 -Wall -Werror -Wl,-soname,libcuda.so.1 -o "$lib/libcuda.so.1" examples/cuda/cpu_driver.c
   server_env=(env LD_LIBRARY_PATH="$cpu$ocl")
   runtime="$cpu/libcudart.so.13"
@@ -80,7 +84,7 @@ fi
 server_pid=$!
 for _ in $(seq 100); do [ -S "$work/s.sock" ] && break; sleep 0.1; done
 echo "== through Wormhole (shared memory, one local server)"
-timeout 600 env WORMHOLE_SERVER="$work/s.sock" LD_PRELOAD="$lib/libcudart.so.13" \
+timeout 600 env WORMHOLE_SERVER="$work/s.sock" LD_PRELOAD="$preload" \
   LD_LIBRARY_PATH="$client_path${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "${steps[@]}" | tee "$work/steps.txt" || true
 mkdir -p target && cp "$work/steps.txt" target/try-pytorch.txt
 echo "== $(grep -c '^ok' target/try-pytorch.txt) steps ok, $(grep -c '^FAIL' target/try-pytorch.txt) failed (target/try-pytorch.txt)"

@@ -353,13 +353,21 @@ int __cudaLaunchKernel(const void *k, struct dim3 g, struct dim3 b, void **args,
 const char *cudaGetErrorString(int e) { return e ? "error on the CPU stand-in" : "no error"; }
 
 /* ---- cuBLAS -------------------------------------------------------------- */
-struct blas { void *stream; int mode; int math; };
+struct blas { void *stream; int mode; int math; void *workspace; size_t workspace_bytes; };
 #define H ((struct blas *)h)
 int cublasCreate_v2(void **h) { if (!h) return 7; *h = calloc(1, sizeof(struct blas)); return *h ? 0 : 3; }
 int cublasDestroy_v2(void *h) { if (!h) return 1; free(h); return 0; }
 int cublasSetStream_v2(void *h, void *s) { if (!h) return 1; H->stream = s; return 0; }
 int cublasSetPointerMode_v2(void *h, int m) { if (!h) return 1; if (m != 0 && m != 1) return 7; H->mode = m; return 0; }
 int cublasSetMathMode(void *h, int m) { if (!h) return 1; H->math = m; return 0; }
+int cublasGetMathMode(void *h, int *m) { if (!h) return 1; if (!m) return 7; *m = H->math; return 0; }
+/* Kept, never used: this device's BLAS needs no scratch memory. */
+int cublasSetWorkspace_v2(void *h, void *w, size_t bytes) {
+    if (!h) return 1;
+    H->workspace = w;
+    H->workspace_bytes = bytes;
+    return 0;
+}
 
 #define AT(M, ld, i, j) (M)[(size_t)(i) + (size_t)(j) * (size_t)(ld)]
 #define GEMM(NAME, T)                                                                                  \
@@ -392,6 +400,31 @@ int cublasSgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, cons
                               int ldc, long long sc, int batch) {
     if (!h) return 1;
     for (int b = 0; b < batch; b++) sgemm_one(ta, tb, m, n, k, *al, A + b * sa, lda, B + b * sb, ldb, *be, C + b * sc, ldc);
+    return 0;
+}
+int cublasDgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, const double *al, const double *A,
+                              int lda, long long sa, const double *B, int ldb, long long sb, const double *be,
+                              double *C, int ldc, long long sc, int batch) {
+    if (!h) return 1;
+    for (int b = 0; b < batch; b++) dgemm_one(ta, tb, m, n, k, *al, A + b * sa, lda, B + b * sb, ldb, *be, C + b * sc, ldc);
+    return 0;
+}
+int cublasDgemv_v2(void *h, int t, int m, int n, const double *al, const double *A, int lda, const double *x,
+                   int incx, const double *be, double *y, int incy) {
+    if (!h) return 1;
+    int rows = t ? n : m, cols = t ? m : n;
+    for (int i = 0; i < rows; i++) {
+        double s = 0;
+        for (int j = 0; j < cols; j++) s += (t ? AT(A, lda, j, i) : AT(A, lda, i, j)) * x[j * incx];
+        y[i * incy] = *al * s + (*be == 0 ? 0 : *be * y[i * incy]);
+    }
+    return 0;
+}
+int cublasDdot_v2(void *h, int n, const double *x, int incx, const double *y, int incy, double *r) {
+    if (!h) return 1;
+    double s = 0;
+    for (int i = 0; i < n; i++) s += x[i * incx] * y[i * incy];
+    *r = s;
     return 0;
 }
 int cublasSgemv_v2(void *h, int t, int m, int n, const float *al, const float *A, int lda, const float *x, int incx,

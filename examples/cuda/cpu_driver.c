@@ -13,3 +13,20 @@ int cuDevicePrimaryCtxGetState(int dev, unsigned *flags, int *active) {
     *active = 0;
     return 0;
 }
+/* Before it creates a cuBLAS handle, PyTorch makes sure the thread has a
+ * context: none is current in the client (its runtime calls run in the
+ * tenant), so it retains the device's primary context and makes it
+ * current. Both are bookkeeping here: the context is the tenant's. */
+static int primary;
+int cuCtxGetCurrent(void **ctx) {
+    if (!ctx) return 1;
+    *ctx = 0;
+    return 0;
+}
+int cuDevicePrimaryCtxRetain(void **ctx, int dev) {
+    if (!ctx) return 1;
+    if (dev != 0) return 101; /* CUDA_ERROR_INVALID_DEVICE */
+    *ctx = &primary;
+    return 0;
+}
+int cuCtxSetCurrent(void *ctx) { return ctx == 0 || ctx == &primary ? 0 : 201; /* CUDA_ERROR_INVALID_CONTEXT */ }

@@ -1,13 +1,16 @@
 /* cuBLAS through cudart device memory: SGEMM (both transposes), strided
  * batched SGEMM, DGEMM, SGEMV, SGER and the level-1 calls a training loop
  * uses (axpy, scal, copy, dot, nrm2, amax), in host and device pointer
- * mode, on a stream of its own. Checks every result against a CPU
+ * mode, on a stream of its own; then what PyTorch adds in double precision
+ * (strided batched DGEMM, DGEMV, DDOT) and its handle settings (a
+ * workspace, the math mode). Checks every result against a CPU
  * reference and prints a digest of each result's bytes: run natively and
  * through Wormhole on the same GPU, the digests must be identical
  * (scripts/gpu-validate-cuda.sh compares them). Lines starting "time:"
  * are timings (not compared). Without a usable GPU it stops at the first
  * failing call with the library's message and exits 2.
- * Usage: sgemm [N]   (default 512) */
+ * Usage: sgemm [N [refused]]   (default 512; `refused` also prints the
+ * status of a complex GEMM, which Wormhole refuses: CUBLAS_STATUS_NOT_SUPPORTED) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +170,43 @@ int main(int argc, char **argv) {
     printf("digest level1: %016llx %016llx %016llx %d\n", (unsigned long long)(sample_digest(hy, n * 4) ^ sample_digest(hx, n * 4)),
            (unsigned long long)sample_digest(&dot, sizeof dot), (unsigned long long)sample_digest(&nrm, sizeof nrm), amax);
 
+    /* What PyTorch sets on every handle, then double precision. */
+    void *workspace;
+    CHECK_CUDA(cudaMalloc(&workspace, 1 << 20));
+    CHECK_BLAS(cublasSetWorkspace_v2(h, workspace, 1 << 20));
+    int math = -1;
+    CHECK_BLAS(cublasGetMathMode(h, &math));
+    printf("%-28s %d %s\n", "math mode", math, math == CUBLAS_DEFAULT_MATH ? "ok" : "WRONG");
+    if (math != CUBLAS_DEFAULT_MATH) failures++;
+    /* Two 32 x 32 products along hd (A's first 2048 elements, in double). */
+    CHECK_BLAS(cublasDgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, bm, bm, bm, &done, dD, bm, stride, dD, bm, stride,
+                                         &dzero, dE, bm, stride, 2));
+    CHECK_CUDA(cudaMemcpy(hd2, dE, 2 * stride * sizeof(double), cudaMemcpyDeviceToHost));
+    for (int b = 0; b < 2; b++) ref_gemm(0, 0, bm, bm, bm, A + b * stride, bm, A + b * stride, bm, R + b * stride);
+    for (int i = 0; i < 2 * stride; i++) C[i] = (float)hd2[i];
+    compare("dgemm strided batched", C, R, 2 * (size_t)stride, 1e-6);
+    /* y = A x and x . y on the first 64 x 64 block, in double. */
+    double *dvx, *dvy, hv[64], ddot = 0;
+    CHECK_CUDA(cudaMalloc((void **)&dvx, dm * sizeof(double)));
+    CHECK_CUDA(cudaMalloc((void **)&dvy, dm * sizeof(double)));
+    for (int i = 0; i < dm; i++) hv[i] = x[i];
+    CHECK_CUDA(cudaMemcpy(dvx, hv, dm * sizeof(double), cudaMemcpyHostToDevice));
+    CHECK_BLAS(cublasDgemv_v2(h, CUBLAS_OP_N, dm, dm, &done, dD, dm, dvx, 1, &dzero, dvy, 1));
+    CHECK_CUDA(cudaMemcpy(hv, dvy, dm * sizeof(double), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < dm; i++) { double s = 0; for (int j = 0; j < dm; j++) s += (double)A[i + (size_t)j * dm] * x[j]; R[i] = s; }
+    for (int i = 0; i < dm; i++) C[i] = (float)hv[i];
+    compare("dgemv N", C, R, dm, 1e-6);
+    CHECK_BLAS(cublasDdot_v2(h, dm, dvx, 1, dvy, 1, &ddot));
+    double rddot = 0;
+    for (int i = 0; i < dm; i++) rddot += (double)x[i] * R[i];
+    float fdd = (float)ddot;
+    compare("ddot", &fdd, &rddot, 1, 1e-6);
+    printf("digest double: %016llx %016llx\n", (unsigned long long)sample_digest(hd2, 2 * stride * sizeof(double)),
+           (unsigned long long)sample_digest(&ddot, sizeof ddot));
+
+    if (argc > 2 && strcmp(argv[2], "refused") == 0)
+        printf("cgemm: status %d\n", cublasCgemm_v2(h, 0, 0, 1, 1, 1, NULL, NULL, 1, NULL, 1, NULL, NULL, 1));
+
     /* Throughput: back-to-back SGEMMs on the stream. */
     int reps = 20;
     CHECK_CUDA(cudaDeviceSynchronize());
@@ -179,7 +219,7 @@ int main(int argc, char **argv) {
 
     CHECK_BLAS(cublasDestroy_v2(h));
     CHECK_CUDA(cudaStreamDestroy(stream));
-    cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(dx); cudaFree(dy); cudaFree(dres); cudaFree(dD); cudaFree(dE);
+    cudaFree(dA); cudaFree(dB); cudaFree(dC); cudaFree(dx); cudaFree(dy); cudaFree(dres); cudaFree(dD); cudaFree(dE); cudaFree(dvx); cudaFree(dvy); cudaFree(workspace);
     printf("%s\n", failures ? "WRONG" : "correct");
     return failures ? 1 : 0;
 }

@@ -43,6 +43,17 @@ cublasStatus_t cublasScopy_v2(cublasHandle_t h, int n, const float *x, int incx,
 cublasStatus_t cublasSdot_v2(cublasHandle_t h, int n, const float *x, int incx, const float *y, int incy, float *r);
 cublasStatus_t cublasSnrm2_v2(cublasHandle_t h, int n, const float *x, int incx, float *r);
 cublasStatus_t cublasIsamax_v2(cublasHandle_t h, int n, const float *x, int incx, int *r);
+cublasStatus_t cublasGetMathMode(cublasHandle_t handle, int *mode);
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace, size_t bytes);
+cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, int ta, int tb, int m, int n, int k, const double *alpha,
+                                         const double *A, int lda, long long sA, const double *B, int ldb, long long sB,
+                                         const double *beta, double *C, int ldc, long long sC, int batch);
+cublasStatus_t cublasDgemv_v2(cublasHandle_t h, int t, int m, int n, const double *alpha, const double *A, int lda,
+                              const double *x, int incx, const double *beta, double *y, int incy);
+/* Refused by Wormhole (CUBLAS_STATUS_NOT_SUPPORTED); only its status is read. */
+cublasStatus_t cublasCgemm_v2(cublasHandle_t h, int ta, int tb, int m, int n, int k, const void *alpha,
+                              const void *A, int lda, const void *B, int ldb, const void *beta, void *C, int ldc);
+cublasStatus_t cublasDdot_v2(cublasHandle_t h, int n, const double *x, int incx, const double *y, int incy, double *r);
 
 typedef int curandStatus_t;
 typedef struct curandGenerator_st *curandGenerator_t;

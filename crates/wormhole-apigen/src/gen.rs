@@ -858,9 +858,13 @@ fn impl_module(f: &Func) -> &'static str {
     }
 }
 
-/// The functions a stand-in library exports, in description order.
+/// The functions a stand-in library exports, in description order: all
+/// of them. An `unsupported` one answers the API's unsupported status
+/// without being forwarded, which a program (or a framework whose loader
+/// binds every symbol at once, as Python's does) can survive where a
+/// missing symbol stops it.
 fn exported(api: &Api) -> impl Iterator<Item = &Func> {
-    api.funcs.iter().filter(|f| !f.attrs.unsupported)
+    api.funcs.iter()
 }
 
 /// Versioned trampolines for every exported function, jumping to `target`.
@@ -1076,13 +1080,16 @@ mod forward_tests {
                    fn c(x: h) -> status unsupported;";
         let api = parse(src).expect("parse");
         let fwd = gen_forwarders(&api, "libx.so.1");
-        assert!(fwd.contains("pub const FORWARD_LEN: usize = 2;"));
+        assert!(fwd.contains("pub const FORWARD_LEN: usize = 3;"));
         assert!(fwd.contains("match table(0)"));
         assert!(fwd.contains("unsafe extern \"C\" fn(*mut c_void, i64, f32, f64) -> i32"));
         assert!(fwd.contains("None => fallback_status()"));
         assert!(fwd.contains("None => fallback_name()"));
         assert!(fwd.contains(".symver wormhole_x_b, b@@libx.so.1"));
-        assert!(!fwd.contains("wormhole_x_c"), "unsupported: not exported");
+        assert!(
+            fwd.contains(".symver wormhole_x_c, c@@libx.so.1"),
+            "unsupported: exported, to refuse"
+        );
         let table = gen_forward_table(&api);
         assert!(table.contains("        a as *const () as usize,\n        overrides::b as"));
         // Both sides agree on the fingerprint; another signature changes it.

@@ -221,12 +221,27 @@ mod by_mode {
     }
 
     /// # Safety
-    /// `p` points to 4 writable bytes when `host`.
-    pub unsafe fn take_result(host: bool, r: &mut Reply, p: *mut c_void) -> Result<(), i32> {
-        if host {
-            let v = r.with(|d| d.u32().map_err(|_| blas::CUBLAS_STATUS_INTERNAL_ERROR))?;
-            // SAFETY: caller's contract.
-            unsafe { std::ptr::write_unaligned(p as *mut u32, v) };
+    /// `p` points to N (4 or 8) writable bytes when `host`.
+    pub unsafe fn take_result<const N: usize>(
+        host: bool,
+        r: &mut Reply,
+        p: *mut c_void,
+    ) -> Result<(), i32> {
+        if !host {
+            return Ok(());
+        }
+        let bad = |_| blas::CUBLAS_STATUS_INTERNAL_ERROR;
+        match N {
+            4 => {
+                let v = r.with(|d| d.u32().map_err(bad))?;
+                // SAFETY: caller's contract: 4 writable bytes.
+                unsafe { std::ptr::write_unaligned(p as *mut u32, v) };
+            }
+            _ => {
+                let v = r.with(|d| d.u64().map_err(bad))?;
+                // SAFETY: caller's contract: 8 writable bytes.
+                unsafe { std::ptr::write_unaligned(p as *mut u64, v) };
+            }
         }
         Ok(())
     }
@@ -253,7 +268,7 @@ scalar_in!(hf32, f32, 4);
 scalar_in!(hf64, f64, 8);
 
 macro_rules! result_out {
-    ($name:ident, $t:ty) => {
+    ($name:ident, $t:ty, $n:literal) => {
         /// A result (dot, nrm2, amax), by the handle's pointer mode.
         pub mod $name {
             use super::*;
@@ -269,13 +284,14 @@ macro_rules! result_out {
                 _h: *mut c_void,
             ) -> Result<(), i32> {
                 // SAFETY: the caller's contract.
-                unsafe { by_mode::take_result(host, r, p as *mut c_void) }
+                unsafe { by_mode::take_result::<$n>(host, r, p as *mut c_void) }
             }
         }
     };
 }
-result_out!(rf32, f32);
-result_out!(ri32, i32);
+result_out!(rf32, f32, 4);
+result_out!(rf64, f64, 8);
+result_out!(ri32, i32, 4);
 
 /// Hand-written cuBLAS functions: those the description marks
 /// `client-only` or `client-override`, with its C signatures.

@@ -233,6 +233,7 @@ pub mod custom {
     by_mode!(hf32, f32, true);
     by_mode!(hf64, f64, true);
     by_mode!(rf32, f32, false);
+    by_mode!(rf64, f64, false);
     by_mode!(ri32, i32, false);
 }
 
@@ -368,6 +369,11 @@ pub mod checks {
         t.owned(x, ex)?;
         t.owned(y, ey)?;
         t.owned(a, ea)
+    }
+
+    /// `bytes` from `p` (none: NULL passes, as cuBLAS takes it).
+    pub fn range(t: &Tenant, p: *mut c_void, bytes: usize) -> Result<(), i32> {
+        t.owned(p, bytes as u64)
     }
 
     pub fn vector(t: &Tenant, n: i32, x: *mut c_void, incx: i32, elem: u64) -> Result<(), i32> {
