@@ -73,6 +73,21 @@ pub fn gen_common(api: &Api) -> String {
         asyncs.join(" | ")
     });
     o.push_str(")\n}\n\n");
+    o.push_str("/// Whether a function returns no status (C `void`, or what the client\n/// makes itself): a failure of one sent without waiting is not a deferred\n/// failure for a later call to report.\n");
+    o.push_str("#[allow(clippy::manual_range_patterns)]\n");
+    o.push_str("pub fn no_status(func: u32) -> bool {\n    matches!(func, ");
+    let voids: Vec<String> = api
+        .funcs
+        .iter()
+        .filter(|f| matches!(&f.ret, Ret::Custom { .. }))
+        .map(|f| f.id.to_string())
+        .collect();
+    o.push_str(&if voids.is_empty() {
+        "u32::MAX".to_string()
+    } else {
+        voids.join(" | ")
+    });
+    o.push_str(")\n}\n\n");
     o.push_str("/// What the value of an info parameter holds, when it holds handles.\n");
     o.push_str("pub fn info_handle(func: u32, param: u32) -> Option<InfoHandle> {\n    match (func, param) {\n");
     for f in &api.funcs {

@@ -511,7 +511,10 @@ fn check(api: &Api) -> Result<(), String> {
                         | Ty::Callback { .. }
                 )
             });
-            let ret_ok = matches!(f.ret, Ret::Status | Ret::New(_));
+            // A hand-written (`manual`) client makes what a custom return
+            // is itself (nvcc's registrations: a module handle, nothing).
+            let ret_ok = matches!(f.ret, Ret::Status | Ret::New(_))
+                || (f.attrs.manual && matches!(f.ret, Ret::Custom { .. }));
             if has_outputs || !ret_ok || f.attrs.syncpoint {
                 return Err(format!(
                     "{}: an async call can return only a status and new handles the client names",

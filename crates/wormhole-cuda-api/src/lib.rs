@@ -303,6 +303,17 @@ impl Library {
         }
     }
 
+    /// Whether `func` returns no status (kernel registration), so that a
+    /// failure of it sent without waiting has nothing for a later call to
+    /// report: it shows where the API shows it (at the launch).
+    pub fn no_status(self, func: u32) -> bool {
+        match self {
+            Library::Runtime => no_status(func),
+            Library::Blas => blas::no_status(func),
+            Library::Rand => rand::no_status(func),
+        }
+    }
+
     /// What a call answers where the library cannot be reached (no server,
     /// no library on the server): NVIDIA's answer on a machine without the
     /// driver, for the calls that create handles (cudaErrorInsufficientDriver,

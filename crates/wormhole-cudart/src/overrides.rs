@@ -405,9 +405,48 @@ struct Module {
 }
 
 /// A registered kernel, by host stub address.
-#[derive(Clone)]
 struct Func {
-    layout: Option<Kernel>,
+    module: &'static Module,
+    name: Box<[u8]>,
+    /// Found at its first launch, not at registration: a framework
+    /// registers thousands of kernels (PyTorch, about 20,000) and launches
+    /// few, and finding one may inflate compressed cubins (natively, CUDA
+    /// loads modules lazily too). `Some(None)`: in no cubin we could read.
+    layout: Option<Option<Kernel>>,
+}
+
+/// The layout of the kernel whose host stub is `host`, found at first
+/// use. `Err`: not registered; `Ok(None)`: no readable layout.
+fn kernel_layout(host: u64) -> Result<Option<Kernel>, i32> {
+    let mut all = funcs();
+    let f = all.get_mut(&host).ok_or(cudaErrorInvalidDeviceFunction)?;
+    if f.layout.is_none() {
+        let m = f.module;
+        let found = match m
+            .layouts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .find(m.image, &f.name)
+        {
+            Ok(k) => k.cloned(),
+            Err(e) => {
+                rt::log(&format!("fat binary: {e}"));
+                None
+            }
+        };
+        f.layout = Some(found);
+    }
+    Ok(f.layout.clone().flatten())
+}
+
+/// Sends a registration without waiting for its answer: registering
+/// returns nothing, and a library registers a call per kernel (PyTorch,
+/// about 20,000 at import). The first of each kind waits, as every
+/// deferred call's does; a failure after it is reported by the next
+/// synchronising call, and the kernel's launches fail.
+fn post_registration(c: Call<'static>) {
+    // The runtime's last error is not touched: registration has no status.
+    let _ = c.finish_async_as(false, |r| (r.raw_status(), cudaSuccess));
 }
 
 fn funcs() -> MutexGuard<'static, HashMap<u64, Func>> {
@@ -451,13 +490,11 @@ pub unsafe extern "C" fn __cudaRegisterFatBinary(fat_cubin: *mut c_void) -> *mut
                 Ok(l) => (image, layouts) = (fb, l),
                 Err(e) => rt::log(&format!("fat binary: {e}")),
             }
-            let _ = (|| -> Result<(), i32> {
-                let mut c = Call::begin(func::__cudaRegisterFatBinary)?;
+            if let Ok(mut c) = Call::begin(func::__cudaRegisterFatBinary) {
                 c.enc.u64(id);
                 c.enc.bytes(fb);
-                c.finish()?;
-                Ok(())
-            })();
+                post_registration(c);
+            }
         }
     }
     let layouts = Mutex::new(layouts);
@@ -467,12 +504,10 @@ pub unsafe extern "C" fn __cudaRegisterFatBinary(fat_cubin: *mut c_void) -> *mut
 /// Ends a module's registration (after its kernels and variables).
 pub extern "C" fn __cudaRegisterFatBinaryEnd(h: *mut *mut c_void) {
     let Some(m) = module_of(h) else { return };
-    let _ = (|| -> Result<(), i32> {
-        let mut c = Call::begin(func::__cudaRegisterFatBinaryEnd)?;
+    if let Ok(mut c) = Call::begin(func::__cudaRegisterFatBinaryEnd) {
         c.enc.u64(m.id);
-        c.finish()?;
-        Ok(())
-    })();
+        post_registration(c);
+    }
 }
 
 /// Modules live as long as the process: the server frees them with the
@@ -511,27 +546,20 @@ pub unsafe extern "C" fn __cudaRegisterFunction(
     }
     // SAFETY: the caller's contract.
     let name = unsafe { std::ffi::CStr::from_ptr(device_name) }.to_bytes();
-    let layout = match m
-        .layouts
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .find(m.image, name)
-    {
-        Ok(k) => k.cloned(),
-        Err(e) => {
-            rt::log(&format!("fat binary: {e}"));
-            None
-        }
-    };
-    funcs().insert(host_fun as usize as u64, Func { layout });
-    let _ = (|| -> Result<(), i32> {
-        let mut c = Call::begin(func::__cudaRegisterFunction)?;
+    funcs().insert(
+        host_fun as usize as u64,
+        Func {
+            module: m,
+            name: name.into(),
+            layout: None,
+        },
+    );
+    if let Ok(mut c) = Call::begin(func::__cudaRegisterFunction) {
         c.enc.u64(m.id);
         c.enc.u64(host_fun as usize as u64);
         c.enc.bytes(name);
-        c.finish()?;
-        Ok(())
-    })();
+        post_registration(c);
+    }
 }
 
 /// Device variables are registered with the server under the host
@@ -557,8 +585,7 @@ pub unsafe extern "C" fn __cudaRegisterVar(
     // SAFETY: the caller's contract.
     let name = unsafe { std::ffi::CStr::from_ptr(device_name) }.to_bytes();
     vars().insert(host_var as usize as u64, size as u64);
-    let _ = (|| -> Result<(), i32> {
-        let mut c = Call::begin(func::__cudaRegisterVar)?;
+    if let Ok(mut c) = Call::begin(func::__cudaRegisterVar) {
         c.enc.u64(m.id);
         c.enc.u64(host_var as usize as u64);
         c.enc.bytes(name);
@@ -566,9 +593,8 @@ pub unsafe extern "C" fn __cudaRegisterVar(
         c.enc.u64(size as u64);
         c.enc.i32(constant);
         c.enc.i32(global);
-        c.finish()?;
-        Ok(())
-    })();
+        post_registration(c);
+    }
 }
 
 /// Registered device variables: host shadow address -> size.
@@ -825,13 +851,11 @@ pub unsafe extern "C" fn cudaLaunchKernel(
     shared_mem: usize,
     stream: *mut c_void,
 ) -> i32 {
-    let f = funcs().get(&(func as usize as u64)).cloned();
-    let Some(f) = f else {
-        return note(cudaErrorInvalidDeviceFunction);
-    };
-    let Some(layout) = f.layout else {
+    let layout = match kernel_layout(func as usize as u64) {
+        Ok(Some(l)) => l,
         // The kernel is in no cubin we could read: no layout to pack by.
-        return note(cudaErrorInvalidKernelImage);
+        Ok(None) => return note(cudaErrorInvalidKernelImage),
+        Err(e) => return note(e),
     };
     let sid = match rt::handle_id(stream, Kind::Stream) {
         Ok(s) => s,

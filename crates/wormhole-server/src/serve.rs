@@ -182,7 +182,7 @@ pub fn seal_reply(
     };
     let (slot, own_statuses) = deferred.slot(lib);
     if done.flags & FLAG_ASYNC != 0 && may_defer {
-        if status != 0 {
+        if status != 0 && !lib.is_some_and(|l| l.no_status(done.func)) {
             log::debug!("deferred call {} failed: {status}", done.func);
             if *slot == 0 {
                 *slot = status;
@@ -473,6 +473,27 @@ mod tests {
             Some((0, 98))
         );
         assert_eq!(seal(func::cudaMemcpy, 0, 0, &mut d), Some((0, 0)));
+    }
+
+    /// Kernel registrations go unanswered, and their failures (they return
+    /// no status) are no later call's to report: they show at the launch.
+    #[test]
+    fn registrations_go_unanswered_and_leave_no_deferred_failure() {
+        let mut d = Deferred::default();
+        for f in [
+            func::__cudaRegisterFatBinary,
+            func::__cudaRegisterFunction,
+            func::__cudaRegisterVar,
+            func::__cudaRegisterFatBinaryEnd,
+        ] {
+            assert_eq!(seal(f, FLAG_ASYNC, 200, &mut d), None);
+        }
+        assert_eq!(seal(func::cudaMemcpy, 0, 0, &mut d), Some((0, 0)));
+        // Sent waiting (the first of each kind), they answer their own.
+        assert_eq!(
+            seal(func::__cudaRegisterFunction, 0, 400, &mut d),
+            Some((400, 0))
+        );
     }
 
     /// What the description does not mark async is answered even when the

@@ -276,10 +276,11 @@ pub fn d___cudaRegisterFatBinaryEnd(
     Ok(cudaSuccess)
 }
 
+/// A registration's module (and its id), host address and name.
 fn module_and_name<'a>(
     t: &'a mut Tenant,
     d: &mut Decoder<'_>,
-) -> Result<(&'a mut Module, u64, CString), i32> {
+) -> Result<(&'a mut Module, u64, u64, CString), i32> {
     let module = d.u64().map_err(bad)?;
     let host = d.u64().map_err(bad)?;
     let name = CString::new(d.bytes().map_err(bad)?).map_err(|_| cudaErrorInvalidValue)?;
@@ -287,7 +288,7 @@ fn module_and_name<'a>(
         .modules
         .get_mut(&module)
         .ok_or(cudaErrorInvalidResourceHandle)?;
-    Ok((m, host, name))
+    Ok((m, module, host, name))
 }
 
 pub fn d___cudaRegisterFunction(
@@ -295,17 +296,10 @@ pub fn d___cudaRegisterFunction(
     d: &mut Decoder<'_>,
     _e: &mut Encoder,
 ) -> Result<i32, i32> {
-    let (m, host, name) = module_and_name(t, d)?;
+    let (m, module, host, name) = module_and_name(t, d)?;
     d.finish().map_err(bad)?;
     let handle = m.handle;
-    // A cubin that does not inflate leaves the kernel without a layout: its
-    // launches fail, as they would natively with a damaged image.
-    let layout = m
-        .layouts
-        .find(&m.image, name.as_bytes())
-        .ok()
-        .flatten()
-        .cloned();
+    let kernel_name: Box<[u8]> = name.as_bytes().into();
     let stand_in = Box::new(0u8);
     if let (Some(f), false) = (super::table().__cudaRegisterFunction, handle.is_null()) {
         let hp = (&*stand_in as *const u8).cast::<c_char>();
@@ -333,7 +327,9 @@ pub fn d___cudaRegisterFunction(
         host,
         Func {
             host: stand_in,
-            layout,
+            module,
+            name: kernel_name,
+            layout: None,
         },
     );
     Ok(cudaSuccess)
@@ -344,7 +340,7 @@ pub fn d___cudaRegisterVar(
     d: &mut Decoder<'_>,
     _e: &mut Encoder,
 ) -> Result<i32, i32> {
-    let (m, host, name) = module_and_name(t, d)?;
+    let (m, _, host, name) = module_and_name(t, d)?;
     let handle = m.handle;
     let ext = d.i32().map_err(bad)?;
     let size = d.u64().map_err(bad)?;
@@ -387,10 +383,14 @@ pub fn d_cudaLaunchKernel(
     let l = Launch::decode(d).map_err(bad)?;
     d.finish().map_err(bad)?;
     let stream = t.lookup(l.stream, Kind::Stream)?;
-    let f = t.funcs.get(&l.func).ok_or(cudaErrorInvalidDeviceFunction)?;
-    let layout = f.layout.as_ref().ok_or(cudaErrorInvalidKernelImage)?;
+    let layout = t.layout(l.func)?.ok_or(cudaErrorInvalidKernelImage)?;
     let mut args = l.args;
     let offsets = launch::unpack(layout, &args).map_err(|_| cudaErrorInvalidValue)?;
+    let host = t
+        .funcs
+        .get(&l.func)
+        .map(|f| &*f.host as *const u8)
+        .ok_or(cudaErrorInvalidDeviceFunction)?;
     let base = args.as_mut_ptr();
     // SAFETY: every offset was checked to lie inside `args`.
     let mut argv: Vec<*mut c_void> = offsets
@@ -407,7 +407,7 @@ pub fn d_cudaLaunchKernel(
     // before returning.
     Ok(unsafe {
         ffi::cudaLaunchKernel(
-            (&*f.host as *const u8).cast(),
+            host.cast(),
             dim(l.grid),
             dim(l.block),
             argv.as_mut_ptr(),

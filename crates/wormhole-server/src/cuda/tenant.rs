@@ -40,7 +40,35 @@ pub struct Func {
     /// The address the runtime knows the kernel by: a byte of ours that
     /// stands for the client's host stub.
     pub host: Box<u8>,
-    pub layout: Option<Kernel>,
+    /// Its module's id and its name, by which its layout is found.
+    pub module: u64,
+    pub name: Box<[u8]>,
+    /// Found at its first launch, not at registration: a framework
+    /// registers thousands of kernels (PyTorch, about 20,000) and launches
+    /// few, and finding one may inflate compressed cubins. `Some(None)`: in
+    /// no cubin that could be read.
+    pub layout: Option<Option<Kernel>>,
+}
+
+impl CudaTenant {
+    /// The layout of the kernel registered as `host`, found at first use.
+    /// `Err`: no such kernel; `Ok(None)`: it has no readable layout.
+    pub fn layout(&mut self, host: u64) -> Result<Option<&Kernel>, i32> {
+        let f = self
+            .funcs
+            .get_mut(&host)
+            .ok_or(wormhole_cuda_api::cudaErrorInvalidDeviceFunction)?;
+        if f.layout.is_none() {
+            // A cubin that does not inflate leaves the kernel without a
+            // layout: its launches fail, as natively with a damaged image.
+            let found = self
+                .modules
+                .get_mut(&f.module)
+                .and_then(|m| m.layouts.find(&m.image, &f.name).ok().flatten().cloned());
+            f.layout = Some(found);
+        }
+        Ok(f.layout.as_ref().and_then(Option::as_ref))
+    }
 }
 
 /// A tenant's CUDA objects.
