@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# How long PyTorch takes to start on CUDA through Wormhole, side by side in
+# one run: `import torch` alone (no CUDA: the floor), then `import torch`
+# and a first CUDA tensor with the stand-ins preloaded and a local server
+# (release builds; the server runs on the CPU stand-in device, which is
+# enough: what is measured is the registration of PyTorch's kernels and
+# the first allocation and copy). OLD=DIR adds a client built elsewhere
+# (DIR holding libcudart.so.13, libcublas.so.13 and libcurand.so.10, from
+# an older commit) against the same server. Rounds alternate the order.
+# Needs PyTorch with CUDA 13 (scripts/try-pytorch.sh installs one into
+# target/torch-venv); not run by CI.
+# Usage: [OLD=DIR] bench/wormhole-cuda/torch-start.sh [ROUNDS]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+rounds=${1:-3}
+py=python3
+"$py" -c 'import torch' 2>/dev/null || py=$root/target/torch-venv/bin/python
+"$py" -c 'import torch' || { echo "no PyTorch: run scripts/try-pytorch.sh first" >&2; exit 2; }
+cargo build --release -q -p wormhole-server -p wormhole-cudart-13 -p wormhole-cublas-13 -p wormhole-curand-10
+work=$(mktemp -d /tmp/wormhole-torch-start.XXXXXX)
+pid=""
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+cpu="$work/cpu"; mkdir -p "$cpu"
+cc -shared -fPIC -O2 -o "$cpu/libcpudevice.so" examples/cuda/cpu_device.c -lm
+for n in libcudart.so.13 libcublas.so.13 libcurand.so.10; do ln -s libcpudevice.so "$cpu/$n"; done
+cc -shared -fPIC -O2 -Wl,-soname,libcuda.so.1 -o "$work/libcuda.so.1" examples/cuda/cpu_driver.c
+new="$work/new"; mkdir -p "$new"
+cp target/release/libwormhole_cudart13.so "$new/libcudart.so.13"
+cp target/release/libwormhole_cublas13.so "$new/libcublas.so.13"
+cp target/release/libwormhole_curand10.so "$new/libcurand.so.10"
+LD_LIBRARY_PATH="$cpu" target/release/wormhole-server --socket "$work/s.sock" -q \
+  --cuda-runtime "$cpu/libcudart.so.13" &
+pid=$!
+for _ in $(seq 100); do [ -S "$work/s.sock" ] && break; sleep 0.1; done
+
+seconds() { # LABEL COMMAND...: wall seconds of one run, checked
+  local t0 t1
+  t0=$(date +%s.%N)
+  "${@:2}" >/dev/null 2>&1 || { echo "$1 failed" >&2; exit 1; }
+  t1=$(date +%s.%N)
+  awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }'
+}
+through() { # DIR: import torch and a first CUDA tensor through Wormhole
+  env WORMHOLE_SERVER="$work/s.sock" LD_LIBRARY_PATH="$work" \
+    LD_PRELOAD="$1/libcudart.so.13:$1/libcublas.so.13:$1/libcurand.so.10" \
+    "$py" -W ignore -c 'import torch; torch.ones(2).cuda()'
+}
+configs=(import new); [ -n "${OLD:-}" ] && configs+=(old)
+declare -A times
+for r in $(seq "$rounds"); do
+  order=("${configs[@]}"); [ $((r % 2)) -eq 0 ] && order=($(printf '%s\n' "${configs[@]}" | tac))
+  for c in "${order[@]}"; do
+    case $c in
+      import) t=$(seconds import "$py" -c 'import torch') ;;
+      new) t=$(seconds new through "$new") ;;
+      old) t=$(seconds old through "$OLD") ;;
+    esac
+    times[$c]="${times[$c]:-} $t"
+  done
+done
+echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs ($(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1)), $rounds rounds, commit $(git rev-parse --short HEAD)"
+echo
+echo "| configuration | seconds, by round | median |"
+echo "| --- | --- | ---: |"
+for c in "${configs[@]}"; do
+  med=$(printf '%s\n' ${times[$c]} | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  case $c in
+    import) label='`import torch` alone (no CUDA)' ;;
+    new) label='`import torch` + first CUDA tensor, through Wormhole' ;;
+    old) label="the same with the client in \`$OLD\`" ;;
+  esac
+  echo "| $label | $(printf '%.2f ' ${times[$c]}) | $(printf '%.2f' "$med") |"
+done
