@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Checks crates/wormhole-cuda-api/{cuda,cublas,curand}.api against NVIDIA's
-own files.
+"""Checks crates/wormhole-cuda-api/{cuda,cublas,curand,driver}.api against
+NVIDIA's own files.
 
 For every described function: it must be declared in the library's header
 (cuda_runtime_api.h, cublas_api.h, curand.h) with the same number of
@@ -12,6 +12,7 @@ files are not part of the repository; fetch them from PyPI with --fetch
 
   scripts/cuda-api-check.py --fetch            # 12.x and 13.x wheels, all three
   scripts/cuda-api-check.py --include DIR --lib DIR/../lib/libcudart.so.13   # the runtime
+  scripts/cuda-api-check.py --api driver.api --include DIR   # the driver calls, cuda.h only
 """
 import argparse
 import pathlib
@@ -30,6 +31,9 @@ LIBS = [
      {"12": "nvidia-cublas-cu12==12.9.3.13", "13": "nvidia-cublas==13.10.0.20"}),
     ("curand.api", "curand.h", "CURANDAPI", "libcurand.so.10",
      {"12": "nvidia-curand-cu12==10.3.10.19", "13": "nvidia-curand==10.4.5.25"}),
+    # The driver is not on PyPI: header only (cuda.h ships with nvcc's wheel),
+    # e.g. --api driver.api --include .../nvidia/cu13/include.
+    ("driver.api", "cuda.h", "CUDAAPI", "libcuda.so.1", {}),
 ]
 # Declared for nvcc's generated host code, not in cuda_runtime_api.h, or
 # (the profiler) in cuda_profiler_api.h, which the runtime wheels lack:
@@ -37,7 +41,8 @@ LIBS = [
 NVCC_ONLY = re.compile(r"^(__cuda|cudaProfilerSt)")
 # Entry points whose header name differs (CUDA 12's headers #define
 # cudaGetDeviceProperties to the _v2 symbol), and the majors exporting them.
-ALIASES = {"cudaGetDeviceProperties_v2": ("cudaGetDeviceProperties", {"12"})}
+ALIASES = {"cudaGetDeviceProperties_v2": ("cudaGetDeviceProperties", {"12"}),
+           "cuDevicePrimaryCtxRelease_v2": ("cuDevicePrimaryCtxRelease", {"12", "13"})}
 # Entry points only some majors declare and export (CUDA 12's versioned
 # capture-info forms); the others are not checked against them.
 ONLY_IN = {"cudaStreamGetCaptureInfo_v2": {"12"}, "cudaStreamGetCaptureInfo_v3": {"12"}}
@@ -129,10 +134,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--include", type=pathlib.Path)
     ap.add_argument("--lib", type=pathlib.Path)
+    ap.add_argument("--api", default="cuda.api", help="the description to check with --include")
     ap.add_argument("--fetch", action="store_true")
     ap.add_argument("--cache", type=pathlib.Path, default=pathlib.Path("/tmp/wormhole-cuda-headers"))
     a = ap.parse_args()
-    found = fetch(a.cache) if a.fetch else [("cuda.api", a.include, a.lib)]
+    found = fetch(a.cache) if a.fetch else [(a.api, a.include, a.lib)]
     if not found or found[0][1] is None:
         ap.error("give --include (and --lib) or --fetch")
     sys.exit(1 if sum(check(i, l, api) for api, i, l in found) else 0)

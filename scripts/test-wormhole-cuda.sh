@@ -22,7 +22,7 @@ command -v readelf >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=no
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
 cargo build -p wormhole-server -p wormhole-cudart-12 -p wormhole-cudart-13 \
-  -p wormhole-cublas-12 -p wormhole-cublas-13 -p wormhole-curand-10
+  -p wormhole-cublas-12 -p wormhole-cublas-13 -p wormhole-curand-10 -p wormhole-cuda-driver-1
 cargo test -p wormhole-apigen -p wormhole-cuda-api -p wormhole-cudart -p wormhole-cuda-forward -p wormhole-server
 
 work=$(mktemp -d /tmp/wormhole-cuda-test.XXXXXX)
@@ -58,6 +58,8 @@ for major in 12 13; do
   rand_so="$PWD/target/debug/libwormhole_curand10.so"
   ln -s "$blas_so" "$lib/libcublas.so.$major"; ln -s "libcublas.so.$major" "$lib/libcublas.so"
   ln -s "$rand_so" "$lib/libcurand.so.10"; ln -s libcurand.so.10 "$lib/libcurand.so"
+  # libcuda.so.1 for a client without the driver: the calls PyTorch makes.
+  ln -s "$PWD/target/debug/libwormhole_cuda_driver1.so" "$lib/libcuda.so.1"
   check "libcublas.so.$major: soname" sh -c "readelf -d '$blas_so' | grep -q 'Library soname: \[libcublas.so.$major\]'"
   check "libcublas.so.$major: cublasSgemm_v2@@libcublas.so.$major" sh -c "readelf --dyn-syms -W '$blas_so' | grep -q ' cublasSgemm_v2@@libcublas.so.$major\$'"
   check "libcublas.so.$major: no client of its own (no cudaMalloc)" sh -c "! readelf --dyn-syms -W '$blas_so' | grep -q ' cudaMalloc'"
@@ -222,6 +224,18 @@ check "CPU device: IPC and graph capture refused with errors, not missing symbol
 # PyTorch's Tensor.is_pinned asks), through Wormhole (the stand-in has none).
 check "CPU device: pinned and registered host memory reported as such" bash -c \
   "LD_LIBRARY_PATH='$work/lib13' '$work/pools13' pinned | tail -n9 | tee /dev/stderr | diff - <(printf '%s\\n' 'malloc host: 0, type 1, inside 1' 'host alloc: 0, type 1' 'pageable: type 0' 'register: 0, type 1, past it 0' 'register again: 712' 'unregister: 0, type 0, again 713' 'free pageable refused: 1' 'free host: 0, type 0' 'free host alloc: 0')"
+# The driver calls a framework makes itself (PyTorch: primary context
+# state, current context), through the libcuda stand-in, looked up with
+# dlsym as PyTorch does; without a server, the driver cannot start.
+gcc -O2 -Wall -Werror -o "$work/driver" examples/cuda/driver.c -ldl
+printf '%s\n' 'cuMemCreate missing' 'init: 0, flags 1: 1' 'driver version: 0, positive' 'devices: 0, 1' \
+  'device 0: 0, 0; device 1: 101' 'primary state: 0, flags 0, active 0' 'current: 0, none' 'retain: 0, set' \
+  'set current: 0; a forged one: 201' 'current: 0, the primary' 'primary state: 0, active 1' 'release: 0, again: 201' \
+  'name of 101: 0, CUDA_ERROR_INVALID_DEVICE' 'string of 12345: 1, (null)' > "$work/driver.want"
+check "CPU device: libcuda stand-in answers the driver calls PyTorch makes" bash -c \
+  "LD_LIBRARY_PATH='$work/lib13' '$work/driver' | diff '$work/driver.want' -"
+check "libcuda stand-in without a server: the driver cannot start" bash -c \
+  "WORMHOLE_SERVER='$work/none.sock' LD_LIBRARY_PATH='$work/lib13' '$work/driver' 2>/dev/null | grep -qx 'init: 3, flags 1: 1'"
 # Pitched memory and 2D copies in every direction, checked byte by byte,
 # the same natively and through Wormhole.
 gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/memcpy2d13" examples/cuda/memcpy2d.c -L"$work/lib13" -lcudart

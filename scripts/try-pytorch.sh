@@ -12,9 +12,9 @@
 # the reference.
 # Without one: the server runs on the CPU stand-in (examples/cuda/
 # cpu_device.c), which runs no PyTorch kernel but has a CPU SGEMM, and the
-# client gets the few calls of NVIDIA's driver library that PyTorch makes
-# itself (examples/cuda/cpu_driver.c), since Wormhole does not forward the
-# driver API. Kernels then fail with a CUDA error; cuBLAS runs.
+# client gets Wormhole's libcuda.so.1 stand-in for the few driver calls
+# PyTorch makes itself (crates/wormhole-cuda-driver-1), as a client without
+# NVIDIA's driver would. Kernels then fail with a CUDA error; cuBLAS runs.
 #
 # PyTorch: python3's if it imports a CUDA 13 build of torch; else PyTorch
 # 2.11.0 is installed from PyPI into target/torch-venv. WORMHOLE_BIN: where
@@ -49,7 +49,7 @@ echo "== $("$py" -c 'import torch; print("torch", torch.__version__)')"
 
 bin=${WORMHOLE_BIN:-}
 if [ -z "$bin" ]; then
-  cargo build -q -p wormhole-server -p wormhole-cudart-13 -p wormhole-cublas-13 -p wormhole-curand-10
+  cargo build -q -p wormhole-server -p wormhole-cudart-13 -p wormhole-cublas-13 -p wormhole-curand-10 -p wormhole-cuda-driver-1
   bin=target/debug
 fi
 # A bundle carries the OpenCL ICD loader the server links.
@@ -74,7 +74,7 @@ else
   cpu="$work/cpu"; mkdir -p "$cpu"
   gcc -shared -fPIC -O2 -Wall -Werror -o "$cpu/libcpudevice.so" examples/cuda/cpu_device.c -lm
   for n in libcudart.so.13 libcublas.so.13 libcurand.so.10; do ln -s libcpudevice.so "$cpu/$n"; done
-  gcc -shared -fPIC -O2 -Wall -Werror -Wl,-soname,libcuda.so.1 -o "$lib/libcuda.so.1" examples/cuda/cpu_driver.c
+  cp "$bin/libwormhole_cuda_driver1.so" "$lib/libcuda.so.1"
   server_env=(env LD_LIBRARY_PATH="$cpu$ocl")
   runtime="$cpu/libcudart.so.13"
   client_path="$lib"

@@ -18,14 +18,14 @@ rounds=${1:-3}
 py=python3
 "$py" -c 'import torch' 2>/dev/null || py=$root/target/torch-venv/bin/python
 "$py" -c 'import torch' || { echo "no PyTorch: run scripts/try-pytorch.sh first" >&2; exit 2; }
-cargo build --release -q -p wormhole-server -p wormhole-cudart-13 -p wormhole-cublas-13 -p wormhole-curand-10
+cargo build --release -q -p wormhole-server -p wormhole-cudart-13 -p wormhole-cublas-13 -p wormhole-curand-10 -p wormhole-cuda-driver-1
 work=$(mktemp -d /tmp/wormhole-torch-start.XXXXXX)
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 cpu="$work/cpu"; mkdir -p "$cpu"
 cc -shared -fPIC -O2 -o "$cpu/libcpudevice.so" examples/cuda/cpu_device.c -lm
 for n in libcudart.so.13 libcublas.so.13 libcurand.so.10; do ln -s libcpudevice.so "$cpu/$n"; done
-cc -shared -fPIC -O2 -Wl,-soname,libcuda.so.1 -o "$work/libcuda.so.1" examples/cuda/cpu_driver.c
+cp target/release/libwormhole_cuda_driver1.so "$work/libcuda.so.1"
 new="$work/new"; mkdir -p "$new"
 cp target/release/libwormhole_cudart13.so "$new/libcudart.so.13"
 cp target/release/libwormhole_cublas13.so "$new/libcublas.so.13"

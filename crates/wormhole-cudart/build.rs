@@ -4,6 +4,11 @@ fn main() {
         ("cuda.api", wormhole_cuda_api::DESCRIPTION, ""),
         ("cublas.api", wormhole_cuda_api::BLAS_DESCRIPTION, "blas_"),
         ("curand.api", wormhole_cuda_api::RAND_DESCRIPTION, "rand_"),
+        (
+            "driver.api",
+            wormhole_cuda_api::DRIVER_DESCRIPTION,
+            "driver_",
+        ),
     ] {
         let api = match wormhole_apigen::parse(src) {
             Ok(api) => api,

@@ -21,6 +21,8 @@ pub const DESCRIPTION: &str = include_str!("../cuda.api");
 pub const BLAS_DESCRIPTION: &str = include_str!("../cublas.api");
 /// cuRAND's description (`curand.api`).
 pub const RAND_DESCRIPTION: &str = include_str!("../curand.api");
+/// The driver API's description (`driver.api`): answered by the client.
+pub const DRIVER_DESCRIPTION: &str = include_str!("../driver.api");
 
 /// Kinds of CUDA handle a tenant's table holds; a handle of one kind can
 /// never be used as another.
@@ -228,6 +230,71 @@ pub mod blas {
 }
 
 /// cuRAND: function ids (`curand.api`), statuses, versions.
+/// The driver API's ids and results (`driver.api`).
+pub mod driver {
+    #![allow(non_upper_case_globals, clippy::match_single_binding)]
+    use super::InfoHandle;
+    include!(concat!(env!("OUT_DIR"), "/driver_common_gen.rs"));
+
+    pub const CUDA_SUCCESS: i32 = 0;
+    pub const CUDA_ERROR_INVALID_VALUE: i32 = 1;
+    pub const CUDA_ERROR_NOT_INITIALIZED: i32 = 3;
+    pub const CUDA_ERROR_NO_DEVICE: i32 = 100;
+    pub const CUDA_ERROR_INVALID_DEVICE: i32 = 101;
+    pub const CUDA_ERROR_INVALID_CONTEXT: i32 = 201;
+    pub const CUDA_ERROR_NOT_SUPPORTED: i32 = 801;
+
+    /// CUresult names and messages (cuda.h's), for cuGetErrorName and
+    /// cuGetErrorString: the codes this client answers with, and the
+    /// runtime's failures it passes on.
+    const RESULTS: &[(i32, &std::ffi::CStr, &std::ffi::CStr)] = &[
+        (0, c"CUDA_SUCCESS", c"no error"),
+        (1, c"CUDA_ERROR_INVALID_VALUE", c"invalid argument"),
+        (2, c"CUDA_ERROR_OUT_OF_MEMORY", c"out of memory"),
+        (3, c"CUDA_ERROR_NOT_INITIALIZED", c"initialization error"),
+        (4, c"CUDA_ERROR_DEINITIALIZED", c"driver shutting down"),
+        (
+            35,
+            c"CUDA_ERROR_STUB_LIBRARY",
+            c"CUDA driver is a stub library",
+        ),
+        (
+            100,
+            c"CUDA_ERROR_NO_DEVICE",
+            c"no CUDA-capable device is detected",
+        ),
+        (101, c"CUDA_ERROR_INVALID_DEVICE", c"invalid device ordinal"),
+        (
+            201,
+            c"CUDA_ERROR_INVALID_CONTEXT",
+            c"invalid device context",
+        ),
+        (500, c"CUDA_ERROR_NOT_FOUND", c"named symbol not found"),
+        (801, c"CUDA_ERROR_NOT_SUPPORTED", c"operation not supported"),
+        (999, c"CUDA_ERROR_UNKNOWN", c"unknown error"),
+    ];
+
+    /// A result's name and message; None for a code cuda.h does not list
+    /// here (the driver then answers CUDA_ERROR_INVALID_VALUE).
+    pub fn describe(result: i32) -> Option<(&'static std::ffi::CStr, &'static std::ffi::CStr)> {
+        RESULTS
+            .iter()
+            .find(|(c, _, _)| *c == result)
+            .map(|&(_, name, text)| (name, text))
+    }
+
+    /// The driver's result for a runtime status the client got while
+    /// answering a driver call: the same number where both APIs name the
+    /// same failure, else CUDA_ERROR_NOT_INITIALIZED (what a driver that
+    /// cannot start answers).
+    pub fn from_runtime(status: i32) -> i32 {
+        match status {
+            0 | 1 | 2 | 100 | 101 | 999 => status,
+            _ => CUDA_ERROR_NOT_INITIALIZED,
+        }
+    }
+}
+
 pub mod rand {
     #![allow(non_upper_case_globals, clippy::match_single_binding)]
     use super::InfoHandle;
@@ -257,6 +324,7 @@ pub mod forward {
     pub const ENTRY: &std::ffi::CStr = c"wormhole_cuda_forward_table";
     pub const BLAS: u32 = 1;
     pub const RAND: u32 = 2;
+    pub const DRIVER: u32 = 3;
 }
 
 /// Which forwarded library a function id belongs to.

@@ -147,6 +147,14 @@ pub mod rand {
     }
 }
 
+/// What the libcuda stand-in answers without a client: what a driver that
+/// cannot start answers.
+pub mod driver {
+    pub fn fallback_status() -> i32 {
+        wormhole_cuda_api::driver::CUDA_ERROR_NOT_INITIALIZED
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,5 +168,6 @@ mod tests {
         assert_eq!(f.entry(99), None);
         assert_eq!(blas::fallback_status(), 1);
         assert_eq!(rand::fallback_status(), 203);
+        assert_eq!(driver::fallback_status(), 3);
     }
 }

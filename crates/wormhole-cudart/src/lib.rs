@@ -10,6 +10,7 @@
 //! returns what the native runtime returns on a machine without the NVIDIA
 //! driver (cudaErrorInsufficientDriver).
 
+pub mod driver;
 pub mod host;
 pub mod libs;
 pub mod overrides;

@@ -411,7 +411,9 @@ pub mod rand_overrides {
     }
 }
 
-use wormhole_cuda_api::forward::{BLAS as FORWARD_BLAS, RAND as FORWARD_RAND};
+use wormhole_cuda_api::forward::{
+    BLAS as FORWARD_BLAS, DRIVER as FORWARD_DRIVER, RAND as FORWARD_RAND,
+};
 
 /// The client's implementation of every function of an API, in its
 /// description's order, when `fingerprint` is that description's (the
@@ -419,12 +421,16 @@ use wormhole_cuda_api::forward::{BLAS as FORWARD_BLAS, RAND as FORWARD_RAND};
 pub fn forward_table(api: u32, fingerprint: u64) -> Option<&'static [usize]> {
     static B: OnceLock<[usize; crate::blas::gen::FORWARD_LEN]> = OnceLock::new();
     static R: OnceLock<[usize; crate::rand::gen::FORWARD_LEN]> = OnceLock::new();
+    static D: OnceLock<[usize; crate::driver::gen::FORWARD_LEN]> = OnceLock::new();
     match api {
         FORWARD_BLAS if fingerprint == crate::blas::gen::FINGERPRINT => {
             Some(B.get_or_init(crate::blas::gen::forward_table))
         }
         FORWARD_RAND if fingerprint == crate::rand::gen::FINGERPRINT => {
             Some(R.get_or_init(crate::rand::gen::forward_table))
+        }
+        FORWARD_DRIVER if fingerprint == crate::driver::gen::FINGERPRINT => {
+            Some(D.get_or_init(crate::driver::gen::forward_table))
         }
         _ => None,
     }
