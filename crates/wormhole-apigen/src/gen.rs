@@ -45,6 +45,26 @@ fn errcode_arg(f: &Func) -> Option<&str> {
         .map(|a| a.name.as_str())
 }
 
+/// `pub fn NAME(func: u32) -> bool`: whether `func` is one of the functions
+/// `pred` picks, their ids listed one by one (whether or not some run on).
+fn id_predicate(o: &mut String, api: &Api, doc: &str, name: &str, pred: impl Fn(&Func) -> bool) {
+    let ids: Vec<String> = api
+        .funcs
+        .iter()
+        .filter(|f| pred(f))
+        .map(|f| f.id.to_string())
+        .collect();
+    let ids = if ids.is_empty() {
+        "u32::MAX".to_string()
+    } else {
+        ids.join(" | ")
+    };
+    let _ = writeln!(
+        o,
+        "/// {doc}\n#[allow(clippy::manual_range_patterns)]\npub fn {name}(func: u32) -> bool {{\n    matches!(func, {ids})\n}}\n"
+    );
+}
+
 /// Function ids, names and the info parameters that hold handles.
 pub fn gen_common(api: &Api) -> String {
     let mut o = String::new();
@@ -57,37 +77,21 @@ pub fn gen_common(api: &Api) -> String {
     for f in &api.funcs {
         let _ = writeln!(o, "    \"{}\",", f.name);
     }
-    o.push_str("];\n\n/// Whether a function is forwarded without waiting for a reply.\n");
-    // The ids are listed one by one, whether or not some run on.
-    o.push_str("#[allow(clippy::manual_range_patterns)]\n");
-    o.push_str("pub fn is_async(func: u32) -> bool {\n    matches!(func, ");
-    let asyncs: Vec<String> = api
-        .funcs
-        .iter()
-        .filter(|f| f.attrs.is_async)
-        .map(|f| f.id.to_string())
-        .collect();
-    o.push_str(&if asyncs.is_empty() {
-        "u32::MAX".to_string()
-    } else {
-        asyncs.join(" | ")
-    });
-    o.push_str(")\n}\n\n");
-    o.push_str("/// Whether a function returns no status (C `void`, or what the client\n/// makes itself): a failure of one sent without waiting is not a deferred\n/// failure for a later call to report.\n");
-    o.push_str("#[allow(clippy::manual_range_patterns)]\n");
-    o.push_str("pub fn no_status(func: u32) -> bool {\n    matches!(func, ");
-    let voids: Vec<String> = api
-        .funcs
-        .iter()
-        .filter(|f| matches!(&f.ret, Ret::Custom { .. }))
-        .map(|f| f.id.to_string())
-        .collect();
-    o.push_str(&if voids.is_empty() {
-        "u32::MAX".to_string()
-    } else {
-        voids.join(" | ")
-    });
-    o.push_str(")\n}\n\n");
+    o.push_str("];\n\n");
+    id_predicate(
+        &mut o,
+        api,
+        "Whether a function is forwarded without waiting for a reply.",
+        "is_async",
+        |f| f.attrs.is_async,
+    );
+    id_predicate(
+        &mut o,
+        api,
+        "Whether a function returns no status (C `void`, or what the client\n/// makes itself): a failure of one sent without waiting is not a deferred\n/// failure for a later call to report.",
+        "no_status",
+        |f| matches!(&f.ret, Ret::Custom { .. }),
+    );
     o.push_str("/// What the value of an info parameter holds, when it holds handles.\n");
     o.push_str("pub fn info_handle(func: u32, param: u32) -> Option<InfoHandle> {\n    match (func, param) {\n");
     for f in &api.funcs {

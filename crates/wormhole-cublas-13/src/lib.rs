@@ -5,22 +5,5 @@
 //! and device allocations.
 
 use wormhole_cuda_forward::blas::{fallback_errstr, fallback_status};
-use wormhole_cuda_forward::Forward;
 
-include!(concat!(env!("OUT_DIR"), "/forward.rs"));
-
-static FORWARD: Forward = Forward::new(
-    wormhole_cuda_api::forward::BLAS,
-    FINGERPRINT,
-    FORWARD_LEN,
-    &["libcudart.so.13"],
-);
-
-fn table(i: usize) -> Option<usize> {
-    FORWARD.entry(i)
-}
-
-/// Present only in Wormhole's stand-ins, so a server never loads one as
-/// NVIDIA's library.
-#[no_mangle]
-pub static wormhole_cudart_stub: u32 = 13;
+wormhole_cuda_forward::stand_in!(wormhole_cuda_api::forward::BLAS, &["libcudart.so.13"], 13);

@@ -7,22 +7,9 @@
 //! driver, use that instead: this library does not forward the driver API.
 
 use wormhole_cuda_forward::driver::fallback_status;
-use wormhole_cuda_forward::Forward;
 
-include!(concat!(env!("OUT_DIR"), "/forward.rs"));
-
-static FORWARD: Forward = Forward::new(
+wormhole_cuda_forward::stand_in!(
     wormhole_cuda_api::forward::DRIVER,
-    FINGERPRINT,
-    FORWARD_LEN,
     &["libcudart.so.13", "libcudart.so.12"],
+    1
 );
-
-fn table(i: usize) -> Option<usize> {
-    FORWARD.entry(i)
-}
-
-/// Present only in Wormhole's stand-ins, so a server never loads one as
-/// NVIDIA's library.
-#[no_mangle]
-pub static wormhole_cudart_stub: u32 = 1;

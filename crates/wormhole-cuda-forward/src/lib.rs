@@ -127,6 +127,30 @@ impl Forward {
     }
 }
 
+/// The body every forwarding stand-in shares: its generated forwarders
+/// (`OUT_DIR/forward.rs`, whose fallbacks the crate brings into scope), the
+/// way to its table (`api`, in the libcudart stand-ins named `runtimes`,
+/// preferred first), and the marker that tells a server it is not
+/// NVIDIA's library (`stub`: its major).
+#[macro_export]
+macro_rules! stand_in {
+    ($api:expr, $runtimes:expr, $stub:expr) => {
+        include!(concat!(env!("OUT_DIR"), "/forward.rs"));
+
+        static FORWARD: $crate::Forward =
+            $crate::Forward::new($api, FINGERPRINT, FORWARD_LEN, $runtimes);
+
+        fn table(i: usize) -> Option<usize> {
+            FORWARD.entry(i)
+        }
+
+        /// Present only in Wormhole's stand-ins, so a server never loads one
+        /// as NVIDIA's library.
+        #[no_mangle]
+        pub static wormhole_cudart_stub: u32 = $stub;
+    };
+}
+
 /// What the libcublas stand-in answers without a client: what cuBLAS
 /// answers without a driver (nothing can be initialised).
 pub mod blas {
