@@ -442,8 +442,9 @@ fn kernel_layout(host: u64) -> Result<Option<Kernel>, i32> {
 /// Sends a registration without waiting for its answer: registering
 /// returns nothing, and a library registers a call per kernel (PyTorch,
 /// about 20,000 at import). The first of each kind waits, as every
-/// deferred call's does; a failure after it is reported by the next
-/// synchronising call, and the kernel's launches fail.
+/// deferred call's does. A later one that fails is reported by no later
+/// call (it has no status, so the server keeps none for it): the kernel's
+/// launches fail instead, as natively.
 fn post_registration(c: Call<'static>) {
     // The runtime's last error is not touched: registration has no status.
     let _ = c.finish_async_as(false, |r| (r.raw_status(), cudaSuccess));
