@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CString};
 use std::sync::atomic::Ordering;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use wormhole_cuda_api::fatbin::{self, Kernel};
 use wormhole_cuda_api::tracker::Alloc;
@@ -412,12 +412,13 @@ struct Func {
     /// registers thousands of kernels (PyTorch, about 20,000) and launches
     /// few, and finding one may inflate compressed cubins (natively, CUDA
     /// loads modules lazily too). `Some(None)`: in no cubin we could read.
-    layout: Option<Option<Kernel>>,
+    /// Shared, so that a launch takes it without copying it.
+    layout: Option<Option<Arc<Kernel>>>,
 }
 
 /// The layout of the kernel whose host stub is `host`, found at first
 /// use. `Err`: not registered; `Ok(None)`: no readable layout.
-fn kernel_layout(host: u64) -> Result<Option<Kernel>, i32> {
+fn kernel_layout(host: u64) -> Result<Option<Arc<Kernel>>, i32> {
     let mut all = funcs();
     let f = all.get_mut(&host).ok_or(cudaErrorInvalidDeviceFunction)?;
     if f.layout.is_none() {
@@ -428,7 +429,7 @@ fn kernel_layout(host: u64) -> Result<Option<Kernel>, i32> {
             .unwrap_or_else(|p| p.into_inner())
             .find(m.image, &f.name)
         {
-            Ok(k) => k.cloned(),
+            Ok(k) => k.cloned().map(Arc::new),
             Err(e) => {
                 rt::log(&format!("fat binary: {e}"));
                 None
