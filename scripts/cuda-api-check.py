@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks crates/wormhole-cuda-api/{cuda,cublas,curand,driver}.api against
+"""Checks crates/wormhole-cuda-api/{cuda,cublas,cublaslt,curand,driver}.api against
 NVIDIA's own files.
 
 For every described function: it must be declared in the library's header
@@ -31,6 +31,8 @@ LIBS = [
      {"12": "nvidia-cublas-cu12==12.9.3.13", "13": "nvidia-cublas==13.10.0.20"}),
     ("curand.api", "curand.h", "CURANDAPI", "libcurand.so.10",
      {"12": "nvidia-curand-cu12==10.3.10.19", "13": "nvidia-curand==10.4.5.25"}),
+    ("cublaslt.api", "cublasLt.h", "CUBLASWINAPI", "libcublasLt.so.{major}",
+     {"13": "nvidia-cublas==13.10.0.20"}),
     # The driver is not on PyPI: header only (cuda.h ships with nvcc's wheel),
     # e.g. --api driver.api --include .../nvidia/cu13/include.
     ("driver.api", "cuda.h", "CUDAAPI", "libcuda.so.1", {}),

@@ -22,7 +22,8 @@ command -v readelf >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=no
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
 cargo build -p wormhole-server -p wormhole-cudart-12 -p wormhole-cudart-13 \
-  -p wormhole-cublas-12 -p wormhole-cublas-13 -p wormhole-curand-10 -p wormhole-cuda-driver-1
+  -p wormhole-cublas-12 -p wormhole-cublas-13 -p wormhole-curand-10 -p wormhole-cuda-driver-1 \
+  -p wormhole-cublaslt-13
 cargo test -p wormhole-apigen -p wormhole-cuda-api -p wormhole-cudart -p wormhole-cuda-forward -p wormhole-server
 
 work=$(mktemp -d /tmp/wormhole-cuda-test.XXXXXX)
@@ -60,6 +61,7 @@ for major in 12 13; do
   ln -s "$rand_so" "$lib/libcurand.so.10"; ln -s libcurand.so.10 "$lib/libcurand.so"
   # libcuda.so.1 for a client without the driver: the calls PyTorch makes.
   ln -s "$PWD/target/debug/libwormhole_cuda_driver1.so" "$lib/libcuda.so.1"
+  [ "$major" = 13 ] && ln -s "$PWD/target/debug/libwormhole_cublaslt13.so" "$lib/libcublasLt.so.13"
   check "libcublas.so.$major: soname" sh -c "readelf -d '$blas_so' | grep -q 'Library soname: \[libcublas.so.$major\]'"
   check "libcublas.so.$major: cublasSgemm_v2@@libcublas.so.$major" sh -c "readelf --dyn-syms -W '$blas_so' | grep -q ' cublasSgemm_v2@@libcublas.so.$major\$'"
   check "libcublas.so.$major: no client of its own (no cudaMalloc)" sh -c "! readelf --dyn-syms -W '$blas_so' | grep -q ' cudaMalloc'"
@@ -236,6 +238,11 @@ check "CPU device: libcuda stand-in answers the driver calls PyTorch makes" bash
   "LD_LIBRARY_PATH='$work/lib13' '$work/driver' | diff '$work/driver.want' -"
 check "libcuda stand-in without a server: the driver cannot start" bash -c \
   "WORMHOLE_SERVER='$work/none.sock' LD_LIBRARY_PATH='$work/lib13' '$work/driver' 2>/dev/null | grep -qx 'init: 3, flags 1: 1'"
+# cuBLASLt: refused (not forwarded yet), where NVIDIA's library would crash
+# in a client without the device (PyTorch's addmm with a bias uses it).
+gcc -O2 -Wall -Werror -o "$work/lt_refused" examples/cuda/lt_refused.c -ldl
+check "CPU device: the cuBLASLt stand-in refuses, and says its version" bash -c \
+  "LD_LIBRARY_PATH='$work/lib13' '$work/lt_refused' | diff - <(printf '%s\\n' 'version: 131000' 'matmul descriptor: 15, untouched' 'preference: 15, untouched')"
 # Pitched memory and 2D copies in every direction, checked byte by byte,
 # the same natively and through Wormhole.
 gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/memcpy2d13" examples/cuda/memcpy2d.c -L"$work/lib13" -lcudart

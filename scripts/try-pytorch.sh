@@ -3,8 +3,9 @@
 # record exactly how far it gets"). Runs tests/apps/pytorch_steps.py, which
 # reports each step (CUDA's start, copies, pinned memory, streams and
 # events, memory queries, a kernel, a cuBLAS matmul, random numbers) as ok
-# or FAIL, with the client's stand-ins for libcudart.so.13, libcublas.so.13
-# and libcurand.so.10 preloaded in place of the wheel's. Not run by CI:
+# or FAIL, with the client's stand-ins for libcudart.so.13, libcublas.so.13,
+# libcublasLt.so.13 (refusing) and libcurand.so.10 preloaded in place of
+# the wheel's. Not run by CI:
 # PyTorch with its NVIDIA wheels is about 5 GB.
 #
 # With a GPU (nvidia-smi works): the server loads NVIDIA's libcudart.so.13
@@ -49,7 +50,7 @@ echo "== $("$py" -c 'import torch; print("torch", torch.__version__)')"
 
 bin=${WORMHOLE_BIN:-}
 if [ -z "$bin" ]; then
-  cargo build -q -p wormhole-server -p wormhole-cudart-13 -p wormhole-cublas-13 -p wormhole-curand-10 -p wormhole-cuda-driver-1
+  cargo build -q -p wormhole-server -p wormhole-cudart-13 -p wormhole-cublas-13 -p wormhole-curand-10 -p wormhole-cuda-driver-1 -p wormhole-cublaslt-13
   bin=target/debug
 fi
 # A bundle carries the OpenCL ICD loader the server links.
@@ -58,7 +59,8 @@ lib="$work/lib"; mkdir -p "$lib"
 cp "$bin/libwormhole_cudart13.so" "$lib/libcudart.so.13"
 cp "$bin/libwormhole_cublas13.so" "$lib/libcublas.so.13"
 cp "$bin/libwormhole_curand10.so" "$lib/libcurand.so.10"
-preload="$lib/libcudart.so.13:$lib/libcublas.so.13:$lib/libcurand.so.10"
+cp "$bin/libwormhole_cublaslt13.so" "$lib/libcublasLt.so.13"
+preload="$lib/libcudart.so.13:$lib/libcublas.so.13:$lib/libcublasLt.so.13:$lib/libcurand.so.10"
 
 steps=("$py" -W ignore tests/apps/pytorch_steps.py)
 if nvidia-smi >/dev/null 2>&1; then

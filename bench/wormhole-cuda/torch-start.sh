@@ -18,7 +18,7 @@ rounds=${1:-3}
 py=python3
 "$py" -c 'import torch' 2>/dev/null || py=$root/target/torch-venv/bin/python
 "$py" -c 'import torch' || { echo "no PyTorch: run scripts/try-pytorch.sh first" >&2; exit 2; }
-cargo build --release -q -p wormhole-server -p wormhole-cudart-13 -p wormhole-cublas-13 -p wormhole-curand-10 -p wormhole-cuda-driver-1
+cargo build --release -q -p wormhole-server -p wormhole-cudart-13 -p wormhole-cublas-13 -p wormhole-curand-10 -p wormhole-cuda-driver-1 -p wormhole-cublaslt-13
 work=$(mktemp -d /tmp/wormhole-torch-start.XXXXXX)
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
@@ -30,6 +30,7 @@ new="$work/new"; mkdir -p "$new"
 cp target/release/libwormhole_cudart13.so "$new/libcudart.so.13"
 cp target/release/libwormhole_cublas13.so "$new/libcublas.so.13"
 cp target/release/libwormhole_curand10.so "$new/libcurand.so.10"
+cp target/release/libwormhole_cublaslt13.so "$new/libcublasLt.so.13"
 LD_LIBRARY_PATH="$cpu" target/release/wormhole-server --socket "$work/s.sock" -q \
   --cuda-runtime "$cpu/libcudart.so.13" &
 pid=$!
@@ -44,7 +45,7 @@ seconds() { # LABEL COMMAND...: wall seconds of one run, checked
 }
 through() { # DIR: import torch and a first CUDA tensor through Wormhole
   env WORMHOLE_SERVER="$work/s.sock" LD_LIBRARY_PATH="$work" \
-    LD_PRELOAD="$1/libcudart.so.13:$1/libcublas.so.13:$1/libcurand.so.10" \
+    LD_PRELOAD="$1/libcudart.so.13:$1/libcublas.so.13:$1/libcurand.so.10$([ -f "$1/libcublasLt.so.13" ] && echo ":$1/libcublasLt.so.13")" \
     "$py" -W ignore -c 'import torch; torch.ones(2).cuda()'
 }
 configs=(import new); [ -n "${OLD:-}" ] && configs+=(old)

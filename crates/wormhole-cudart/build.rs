@@ -9,6 +9,7 @@ fn main() {
             wormhole_cuda_api::DRIVER_DESCRIPTION,
             "driver_",
         ),
+        ("cublaslt.api", wormhole_cuda_api::LT_DESCRIPTION, "lt_"),
     ] {
         let api = match wormhole_apigen::parse(src) {
             Ok(api) => api,

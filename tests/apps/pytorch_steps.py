@@ -1,5 +1,5 @@
 """How far PyTorch gets on CUDA: a list of steps, from CUDA's start to
-kernels and cuBLAS, each run on its own and reported as `ok STEP: detail`
+kernels, cuBLAS and cuBLASLt, each run on its own and reported as `ok STEP: detail`
 or `FAIL STEP: error`, so one run records exactly where a backend stops
 (issue 6). Results are checked against the same computation on the CPU.
 
@@ -75,6 +75,15 @@ def steps():
         assert torch.allclose(c, a @ b, atol=1e-4), "product differs"
         return "64x32 @ 32x16 (cuBLAS)"
 
+    def linear():
+        torch.manual_seed(4)
+        layer = torch.nn.Linear(32, 16)
+        x = torch.randn(8, 32)
+        want = layer(x)
+        got = layer.cuda()(x.cuda()).cpu()
+        assert torch.allclose(got, want, atol=1e-4), "output differs"
+        return "nn.Linear(32, 16) on 8 rows (addmm with a bias: cuBLASLt)"
+
     def random():
         g = torch.Generator(device="cuda").manual_seed(3)
         r = torch.rand(1000, device="cuda", generator=g)
@@ -92,6 +101,7 @@ def steps():
         ("memory queries", memory),
         ("a kernel", kernel),
         ("matmul", matmul),
+        ("linear layer", linear),
         ("random numbers", random),
     ]
 

@@ -23,6 +23,8 @@ pub const BLAS_DESCRIPTION: &str = include_str!("../cublas.api");
 pub const RAND_DESCRIPTION: &str = include_str!("../curand.api");
 /// The driver API's description (`driver.api`): answered by the client.
 pub const DRIVER_DESCRIPTION: &str = include_str!("../driver.api");
+/// cuBLASLt's description (`cublaslt.api`): refused, but for its version.
+pub const LT_DESCRIPTION: &str = include_str!("../cublaslt.api");
 
 /// Kinds of CUDA handle a tenant's table holds; a handle of one kind can
 /// never be used as another.
@@ -230,6 +232,13 @@ pub mod blas {
 }
 
 /// cuRAND: function ids (`curand.api`), statuses, versions.
+/// cuBLASLt's ids (`cublaslt.api`).
+pub mod lt {
+    #![allow(non_upper_case_globals, clippy::match_single_binding)]
+    use super::InfoHandle;
+    include!(concat!(env!("OUT_DIR"), "/lt_common_gen.rs"));
+}
+
 /// The driver API's ids and results (`driver.api`).
 pub mod driver {
     #![allow(non_upper_case_globals, clippy::match_single_binding)]
@@ -325,6 +334,7 @@ pub mod forward {
     pub const BLAS: u32 = 1;
     pub const RAND: u32 = 2;
     pub const DRIVER: u32 = 3;
+    pub const LT: u32 = 4;
 }
 
 /// Which forwarded library a function id belongs to.

@@ -171,6 +171,17 @@ pub mod rand {
     }
 }
 
+/// What the libcublasLt stand-in answers without a client: cuBLAS's
+/// answer without a driver, and no version.
+pub mod lt {
+    pub fn fallback_status() -> i32 {
+        wormhole_cuda_api::blas::CUBLAS_STATUS_NOT_INITIALIZED
+    }
+    pub fn fallback_version() -> usize {
+        0
+    }
+}
+
 /// What the libcuda stand-in answers without a client: what a driver that
 /// cannot start answers.
 pub mod driver {

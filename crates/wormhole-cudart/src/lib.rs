@@ -71,6 +71,30 @@ pub mod rand {
     }
 }
 
+/// cuBLASLt's entry points (`cublaslt.api`): each refused but for the
+/// version, for the libcublasLt stand-in to forward to.
+pub mod lt {
+    #![allow(non_snake_case)] // the C names of the entry points
+
+    use std::sync::atomic::Ordering;
+
+    /// The version of the cuBLAS this runtime's major stands in for.
+    pub extern "C" fn cublasLtGetVersion() -> usize {
+        wormhole_cuda_api::blas::version(crate::rt::MAJOR.load(Ordering::Relaxed)) as usize
+    }
+
+    #[allow(clippy::missing_safety_doc, unused_imports, unused_variables)]
+    pub mod gen {
+        use std::ffi::{c_char, c_void};
+
+        use super as overrides;
+        use wormhole_cuda_api::blas::CUBLAS_STATUS_NOT_SUPPORTED;
+
+        include!(concat!(env!("OUT_DIR"), "/lt_client_gen.rs"));
+        include!(concat!(env!("OUT_DIR"), "/lt_forward_gen.rs"));
+    }
+}
+
 /// `cudaHostFn_t`: a host function run in stream order (may be NULL).
 pub type HostFn = Option<unsafe extern "C" fn(*mut std::ffi::c_void)>;
 

@@ -412,7 +412,7 @@ pub mod rand_overrides {
 }
 
 use wormhole_cuda_api::forward::{
-    BLAS as FORWARD_BLAS, DRIVER as FORWARD_DRIVER, RAND as FORWARD_RAND,
+    BLAS as FORWARD_BLAS, DRIVER as FORWARD_DRIVER, LT as FORWARD_LT, RAND as FORWARD_RAND,
 };
 
 /// The client's implementation of every function of an API, in its
@@ -422,6 +422,7 @@ pub fn forward_table(api: u32, fingerprint: u64) -> Option<&'static [usize]> {
     static B: OnceLock<[usize; crate::blas::gen::FORWARD_LEN]> = OnceLock::new();
     static R: OnceLock<[usize; crate::rand::gen::FORWARD_LEN]> = OnceLock::new();
     static D: OnceLock<[usize; crate::driver::gen::FORWARD_LEN]> = OnceLock::new();
+    static L: OnceLock<[usize; crate::lt::gen::FORWARD_LEN]> = OnceLock::new();
     match api {
         FORWARD_BLAS if fingerprint == crate::blas::gen::FINGERPRINT => {
             Some(B.get_or_init(crate::blas::gen::forward_table))
@@ -431,6 +432,9 @@ pub fn forward_table(api: u32, fingerprint: u64) -> Option<&'static [usize]> {
         }
         FORWARD_DRIVER if fingerprint == crate::driver::gen::FINGERPRINT => {
             Some(D.get_or_init(crate::driver::gen::forward_table))
+        }
+        FORWARD_LT if fingerprint == crate::lt::gen::FINGERPRINT => {
+            Some(L.get_or_init(crate::lt::gen::forward_table))
         }
         _ => None,
     }
