@@ -30,14 +30,11 @@ thread_local! {
     static CURRENT: Cell<*mut c_void> = const { Cell::new(std::ptr::null_mut()) };
 }
 
-/// The device count the runtime reports, or the driver's failure.
+/// The device count the runtime reports (asked once), or the driver's
+/// failure. PyTorch asks a device's primary context state on every device
+/// switch, so this must not cost a round trip.
 fn device_count() -> Result<i32, i32> {
-    let mut n = 0;
-    // SAFETY: a valid out-pointer.
-    match unsafe { crate::gen::cudaGetDeviceCount(&mut n) } {
-        0 => Ok(n),
-        s => Err(from_runtime(s)),
-    }
+    crate::overrides::device_count().map_err(from_runtime)
 }
 
 /// `dev` if the server has such a device.

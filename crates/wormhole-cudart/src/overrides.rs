@@ -378,19 +378,87 @@ pub unsafe extern "C" fn cudaPointerGetAttributes(
     cudaSuccess
 }
 
+/// The server's device count, asked once: a process's devices do not
+/// change. A failure to initialise (no driver, no device, no server) is
+/// kept as natively; any other failure is asked again next time.
+pub(crate) fn device_count() -> Result<i32, i32> {
+    static N: OnceLock<Result<i32, i32>> = OnceLock::new();
+    if let Some(n) = N.get() {
+        return *n;
+    }
+    let mut n = 0;
+    // SAFETY: a valid out-pointer.
+    let r = match unsafe { crate::gen::cudaGetDeviceCount(&mut n) } {
+        0 => Ok(n),
+        s => Err(s),
+    };
+    if matches!(r, Ok(_) | Err(3 | 35 | 100)) {
+        let _ = N.set(r);
+    }
+    r
+}
+
 /// Whether the runtime can initialise, as natively calls that need no
 /// device round trip still need a driver: the first such call asks the
 /// server (its answer, an initialisation failure or success, is kept).
 pub(crate) fn init_status() -> i32 {
-    static S: OnceLock<i32> = OnceLock::new();
-    *S.get_or_init(|| {
-        let mut n = 0;
-        // SAFETY: a valid out-pointer.
-        match unsafe { crate::gen::cudaGetDeviceCount(&mut n) } {
-            s @ (3 | 35 | 100) => s,
-            _ => cudaSuccess,
+    match device_count() {
+        Err(s @ (3 | 35 | 100)) => s,
+        _ => cudaSuccess,
+    }
+}
+
+/// The tenant's current device as this client last set it: every change
+/// of it on the server is this client's cudaSetDevice (0 until then, the
+/// runtime's default). One for the process, as the tenant has one.
+static CURRENT_DEVICE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// # Safety
+/// `count` is NULL or writable.
+pub unsafe extern "C" fn cudaGetDeviceCount(count: *mut i32) -> i32 {
+    if count.is_null() {
+        return note(cudaErrorInvalidValue);
+    }
+    match device_count() {
+        Ok(n) => {
+            // SAFETY: checked non-NULL; the caller's contract.
+            unsafe { *count = n };
+            cudaSuccess
         }
-    })
+        Err(s) => note(s),
+    }
+}
+
+/// Setting the device that is already current asks nothing of the server.
+pub extern "C" fn cudaSetDevice(device: i32) -> i32 {
+    let init = init_status();
+    if init != cudaSuccess {
+        return note(init);
+    }
+    if device == CURRENT_DEVICE.load(Ordering::Relaxed) {
+        return cudaSuccess;
+    }
+    // SAFETY: no pointer arguments.
+    let s = unsafe { crate::gen::cudaSetDevice(device) };
+    if s == cudaSuccess {
+        CURRENT_DEVICE.store(device, Ordering::Relaxed);
+    }
+    s
+}
+
+/// # Safety
+/// `device` is NULL or writable.
+pub unsafe extern "C" fn cudaGetDevice(device: *mut i32) -> i32 {
+    if device.is_null() {
+        return note(cudaErrorInvalidValue);
+    }
+    let init = init_status();
+    if init != cudaSuccess {
+        return note(init);
+    }
+    // SAFETY: checked non-NULL; the caller's contract.
+    unsafe { *device = CURRENT_DEVICE.load(Ordering::Relaxed) };
+    cudaSuccess
 }
 
 // ---- Kernels ----------------------------------------------------------------
