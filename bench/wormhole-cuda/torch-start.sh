@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # How long PyTorch takes to start on CUDA through Wormhole, side by side in
 # one run: `import torch` alone (no CUDA: the floor), then `import torch`
-# and a first CUDA tensor with the stand-ins preloaded and a local server
+# and a first CUDA tensor with the stand-ins preloaded and a local server.
+# Then, per client, the time of one small tensor copy on the device (2,000
+# clones of 1,024 floats after 100 to warm up), which PyTorch's device
+# guards around every operation dominate when they cost round trips
 # (release builds; the server runs on the CPU stand-in device, which is
 # enough: what is measured is the registration of PyTorch's kernels and
 # the first allocation and copy). OLD=DIR adds a client built elsewhere
 # (DIR holding libcudart.so.13, libcublas.so.13 and libcurand.so.10, from
-# an older commit) against the same server. Rounds alternate the order.
+# an older commit, and the libcuda.so.1 that goes with it) against the
+# same server. Rounds alternate the order.
 # Needs PyTorch with CUDA 13 (scripts/try-pytorch.sh installs one into
 # target/torch-venv); not run by CI.
 # Usage: [OLD=DIR] bench/wormhole-cuda/torch-start.sh [ROUNDS]
@@ -44,12 +48,25 @@ seconds() { # LABEL COMMAND...: wall seconds of one run, checked
   awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }'
 }
 through() { # DIR: import torch and a first CUDA tensor through Wormhole
-  env WORMHOLE_SERVER="$work/s.sock" LD_LIBRARY_PATH="$work" \
+  env WORMHOLE_SERVER="$work/s.sock" LD_LIBRARY_PATH="$1:$work" \
     LD_PRELOAD="$1/libcudart.so.13:$1/libcublas.so.13:$1/libcurand.so.10$([ -f "$1/libcublasLt.so.13" ] && echo ":$1/libcublasLt.so.13")" \
     "$py" -W ignore -c 'import torch; torch.ones(2).cuda()'
 }
+clone_us() { # DIR: microseconds per clone through Wormhole
+  env WORMHOLE_SERVER="$work/s.sock" LD_LIBRARY_PATH="$1:$work" \
+    LD_PRELOAD="$1/libcudart.so.13:$1/libcublas.so.13:$1/libcurand.so.10$([ -f "$1/libcublasLt.so.13" ] && echo ":$1/libcublasLt.so.13")" \
+    "$py" -W ignore -c '
+import time, torch
+x = torch.ones(1024).cuda()
+for _ in range(100): x.clone()
+torch.cuda.synchronize()
+t = time.time()
+for _ in range(2000): x.clone()
+torch.cuda.synchronize()
+print("%.1f" % ((time.time() - t) / 2000 * 1e6))'
+}
 configs=(import new); [ -n "${OLD:-}" ] && configs+=(old)
-declare -A times
+declare -A times clones
 for r in $(seq "$rounds"); do
   order=("${configs[@]}"); [ $((r % 2)) -eq 0 ] && order=($(printf '%s\n' "${configs[@]}" | tac))
   for c in "${order[@]}"; do
@@ -59,6 +76,10 @@ for r in $(seq "$rounds"); do
       old) t=$(seconds old through "$OLD") ;;
     esac
     times[$c]="${times[$c]:-} $t"
+    case $c in
+      new) clones[new]="${clones[new]:-} $(clone_us "$new")" ;;
+      old) clones[old]="${clones[old]:-} $(clone_us "$OLD")" ;;
+    esac
   done
 done
 echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC') on $(nproc) CPUs ($(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1)), $rounds rounds, commit $(git rev-parse --short HEAD)"
@@ -73,4 +94,12 @@ for c in "${configs[@]}"; do
     old) label="the same with the client in \`$OLD\`" ;;
   esac
   echo "| $label | $(printf '%.2f ' ${times[$c]}) | $(printf '%.2f' "$med") |"
+done
+echo
+echo "| client | µs per clone of 1,024 floats, by round | median |"
+echo "| --- | --- | ---: |"
+for c in new old; do
+  [ -n "${clones[$c]:-}" ] || continue
+  med=$(printf '%s\n' ${clones[$c]} | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  echo "| $([ $c = new ] && echo this commit\'s || echo "\`$OLD\`") | ${clones[$c]} | $med |"
 done
