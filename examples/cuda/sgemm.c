@@ -178,6 +178,19 @@ int main(int argc, char **argv) {
     CHECK_BLAS(cublasGetMathMode(h, &math));
     printf("%-28s %d %s\n", "math mode", math, math == CUBLAS_DEFAULT_MATH ? "ok" : "WRONG");
     if (math != CUBLAS_DEFAULT_MATH) failures++;
+    /* Set again and changed (Wormhole's client skips what is already set,
+     * and must still pass on a change): the handle reports each. */
+    int seen[3];
+    CHECK_BLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+    CHECK_BLAS(cublasGetMathMode(h, &seen[0]));
+    CHECK_BLAS(cublasSetMathMode(h, 1 /* CUBLAS_TENSOR_OP_MATH */));
+    CHECK_BLAS(cublasGetMathMode(h, &seen[1]));
+    CHECK_BLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+    CHECK_BLAS(cublasGetMathMode(h, &seen[2]));
+    CHECK_BLAS(cublasSetWorkspace_v2(h, workspace, 1 << 20));
+    printf("%-28s %d %d %d %s\n", "math mode set, changed, back", seen[0], seen[1], seen[2],
+           seen[0] == 0 && seen[1] == 1 && seen[2] == 0 ? "ok" : "WRONG");
+    if (seen[0] != 0 || seen[1] != 1 || seen[2] != 0) failures++;
     /* Two 32 x 32 products along hd (A's first 2048 elements, in double). */
     CHECK_BLAS(cublasDgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, bm, bm, bm, &done, dD, bm, stride, dD, bm, stride,
                                          &dzero, dE, bm, stride, 2));

@@ -139,7 +139,11 @@ impl Reply {
 struct HandleState {
     /// cublasPointerMode_t: 0 host, 1 device.
     device_mode: bool,
+    /// What the server's handle was last given (a new handle has the
+    /// default stream and math mode, and its own workspace).
     stream: usize,
+    math: i32,
+    workspace: Option<(usize, usize)>,
 }
 
 fn states() -> MutexGuard<'static, HashMap<u64, HandleState>> {
@@ -318,6 +322,9 @@ pub mod blas_overrides {
     /// # Safety
     /// As cublasSetStream_v2.
     pub unsafe extern "C" fn cublasSetStream_v2(handle: *mut c_void, stream: *mut c_void) -> i32 {
+        if unchanged(handle, |st| st.stream == stream as usize) {
+            return blas::CUBLAS_STATUS_SUCCESS;
+        }
         // SAFETY: the caller's contract.
         let s = unsafe { gen::cublasSetStream_v2(handle, stream) };
         if s == blas::CUBLAS_STATUS_SUCCESS {
@@ -326,6 +333,44 @@ pub mod blas_overrides {
             }
         }
         s
+    }
+
+    pub extern "C" fn cublasSetMathMode(handle: *mut c_void, mode: i32) -> i32 {
+        if unchanged(handle, |st| st.math == mode) {
+            return blas::CUBLAS_STATUS_SUCCESS;
+        }
+        // SAFETY: no pointer the library reads but the handle, checked.
+        let s = unsafe { gen::cublasSetMathMode(handle, mode) };
+        if s == blas::CUBLAS_STATUS_SUCCESS {
+            if let Some(st) = states().get_mut(&(handle as usize as u64)) {
+                st.math = mode;
+            }
+        }
+        s
+    }
+
+    pub extern "C" fn cublasSetWorkspace_v2(
+        handle: *mut c_void,
+        workspace: *mut c_void,
+        size: usize,
+    ) -> i32 {
+        let ws = Some((workspace as usize, size));
+        if unchanged(handle, |st| st.workspace == ws) {
+            return blas::CUBLAS_STATUS_SUCCESS;
+        }
+        // SAFETY: the workspace is a device address, checked by both sides.
+        let s = unsafe { gen::cublasSetWorkspace_v2(handle, workspace, size) };
+        if s == blas::CUBLAS_STATUS_SUCCESS {
+            if let Some(st) = states().get_mut(&(handle as usize as u64)) {
+                st.workspace = ws;
+            }
+        }
+        s
+    }
+
+    /// Whether `handle` is a live handle of ours already set as `same` says.
+    fn unchanged(handle: *mut c_void, same: impl Fn(&HandleState) -> bool) -> bool {
+        blas_handle(handle).is_ok_and(|id| states().get(&id).is_some_and(same))
     }
 
     /// # Safety
