@@ -335,7 +335,9 @@ pub mod blas_overrides {
         s
     }
 
-    pub extern "C" fn cublasSetMathMode(handle: *mut c_void, mode: i32) -> i32 {
+    /// # Safety
+    /// `handle` is the application's cuBLAS handle (checked).
+    pub unsafe extern "C" fn cublasSetMathMode(handle: *mut c_void, mode: i32) -> i32 {
         if unchanged(handle, |st| st.math == mode) {
             return blas::CUBLAS_STATUS_SUCCESS;
         }
@@ -349,7 +351,10 @@ pub mod blas_overrides {
         s
     }
 
-    pub extern "C" fn cublasSetWorkspace_v2(
+    /// # Safety
+    /// `handle` is the application's cuBLAS handle and `workspace` a device
+    /// address (both checked).
+    pub unsafe extern "C" fn cublasSetWorkspace_v2(
         handle: *mut c_void,
         workspace: *mut c_void,
         size: usize,
