@@ -3,8 +3,9 @@
 # one run: `import torch` alone (no CUDA: the floor), then `import torch`
 # and a first CUDA tensor with the stand-ins preloaded and a local server.
 # Then, per client, the time of one small tensor copy on the device (2,000
-# clones of 1,024 floats after 100 to warm up), which PyTorch's device
-# guards around every operation dominate when they cost round trips
+# clones of 1,024 floats after 100 to warm up) and of one 16x16 matmul
+# (2,000, through cuBLAS), which PyTorch's device guards and cuBLAS handle
+# settings around every operation dominate when they cost round trips
 # (release builds; the server runs on the CPU stand-in device, which is
 # enough: what is measured is the registration of PyTorch's kernels and
 # the first allocation and copy). OLD=DIR adds a client built elsewhere
@@ -52,18 +53,22 @@ through() { # DIR: import torch and a first CUDA tensor through Wormhole
     LD_PRELOAD="$1/libcudart.so.13:$1/libcublas.so.13:$1/libcurand.so.10$([ -f "$1/libcublasLt.so.13" ] && echo ":$1/libcublasLt.so.13")" \
     "$py" -W ignore -c 'import torch; torch.ones(2).cuda()'
 }
-clone_us() { # DIR: microseconds per clone through Wormhole
+clone_us() { # DIR: microseconds per clone and per matmul through Wormhole
   env WORMHOLE_SERVER="$work/s.sock" LD_LIBRARY_PATH="$1:$work" \
     LD_PRELOAD="$1/libcudart.so.13:$1/libcublas.so.13:$1/libcurand.so.10$([ -f "$1/libcublasLt.so.13" ] && echo ":$1/libcublasLt.so.13")" \
     "$py" -W ignore -c '
 import time, torch
 x = torch.ones(1024).cuda()
-for _ in range(100): x.clone()
+a = torch.ones(16, 16).cuda()
+for _ in range(100): x.clone(); a @ a
 torch.cuda.synchronize()
 t = time.time()
 for _ in range(2000): x.clone()
 torch.cuda.synchronize()
-print("%.1f" % ((time.time() - t) / 2000 * 1e6))'
+u = time.time()
+for _ in range(2000): a @ a
+torch.cuda.synchronize()
+print("%.1f/%.1f" % ((u - t) / 2000 * 1e6, (time.time() - u) / 2000 * 1e6))'
 }
 configs=(import new); [ -n "${OLD:-}" ] && configs+=(old)
 declare -A times clones
@@ -96,10 +101,10 @@ for c in "${configs[@]}"; do
   echo "| $label | $(printf '%.2f ' ${times[$c]}) | $(printf '%.2f' "$med") |"
 done
 echo
-echo "| client | µs per clone of 1,024 floats, by round | median |"
+echo "| client | µs per clone / per 16x16 matmul, by round | median of each |"
 echo "| --- | --- | ---: |"
 for c in new old; do
   [ -n "${clones[$c]:-}" ] || continue
-  med=$(printf '%s\n' ${clones[$c]} | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  med=$(for k in 1 2; do printf '%s\n' ${clones[$c]} | cut -d/ -f$k | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; done | paste -sd/)
   echo "| $([ $c = new ] && echo this commit\'s || echo "\`$OLD\`") | ${clones[$c]} | $med |"
 done
