@@ -322,33 +322,26 @@ pub mod blas_overrides {
     /// # Safety
     /// As cublasSetStream_v2.
     pub unsafe extern "C" fn cublasSetStream_v2(handle: *mut c_void, stream: *mut c_void) -> i32 {
-        if unchanged(handle, |st| st.stream == stream as usize) {
-            return blas::CUBLAS_STATUS_SUCCESS;
-        }
+        let v = stream as usize;
         // SAFETY: the caller's contract.
-        let s = unsafe { gen::cublasSetStream_v2(handle, stream) };
-        if s == blas::CUBLAS_STATUS_SUCCESS {
-            if let Some(st) = states().get_mut(&(handle as usize as u64)) {
-                st.stream = stream as usize;
-            }
-        }
-        s
+        set(
+            handle,
+            v,
+            |st| &mut st.stream,
+            || unsafe { gen::cublasSetStream_v2(handle, stream) },
+        )
     }
 
     /// # Safety
     /// `handle` is the application's cuBLAS handle (checked).
     pub unsafe extern "C" fn cublasSetMathMode(handle: *mut c_void, mode: i32) -> i32 {
-        if unchanged(handle, |st| st.math == mode) {
-            return blas::CUBLAS_STATUS_SUCCESS;
-        }
         // SAFETY: no pointer the library reads but the handle, checked.
-        let s = unsafe { gen::cublasSetMathMode(handle, mode) };
-        if s == blas::CUBLAS_STATUS_SUCCESS {
-            if let Some(st) = states().get_mut(&(handle as usize as u64)) {
-                st.math = mode;
-            }
-        }
-        s
+        set(
+            handle,
+            mode,
+            |st| &mut st.math,
+            || unsafe { gen::cublasSetMathMode(handle, mode) },
+        )
     }
 
     /// # Safety
@@ -359,23 +352,38 @@ pub mod blas_overrides {
         workspace: *mut c_void,
         size: usize,
     ) -> i32 {
-        let ws = Some((workspace as usize, size));
-        if unchanged(handle, |st| st.workspace == ws) {
+        let v = Some((workspace as usize, size));
+        // SAFETY: the workspace is a device address, checked by both sides.
+        set(
+            handle,
+            v,
+            |st| &mut st.workspace,
+            || unsafe { gen::cublasSetWorkspace_v2(handle, workspace, size) },
+        )
+    }
+
+    /// Sets one of a handle's settings: on the server only when it changes
+    /// (`send`), and remembered once the server took it. A handle that is
+    /// not ours goes to `send` too, which refuses it as before.
+    fn set<T: PartialEq>(
+        handle: *mut c_void,
+        value: T,
+        field: impl Fn(&mut HandleState) -> &mut T,
+        send: impl FnOnce() -> i32,
+    ) -> i32 {
+        let Ok(id) = blas_handle(handle) else {
+            return send();
+        };
+        if states().get_mut(&id).is_some_and(|st| *field(st) == value) {
             return blas::CUBLAS_STATUS_SUCCESS;
         }
-        // SAFETY: the workspace is a device address, checked by both sides.
-        let s = unsafe { gen::cublasSetWorkspace_v2(handle, workspace, size) };
+        let s = send();
         if s == blas::CUBLAS_STATUS_SUCCESS {
-            if let Some(st) = states().get_mut(&(handle as usize as u64)) {
-                st.workspace = ws;
+            if let Some(st) = states().get_mut(&id) {
+                *field(st) = value;
             }
         }
         s
-    }
-
-    /// Whether `handle` is a live handle of ours already set as `same` says.
-    fn unchanged(handle: *mut c_void, same: impl Fn(&HandleState) -> bool) -> bool {
-        blas_handle(handle).is_ok_and(|id| states().get(&id).is_some_and(same))
     }
 
     /// # Safety
