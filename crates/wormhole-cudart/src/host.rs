@@ -17,6 +17,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use wormhole_cuda_api::*;
 
+use crate::overrides::current_device;
 use crate::rt::note;
 
 /// cudaErrorHostMemoryAlreadyRegistered, cudaErrorHostMemoryNotRegistered.
@@ -61,15 +62,6 @@ fn ranges() -> MutexGuard<'static, Ranges> {
 /// The page-locked range that holds `p`, if any.
 pub fn find(p: u64) -> Option<Range> {
     ranges().find(p)
-}
-
-fn current_device() -> i32 {
-    let mut d = 0;
-    // SAFETY: a valid out-pointer.
-    match unsafe { crate::gen::cudaGetDevice(&mut d) } {
-        0 => d,
-        _ => 0,
-    }
 }
 
 /// # Safety

@@ -413,6 +413,11 @@ pub(crate) fn init_status() -> i32 {
 /// runtime's default). One for the process, as the tenant has one.
 static CURRENT_DEVICE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
+/// The tenant's current device, as this client keeps it.
+pub(crate) fn current_device() -> i32 {
+    CURRENT_DEVICE.load(Ordering::Relaxed)
+}
+
 /// # Safety
 /// `count` is NULL or writable.
 pub unsafe extern "C" fn cudaGetDeviceCount(count: *mut i32) -> i32 {
@@ -435,7 +440,7 @@ pub extern "C" fn cudaSetDevice(device: i32) -> i32 {
     if init != cudaSuccess {
         return note(init);
     }
-    if device == CURRENT_DEVICE.load(Ordering::Relaxed) {
+    if device == current_device() {
         return cudaSuccess;
     }
     // SAFETY: no pointer arguments.
@@ -457,7 +462,7 @@ pub unsafe extern "C" fn cudaGetDevice(device: *mut i32) -> i32 {
         return note(init);
     }
     // SAFETY: checked non-NULL; the caller's contract.
-    unsafe { *device = CURRENT_DEVICE.load(Ordering::Relaxed) };
+    unsafe { *device = current_device() };
     cudaSuccess
 }
 
