@@ -48,15 +48,18 @@ seconds() { # LABEL COMMAND...: wall seconds of one run, checked
   t1=$(date +%s.%N)
   awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }'
 }
-through() { # DIR: import torch and a first CUDA tensor through Wormhole
+client() { # DIR CODE: Python CODE with the client in DIR, through the server
+  local lt=""
+  [ -f "$1/libcublasLt.so.13" ] && lt=":$1/libcublasLt.so.13"
   env WORMHOLE_SERVER="$work/s.sock" LD_LIBRARY_PATH="$1:$work" \
-    LD_PRELOAD="$1/libcudart.so.13:$1/libcublas.so.13:$1/libcurand.so.10$([ -f "$1/libcublasLt.so.13" ] && echo ":$1/libcublasLt.so.13")" \
-    "$py" -W ignore -c 'import torch; torch.ones(2).cuda()'
+    LD_PRELOAD="$1/libcudart.so.13:$1/libcublas.so.13:$1/libcurand.so.10$lt" \
+    "$py" -W ignore -c "$2"
+}
+through() { # DIR: import torch and a first CUDA tensor through Wormhole
+  client "$1" 'import torch; torch.ones(2).cuda()'
 }
 clone_us() { # DIR: microseconds per clone and per matmul through Wormhole
-  env WORMHOLE_SERVER="$work/s.sock" LD_LIBRARY_PATH="$1:$work" \
-    LD_PRELOAD="$1/libcudart.so.13:$1/libcublas.so.13:$1/libcurand.so.10$([ -f "$1/libcublasLt.so.13" ] && echo ":$1/libcublasLt.so.13")" \
-    "$py" -W ignore -c '
+  client "$1" '
 import time, torch
 x = torch.ones(1024).cuda()
 a = torch.ones(16, 16).cuda()
