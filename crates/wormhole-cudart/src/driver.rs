@@ -48,10 +48,7 @@ fn device(dev: i32) -> Result<usize, i32> {
 
 /// The device whose primary context `ctx` is.
 fn context_device(ctx: *mut c_void) -> Option<usize> {
-    let base = PRIMARY.as_ptr() as usize;
-    let off = (ctx as usize).wrapping_sub(base);
-    let size = std::mem::size_of::<AtomicU32>();
-    (off.is_multiple_of(size) && off / size < MAX_DEVICES).then_some(off / size)
+    crate::rt::slot_of(&PRIMARY, ctx)
 }
 
 fn status(r: Result<(), i32>) -> i32 {

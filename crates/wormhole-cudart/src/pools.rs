@@ -76,8 +76,7 @@ fn state() -> MutexGuard<'static, State> {
 
 /// The device of a default pool's handle.
 fn device_of(pool: *mut c_void) -> Option<i32> {
-    let off = (pool as usize).wrapping_sub(TAGS.as_ptr() as usize);
-    (off < MAX_DEVICES).then_some(off as i32)
+    crate::rt::slot_of(&TAGS, pool).map(|d| d as i32)
 }
 
 /// Counts an allocation cudaMallocAsync made at `start` against its

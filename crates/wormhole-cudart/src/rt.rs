@@ -62,6 +62,15 @@ pub fn last_error(reset: bool) -> i32 {
     }
 }
 
+/// Which element of `slots` the handle `p` is the address of: handles the
+/// client makes itself (memory pools, driver contexts), one per device,
+/// which can be checked without a table.
+pub fn slot_of<T>(slots: &'static [T], p: *const std::ffi::c_void) -> Option<usize> {
+    let off = (p as usize).wrapping_sub(slots.as_ptr() as usize);
+    let size = std::mem::size_of::<T>();
+    (off.is_multiple_of(size) && off / size < slots.len()).then_some(off / size)
+}
+
 /// The device allocations this process has (the published UVA tracker).
 pub fn tracker() -> MutexGuard<'static, Tracker> {
     static T: OnceLock<Mutex<Tracker>> = OnceLock::new();
