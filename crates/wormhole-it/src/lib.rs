@@ -766,6 +766,20 @@ pub fn is_tenant(pid: u32) -> bool {
         .is_ok_and(|c| String::from_utf8_lossy(&c).ends_with("tenant\0"))
 }
 
+/// Waits (bounded) until the server has reaped tenant `pid`, which it logs
+/// only after the tenant's own last words. Firmer than `!is_tenant(pid)`: a
+/// process whose leader thread is gone reads as no tenant while the rest of
+/// it may still run (and log).
+pub fn tenant_ended(server: &Server, pid: u32, limit: Duration) -> bool {
+    let started = format!("tenant process {pid} (");
+    eventually(limit, || {
+        server
+            .log_text()
+            .lines()
+            .any(|l| l.contains(&started) && l.contains(") ended ("))
+    })
+}
+
 /// Waits (bounded) until `f` holds.
 pub fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + limit;

@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use wormhole_it::{
-    compile, eventually, is_tenant, live_tenants, the_live_tenant, use_wormhole, Artifacts,
+    compile, is_tenant, live_tenants, tenant_ended, the_live_tenant, use_wormhole, Artifacts,
     Running, Server, TempDir,
 };
 
@@ -175,7 +175,7 @@ fn cut_while_waiting(mode: &str) {
         "gave up {took:?} after the cut: sooner than any probe could tell"
     );
     assert!(
-        eventually(GIVE_UP_WITHIN, || !is_tenant(tenant)),
+        tenant_ended(&server, tenant, GIVE_UP_WITHIN),
         "tenant {tenant} still runs {GIVE_UP_WITHIN:?} after the client was cut off\n{}",
         server.log_text()
     );

@@ -132,7 +132,7 @@ fn stranded_over_tcp(
 #[test]
 fn a_killed_tcp_clients_tenant_ends_mid_kernel() {
     use std::time::Duration;
-    use wormhole_it::{eventually, is_tenant, live_tenants, the_live_tenant, Running};
+    use wormhole_it::{live_tenants, tenant_ended, the_live_tenant, Running};
     // About a minute of kernel on a CPU.
     let (dir, server, cmd) = stranded_over_tcp("tcp-killed", &[], &["kernel", "50000000000"]);
     let mut client = Running::start(cmd, dir.path()).expect("client");
@@ -155,7 +155,7 @@ fn a_killed_tcp_clients_tenant_ends_mid_kernel() {
     });
     client.kill();
     assert!(
-        eventually(Duration::from_secs(10), || !is_tenant(tenant)),
+        tenant_ended(&server, tenant, Duration::from_secs(10)),
         "tenant {tenant} still runs 10 s after its client was killed\n{}",
         server.log_text()
     );
