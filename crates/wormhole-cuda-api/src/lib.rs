@@ -12,6 +12,7 @@ pub mod errors;
 pub mod extent;
 pub mod fatbin;
 pub mod launch;
+pub mod matmul;
 pub mod tracker;
 pub mod wire;
 
@@ -23,7 +24,7 @@ pub const BLAS_DESCRIPTION: &str = include_str!("../cublas.api");
 pub const RAND_DESCRIPTION: &str = include_str!("../curand.api");
 /// The driver API's description (`driver.api`): answered by the client.
 pub const DRIVER_DESCRIPTION: &str = include_str!("../driver.api");
-/// cuBLASLt's description (`cublaslt.api`): refused, but for its version.
+/// cuBLASLt's description (`cublaslt.api`).
 pub const LT_DESCRIPTION: &str = include_str!("../cublaslt.api");
 
 /// Kinds of CUDA handle a tenant's table holds; a handle of one kind can
@@ -337,6 +338,12 @@ pub mod forward {
     pub const LT: u32 = 4;
 }
 
+/// Whether `func` is one of cuBLASLt's (which count as cuBLAS's).
+pub fn is_lt(func: u32) -> bool {
+    func >= lt::func::cublasLtGetVersion
+        && ((func - lt::func::cublasLtGetVersion) as usize) < lt::FUNC_NAMES.len()
+}
+
 /// Which forwarded library a function id belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Library {
@@ -351,7 +358,11 @@ impl Library {
         let within = |first: u32, n: usize| func >= first && ((func - first) as usize) < n;
         if within(func::cudaGetDeviceCount, FUNC_NAMES.len()) {
             Some(Library::Runtime)
-        } else if within(blas::func::cublasCreate_v2, blas::FUNC_NAMES.len()) {
+        } else if within(blas::func::cublasCreate_v2, blas::FUNC_NAMES.len())
+            || within(lt::func::cublasLtGetVersion, lt::FUNC_NAMES.len())
+        {
+            // cuBLASLt shares cuBLAS's statuses, handles (a cuBLAS handle is
+            // a cuBLASLt one) and deferred failures.
             Some(Library::Blas)
         } else if within(rand::func::curandCreateGenerator, rand::FUNC_NAMES.len()) {
             Some(Library::Rand)
@@ -364,6 +375,7 @@ impl Library {
     pub fn func_name(func: u32) -> &'static str {
         let (first, names) = match Library::of(func) {
             Some(Library::Runtime) => (func::cudaGetDeviceCount, FUNC_NAMES),
+            Some(Library::Blas) if is_lt(func) => (lt::func::cublasLtGetVersion, lt::FUNC_NAMES),
             Some(Library::Blas) => (blas::func::cublasCreate_v2, blas::FUNC_NAMES),
             Some(Library::Rand) => (rand::func::curandCreateGenerator, rand::FUNC_NAMES),
             None => return "?",
@@ -376,7 +388,7 @@ impl Library {
     pub fn is_async(self, func: u32) -> bool {
         match self {
             Library::Runtime => is_async(func),
-            Library::Blas => blas::is_async(func),
+            Library::Blas => blas::is_async(func) || lt::is_async(func),
             Library::Rand => rand::is_async(func),
         }
     }
@@ -387,7 +399,7 @@ impl Library {
     pub fn no_status(self, func: u32) -> bool {
         match self {
             Library::Runtime => no_status(func),
-            Library::Blas => blas::no_status(func),
+            Library::Blas => blas::no_status(func) || lt::no_status(func),
             Library::Rand => rand::no_status(func),
         }
     }
