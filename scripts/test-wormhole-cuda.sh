@@ -61,7 +61,10 @@ for major in 12 13; do
   ln -s "$rand_so" "$lib/libcurand.so.10"; ln -s libcurand.so.10 "$lib/libcurand.so"
   # libcuda.so.1 for a client without the driver: the calls PyTorch makes.
   ln -s "$PWD/target/debug/libwormhole_cuda_driver1.so" "$lib/libcuda.so.1"
-  [ "$major" = 13 ] && ln -s "$PWD/target/debug/libwormhole_cublaslt13.so" "$lib/libcublasLt.so.13"
+  if [ "$major" = 13 ]; then
+    ln -s "$PWD/target/debug/libwormhole_cublaslt13.so" "$lib/libcublasLt.so.13"
+    ln -s libcublasLt.so.13 "$lib/libcublasLt.so"
+  fi
   check "libcublas.so.$major: soname" sh -c "readelf -d '$blas_so' | grep -q 'Library soname: \[libcublas.so.$major\]'"
   check "libcublas.so.$major: cublasSgemm_v2@@libcublas.so.$major" sh -c "readelf --dyn-syms -W '$blas_so' | grep -q ' cublasSgemm_v2@@libcublas.so.$major\$'"
   check "libcublas.so.$major: no client of its own (no cudaMalloc)" sh -c "! readelf --dyn-syms -W '$blas_so' | grep -q ' cudaMalloc'"
@@ -171,12 +174,12 @@ stop_server
 
 # The whole cuBLAS and cuRAND path with real data: a server whose
 # "NVIDIA libraries" are examples/cuda/cpu_device.c (a CPU stand-in under
-# the three sonames) runs the samples to the end; their CPU references
+# the four sonames) runs the samples to the end; their CPU references
 # judge every result (host and device pointer modes, results in replies,
 # streams, strided batches).
 cpu="$work/cpu"; mkdir -p "$cpu"
 gcc -shared -fPIC -O2 -Wall -Werror -o "$cpu/libcpudevice.so" examples/cuda/cpu_device.c -lm
-for n in libcudart.so.13 libcublas.so.13 libcurand.so.10; do ln -s libcpudevice.so "$cpu/$n"; done
+for n in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10; do ln -s libcpudevice.so "$cpu/$n"; done
 LD_LIBRARY_PATH="$cpu" start_server --cuda-runtime "$cpu/libcudart.so.13"
 # nvcc's lenet: the stand-in runs its kernels by CPU twins of the same
 # element functions. Natively (the program on the stand-in directly) and
@@ -238,11 +241,16 @@ check "CPU device: libcuda stand-in answers the driver calls PyTorch makes" bash
   "LD_LIBRARY_PATH='$work/lib13' '$work/driver' | diff '$work/driver.want' -"
 check "libcuda stand-in without a server: the driver cannot start" bash -c \
   "WORMHOLE_SERVER='$work/none.sock' LD_LIBRARY_PATH='$work/lib13' '$work/driver' 2>/dev/null | grep -qx 'init: 3, flags 1: 1'"
-# cuBLASLt: refused (not forwarded yet), where NVIDIA's library would crash
-# in a client without the device (PyTorch's addmm with a bias uses it).
-gcc -O2 -Wall -Werror -o "$work/lt_refused" examples/cuda/lt_refused.c -ldl
-check "CPU device: the cuBLASLt stand-in refuses, and says its version" bash -c \
-  "LD_LIBRARY_PATH='$work/lib13' '$work/lt_refused' | diff - <(printf '%s\\n' 'version: 131000' 'matmul descriptor: 15, untouched' 'preference: 15, untouched')"
+# cuBLASLt as PyTorch's nn.Linear calls it: a bias and a ReLU epilogue, a
+# strided batch, a handle of cublasLtCreate's; the same lines natively on
+# the stand-in and through Wormhole, and right by the CPU reference. Then
+# what Wormhole's model refuses: where it is set (the client), or for the
+# memory it would touch (the server).
+gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/lt_matmul" examples/cuda/lt_matmul.c -L"$work/lib13" -lcublasLt -lcublas -lcudart -lm
+check "CPU device: cuBLASLt matmuls as natively, and correct" bash -c \
+  "diff <(LD_LIBRARY_PATH='$cpu' '$work/lt_matmul' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/lt_matmul') && LD_LIBRARY_PATH='$work/lib13' '$work/lt_matmul' | tail -n1 | grep -qx correct"
+check "CPU device: cuBLASLt refusals" bash -c \
+  "LD_LIBRARY_PATH='$work/lib13' '$work/lt_matmul' refused | tee /dev/stderr | diff - <(printf '%s\\n' 'device pointer mode: 15' 'an attribute of the wrong size: 7' 'row order: 15' 'shapes that disagree: 7' 'heuristic: 0, count 1' 'an algorithm of its own: 7' 'operands past their allocation: 7' 'destroyed: 0, again 7')"
 # Pitched memory and 2D copies in every direction, checked byte by byte,
 # the same natively and through Wormhole.
 gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/memcpy2d13" examples/cuda/memcpy2d.c -L"$work/lib13" -lcudart

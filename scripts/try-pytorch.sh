@@ -75,7 +75,7 @@ else
   echo "== no GPU: the server runs on the CPU stand-in"
   cpu="$work/cpu"; mkdir -p "$cpu"
   gcc -shared -fPIC -O2 -Wall -Werror -o "$cpu/libcpudevice.so" examples/cuda/cpu_device.c -lm
-  for n in libcudart.so.13 libcublas.so.13 libcurand.so.10; do ln -s libcpudevice.so "$cpu/$n"; done
+  for n in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10; do ln -s libcpudevice.so "$cpu/$n"; done
   cp "$bin/libwormhole_cuda_driver1.so" "$lib/libcuda.so.1"
   server_env=(env LD_LIBRARY_PATH="$cpu$ocl")
   runtime="$cpu/libcudart.so.13"

@@ -21,6 +21,11 @@ fn main() {
             wormhole_cuda_api::RAND_DESCRIPTION,
             "rand_server_gen.rs",
         ),
+        (
+            "cublaslt.api",
+            wormhole_cuda_api::LT_DESCRIPTION,
+            "lt_server_gen.rs",
+        ),
     ] {
         let api = match wormhole_apigen::parse(src) {
             Ok(api) => api,

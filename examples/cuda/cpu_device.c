@@ -1,6 +1,7 @@
-/* A CPU stand-in for NVIDIA's libcudart, libcublas and libcurand, for the
- * server side of Wormhole's no-GPU tests: built as one shared object and
- * linked under the three sonames, it lets the cuBLAS and cuRAND samples
+/* A CPU stand-in for NVIDIA's libcudart, libcublas, libcublasLt and
+ * libcurand, for the server side of Wormhole's no-GPU tests: built as one
+ * shared object and linked under the four sonames, it lets the cuBLAS,
+ * cuBLASLt and cuRAND samples
  * run to the end through a real server on a machine without a GPU, so
  * every request and reply of the path (scalars by value, pointer modes,
  * results in the reply, streams, handles, device pointers checked by the
@@ -477,6 +478,97 @@ int cublasIsamax_v2(void *h, int n, const float *x, int incx, int *r) {
     int best = 0;
     for (int i = 1; i < n; i++) if (fabsf(x[i * incx]) > fabsf(x[best * incx])) best = i;
     *r = n > 0 ? best + 1 : 0;
+    return 0;
+}
+
+/* ---- cuBLASLt: single precision, column-major, the epilogues PyTorch uses */
+struct lt_desc { int compute, scale, ta, tb; unsigned epilogue; const float *bias; long long bias_stride; };
+struct lt_layout { int type; uint64_t rows, cols; long long ld, stride; int batch; };
+struct lt_pref { uint64_t max_workspace; };
+int cublasLtCreate(void **h) { return cublasCreate_v2(h); }
+int cublasLtDestroy(void *h) { return cublasDestroy_v2(h); }
+int cublasLtMatmulDescCreate(void **d, int compute, int scale) {
+    struct lt_desc *x = calloc(1, sizeof *x);
+    if (!x) return 3;
+    x->compute = compute; x->scale = scale; x->epilogue = 1;
+    *d = x;
+    return 0;
+}
+int cublasLtMatmulDescDestroy(void *d) { free(d); return 0; }
+/* The attributes Wormhole's server sets (cublasLt.h's numbers). */
+int cublasLtMatmulDescSetAttribute(void *d, int attr, const void *v, size_t n) {
+    struct lt_desc *x = d;
+    switch (attr) {
+    case 3: if (n != 4) return 7; memcpy(&x->ta, v, 4); return 0;
+    case 4: if (n != 4) return 7; memcpy(&x->tb, v, 4); return 0;
+    case 7: if (n != 4) return 7; memcpy(&x->epilogue, v, 4); return 0;
+    case 8: if (n != 8) return 7; memcpy(&x->bias, v, 8); return 0;
+    case 10: if (n != 8) return 7; memcpy(&x->bias_stride, v, 8); return 0;
+    default: return 15;
+    }
+}
+int cublasLtMatrixLayoutCreate(void **l, int type, uint64_t rows, uint64_t cols, long long ld) {
+    struct lt_layout *x = calloc(1, sizeof *x);
+    if (!x) return 3;
+    x->type = type; x->rows = rows; x->cols = cols; x->ld = ld; x->batch = 1;
+    *l = x;
+    return 0;
+}
+int cublasLtMatrixLayoutDestroy(void *l) { free(l); return 0; }
+int cublasLtMatrixLayoutSetAttribute(void *l, int attr, const void *v, size_t n) {
+    struct lt_layout *x = l;
+    switch (attr) {
+    case 5: if (n != 4) return 7; memcpy(&x->batch, v, 4); return 0;
+    case 6: if (n != 8) return 7; memcpy(&x->stride, v, 8); return 0;
+    default: return 15;
+    }
+}
+int cublasLtMatmulPreferenceCreate(void **p) { *p = calloc(1, sizeof(struct lt_pref)); return *p ? 0 : 3; }
+int cublasLtMatmulPreferenceDestroy(void *p) { free(p); return 0; }
+int cublasLtMatmulPreferenceSetAttribute(void *p, int attr, const void *v, size_t n) {
+    if (attr == 1) { if (n != 8) return 7; memcpy(&((struct lt_pref *)p)->max_workspace, v, 8); }
+    return 0;
+}
+/* One algorithm (no workspace) for what this device computes: all R_32F,
+ * compute 32F or 32F_FAST_TF32; none for anything else. */
+int cublasLtMatmulAlgoGetHeuristic(void *h, void *d, void *a, void *b, void *c, void *dd, void *p, int want,
+                                   void *results, int *count) {
+    struct lt_desc *x = d;
+    struct lt_layout *ls[4] = {a, b, c, dd};
+    (void)h; (void)p;
+    if (want < 1 || !results || !count) return 7;
+    *count = 0;
+    if (x->scale != 0 || (x->compute != 68 && x->compute != 77)) return 0;
+    for (int i = 0; i < 4; i++) if (ls[i]->type != 0) return 0;
+    memset(results, 0, 96);
+    *count = 1;
+    return 0;
+}
+static float gelu(float v) { return 0.5f * v * (1 + tanhf(0.7978845608f * (v + 0.044715f * v * v * v))); }
+int cublasLtMatmul(void *h, void *d, const void *al, const void *A, void *ad, const void *B, void *bd, const void *be,
+                   const void *C, void *cd, void *D, void *dd, const void *algo, void *ws, size_t wsn, void *st) {
+    struct lt_desc *x = d;
+    struct lt_layout *la = ad, *lb = bd, *lc = cd, *ld = dd;
+    float alpha = *(const float *)al, beta = *(const float *)be;
+    int m = (int)ld->rows, n = (int)ld->cols, k = (int)(x->ta ? la->rows : la->cols);
+    (void)h; (void)algo; (void)ws; (void)wsn; (void)st;
+    for (int b = 0; b < ld->batch; b++) {
+        const float *a = (const float *)A + b * la->stride, *bb = (const float *)B + b * lb->stride;
+        const float *c = (const float *)C + b * lc->stride;
+        float *o = (float *)D + b * ld->stride;
+        if (c != o)
+            for (int j = 0; j < n; j++)
+                for (int i = 0; i < m; i++) AT(o, ld->ld, i, j) = beta == 0 ? 0 : AT(c, lc->ld, i, j);
+        sgemm_one(x->ta, x->tb, m, n, k, alpha, a, (int)la->ld, bb, (int)lb->ld, beta, o, (int)ld->ld);
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < m; i++) {
+                float v = AT(o, ld->ld, i, j);
+                if (x->epilogue & 4) v += x->bias[i + b * x->bias_stride];
+                if (x->epilogue & 2) v = v > 0 ? v : 0;
+                if (x->epilogue & 32) v = gelu(v);
+                AT(o, ld->ld, i, j) = v;
+            }
+    }
     return 0;
 }
 

@@ -13,6 +13,7 @@
 pub mod driver;
 pub mod host;
 pub mod libs;
+pub mod lt;
 pub mod overrides;
 pub mod pools;
 pub mod refused;
@@ -68,30 +69,6 @@ pub mod rand {
 
         include!(concat!(env!("OUT_DIR"), "/rand_client_gen.rs"));
         include!(concat!(env!("OUT_DIR"), "/rand_forward_gen.rs"));
-    }
-}
-
-/// cuBLASLt's entry points (`cublaslt.api`): each refused but for the
-/// version, for the libcublasLt stand-in to forward to.
-pub mod lt {
-    #![allow(non_snake_case)] // the C names of the entry points
-
-    use std::sync::atomic::Ordering;
-
-    /// The version of the cuBLAS this runtime's major stands in for.
-    pub extern "C" fn cublasLtGetVersion() -> usize {
-        wormhole_cuda_api::blas::version(crate::rt::MAJOR.load(Ordering::Relaxed)) as usize
-    }
-
-    #[allow(clippy::missing_safety_doc, unused_imports, unused_variables)]
-    pub mod gen {
-        use std::ffi::{c_char, c_void};
-
-        use super as overrides;
-        use wormhole_cuda_api::blas::CUBLAS_STATUS_NOT_SUPPORTED;
-
-        include!(concat!(env!("OUT_DIR"), "/lt_client_gen.rs"));
-        include!(concat!(env!("OUT_DIR"), "/lt_forward_gen.rs"));
     }
 }
 

@@ -1,5 +1,6 @@
-//! The cuBLAS and cuRAND request path: arbitrary bytes as the arguments of
-//! an arbitrary cuBLAS or cuRAND function (chosen by the first two bytes),
+//! The cuBLAS, cuBLASLt and cuRAND request path: arbitrary bytes as the
+//! arguments of an arbitrary function of theirs (chosen by the first two
+//! bytes; cuBLASLt's matmul carries its descriptors and layouts whole),
 //! decoded, checked and dispatched by a CUDA tenant seeded with a device
 //! allocation, a cuBLAS handle, a cuRAND generator and a stream, so that
 //! valid ids and addresses exist. No library is ever loaded (the seeded
@@ -22,11 +23,14 @@ fuzz_target!(|data: &[u8]| {
     };
     let blas = wormhole_cuda_api::blas::FUNC_NAMES.len() as u32;
     let rand = wormhole_cuda_api::rand::FUNC_NAMES.len() as u32;
-    let n = u32::from(u16::from_le_bytes(*sel)) % (blas + rand);
+    let lt = wormhole_cuda_api::lt::FUNC_NAMES.len() as u32;
+    let n = u32::from(u16::from_le_bytes(*sel)) % (blas + rand + lt);
     let func = if n < blas {
         wormhole_cuda_api::blas::func::cublasCreate_v2 + n
-    } else {
+    } else if n < blas + rand {
         wormhole_cuda_api::rand::func::curandCreateGenerator + (n - blas)
+    } else {
+        wormhole_cuda_api::lt::func::cublasLtGetVersion + (n - blas - rand)
     };
     let mut t = CudaTenant::new(1 << 20);
     let _ = t.allocs.insert(wormhole_cuda_api::tracker::Alloc {

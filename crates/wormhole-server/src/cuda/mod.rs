@@ -16,6 +16,7 @@
 
 pub mod blas;
 pub mod libs;
+pub mod lt;
 pub mod overrides;
 pub mod rand;
 pub mod tenant;
@@ -75,6 +76,9 @@ pub fn dispatch(
     e: &mut Encoder,
 ) -> Result<i32, i32> {
     match Library::of(func) {
+        Some(Library::Blas) if wormhole_cuda_api::is_lt(func) => {
+            lt::dispatch(&mut libs::LibTenant::new(t, Library::Blas), func, d, e)
+        }
         Some(Library::Blas) => {
             blas::dispatch(&mut libs::LibTenant::new(t, Library::Blas), func, d, e)
         }
