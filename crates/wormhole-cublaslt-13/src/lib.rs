@@ -1,8 +1,8 @@
-//! libcublasLt.so.13, refused: put it ahead of NVIDIA's on the library
-//! path (or preload it) next to Wormhole's libcudart.so.13. Wormhole does
-//! not forward cuBLASLt yet, and NVIDIA's library, in a client without the
-//! device, crashes on its first matmul; each entry point here answers
-//! CUBLAS_STATUS_NOT_SUPPORTED instead (see `cublaslt.api`).
+//! libcublasLt.so.13: put it ahead of NVIDIA's on the library path (or
+//! preload it) next to Wormhole's libcudart.so.13. Each entry point jumps
+//! to the client in the libcudart stand-in, which keeps the descriptors
+//! and sends matmuls to the server (see `cublaslt.api`); NVIDIA's library,
+//! in a client without the device, would crash on its first matmul.
 
 use wormhole_cuda_forward::lt::{fallback_status, fallback_version};
 
