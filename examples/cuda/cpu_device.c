@@ -410,6 +410,67 @@ int cublasDgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, cons
     for (int b = 0; b < batch; b++) dgemm_one(ta, tb, m, n, k, *al, A + b * sa, lda, B + b * sb, ldb, *be, C + b * sc, ldc);
     return 0;
 }
+/* Mixed precision: elements of CUDA_R_32F (0), R_16F (2) or R_16BF (14),
+ * accumulated in float; scalars float, or half for CUBLAS_COMPUTE_16F. */
+static int ex_sized(int ty) { return ty == 0 || ty == 2 || ty == 14; }
+static float ex_load(const void *p, int ty, size_t i) {
+    if (ty == 2) return (float)((const _Float16 *)p)[i];
+    if (ty == 14) {
+        uint32_t b = (uint32_t)((const uint16_t *)p)[i] << 16;
+        float f;
+        memcpy(&f, &b, 4);
+        return f;
+    }
+    return ((const float *)p)[i];
+}
+static void ex_store(void *p, int ty, size_t i, float v) {
+    if (ty == 2) { ((_Float16 *)p)[i] = (_Float16)v; return; }
+    if (ty == 14) { /* round to nearest even */
+        uint32_t b;
+        memcpy(&b, &v, 4);
+        b += 0x7fff + ((b >> 16) & 1);
+        ((uint16_t *)p)[i] = (uint16_t)(b >> 16);
+        return;
+    }
+    ((float *)p)[i] = v;
+}
+static float ex_scalar(const void *p, int compute) {
+    return compute == 64 || compute == 65 ? (float)*(const _Float16 *)p : *(const float *)p;
+}
+static void gemm_ex_one(int ta, int tb, int m, int n, int k, float al, const void *A, int at, int lda, const void *B,
+                        int bt, int ldb, float be, void *C, int ct, int ldc) {
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < m; i++) {
+            float s = 0;
+            for (int l = 0; l < k; l++)
+                s += ex_load(A, at, ta ? l + (size_t)i * lda : i + (size_t)l * lda) *
+                     ex_load(B, bt, tb ? j + (size_t)l * ldb : l + (size_t)j * ldb);
+            size_t c = i + (size_t)j * ldc;
+            ex_store(C, ct, c, al * s + (be == 0 ? 0 : be * ex_load(C, ct, c)));
+        }
+}
+static size_t ex_bytes(int ty) { return ty == 0 ? 4 : 2; }
+int cublasGemmStridedBatchedEx(void *h, int ta, int tb, int m, int n, int k, const void *al, const void *A, int at,
+                               int lda, long long sa, const void *B, int bt, int ldb, long long sb, const void *be,
+                               void *C, int ct, int ldc, long long sc, int batch, int compute, int algo) {
+    (void)algo;
+    if (!h) return 1;
+    if (!ex_sized(at) || !ex_sized(bt) || !ex_sized(ct) || compute == 70 || compute == 71) return 15;
+    for (int b = 0; b < batch; b++)
+        gemm_ex_one(ta, tb, m, n, k, ex_scalar(al, compute), (const char *)A + b * sa * ex_bytes(at), at, lda,
+                    (const char *)B + b * sb * ex_bytes(bt), bt, ldb, ex_scalar(be, compute),
+                    (char *)C + b * sc * ex_bytes(ct), ct, ldc);
+    return 0;
+}
+int cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const void *al, const void *A, int at, int lda,
+                 const void *B, int bt, int ldb, const void *be, void *C, int ct, int ldc, int compute, int algo) {
+    return cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, al, A, at, lda, 0, B, bt, ldb, 0, be, C, ct, ldc, 0, 1,
+                                      compute, algo);
+}
+int cublasSgemmEx(void *h, int ta, int tb, int m, int n, int k, const float *al, const void *A, int at, int lda,
+                  const void *B, int bt, int ldb, const float *be, void *C, int ct, int ldc) {
+    return cublasGemmEx(h, ta, tb, m, n, k, al, A, at, lda, B, bt, ldb, be, C, ct, ldc, 68, -1);
+}
 int cublasDgemv_v2(void *h, int t, int m, int n, const double *al, const double *A, int lda, const double *x,
                    int incx, const double *be, double *y, int incy) {
     if (!h) return 1;

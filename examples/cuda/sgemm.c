@@ -3,7 +3,9 @@
  * uses (axpy, scal, copy, dot, nrm2, amax), in host and device pointer
  * mode, on a stream of its own; then what PyTorch adds in double precision
  * (strided batched DGEMM, DGEMV, DDOT) and its handle settings (a
- * workspace, the math mode). Checks every result against a CPU
+ * workspace, the math mode) and its mixed-precision GEMMs (half and
+ * bfloat16 through GemmEx, SgemmEx, GemmStridedBatchedEx). Checks every
+ * result against a CPU
  * reference and prints a digest of each result's bytes: run natively and
  * through Wormhole on the same GPU, the digests must be identical
  * (scripts/gpu-validate-cuda.sh compares them). Lines starting "time:"
@@ -216,6 +218,62 @@ int main(int argc, char **argv) {
     compare("ddot", &fdd, &rddot, 1, 1e-6);
     printf("digest double: %016llx %016llx\n", (unsigned long long)sample_digest(hd2, 2 * stride * sizeof(double)),
            (unsigned long long)sample_digest(&ddot, sizeof ddot));
+
+    /* Mixed precision as PyTorch's half and bfloat16 matmuls call it: the
+     * first 32 x 32 block of A and B rounded to half (GemmEx, float out;
+     * SgemmEx), to bfloat16 (strided batched, two blocks, bfloat16 out),
+     * and all-float GemmEx; each against the reference of the rounded
+     * inputs. Half is _Float16, bfloat16 a float's top 16 bits. (N >= 64:
+     * two blocks of A and B.) */
+    if (n >= 64) {
+        enum { M = 32, MM = M * M };
+        _Float16 ha[MM], hb[MM];
+        uint16_t ba[2 * MM], bb[2 * MM], bc[2 * MM];
+        float fa[2 * MM], fb[2 * MM], fc[2 * MM];
+        for (int i = 0; i < MM; i++) {
+            ha[i] = (_Float16)A[i]; hb[i] = (_Float16)B[i];
+            fa[i] = (float)ha[i]; fb[i] = (float)hb[i];
+        }
+        void *dh, *dbf, *dout;
+        CHECK_CUDA(cudaMalloc(&dh, 2 * MM * sizeof(_Float16)));
+        CHECK_CUDA(cudaMalloc(&dbf, 4 * MM * sizeof(uint16_t)));
+        CHECK_CUDA(cudaMalloc(&dout, 2 * MM * sizeof(float)));
+        CHECK_CUDA(cudaMemcpy(dh, ha, sizeof ha, cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaMemcpy((_Float16 *)dh + MM, hb, sizeof hb, cudaMemcpyHostToDevice));
+        ref_gemm(0, 1, M, M, M, fa, M, fb, M, R);
+        CHECK_BLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, M, M, M, &one, dh, 2, M, (_Float16 *)dh + MM, 2, M, &zero,
+                                dout, 0, M, 68 /* CUBLAS_COMPUTE_32F */, -1 /* CUBLAS_GEMM_DEFAULT */));
+        CHECK_CUDA(cudaMemcpy(fc, dout, MM * sizeof(float), cudaMemcpyDeviceToHost));
+        compare("gemm ex half in, float out", fc, R, MM, 1e-5);
+        CHECK_BLAS(cublasSgemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, M, M, M, &one, dh, 2, M, (_Float16 *)dh + MM, 2, M,
+                                 &zero, dout, 0, M));
+        CHECK_CUDA(cudaMemcpy(fc, dout, MM * sizeof(float), cudaMemcpyDeviceToHost));
+        compare("sgemm ex half in", fc, R, MM, 1e-5);
+        for (int i = 0; i < 2 * MM; i++) {
+            uint32_t x, y;
+            memcpy(&x, &A[i], 4); memcpy(&y, &B[i], 4);
+            ba[i] = (uint16_t)(x >> 16); bb[i] = (uint16_t)(y >> 16);
+            x = (uint32_t)ba[i] << 16; y = (uint32_t)bb[i] << 16;
+            memcpy(&fa[i], &x, 4); memcpy(&fb[i], &y, 4);
+        }
+        CHECK_CUDA(cudaMemcpy(dbf, ba, sizeof ba, cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaMemcpy((uint16_t *)dbf + 2 * MM, bb, sizeof bb, cudaMemcpyHostToDevice));
+        CHECK_BLAS(cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, M, M, M, &one, dbf, 14, M, MM,
+                                              (uint16_t *)dbf + 2 * MM, 14, M, MM, &zero, dout, 14, M, MM, 2,
+                                              0 /* CUDA_R_32F, as PyTorch passes it */, -1));
+        CHECK_CUDA(cudaMemcpy(bc, dout, sizeof bc, cudaMemcpyDeviceToHost));
+        for (int b = 0; b < 2; b++) ref_gemm(1, 0, M, M, M, fa + b * MM, M, fb + b * MM, M, R + b * MM);
+        for (int i = 0; i < 2 * MM; i++) { uint32_t x = (uint32_t)bc[i] << 16; memcpy(&fc[i], &x, 4); }
+        compare("gemm ex bfloat16 batched", fc, R, 2 * MM, 1e-2);
+        CHECK_CUDA(cudaMemcpy(dout, A, MM * sizeof(float), cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaMemcpy((float *)dout + MM, B, MM * sizeof(float), cudaMemcpyHostToDevice));
+        ref_gemm(0, 0, M, M, M, A, M, B, M, R);
+        CHECK_BLAS(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, M, M, M, &one, dout, 0, M, (float *)dout + MM, 0, M,
+                                &zero, dC, 0, M, 68, -1));
+        CHECK_CUDA(cudaMemcpy(fc, dC, MM * sizeof(float), cudaMemcpyDeviceToHost));
+        compare("gemm ex float", fc, R, MM, 1e-5);
+        cudaFree(dh); cudaFree(dbf); cudaFree(dout);
+    }
 
     if (argc > 2 && strcmp(argv[2], "refused") == 0)
         printf("cgemm: status %d\n", cublasCgemm_v2(h, 0, 0, 1, 1, 1, NULL, NULL, 1, NULL, 1, NULL, NULL, 1));

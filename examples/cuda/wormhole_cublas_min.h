@@ -33,6 +33,18 @@ cublasStatus_t cublasDgemm_v2(cublasHandle_t h, int ta, int tb, int m, int n, in
 cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, int ta, int tb, int m, int n, int k, const float *alpha,
                                          const float *A, int lda, long long sA, const float *B, int ldb, long long sB,
                                          const float *beta, float *C, int ldc, long long sC, int batch);
+/* Mixed precision: A, B and C of their own cudaDataType (CUDA_R_32F 0,
+ * CUDA_R_16F 2, CUDA_R_16BF 14), alpha and beta of the compute type's. */
+cublasStatus_t cublasGemmEx(cublasHandle_t h, int ta, int tb, int m, int n, int k, const void *alpha, const void *A,
+                            int Atype, int lda, const void *B, int Btype, int ldb, const void *beta, void *C, int Ctype,
+                            int ldc, int computeType, int algo);
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, int ta, int tb, int m, int n, int k, const void *alpha,
+                                          const void *A, int Atype, int lda, long long sA, const void *B, int Btype,
+                                          int ldb, long long sB, const void *beta, void *C, int Ctype, int ldc,
+                                          long long sC, int batch, int computeType, int algo);
+cublasStatus_t cublasSgemmEx(cublasHandle_t h, int ta, int tb, int m, int n, int k, const float *alpha, const void *A,
+                             int Atype, int lda, const void *B, int Btype, int ldb, const float *beta, void *C,
+                             int Ctype, int ldc);
 cublasStatus_t cublasSgemv_v2(cublasHandle_t h, int t, int m, int n, const float *alpha, const float *A, int lda,
                               const float *x, int incx, const float *beta, float *y, int incy);
 cublasStatus_t cublasSger_v2(cublasHandle_t h, int m, int n, const float *alpha, const float *x, int incx,

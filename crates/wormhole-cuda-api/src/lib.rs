@@ -179,6 +179,25 @@ pub mod blas {
     pub const CUBLAS_STATUS_INTERNAL_ERROR: i32 = 14;
     pub const CUBLAS_STATUS_NOT_SUPPORTED: i32 = 15;
 
+    /// Bytes of alpha and beta in a call whose compute type is `compute`
+    /// (cublasGemmEx's): a `cublasComputeType_t`, or one of the
+    /// `cudaDataType` values cuBLAS still takes there (PyTorch passes
+    /// CUDA_R_32F for bfloat16). None for any other value.
+    pub fn scalar_size(compute: i32) -> Option<usize> {
+        match compute {
+            // CUBLAS_COMPUTE_16F, _PEDANTIC; CUDA_R_16F
+            64 | 65 | 2 => Some(2),
+            // CUBLAS_COMPUTE_32F, _PEDANTIC, _FAST_16F, _FAST_16BF,
+            // _FAST_TF32, CUBLAS_COMPUTE_32I, _PEDANTIC; CUDA_R_32F, R_32I
+            68 | 69 | 74 | 75 | 77 | 72 | 73 | 0 | 10 => Some(4),
+            // CUBLAS_COMPUTE_64F, _PEDANTIC; CUDA_R_64F, C_32F
+            70 | 71 | 1 | 4 => Some(8),
+            // CUDA_C_64F
+            5 => Some(16),
+            _ => None,
+        }
+    }
+
     /// cublasGetVersion's answer for the library of a CUDA major (12.9.3,
     /// 13.10.0: the wheels the description was checked against).
     pub fn version(major: u32) -> i32 {
@@ -501,6 +520,14 @@ mod tests {
         assert_eq!(Library::of(blas::func::cublasSgemm_v2), Some(Library::Blas));
         assert_eq!(Library::of(rand::func::curandGenerate), Some(Library::Rand));
         assert_eq!(Library::of(0x20000 + blas::FUNC_NAMES.len() as u32), None);
+        // cuBLASLt's are cuBLAS's (statuses, deferred failures).
+        assert_eq!(Library::of(lt::func::cublasLtMatmul), Some(Library::Blas));
+        assert!(Library::Blas.is_async(lt::func::cublasLtMatmul));
+        assert!(!Library::Blas.is_async(lt::func::cublasLtMatmulDescCreate));
+        assert_eq!(
+            Library::func_name(lt::func::cublasLtMatmul),
+            "cublasLtMatmul"
+        );
         assert_eq!(Library::of(5), None, "OpenCL's");
         assert_eq!(Kind::Curand.invalid(), rand::CURAND_STATUS_NOT_INITIALIZED);
     }

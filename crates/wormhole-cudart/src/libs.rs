@@ -271,6 +271,46 @@ macro_rules! scalar_in {
 scalar_in!(hf32, f32, 4);
 scalar_in!(hf64, f64, 8);
 
+/// A scalar of a call's compute type (cublasGemmEx's alpha and beta): 2,
+/// 4, 8 or 16 bytes, by the handle's pointer mode. In host mode its bytes
+/// travel with their length, since the server decodes the compute type
+/// after them (and checks the two agree).
+pub mod hscal {
+    use super::*;
+    /// # Safety
+    /// In host mode `p` is NULL or points to a scalar of `compute`'s type.
+    pub unsafe fn put(
+        c: &mut Call,
+        p: *const c_void,
+        h: *mut c_void,
+        compute: i32,
+    ) -> Result<(), i32> {
+        let n = blas::scalar_size(compute).ok_or(blas::CUBLAS_STATUS_INVALID_VALUE)?;
+        if device_mode(h) {
+            c.enc.u8(1);
+            c.enc.u64(p as usize as u64);
+            return Ok(());
+        }
+        if p.is_null() {
+            return Err(blas::CUBLAS_STATUS_INVALID_VALUE);
+        }
+        c.enc.u8(0);
+        // SAFETY: n readable bytes (caller's contract).
+        c.enc
+            .bytes(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) });
+        Ok(())
+    }
+    pub fn take(
+        _: (),
+        _r: &mut Reply,
+        _p: *const c_void,
+        _h: *mut c_void,
+        _c: i32,
+    ) -> Result<(), i32> {
+        Ok(())
+    }
+}
+
 macro_rules! result_out {
     ($name:ident, $t:ty, $n:literal) => {
         /// A result (dot, nrm2, amax), by the handle's pointer mode.

@@ -16,7 +16,7 @@ use wormhole_cuda_api::blas::{
     CUBLAS_STATUS_SUCCESS,
 };
 use wormhole_cuda_api::extent;
-use wormhole_cuda_api::Kind;
+use wormhole_cuda_api::{blas, matmul, Kind};
 use wormhole_wire::{Decoder, Encoder, WireError};
 
 use super::libs::{open_library, LibTenant as Tenant};
@@ -212,6 +212,55 @@ impl<T: Value> ByMode<T> {
     }
 }
 
+/// A scalar of the call's compute type (cublasGemmEx): its bytes here
+/// (host pointer mode) or a device address. It is decoded before the
+/// compute type, so `checks::scalars` sizes and checks it after.
+pub struct Scalar {
+    bytes: [u8; 16],
+    len: usize,
+    device: Option<*mut c_void>,
+}
+
+impl Scalar {
+    fn decode(t: &mut Tenant, d: &mut Decoder<'_>, h: *mut c_void) -> Result<Self, i32> {
+        let s = match d.u8().map_err(bad)? {
+            0 => {
+                let b = d.bytes().map_err(bad)?;
+                let mut bytes = [0u8; 16];
+                bytes
+                    .get_mut(..b.len())
+                    .ok_or(CUBLAS_STATUS_INVALID_VALUE)?
+                    .copy_from_slice(b);
+                Scalar {
+                    bytes,
+                    len: b.len(),
+                    device: None,
+                }
+            }
+            1 => Scalar {
+                bytes: [0; 16],
+                len: 0,
+                device: Some(d.u64().map_err(bad)? as usize as *mut c_void),
+            },
+            _ => return Err(CUBLAS_STATUS_INVALID_VALUE),
+        };
+        t.pointer_mode(h, s.device.is_some())?;
+        Ok(s)
+    }
+
+    /// What the library gets.
+    pub fn arg(&mut self) -> *mut c_void {
+        match self.device {
+            Some(p) => p,
+            None => self.bytes.as_mut_ptr().cast(),
+        }
+    }
+
+    pub fn reply(&mut self, _t: &mut Tenant, _e: &mut Encoder, _status: i32) -> Result<(), i32> {
+        Ok(())
+    }
+}
+
 /// The customs `cublas.api` names.
 pub mod custom {
     use super::*;
@@ -235,6 +284,13 @@ pub mod custom {
     by_mode!(rf32, f32, false);
     by_mode!(rf64, f64, false);
     by_mode!(ri32, i32, false);
+
+    pub mod hscal {
+        use super::*;
+        pub fn decode(t: &mut Tenant, d: &mut Decoder<'_>, h: &*mut c_void) -> Result<Scalar, i32> {
+            Scalar::decode(t, d, *h)
+        }
+    }
 }
 
 /// Nothing is hand-written on the server.
@@ -369,6 +425,61 @@ pub mod checks {
         t.owned(x, ex)?;
         t.owned(y, ey)?;
         t.owned(a, ea)
+    }
+
+    /// A matrix of its own element type: address, `cudaDataType`, leading
+    /// dimension, batch stride (in elements).
+    pub type Typed = (*mut c_void, i32, i32, i64);
+
+    /// GemmEx's A, B and C, each sized by its own type (a type the server
+    /// cannot size is refused).
+    pub fn gemm_ex(
+        t: &Tenant,
+        transa: i32,
+        transb: i32,
+        m: i32,
+        n: i32,
+        k: i32,
+        a: Typed,
+        b: Typed,
+        c: Typed,
+        batch: i32,
+    ) -> Result<(), i32> {
+        let size = |ty| matmul::elem_size(ty).ok_or(CUBLAS_STATUS_NOT_SUPPORTED);
+        // Elements first (element size 1), then each matrix's bytes.
+        let g = extent::Gemm {
+            transa,
+            transb,
+            m: m.into(),
+            n: n.into(),
+            k: k.into(),
+            lda: a.2.into(),
+            ldb: b.2.into(),
+            ldc: c.2.into(),
+            elem: 1,
+        };
+        let (ea, eb, ec) = g.extents().map_err(invalid)?;
+        for ((p, ty, _, stride), elems) in [(a, ea), (b, eb), (c, ec)] {
+            let elem = size(ty)?;
+            let one = elems.checked_mul(elem).ok_or(CUBLAS_STATUS_INVALID_VALUE)?;
+            let bytes = extent::strided(one, stride, batch.into(), elem).map_err(invalid)?;
+            t.owned(p, bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Alpha and beta are of `compute`'s type: that many bytes came (host
+    /// mode), or that many bytes are the tenant's (device mode).
+    pub fn scalars(t: &Tenant, alpha: &Scalar, beta: &Scalar, compute: i32) -> Result<(), i32> {
+        let n = blas::scalar_size(compute).ok_or(CUBLAS_STATUS_INVALID_VALUE)?;
+        for s in [alpha, beta] {
+            match s.device {
+                Some(p) => t.owned(p, n as u64)?,
+                None if s.len == n => {}
+                None => return Err(CUBLAS_STATUS_INVALID_VALUE),
+            }
+        }
+        Ok(())
     }
 
     /// `bytes` from `p` (none: NULL passes, as cuBLAS takes it).
@@ -821,6 +932,86 @@ mod tests {
             call(&mut t, func::cublasDestroy_v2, |e| e.u64(GEN)),
             Err(CUBLAS_STATUS_NOT_INITIALIZED),
             "a generator is not a cuBLAS handle"
+        );
+    }
+
+    /// A GemmEx request as the client marshals it, host scalars of
+    /// `scalar` bytes: A and B of `ab` type, C of `ct`, compute `compute`.
+    fn gemm_ex(
+        mnk: i32,
+        ab: i32,
+        ct: i32,
+        c: u64,
+        scalar: usize,
+        compute: i32,
+    ) -> impl FnOnce(&mut Encoder) {
+        move |e: &mut Encoder| {
+            e.u64(HANDLE);
+            e.i32(0);
+            e.i32(0);
+            for _ in 0..3 {
+                e.i32(mnk);
+            }
+            e.u8(0);
+            e.bytes(&vec![0; scalar]);
+            e.u64(BASE);
+            e.i32(ab);
+            e.i32(mnk);
+            e.u64(BASE + 1024);
+            e.i32(ab);
+            e.i32(mnk);
+            e.u8(0);
+            e.bytes(&vec![0; scalar]);
+            e.u64(c);
+            e.i32(ct);
+            e.i32(mnk);
+            e.i32(compute);
+            e.i32(-1);
+        }
+    }
+
+    #[test]
+    fn gemm_ex_sizes_each_matrix_and_the_scalars_by_their_types() {
+        let mut t = tenant();
+        let f = func::cublasGemmEx;
+        // 16x16 halves (512 bytes) for A and B, floats for C (1 KiB): all
+        // inside the 4 KiB; float scalars with CUBLAS_COMPUTE_32F.
+        assert_eq!(
+            call(&mut t, f, gemm_ex(16, 2, 0, BASE + 2048, 4, 68)),
+            Ok(NO_LIBRARY)
+        );
+        // C of floats 3 KiB in: its last 1 KiB would pass the end.
+        assert_eq!(
+            call(&mut t, f, gemm_ex(16, 2, 0, BASE + 3072 + 4, 4, 68)),
+            Err(CUBLAS_STATUS_INVALID_VALUE)
+        );
+        // The same C in halves fits.
+        assert_eq!(
+            call(&mut t, f, gemm_ex(16, 2, 2, BASE + 3072 + 4, 4, 68)),
+            Ok(NO_LIBRARY)
+        );
+        // Scalars that are not the compute type's, a compute type that is
+        // none, a matrix type the server cannot size.
+        assert_eq!(
+            call(&mut t, f, gemm_ex(16, 2, 0, BASE + 2048, 2, 68)),
+            Err(CUBLAS_STATUS_INVALID_VALUE)
+        );
+        assert_eq!(
+            call(&mut t, f, gemm_ex(16, 2, 0, BASE + 2048, 2, 64)),
+            Ok(NO_LIBRARY)
+        );
+        assert_eq!(
+            call(&mut t, f, gemm_ex(16, 2, 0, BASE + 2048, 4, 999)),
+            Err(CUBLAS_STATUS_INVALID_VALUE)
+        );
+        assert_eq!(
+            call(&mut t, f, gemm_ex(16, 77, 0, BASE + 2048, 4, 68)),
+            Err(CUBLAS_STATUS_NOT_SUPPORTED)
+        );
+        // More than 16 bytes of scalar never reach a check.
+        assert_eq!(
+            call(&mut t, f, gemm_ex(16, 2, 0, BASE + 2048, 17, 68)),
+            Err(CUBLAS_STATUS_INVALID_VALUE)
         );
     }
 }

@@ -296,8 +296,10 @@ pub mod overrides {
         for (p, bytes) in mm.extents()? {
             t.owned(p as usize as *mut c_void, bytes)?;
         }
-        let lib = library().ok_or(NO_LIBRARY)?;
-        let (Some(desc), Some(run)) = (&lib.descriptors, lib.table.cublasLtMatmul) else {
+        // Past every check: without the library, its answer.
+        let Some((Some(desc), Some(run))) =
+            library().map(|l| (l.descriptors.as_ref(), l.table.cublasLtMatmul))
+        else {
             return Ok(NO_LIBRARY);
         };
         let workspace = mm.max_workspace.min(mm.workspace_size);
@@ -402,8 +404,8 @@ mod tests {
     fn a_matmul_inside_the_tenants_memory_reaches_the_library() {
         let mut t = tenant();
         // Every check passed: the (missing) library answers.
-        assert_eq!(run(&mut t, 0x100, &linear(), 0x102), Err(NO_LIBRARY));
-        assert_eq!(run(&mut t, 0x100, &linear(), 0), Err(NO_LIBRARY));
+        assert_eq!(run(&mut t, 0x100, &linear(), 0x102), Ok(NO_LIBRARY));
+        assert_eq!(run(&mut t, 0x100, &linear(), 0), Ok(NO_LIBRARY));
     }
 
     #[test]
