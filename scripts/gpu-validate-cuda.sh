@@ -60,7 +60,8 @@ if [ -n "${WORMHOLE_BIN:-}" ]; then
   bin=$(cd "$WORMHOLE_BIN" && pwd)
 else
   command -v cargo >/dev/null || { echo "no cargo here: run scripts/gpu-bundle.sh where there is, carry target/gpu-bundle, set WORMHOLE_BIN"; exit 2; }
-  cargo build --release -q -p wormhole-server -p "wormhole-cudart-$major" -p "wormhole-cublas-$major" -p wormhole-curand-10
+  cargo build --release -q -p wormhole-server -p "wormhole-cudart-$major" -p "wormhole-cublas-$major" -p wormhole-curand-10 \
+    -p wormhole-cublaslt-13
   bin=$PWD/target/release
 fi
 # The server links the OpenCL ICD loader; the bundle brings one for a
@@ -78,6 +79,14 @@ ln -sf libcurand.so.10 "$lib/libcurand.so"
 for s in sgemm curand; do
   cc -O2 -Wall -Iexamples/cuda -o "$out/$s" "examples/cuda/$s.c" -L"$lib" -lcublas -lcurand -lcudart -lm
 done
+# cuBLASLt (CUDA 13's stand-in only): PyTorch's nn.Linear path.
+lt=()
+if [ "$major" = 13 ]; then
+  ln -sf "$bin/libwormhole_cublaslt13.so" "$lib/libcublasLt.so.13"
+  ln -sf libcublasLt.so.13 "$lib/libcublasLt.so"
+  cc -O2 -Wall -Iexamples/cuda -o "$out/lt_matmul" examples/cuda/lt_matmul.c -L"$lib" -lcublasLt -lcublas -lcudart -lm
+  lt=(lt_matmul)
+fi
 # nvcc links them against the stand-ins too (NVIDIA's sonames and versions).
 for s in vectorAdd matmul; do
   nvcc -O2 -cudart shared "${extra[@]}" -L"$lib" -o "$out/$s" "examples/cuda/$s.cu"
@@ -98,9 +107,10 @@ for s in vectorAdd matmul thrust_sort; do
   echo "== $s through Wormhole"
   WORMHOLE_SERVER="$out/s.sock" LD_LIBRARY_PATH="$lib" timeout 120 "$out/$s" || status=1
 done
-# cuBLAS (SGEMM and the rest), cuRAND and the LeNet-style training loop
-# (runtime, kernels and cuBLAS together): every result identical.
-for s in sgemm curand lenet; do
+# cuBLAS (SGEMM and the rest), cuRAND, the LeNet-style training loop
+# (runtime, kernels and cuBLAS together) and cuBLASLt's matmuls: every
+# result identical.
+for s in sgemm curand lenet "${lt[@]}"; do
   args=(); [ "$s" = lenet ] && args=(16384 4)
   echo "== $s native"
   LD_LIBRARY_PATH="$native_path" timeout 300 "$out/$s" "${args[@]}" | tee "$out/$s.native" || status=1
