@@ -4,8 +4,10 @@
 # and a first CUDA tensor with the stand-ins preloaded and a local server.
 # Then, per client, the time of one small tensor copy on the device (2,000
 # clones of 1,024 floats after 100 to warm up) and of one 16x16 matmul
-# (2,000, through cuBLAS), which PyTorch's device guards and cuBLAS handle
-# settings around every operation dominate when they cost round trips
+# (2,000, through cuBLAS) and of one nn.Linear(16, 16) on 16 rows (2,000,
+# through cuBLASLt; "-" for a client that refuses it), which PyTorch's
+# device guards, cuBLAS handle settings and cuBLASLt descriptors
+# around every operation dominate when they cost round trips
 # (release builds; the server runs on the CPU stand-in device, which is
 # enough: what is measured is the registration of PyTorch's kernels and
 # the first allocation and copy). OLD=DIR adds a client built elsewhere
@@ -29,7 +31,7 @@ pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 cpu="$work/cpu"; mkdir -p "$cpu"
 cc -shared -fPIC -O2 -o "$cpu/libcpudevice.so" examples/cuda/cpu_device.c -lm
-for n in libcudart.so.13 libcublas.so.13 libcurand.so.10; do ln -s libcpudevice.so "$cpu/$n"; done
+for n in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10; do ln -s libcpudevice.so "$cpu/$n"; done
 cp target/release/libwormhole_cuda_driver1.so "$work/libcuda.so.1"
 new="$work/new"; mkdir -p "$new"
 cp target/release/libwormhole_cudart13.so "$new/libcudart.so.13"
@@ -58,7 +60,7 @@ client() { # DIR CODE: Python CODE with the client in DIR, through the server
 through() { # DIR: import torch and a first CUDA tensor through Wormhole
   client "$1" 'import torch; torch.ones(2).cuda()'
 }
-clone_us() { # DIR: microseconds per clone and per matmul through Wormhole
+clone_us() { # DIR: microseconds per clone, per matmul and per linear layer
   client "$1" '
 import time, torch
 x = torch.ones(1024).cuda()
@@ -71,7 +73,19 @@ torch.cuda.synchronize()
 u = time.time()
 for _ in range(2000): a @ a
 torch.cuda.synchronize()
-print("%.1f/%.1f" % ((u - t) / 2000 * 1e6, (time.time() - u) / 2000 * 1e6))'
+v = time.time()
+lin = "-"
+try:  # cuBLASLt: a client that refuses it has no figure
+    layer = torch.nn.Linear(16, 16).cuda()
+    for _ in range(100): layer(a)
+    torch.cuda.synchronize()
+    w = time.time()
+    for _ in range(2000): layer(a)
+    torch.cuda.synchronize()
+    lin = "%.1f" % ((time.time() - w) / 2000 * 1e6)
+except RuntimeError:
+    pass
+print("%.1f/%.1f/%s" % ((u - t) / 2000 * 1e6, (v - u) / 2000 * 1e6, lin))'
 }
 configs=(import new); [ -n "${OLD:-}" ] && configs+=(old)
 declare -A times clones
@@ -104,10 +118,10 @@ for c in "${configs[@]}"; do
   echo "| $label | $(printf '%.2f ' ${times[$c]}) | $(printf '%.2f' "$med") |"
 done
 echo
-echo "| client | µs per clone / per 16x16 matmul, by round | median of each |"
+echo "| client | µs per clone / per 16x16 matmul / per nn.Linear(16, 16) on 16 rows, by round | median of each |"
 echo "| --- | --- | ---: |"
 for c in new old; do
   [ -n "${clones[$c]:-}" ] || continue
-  med=$(for k in 1 2; do printf '%s\n' ${clones[$c]} | cut -d/ -f$k | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; done | paste -sd/)
+  med=$(for k in 1 2 3; do printf '%s\n' ${clones[$c]} | cut -d/ -f$k | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; done | paste -sd/)
   echo "| $([ $c = new ] && echo this commit\'s || echo "\`$OLD\`") | ${clones[$c]} | $med |"
 done
