@@ -157,11 +157,16 @@ pub extern "C" fn cudaFree(dev_ptr: *mut c_void) -> i32 {
     status_of((|| {
         let mut c = Call::begin(func::cudaFree)?;
         c.enc.u64(p);
-        let status = c.finish()?.status_with_deferred();
+        let mut r = c.finish()?;
+        let status = r.status_with_deferred();
         if status == cudaSuccess {
+            // While the reply still holds the channel: once it is free,
+            // another thread's cudaMalloc may be given this address, and
+            // must find it gone from the tracker.
             tracker().remove(p);
             crate::pools::freed(p);
         }
+        drop(r);
         Ok(status)
     })())
 }
