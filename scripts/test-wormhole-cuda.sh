@@ -275,6 +275,15 @@ WANT
 check "CPU device: a 10 MiB quota holds" sh -c \
   "LD_LIBRARY_PATH='$work/lib13' '$work/quota13' | diff '$work/quota.want' -"
 stop_server
+# Two devices: the current device is per host thread (a new thread on
+# device 0, another's cudaSetDevice not its own, each thread's memory on
+# its own device while two threads alternate), the same natively and
+# through Wormhole, where the tenant has one current device.
+gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/devices13" examples/cuda/devices.c -L"$work/lib13" -lcudart -lpthread
+CPU_DEVICE_COUNT=2 LD_LIBRARY_PATH="$cpu" start_server --cuda-runtime "$cpu/libcudart.so.13"
+check "CPU device, two devices: the current device is per thread, as natively" bash -c \
+  "diff <(CPU_DEVICE_COUNT=2 LD_LIBRARY_PATH='$cpu' '$work/devices13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/devices13') && LD_LIBRARY_PATH='$work/lib13' '$work/devices13' | tail -n1 | grep -qx correct && WORMHOLE_SYNC=1 LD_LIBRARY_PATH='$work/lib13' '$work/devices13' | tail -n1 | grep -qx correct"
+stop_server
 
 if [ "$fail" -ne 0 ]; then
   echo "wormhole-cuda: FAILED"

@@ -24,20 +24,43 @@
 /* ---- cudart ------------------------------------------------------------ */
 int cudaRuntimeGetVersion(int *v) { *v = 13050; return 0; }
 int cudaDriverGetVersion(int *v) { *v = 13050; return 0; }
-int cudaGetDeviceCount(int *n) { *n = 1; return 0; }
-int cudaGetDevice(int *d) { *d = 0; return 0; }
-int cudaSetDevice(int d) { return d == 0 ? 0 : 101; }
+/* CPU_DEVICE_COUNT devices (1 to 8; 1 by default), all alike; the
+ * current one is per host thread, as CUDA's runtime keeps it. */
+static int device_count(void) {
+    const char *e = getenv("CPU_DEVICE_COUNT");
+    int n = e ? atoi(e) : 1;
+    return n < 1 ? 1 : n > 8 ? 8 : n;
+}
+static __thread int current_device;
+int cudaGetDeviceCount(int *n) { *n = device_count(); return 0; }
+int cudaGetDevice(int *d) { *d = current_device; return 0; }
+int cudaSetDevice(int d) {
+    if (d < 0 || d >= device_count()) return 101; /* cudaErrorInvalidDevice */
+    current_device = d;
+    return 0;
+}
 int cudaDeviceSynchronize(void) { return 0; }
 int cudaGetLastError(void) { return 0; }
+/* Each allocation is preceded by its mapping's size and its device. */
 int cudaMalloc(void **p, size_t n) {
-    void *m = mmap(NULL, n + 8, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *m = mmap(NULL, n + 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) return 2;
-    *(size_t *)m = n + 8;
-    *p = (char *)m + 8;
+    ((size_t *)m)[0] = n + 16;
+    ((size_t *)m)[1] = (size_t)current_device;
+    *p = (char *)m + 16;
     return 0;
 }
 int cudaFree(void *p) {
-    if (p) { char *m = (char *)p - 8; munmap(m, *(size_t *)m); }
+    if (p) { char *m = (char *)p - 16; munmap(m, *(size_t *)m); }
+    return 0;
+}
+/* For this file's own allocations only: device memory of its device. */
+struct pointer_attributes { int type, device; void *device_pointer, *host_pointer; };
+int cudaPointerGetAttributes(struct pointer_attributes *a, const void *p) {
+    a->type = 2; /* cudaMemoryTypeDevice */
+    a->device = (int)((const size_t *)p)[-1];
+    a->device_pointer = (void *)p;
+    a->host_pointer = NULL;
     return 0;
 }
 /* A 16 GiB device, all of it free. */
@@ -54,7 +77,7 @@ int cudaMemGetInfo(size_t *free_b, size_t *total) {
 static void put_int(void *prop, size_t at, int v) { memcpy((char *)prop + at, &v, sizeof v); }
 static void put_size(void *prop, size_t at, size_t v) { memcpy((char *)prop + at, &v, sizeof v); }
 int cudaGetDeviceProperties(void *prop, int device) {
-    if (device != 0) return 101;
+    if (device < 0 || device >= device_count()) return 101;
     memset(prop, 0, 1008);
     strcpy((char *)prop, "CPU stand-in");
     put_size(prop, 288, CPU_DEVICE_MEMORY); /* totalGlobalMem */
@@ -186,7 +209,7 @@ int cudaMallocAsync(void **p, size_t n, void *s) {
 }
 int cudaFreeAsync(void *p, void *s) {
     (void)s;
-    if (p) pool0.used -= *(size_t *)((char *)p - 8) - 8;
+    if (p) pool0.used -= *(size_t *)((char *)p - 16) - 16;
     return cudaFree(p);
 }
 int cudaDeviceGetDefaultMemPool(void **pool, int device) {

@@ -21,6 +21,7 @@ enum { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2, cudaMemcpyDefault
 
 cudaError_t cudaGetDeviceCount(int *count);
 cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDevice(int *device);
 cudaError_t cudaDriverGetVersion(int *v);
 cudaError_t cudaRuntimeGetVersion(int *v);
 cudaError_t cudaMalloc(void **p, size_t size);

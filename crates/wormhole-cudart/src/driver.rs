@@ -165,11 +165,15 @@ pub unsafe extern "C" fn cuCtxGetCurrent(ctx: *mut *mut c_void) -> i32 {
     CUDA_SUCCESS
 }
 
-/// NULL, or a primary context this process retained.
+/// NULL, or a primary context this process retained. As natively, a
+/// device's primary context made current makes that device the thread's
+/// current one for the runtime too.
 pub extern "C" fn cuCtxSetCurrent(ctx: *mut c_void) -> i32 {
     if !ctx.is_null() {
         match context_device(ctx) {
-            Some(d) if PRIMARY[d].load(Ordering::Relaxed) > 0 => {}
+            Some(d) if PRIMARY[d].load(Ordering::Relaxed) > 0 => {
+                crate::overrides::set_thread_device(d as i32);
+            }
             _ => return CUDA_ERROR_INVALID_CONTEXT,
         }
     }

@@ -413,14 +413,52 @@ pub(crate) fn init_status() -> i32 {
     }
 }
 
-/// The tenant's current device as this client last set it: every change
-/// of it on the server is this client's cudaSetDevice (0 until then, the
-/// runtime's default). One for the process, as the tenant has one.
-static CURRENT_DEVICE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+thread_local! {
+    /// This thread's current device, as the runtime keeps one per host
+    /// thread (0, the runtime's default, until the thread sets one).
+    static THREAD_DEVICE: std::cell::Cell<i32> = const { std::cell::Cell::new(0) };
+}
 
-/// The tenant's current device, as this client keeps it.
+/// The device the tenant's calls now run on: the one the last switch this
+/// client sent made current (changed only under the connection's lock).
+static TENANT_DEVICE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// The calling thread's current device.
 pub(crate) fn current_device() -> i32 {
-    CURRENT_DEVICE.load(Ordering::Relaxed)
+    THREAD_DEVICE.with(std::cell::Cell::get)
+}
+
+/// Makes `device` (a valid one) the calling thread's current device.
+pub(crate) fn set_thread_device(device: i32) {
+    THREAD_DEVICE.with(|d| d.set(device));
+}
+
+/// Before a request from this thread: if the tenant's current device is
+/// another thread's, a switch to this thread's goes first, in the same
+/// ring and without waiting (it is a device this thread's cudaSetDevice
+/// found valid). A process whose threads share one device never sends one.
+/// Returns the switch's status: cudaSuccess unless WORMHOLE_SYNC=1 made it
+/// wait and it failed, which the call it precedes then answers.
+pub(crate) fn follow_thread_device(
+    link: &mut wormhole_client::Link,
+) -> Result<i32, wormhole_client::LinkError> {
+    let want = current_device();
+    if TENANT_DEVICE.load(Ordering::Relaxed) == want {
+        return Ok(cudaSuccess);
+    }
+    let mut enc = link.request(func::cudaSetDevice)?;
+    enc.i32(want);
+    if wormhole_client::force_sync() {
+        let mut a = link.exchange(enc, None)?;
+        link.recycle(&mut a.cursor);
+        if a.status != cudaSuccess {
+            return Ok(a.status);
+        }
+    } else {
+        link.post(enc, None, false)?;
+    }
+    TENANT_DEVICE.store(want, Ordering::Relaxed);
+    Ok(cudaSuccess)
 }
 
 /// # Safety
@@ -439,21 +477,22 @@ pub unsafe extern "C" fn cudaGetDeviceCount(count: *mut i32) -> i32 {
     }
 }
 
-/// Setting the device that is already current asks nothing of the server.
+/// The calling thread's device: one of the server's (cudaErrorInvalidDevice
+/// otherwise, as natively). Nothing is asked of the server: the tenant
+/// switches to it with this thread's next call (`follow_thread_device`).
 pub extern "C" fn cudaSetDevice(device: i32) -> i32 {
     let init = init_status();
     if init != cudaSuccess {
         return note(init);
     }
-    if device == current_device() {
-        return cudaSuccess;
+    match device_count() {
+        Ok(n) if (0..n).contains(&device) => {
+            set_thread_device(device);
+            cudaSuccess
+        }
+        Ok(_) => note(cudaErrorInvalidDevice),
+        Err(s) => note(s),
     }
-    // SAFETY: no pointer arguments.
-    let s = unsafe { crate::gen::cudaSetDevice(device) };
-    if s == cudaSuccess {
-        CURRENT_DEVICE.store(device, Ordering::Relaxed);
-    }
-    s
 }
 
 /// # Safety
