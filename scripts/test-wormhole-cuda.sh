@@ -51,6 +51,7 @@ for major in 12 13; do
   check "libcudart.so.$major: cudaMalloc@@libcudart.so.$major" sh -c "readelf --dyn-syms -W '$so' | grep -q ' cudaMalloc@@libcudart.so.$major\$'"
   [ "$major" = 12 ] && check "libcudart.so.12: cudaGetDeviceProperties_v2 (CUDA 12 headers' name)" sh -c "readelf --dyn-syms -W '$so' | grep -q ' cudaGetDeviceProperties_v2@@libcudart.so.12\$'"
   check "libcudart.so.$major: __cudaRegisterFatBinary versioned" sh -c "readelf --dyn-syms -W '$so' | grep -q ' __cudaRegisterFatBinary@@libcudart.so.$major\$'"
+  check "libcudart.so.$major: per-thread default stream names (cudaMemcpy_ptds, cudaMemcpyAsync_ptsz)" sh -c "readelf --dyn-syms -W '$so' | grep -q ' cudaMemcpy_ptds@@libcudart.so.$major\$' && readelf --dyn-syms -W '$so' | grep -q ' cudaMemcpyAsync_ptsz@@libcudart.so.$major\$'"
   gcc -Wall -Werror -o "$work/nodevice$major" examples/cuda/nodevice.c -L"$lib" -lcudart
   gcc -Wall -Werror -o "$work/launch$major" examples/cuda/launch_fixture.c -L"$lib" -lcudart
   check "nodevice$major binds libcudart.so.$major versions" sh -c "readelf -V '$work/nodevice$major' | grep -q 'Name: libcudart.so.$major'"
@@ -103,6 +104,9 @@ for p in vectorAdd matmul; do
   nvcc -O2 -cudart shared -arch=sm_90 -L"$work/lib13" -o "$work/$p" "examples/cuda/$p.cu"
 done
 nvcc -O2 -cudart shared -arch=sm_90 -L"$work/lib13" -o "$work/lenet" examples/cuda/lenet.cu -lcublas
+# The same built with --default-stream per-thread: it calls the _ptsz and
+# _ptds names (cudaMemcpy_ptds, cudaLaunchKernelExC_ptsz, ...).
+nvcc -O2 -cudart shared -arch=sm_90 --default-stream per-thread -L"$work/lib13" -o "$work/lenet_pt" examples/cuda/lenet.cu -lcublas
 nvcc -O2 -cudart shared -arch=sm_90 -I"$cccl" -L"$work/lib13" -o "$work/thrust_sort" examples/cuda/thrust_sort.cu
 # Thrust and CUB need more of the runtime than <<<>>>: every symbol must
 # resolve against the stand-in.
@@ -191,6 +195,8 @@ check "CPU device: nvcc-built lenet trains through Wormhole" sh -c \
   "LD_LIBRARY_PATH='$work/lib13' '$work/lenet' 2048 2 | tee '$work/lenet.remote' | tail -n1 | grep -qx correct"
 check "CPU device: lenet's results identical natively and through Wormhole" bash -c \
   "cat '$work/lenet.native' '$work/lenet.remote'; diff <(grep -v '^time:' '$work/lenet.native') <(grep -v '^time:' '$work/lenet.remote')"
+check "CPU device: lenet built for per-thread default streams, identical natively and through Wormhole" bash -c \
+  "diff <(LD_LIBRARY_PATH='$cpu' '$work/lenet_pt' 2048 2 2>/dev/null | grep -v '^time:') <(LD_LIBRARY_PATH='$work/lib13' '$work/lenet_pt' 2048 2 | grep -v '^time:') && LD_LIBRARY_PATH='$work/lib13' '$work/lenet_pt' 2048 2 | tail -n1 | grep -qx correct"
 for major in 12 13; do
   check "CPU device: sgemm runs through Wormhole and is correct ($major)" sh -c \
     "LD_LIBRARY_PATH='$work/lib$major' '$work/sgemm$major' 64 | tee /dev/stderr | tail -n1 | grep -qx correct"

@@ -376,6 +376,31 @@ int __cudaLaunchKernel(const void *k, struct dim3 g, struct dim3 b, void **args,
 }
 const char *cudaGetErrorString(int e) { return e ? "error on the CPU stand-in" : "no error"; }
 
+/* The names code built with `--default-stream per-thread` calls: this
+ * device has one stream of work, so each is the function itself. */
+#define PER_THREAD(f, v) extern __typeof__(f) f##v __attribute__((alias(#f)));
+PER_THREAD(cudaGetDriverEntryPoint, _ptsz)
+PER_THREAD(cudaMemcpy, _ptds)
+PER_THREAD(cudaMemcpyAsync, _ptsz)
+PER_THREAD(cudaMemset, _ptds)
+PER_THREAD(cudaMallocAsync, _ptsz)
+PER_THREAD(cudaFreeAsync, _ptsz)
+PER_THREAD(cudaMemcpy2D, _ptds)
+PER_THREAD(cudaMemcpy2DAsync, _ptsz)
+PER_THREAD(cudaStreamSynchronize, _ptsz)
+PER_THREAD(cudaStreamQuery, _ptsz)
+PER_THREAD(cudaStreamWaitEvent, _ptsz)
+PER_THREAD(cudaStreamGetPriority, _ptsz)
+PER_THREAD(cudaStreamIsCapturing, _ptsz)
+PER_THREAD(cudaStreamGetCaptureInfo, _ptsz)
+PER_THREAD(cudaLaunchHostFunc, _ptsz)
+PER_THREAD(cudaStreamAddCallback, _ptsz)
+PER_THREAD(cudaEventRecord, _ptsz)
+PER_THREAD(cudaEventRecordWithFlags, _ptsz)
+PER_THREAD(cudaLaunchKernel, _ptsz)
+PER_THREAD(cudaLaunchKernelExC, _ptsz)
+PER_THREAD(__cudaLaunchKernel, _ptsz)
+
 /* ---- cuBLAS -------------------------------------------------------------- */
 struct blas { void *stream; int mode; int math; void *workspace; size_t workspace_bytes; };
 #define H ((struct blas *)h)

@@ -452,6 +452,9 @@ pub fn gen_client(api: &Api) -> String {
         if !f.attrs.manual && !f.attrs.client_only {
             client_func(&mut o, f);
         }
+        if let Some(stream) = ptsz_stream(f) {
+            per_thread_wrapper(&mut o, f, stream);
+        }
     }
     o.push_str("/// The ICD dispatch table, in `cl_icd.h` order.\n");
     let _ = writeln!(o, "pub const DISPATCH_LEN: usize = {};", api.dispatch.len());
@@ -863,9 +866,52 @@ fn ffi_dlopen(o: &mut String, api: &Api) {
 /// arguments untouched. A version script defining `node` (see
 /// [`gen_version_script`]) must be passed to the linker.
 pub fn gen_exports(api: &Api, path: &str, node: &str) -> String {
-    exports_to(api, node, |f| {
-        format!("{path}::{}::{}", impl_module(f), f.name)
+    exports_to(api, node, |f, variant| match variant {
+        Some(sfx) if ptsz_stream(f).is_some() => format!("{path}::gen::{}{sfx}", f.name),
+        _ => format!("{path}::{}::{}", impl_module(f), f.name),
     })
+}
+
+/// The stream argument of a `ptsz` function, which its `_ptsz` variant
+/// maps (None for one without a stream argument: its variant is itself).
+fn ptsz_stream(f: &Func) -> Option<&str> {
+    if f.attrs.per_thread != Some(crate::PerThread::Ptsz) {
+        return None;
+    }
+    f.args
+        .iter()
+        .find(|a| matches!(a.name.as_str(), "stream" | "hStream") && a.ty.ctype() == "*mut c_void")
+        .map(|a| a.name.as_str())
+}
+
+/// NAME_ptsz: NAME with a NULL `stream` passed on as cudaStreamPerThread
+/// (handle 2), the default stream of code built with `--default-stream
+/// per-thread`.
+fn per_thread_wrapper(o: &mut String, f: &Func, stream: &str) {
+    let args: Vec<&str> = f.args.iter().map(|a| a.name.as_str()).collect();
+    let target = match impl_module(f) {
+        "gen" => f.name.clone(),
+        m => format!("{m}::{}", f.name),
+    };
+    let _ = writeln!(
+        o,
+        "/// `{name}` as code built with `--default-stream per-thread` calls it:
+/// its NULL stream is the thread's default stream.
+///
+/// # Safety
+/// As `{name}`.
+{ALLOW}
+pub unsafe extern \"C\" fn {name}_ptsz({params}) -> {ret} {{
+    let {stream} = if {stream}.is_null() {{ 2usize as *mut c_void }} else {{ {stream} }};
+    // SAFETY: the caller's contract is `{name}`'s.
+    unsafe {{ {target}({args}) }}
+}}
+",
+        name = f.name,
+        params = c_params(f),
+        ret = f.ret.ctype(),
+        args = args.join(", "),
+    );
 }
 
 /// Where the client implements a function: generated, or by hand.
@@ -887,7 +933,9 @@ fn exported(api: &Api) -> impl Iterator<Item = &Func> {
 }
 
 /// Versioned trampolines for every exported function, jumping to `target`.
-fn exports_to(api: &Api, node: &str, target: impl Fn(&Func) -> String) -> String {
+/// `target(f, None)` is where f's export jumps; `target(f, Some(suffix))`
+/// where its per-thread variant's does (see `Attrs::per_thread`).
+fn exports_to(api: &Api, node: &str, target: impl Fn(&Func, Option<&str>) -> String) -> String {
     // (architecture, the assembler's type prefix, the jump instruction)
     let arches = [("x86_64", '@', "jmp"), ("aarch64", '%', "b")];
     let mut o = String::new();
@@ -896,13 +944,17 @@ fn exports_to(api: &Api, node: &str, target: impl Fn(&Func) -> String) -> String
             ".pushsection .text.wormhole_exports,\"ax\",{t}progbits"
         )];
         let mut syms = Vec::new();
-        for (i, f) in exported(api).enumerate() {
-            let local = format!("wormhole_x_{}", f.name);
+        let variants =
+            exported(api).filter_map(|f| f.attrs.per_thread.map(|v| (f, Some(v.suffix()))));
+        let all = exported(api).map(|f| (f, None)).chain(variants);
+        for (i, (f, sfx)) in all.enumerate() {
+            let name = format!("{}{}", f.name, sfx.unwrap_or(""));
+            let local = format!("wormhole_x_{name}");
             lines.push(format!(".globl {local}"));
             lines.push(format!(".type {local},{t}function"));
             lines.push(format!("{local}: {jump} {{f{i}}}"));
-            lines.push(format!(".symver {local}, {}@@{node}", f.name));
-            syms.push(format!("f{i} = sym {}", target(f)));
+            lines.push(format!(".symver {local}, {name}@@{node}"));
+            syms.push(format!("f{i} = sym {}", target(f, sfx)));
         }
         lines.push(".popsection".into());
         let _ = writeln!(
@@ -1005,7 +1057,7 @@ pub fn gen_forwarders(api: &Api, node: &str) -> String {
         );
     }
     o.push_str("}\n\n");
-    o.push_str(&exports_to(api, node, |f| format!("fwd::{}", f.name)));
+    o.push_str(&exports_to(api, node, |f, _| format!("fwd::{}", f.name)));
     o
 }
 
@@ -1018,6 +1070,42 @@ pub fn gen_version_script(node: &str) -> String {
 mod tests {
     use super::*;
     use crate::parse;
+
+    #[test]
+    fn per_thread_variants_are_exported_and_map_the_null_stream() {
+        let api = crate::parse(
+            "api { kinds stream; }\n\
+             fn cudaMemcpyAsync(n: usize, stream: stream?) -> status ptsz;\n\
+             fn cudaMemcpy(n: usize) -> status ptds;\n\
+             fn cudaFree(n: usize) -> status;",
+        )
+        .expect("parse");
+        let client = gen_client(&api);
+        assert!(client.contains("pub unsafe extern \"C\" fn cudaMemcpyAsync_ptsz(n: usize, stream: *mut c_void) -> i32"), "{client}");
+        assert!(
+            client.contains(
+                "let stream = if stream.is_null() { 2usize as *mut c_void } else { stream };"
+            ),
+            "{client}"
+        );
+        assert!(
+            client.contains("unsafe { cudaMemcpyAsync(n, stream) }"),
+            "{client}"
+        );
+        // A _ptds variant is the function itself: no wrapper.
+        assert!(!client.contains("cudaMemcpy_ptds"), "{client}");
+        let exports = gen_exports(&api, "c", "libx.so.1");
+        assert!(
+            exports.contains("cudaMemcpyAsync_ptsz@@libx.so.1"),
+            "{exports}"
+        );
+        assert!(
+            exports.contains("sym c::gen::cudaMemcpyAsync_ptsz"),
+            "{exports}"
+        );
+        assert!(exports.contains("cudaMemcpy_ptds@@libx.so.1"), "{exports}");
+        assert!(!exports.contains("cudaFree_pt"), "{exports}");
+    }
 
     #[test]
     fn a_cached_query_asks_through_its_fetch_stub() {

@@ -150,6 +150,27 @@ pub struct Attrs {
     /// `drains`, when that queue executes in order), so a clFinish right
     /// after it has nothing to wait for and is answered by the client.
     pub drains: Option<Drains>,
+    /// `ptds` / `ptsz`: CUDA's runtime also exports the function as
+    /// NAME_ptds or NAME_ptsz, which code built with `--default-stream
+    /// per-thread` calls. A `_ptsz` variant passes a NULL stream argument
+    /// on as `cudaStreamPerThread`; a `_ptds` one is the function itself.
+    pub per_thread: Option<PerThread>,
+}
+
+/// A per-thread default stream variant (see [`Attrs::per_thread`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PerThread {
+    Ptds,
+    Ptsz,
+}
+
+impl PerThread {
+    pub fn suffix(self) -> &'static str {
+        match self {
+            PerThread::Ptds => "_ptds",
+            PerThread::Ptsz => "_ptsz",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -433,6 +433,8 @@ impl<'a> P<'a> {
                     attrs.checks.push(self.call_expr()?);
                 }
                 "unsupported" => attrs.unsupported = true,
+                "ptds" => attrs.per_thread = Some(crate::PerThread::Ptds),
+                "ptsz" => attrs.per_thread = Some(crate::PerThread::Ptsz),
                 "cached" => {
                     let mut except = Vec::new();
                     if self.eat("=") {
