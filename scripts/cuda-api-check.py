@@ -111,7 +111,7 @@ def check(inc, lib, api="cuda.api"):
     errors = 0
     major = soname.rsplit(".", 1)[-1]
     funcs = described(API.parent / api)
-    for name, n, _ in funcs:
+    for name, n, attrs in funcs:
         hname, majors = ALIASES.get(name, (name, None))
         if name in ONLY_IN and major not in ONLY_IN[name]:
             continue
@@ -127,6 +127,12 @@ def check(inc, lib, api="cuda.api"):
             continue
         if lib and f"{name}@@{soname}" not in syms:
             print(f"  {name}: not exported by {lib} as {name}@@{soname}")
+            errors += 1
+        # Its per-thread default stream name (`ptds`/`ptsz`), which the
+        # stand-in exports too.
+        variant = re.search(r"\bpt(ds|sz)\b", attrs)
+        if lib and variant and f"{name}_{variant.group(0)}@@{soname}" not in syms:
+            print(f"  {name}: no {name}_{variant.group(0)}@@{soname} in {lib}")
             errors += 1
     print(f"{api} against {inc}: {len(funcs)} functions checked, {errors} problems")
     return errors
