@@ -51,6 +51,8 @@ static unsigned long long attr(cudaMemPool_t pool, int a) {
     return v;
 }
 
+cudaError_t cudaMallocManaged(void **p, size_t size, unsigned flags);
+
 static void refused(cudaMemPool_t pool, cudaStream_t s) {
     cudaIpcMemHandle_t h;
     void *p = NULL, *graph = NULL, *exec = NULL;
@@ -72,6 +74,10 @@ static void refused(cudaMemPool_t pool, cudaStream_t s) {
     int a = cudaMemPoolSetAccess(pool, &own, 1), b = cudaMemPoolSetAccess(pool, &own_read, 1);
     printf("pool access: own %d, own read-only %d, device 9 %d\n", a, b,
            cudaMemPoolSetAccess(pool, &absent, 1));
+    void *m = &h;
+    int managed = cudaMallocManaged(&m, 1024, 1 /* cudaMemAttachGlobal */);
+    printf("managed: %d, %s, last error %d\n", managed, m == (void *)&h ? "untouched" : "written",
+           cudaGetLastError());
 }
 
 /* The memory type cudaPointerGetAttributes reports (1: page-locked host

@@ -10,6 +10,8 @@
 //!   captures (cudaStreamIsCapturing says so) and no graph exists.
 //! - **Cooperative launches:** refused as the extensible launch refuses
 //!   them (`overrides::cudaLaunchKernelExC`).
+//! - **Managed memory:** no address can be both the client's memory and
+//!   the device's, which is in another process or on another host.
 #![allow(non_snake_case)] // the C names of the entry points
 
 use std::ffi::{c_char, c_void};
@@ -18,6 +20,11 @@ use wormhole_cuda_api::*;
 
 use crate::rt::note;
 use crate::{Dim3, IpcHandle};
+
+/// Leaves `*dev_ptr` as it was.
+pub extern "C" fn cudaMallocManaged(_dev_ptr: *mut *mut c_void, _size: usize, _flags: u32) -> i32 {
+    note(cudaErrorNotSupported)
+}
 
 pub extern "C" fn cudaIpcGetMemHandle(_handle: *mut c_void, _dev_ptr: *mut c_void) -> i32 {
     note(cudaErrorNotSupported)
