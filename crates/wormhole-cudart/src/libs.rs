@@ -182,6 +182,17 @@ pub fn released(p: *mut c_void, kind: Kind) {
 mod by_mode {
     use super::*;
 
+    /// In device pointer mode, sends the tag and the address and returns
+    /// true; in host mode sends nothing.
+    pub fn put_if_device(c: &mut Call, p: *const c_void, h: *mut c_void) -> bool {
+        let device = device_mode(h);
+        if device {
+            c.enc.u8(1);
+            c.enc.u64(p as usize as u64);
+        }
+        device
+    }
+
     /// # Safety
     /// In host mode `p` is NULL or points to `N` readable bytes.
     pub unsafe fn put_scalar<const N: usize>(
@@ -189,9 +200,7 @@ mod by_mode {
         p: *const c_void,
         h: *mut c_void,
     ) -> Result<(), i32> {
-        if device_mode(h) {
-            c.enc.u8(1);
-            c.enc.u64(p as usize as u64);
+        if put_if_device(c, p, h) {
             return Ok(());
         }
         if p.is_null() {
@@ -212,9 +221,7 @@ mod by_mode {
 
     /// Returns whether the result comes back in the reply (host mode).
     pub fn put_result(c: &mut Call, p: *mut c_void, h: *mut c_void) -> Result<bool, i32> {
-        if device_mode(h) {
-            c.enc.u8(1);
-            c.enc.u64(p as usize as u64);
+        if put_if_device(c, p, h) {
             return Ok(false);
         }
         if p.is_null() {
@@ -286,9 +293,7 @@ pub mod hscal {
         compute: i32,
     ) -> Result<(), i32> {
         let n = blas::scalar_size(compute).ok_or(blas::CUBLAS_STATUS_INVALID_VALUE)?;
-        if device_mode(h) {
-            c.enc.u8(1);
-            c.enc.u64(p as usize as u64);
+        if by_mode::put_if_device(c, p, h) {
             return Ok(());
         }
         if p.is_null() {

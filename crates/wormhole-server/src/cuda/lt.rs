@@ -11,24 +11,16 @@
 use std::ffi::c_void;
 use std::sync::OnceLock;
 
-use wormhole_cuda_api::blas::{
-    CUBLAS_STATUS_INVALID_VALUE, CUBLAS_STATUS_NOT_INITIALIZED, CUBLAS_STATUS_NOT_SUPPORTED,
-    CUBLAS_STATUS_SUCCESS,
-};
+use wormhole_cuda_api::blas::{CUBLAS_STATUS_NOT_SUPPORTED, CUBLAS_STATUS_SUCCESS};
 use wormhole_cuda_api::lt::func;
 use wormhole_cuda_api::matmul::{desc_attr, layout_attr, pref_attr, Layout, Matmul};
 use wormhole_cuda_api::Kind;
-use wormhole_wire::{Decoder, Encoder, WireError};
+use wormhole_wire::{Decoder, Encoder};
 
+// cuBLASLt's statuses are cuBLAS's: the same answers without the library
+// and for a malformed request.
+pub use super::blas::{bad, NO_LIBRARY};
 use super::libs::{open_library, LibTenant as Tenant};
-
-/// What a call answers without the library.
-pub const NO_LIBRARY: i32 = CUBLAS_STATUS_NOT_INITIALIZED;
-
-/// A malformed request.
-pub fn bad(_: WireError) -> i32 {
-    CUBLAS_STATUS_INVALID_VALUE
-}
 
 #[allow(
     clippy::needless_return,
@@ -341,6 +333,7 @@ pub mod overrides {
 mod tests {
     use super::*;
     use crate::cuda::{libs, CudaTenant};
+    use wormhole_cuda_api::blas::{CUBLAS_STATUS_INVALID_VALUE, CUBLAS_STATUS_NOT_INITIALIZED};
     use wormhole_cuda_api::matmul::{Desc, Operand, EPILOGUE_BIAS};
     use wormhole_cuda_api::Library;
 
