@@ -85,6 +85,20 @@ def steps():
         assert torch.allclose(c, want, atol=2e-2, rtol=1e-2), "product differs"
         return "48x32 @ 32x24 in half precision (cublasGemmEx)"
 
+    def more_matmuls():
+        g = torch.Generator().manual_seed(6)
+        a = torch.randn(3, 16, 8, generator=g)
+        b = torch.randn(3, 8, 12, generator=g)
+        got = torch.bmm(a.cuda(), b.cuda()).cpu()
+        assert torch.allclose(got, torch.bmm(a, b), atol=1e-4), "bmm differs"
+        d = torch.randn(20, 10, generator=g, dtype=torch.float64)
+        got = (d.cuda() @ d.t().cuda()).cpu()
+        assert torch.allclose(got, d @ d.t(), atol=1e-10), "double product differs"
+        h = torch.randn(16, 24, generator=g).bfloat16()
+        got = (h.cuda() @ h.t().cuda()).cpu().float()
+        assert torch.allclose(got, h.float() @ h.t().float(), atol=0.25, rtol=2e-2), "bfloat16 product differs"
+        return "bmm 3x16x8 @ 3x8x12, double 20x10 @ 10x20, bfloat16 16x24 @ 24x16"
+
     def linear():
         torch.manual_seed(4)
         layer = torch.nn.Linear(32, 16)
@@ -112,6 +126,7 @@ def steps():
         ("a kernel", kernel),
         ("matmul", matmul),
         ("half-precision matmul", half_matmul),
+        ("more matmuls", more_matmuls),
         ("linear layer", linear),
         ("random numbers", random),
     ]
