@@ -201,7 +201,7 @@ for major in 12 13; do
   check "CPU device: sgemm runs through Wormhole and is correct ($major)" sh -c \
     "LD_LIBRARY_PATH='$work/lib$major' '$work/sgemm$major' 64 | tee /dev/stderr | tail -n1 | grep -qx correct"
   check "CPU device: cuBLAS calls Wormhole refuses answer CUBLAS_STATUS_NOT_SUPPORTED ($major)" sh -c \
-    "LD_LIBRARY_PATH='$work/lib$major' '$work/sgemm$major' 64 refused | grep -x 'cgemm: status 15'"
+    "LD_LIBRARY_PATH='$work/lib$major' '$work/sgemm$major' 64 refused | grep -x 'strsm: status 15'"
   check "CPU device: curand runs through Wormhole and is correct ($major)" sh -c \
     "LD_LIBRARY_PATH='$work/lib$major' '$work/curand$major' | tee /dev/stderr | tail -n1 | grep -qx correct"
 done

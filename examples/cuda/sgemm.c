@@ -4,7 +4,8 @@
  * mode, on a stream of its own; then what PyTorch adds in double precision
  * (strided batched DGEMM, DGEMV, DDOT) and its handle settings (a
  * workspace, the math mode) and its mixed-precision GEMMs (half and
- * bfloat16 through GemmEx, SgemmEx, GemmStridedBatchedEx). Checks every
+ * bfloat16 through GemmEx, SgemmEx, GemmStridedBatchedEx) and complex
+ * ones (CGEMM, strided batched ZGEMM). Checks every
  * result against a CPU
  * reference and prints a digest of each result's bytes: run natively and
  * through Wormhole on the same GPU, the digests must be identical
@@ -12,7 +13,8 @@
  * are timings (not compared). Without a usable GPU it stops at the first
  * failing call with the library's message and exits 2.
  * Usage: sgemm [N [refused]]   (default 512; `refused` also prints the
- * status of a complex GEMM, which Wormhole refuses: CUBLAS_STATUS_NOT_SUPPORTED) */
+ * status of a triangular solve, which Wormhole refuses:
+ * CUBLAS_STATUS_NOT_SUPPORTED) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,8 +277,70 @@ int main(int argc, char **argv) {
         cudaFree(dh); cudaFree(dbf); cudaFree(dout);
     }
 
+    /* Complex: CGEMM (A^T B) on the first 24 x 24 blocks, as interleaved
+     * (re, im) pairs taken from A and B, then ZGEMM strided batched (two
+     * A B products) in double, each against a double reference; alpha
+     * 1 + 0.5i, beta 0. */
+    if (n >= 64) {
+        enum { M = 24, MM = M * M };
+        float ca[2 * MM], cb[2 * MM], cc[2 * MM];
+        double zr[2 * 2 * MM], zz[2 * 2 * MM], za[2 * 2 * MM], zb[2 * 2 * MM];
+        memcpy(ca, A, sizeof ca);
+        memcpy(cb, B, sizeof cb);
+        float calpha[2] = {1, 0.5f}, cbeta[2] = {0, 0};
+        void *dca, *dcb, *dcc;
+        CHECK_CUDA(cudaMalloc(&dca, sizeof ca));
+        CHECK_CUDA(cudaMalloc(&dcb, sizeof cb));
+        CHECK_CUDA(cudaMalloc(&dcc, sizeof zz));
+        CHECK_CUDA(cudaMemcpy(dca, ca, sizeof ca, cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaMemcpy(dcb, cb, sizeof cb, cudaMemcpyHostToDevice));
+        CHECK_BLAS(cublasCgemm_v2(h, CUBLAS_OP_T, CUBLAS_OP_N, M, M, M, calpha, dca, M, dcb, M, cbeta, dcc, M));
+        CHECK_CUDA(cudaMemcpy(cc, dcc, sizeof cc, cudaMemcpyDeviceToHost));
+        /* C[i,j] = alpha sum_l A[l,i] B[l,j], complex. */
+        for (int j = 0; j < M; j++)
+            for (int i = 0; i < M; i++) {
+                double re = 0, im = 0;
+                for (int l = 0; l < M; l++) {
+                    const float *a = &ca[2 * (l + i * M)], *b = &cb[2 * (l + j * M)];
+                    re += (double)a[0] * b[0] - (double)a[1] * b[1];
+                    im += (double)a[0] * b[1] + (double)a[1] * b[0];
+                }
+                zr[2 * (i + j * M)] = re * calpha[0] - im * calpha[1];
+                zr[2 * (i + j * M) + 1] = re * calpha[1] + im * calpha[0];
+            }
+        compare("cgemm T N (re, im)", cc, zr, 2 * MM, 1e-5);
+        for (int i = 0; i < 2 * 2 * MM; i++) { za[i] = A[i]; zb[i] = B[i]; }
+        double zalpha[2] = {1, 0.5}, zbeta[2] = {0, 0};
+        void *dza, *dzb;
+        CHECK_CUDA(cudaMalloc(&dza, sizeof za));
+        CHECK_CUDA(cudaMalloc(&dzb, sizeof zb));
+        CHECK_CUDA(cudaMemcpy(dza, za, sizeof za, cudaMemcpyHostToDevice));
+        CHECK_CUDA(cudaMemcpy(dzb, zb, sizeof zb, cudaMemcpyHostToDevice));
+        CHECK_BLAS(cublasZgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, M, M, M, zalpha, dza, M, MM, dzb, M, MM,
+                                             zbeta, dcc, M, MM, 2));
+        CHECK_CUDA(cudaMemcpy(zz, dcc, sizeof zz, cudaMemcpyDeviceToHost));
+        for (int b = 0; b < 2; b++)
+            for (int j = 0; j < M; j++)
+                for (int i = 0; i < M; i++) {
+                    double re = 0, im = 0;
+                    for (int l = 0; l < M; l++) {
+                        const double *a = &za[2 * (b * MM + i + l * M)], *x = &zb[2 * (b * MM + l + j * M)];
+                        re += a[0] * x[0] - a[1] * x[1];
+                        im += a[0] * x[1] + a[1] * x[0];
+                    }
+                    zr[2 * (b * MM + i + j * M)] = re * zalpha[0] - im * zalpha[1];
+                    zr[2 * (b * MM + i + j * M) + 1] = re * zalpha[1] + im * zalpha[0];
+                }
+        float zf[2 * 2 * MM];
+        for (int i = 0; i < 2 * 2 * MM; i++) zf[i] = (float)zz[i];
+        compare("zgemm strided batched", zf, zr, 2 * 2 * MM, 1e-6);
+        printf("digest complex: %016llx %016llx\n", (unsigned long long)sample_digest(cc, sizeof cc),
+               (unsigned long long)sample_digest(zz, sizeof zz));
+        cudaFree(dca); cudaFree(dcb); cudaFree(dcc); cudaFree(dza); cudaFree(dzb);
+    }
+
     if (argc > 2 && strcmp(argv[2], "refused") == 0)
-        printf("cgemm: status %d\n", cublasCgemm_v2(h, 0, 0, 1, 1, 1, NULL, NULL, 1, NULL, 1, NULL, NULL, 1));
+        printf("strsm: status %d\n", cublasStrsm_v2(h, 0, 0, 0, 0, 1, 1, NULL, NULL, 1, NULL, 1));
 
     /* Throughput: back-to-back SGEMMs on the stream. */
     int reps = 20;

@@ -62,9 +62,16 @@ cublasStatus_t cublasDgemmStridedBatched(cublasHandle_t h, int ta, int tb, int m
                                          const double *beta, double *C, int ldc, long long sC, int batch);
 cublasStatus_t cublasDgemv_v2(cublasHandle_t h, int t, int m, int n, const double *alpha, const double *A, int lda,
                               const double *x, int incx, const double *beta, double *y, int incy);
-/* Refused by Wormhole (CUBLAS_STATUS_NOT_SUPPORTED); only its status is read. */
+/* Complex GEMMs: alpha, beta and the matrices are cuComplex (two floats)
+ * or cuDoubleComplex (two doubles). */
 cublasStatus_t cublasCgemm_v2(cublasHandle_t h, int ta, int tb, int m, int n, int k, const void *alpha,
                               const void *A, int lda, const void *B, int ldb, const void *beta, void *C, int ldc);
+cublasStatus_t cublasZgemmStridedBatched(cublasHandle_t h, int ta, int tb, int m, int n, int k, const void *alpha,
+                                         const void *A, int lda, long long sA, const void *B, int ldb, long long sB,
+                                         const void *beta, void *C, int ldc, long long sC, int batch);
+/* Refused by Wormhole (CUBLAS_STATUS_NOT_SUPPORTED); only its status is read. */
+cublasStatus_t cublasStrsm_v2(cublasHandle_t h, int side, int uplo, int trans, int diag, int m, int n,
+                              const float *alpha, const float *A, int lda, float *B, int ldb);
 cublasStatus_t cublasDdot_v2(cublasHandle_t h, int n, const double *x, int incx, const double *y, int incy, double *r);
 
 typedef int curandStatus_t;

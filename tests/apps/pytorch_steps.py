@@ -97,7 +97,10 @@ def steps():
         h = torch.randn(16, 24, generator=g).bfloat16()
         got = (h.cuda() @ h.t().cuda()).cpu().float()
         assert torch.allclose(got, h.float() @ h.t().float(), atol=0.25, rtol=2e-2), "bfloat16 product differs"
-        return "bmm 3x16x8 @ 3x8x12, double 20x10 @ 10x20, bfloat16 16x24 @ 24x16"
+        z = torch.randn(12, 9, generator=g, dtype=torch.complex64)
+        got = (z.cuda() @ z.t().cuda()).cpu()
+        assert torch.allclose(got, z @ z.t(), atol=1e-4), "complex product differs"
+        return "bmm 3x16x8 @ 3x8x12, double 20x10 @ 10x20, bfloat16 16x24 @ 24x16, complex 12x9 @ 9x12"
 
     def linear():
         torch.manual_seed(4)

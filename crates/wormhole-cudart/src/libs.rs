@@ -316,6 +316,33 @@ pub mod hscal {
     }
 }
 
+macro_rules! complex_in {
+    ($name:ident, $data_type:literal) => {
+        /// A complex scalar input (alpha, beta), by the handle's pointer
+        /// mode: as a GemmEx scalar of that `cudaDataType`.
+        pub mod $name {
+            use super::*;
+            /// # Safety
+            /// `p` is the application's scalar pointer.
+            pub unsafe fn put(c: &mut Call, p: *const c_void, h: *mut c_void) -> Result<(), i32> {
+                // SAFETY: the caller's contract.
+                unsafe { hscal::put(c, p, h, $data_type) }
+            }
+            pub fn take(
+                _: (),
+                _r: &mut Reply,
+                _p: *const c_void,
+                _h: *mut c_void,
+            ) -> Result<(), i32> {
+                Ok(())
+            }
+        }
+    };
+}
+// CUDA_C_32F (cuComplex, 8 bytes) and CUDA_C_64F (cuDoubleComplex, 16).
+complex_in!(hc64, 4);
+complex_in!(hc128, 5);
+
 macro_rules! result_out {
     ($name:ident, $t:ty, $n:literal) => {
         /// A result (dot, nrm2, amax), by the handle's pointer mode.

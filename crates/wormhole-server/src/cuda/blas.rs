@@ -291,6 +291,9 @@ pub mod custom {
             Scalar::decode(t, d, *h)
         }
     }
+    // Complex scalars: sized by the call's check (`scalars`), as GemmEx's.
+    pub use hscal as hc64;
+    pub use hscal as hc128;
 }
 
 /// Nothing is hand-written on the server.
@@ -1013,5 +1016,51 @@ mod tests {
             call(&mut t, f, gemm_ex(16, 2, 0, BASE + 2048, 17, 68)),
             Err(CUBLAS_STATUS_INVALID_VALUE)
         );
+    }
+
+    #[test]
+    fn complex_scalars_and_elements_are_sized_by_their_precision() {
+        let mut t = tenant();
+        // 16x16 complex floats (2 KiB) for A and B, C 1 KiB in: C's last
+        // 1 KiB would pass the 4 KiB, as doubles (4 KiB each) would.
+        let cgemm = |scalar: usize, c: u64| {
+            move |e: &mut Encoder| {
+                e.u64(HANDLE);
+                for v in [0, 0, 16, 16, 16] {
+                    e.i32(v);
+                }
+                e.u8(0);
+                e.bytes(&vec![0; scalar]);
+                e.u64(BASE);
+                e.i32(16);
+                e.u64(BASE);
+                e.i32(16);
+                e.u8(0);
+                e.bytes(&vec![0; scalar]);
+                e.u64(c);
+                e.i32(16);
+            }
+        };
+        let (c, z) = (func::cublasCgemm_v2, func::cublasZgemm_v2);
+        assert_eq!(call(&mut t, c, cgemm(8, BASE + 2048)), Ok(NO_LIBRARY));
+        assert_eq!(
+            call(&mut t, c, cgemm(8, BASE + 2049)),
+            Err(CUBLAS_STATUS_INVALID_VALUE)
+        );
+        // A cuComplex is 8 bytes, a cuDoubleComplex 16: no other size.
+        assert_eq!(
+            call(&mut t, c, cgemm(4, BASE + 2048)),
+            Err(CUBLAS_STATUS_INVALID_VALUE)
+        );
+        assert_eq!(
+            call(&mut t, c, cgemm(16, BASE + 2048)),
+            Err(CUBLAS_STATUS_INVALID_VALUE)
+        );
+        assert_eq!(
+            call(&mut t, z, cgemm(8, BASE)),
+            Err(CUBLAS_STATUS_INVALID_VALUE)
+        );
+        // 16x16 complex doubles are the whole 4 KiB: all three at BASE fit.
+        assert_eq!(call(&mut t, z, cgemm(16, BASE)), Ok(NO_LIBRARY));
     }
 }
