@@ -286,7 +286,12 @@ stop_server
 # its own device while two threads alternate), the same natively and
 # through Wormhole, where the tenant has one current device.
 gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/devices13" examples/cuda/devices.c -L"$work/lib13" -lcudart -lpthread
+gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/limits13" examples/cuda/limits.c -L"$work/lib13" -lcudart
 CPU_DEVICE_COUNT=2 LD_LIBRARY_PATH="$cpu" start_server --cuda-runtime "$cpu/libcudart.so.13"
+# A device's limits (per device), cache preference and flags, a stream's
+# flags, bus ids and peer attributes, as natively.
+check "CPU device, two devices: limits, flags, bus ids, peer attributes as natively" bash -c \
+  "diff <(CPU_DEVICE_COUNT=2 LD_LIBRARY_PATH='$cpu' '$work/limits13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/limits13') && LD_LIBRARY_PATH='$work/lib13' '$work/limits13' | grep -qx \"device 1's stack: 0, 1024\""
 check "CPU device, two devices: the current device is per thread, as natively" bash -c \
   "diff <(CPU_DEVICE_COUNT=2 LD_LIBRARY_PATH='$cpu' '$work/devices13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/devices13') && LD_LIBRARY_PATH='$work/lib13' '$work/devices13' | tail -n1 | grep -qx correct && WORMHOLE_SYNC=1 LD_LIBRARY_PATH='$work/lib13' '$work/devices13' | tail -n1 | grep -qx correct"
 stop_server

@@ -13,6 +13,7 @@
  * Kernels: examples/cuda/lenet.cu's, by their CPU twins (see below).
  * Build: cc -shared -fPIC -O2 -o libcpudevice.so cpu_device.c -lm */
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,9 +103,18 @@ int cudaGetDeviceProperties(void *prop, int device) {
 int cudaMemcpy(void *d, const void *s, size_t n, int kind) { (void)kind; memmove(d, s, n); return 0; }
 int cudaMemcpyAsync(void *d, const void *s, size_t n, int kind, void *st) { (void)st; return cudaMemcpy(d, s, n, kind); }
 int cudaMemset(void *p, int v, size_t n) { memset(p, v, n); return 0; }
-int cudaStreamCreate(void **s) { *s = malloc(1); return *s ? 0 : 2; }
-int cudaStreamCreateWithFlags(void **s, unsigned f) { (void)f; return cudaStreamCreate(s); }
+/* A stream is its priority and flags; NULL, cudaStreamLegacy (1) and
+ * cudaStreamPerThread (2) have neither. */
+struct stream { int priority; unsigned flags; };
+static const struct stream *stream_of(const void *s) {
+    static const struct stream none = {0, 0};
+    return (uintptr_t)s <= 2 ? &none : s;
+}
+int cudaStreamCreateWithPriority(void **s, unsigned flags, int priority);
+int cudaStreamCreate(void **s) { return cudaStreamCreateWithPriority(s, 0, 0); }
+int cudaStreamCreateWithFlags(void **s, unsigned f) { return cudaStreamCreateWithPriority(s, f, 0); }
 int cudaStreamDestroy(void *s) { free(s); return 0; }
+int cudaStreamGetFlags(void *s, unsigned *flags) { *flags = stream_of(s)->flags; return 0; }
 int cudaStreamSynchronize(void *s) { (void)s; return 0; }
 /* Streams remember their priority (the first int of their block). */
 int cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
@@ -113,16 +123,16 @@ int cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
     return 0;
 }
 int cudaStreamCreateWithPriority(void **s, unsigned flags, int priority) {
-    (void)flags;
     if (priority > 0) priority = 0;
     if (priority < -5) priority = -5;
-    int *p = malloc(sizeof(int));
+    struct stream *p = malloc(sizeof *p);
     if (!p) return 2;
-    *p = priority;
+    p->priority = priority;
+    p->flags = flags;
     *s = p;
     return 0;
 }
-int cudaStreamGetPriority(void *s, int *priority) { *priority = s ? *(int *)s : 0; return 0; }
+int cudaStreamGetPriority(void *s, int *priority) { *priority = stream_of(s)->priority; return 0; }
 int cudaStreamIsCapturing(void *s, int *status) { (void)s; *status = 0; return 0; }
 /* One device: peer copies are copies within it. */
 int cudaMemcpyPeer(void *d, int dd, const void *s, int sd, size_t n) {
@@ -243,10 +253,50 @@ int cudaMemPoolSetAttribute(void *pool, int attr, void *v) {
 }
 int cudaMemPoolTrimTo(void *pool, size_t keep) { (void)keep; return pool == &pool0 ? 0 : 1; }
 int cudaDeviceGetPCIBusId(char *id, int len, int device) {
+    char s[16];
     if (!id || len <= 0) return 1;
-    if (device != 0) return 101;
-    strncpy(id, "0000:00:00.0", (size_t)len);
+    if (device < 0 || device >= device_count()) return 101;
+    snprintf(s, sizeof s, "0000:%02x:00.0", device);
+    strncpy(id, s, (size_t)len);
     id[len - 1] = 0;
+    return 0;
+}
+int cudaDeviceGetByPCIBusId(int *device, const char *id) {
+    if (!device || !id) return 1;
+    unsigned bus = 0;
+    if (sscanf(id, "0000:%x:00.0", &bus) != 1 || (int)bus >= device_count()) return 101;
+    *device = (int)bus;
+    return 0;
+}
+/* Per device (cudaLimit 0 to 6; the stack starts at 1 KiB, the printf
+ * FIFO and malloc heap at 8 MiB) and one cache preference, as set. */
+static size_t limits[8][7];
+static int cache_config[8];
+int cudaDeviceSetLimit(int limit, size_t v) {
+    if (limit < 0 || limit > 6) return 1;
+    limits[current_device][limit] = v;
+    return 0;
+}
+int cudaDeviceGetLimit(size_t *v, int limit) {
+    static const size_t start[7] = {1024, 8 << 20, 8 << 20, 2, 2048, 0, 0};
+    if (!v || limit < 0 || limit > 6) return 1;
+    *v = limits[current_device][limit] ? limits[current_device][limit] : start[limit];
+    return 0;
+}
+int cudaDeviceSetCacheConfig(int c) {
+    if (c < 0 || c > 3) return 1;
+    cache_config[current_device] = c;
+    return 0;
+}
+int cudaDeviceGetCacheConfig(int *c) { if (!c) return 1; *c = cache_config[current_device]; return 0; }
+static unsigned device_flags;
+int cudaSetDeviceFlags(unsigned f) { device_flags = f; return 0; }
+/* cudaDeviceScheduleAuto, and cudaDeviceMapHost as the runtime reports. */
+int cudaGetDeviceFlags(unsigned *f) { if (!f) return 1; *f = device_flags | 8; return 0; }
+/* No two of these devices reach each other's memory. */
+int cudaDeviceGetP2PAttribute(int *v, int attr, int src, int dst) {
+    if (!v || attr < 1 || attr > 4 || src == dst || src >= device_count() || dst >= device_count()) return 1;
+    *v = 0;
     return 0;
 }
 int cudaProfilerStart(void) { return 0; }
@@ -391,6 +441,7 @@ PER_THREAD(cudaStreamSynchronize, _ptsz)
 PER_THREAD(cudaStreamQuery, _ptsz)
 PER_THREAD(cudaStreamWaitEvent, _ptsz)
 PER_THREAD(cudaStreamGetPriority, _ptsz)
+PER_THREAD(cudaStreamGetFlags, _ptsz)
 PER_THREAD(cudaStreamIsCapturing, _ptsz)
 PER_THREAD(cudaStreamGetCaptureInfo, _ptsz)
 PER_THREAD(cudaLaunchHostFunc, _ptsz)

@@ -247,6 +247,27 @@ impl<'a> Call<'a> {
         self.shape.add(v);
     }
 
+    /// A C string (a device's bus id), NULL as none; its bytes are part of
+    /// the call's shape.
+    ///
+    /// # Safety
+    /// `p` is NULL or a NUL-terminated string.
+    pub unsafe fn str(&mut self, p: *const std::ffi::c_char) {
+        if p.is_null() {
+            self.shape(0);
+            self.enc.opt_bytes(None);
+        } else {
+            // SAFETY: the caller's contract.
+            let s = unsafe { std::ffi::CStr::from_ptr(p) };
+            for chunk in s.to_bytes().chunks(8) {
+                let mut a = [0u8; 8];
+                a[..chunk.len()].copy_from_slice(chunk);
+                self.shape(u64::from_le_bytes(a) | 1 << 63);
+            }
+            self.enc.opt_bytes(Some(s.to_bytes()));
+        }
+    }
+
     pub fn handle(&mut self, p: *mut c_void, kind: Kind) -> Result<(), i32> {
         let id = handle_id(p, kind).map_err(note)?;
         self.shape(id);
@@ -410,6 +431,15 @@ impl Reply<'_> {
             }
             Ok(())
         })
+    }
+
+    /// # Safety
+    /// `p` is NULL or a writable unsigned int.
+    pub unsafe fn out_u32(&mut self, p: *mut u32) -> Result<(), i32> {
+        let v = self.with(|d| d.u32().map_err(proto))?;
+        // SAFETY: the caller's contract.
+        unsafe { store(p, v) };
+        Ok(())
     }
 
     /// # Safety

@@ -30,7 +30,7 @@ use wormhole_cuda_api::{cudaErrorNotSupported, cudaSuccess};
 use wormhole_wire::{Decoder, Encoder};
 
 pub use tenant::CudaTenant;
-use tenant::{bad, opt_mut_ptr, CudaTenant as Tenant};
+use tenant::{bad, cstr, opt_cstr, opt_mut_ptr, CudaTenant as Tenant};
 
 /// What a forwarded call answers when the runtime (or the entry point) is
 /// missing: the native answer without a driver.

@@ -243,6 +243,16 @@ impl CudaTenant {
     }
 }
 
+/// A string argument (a bus id); one with an interior NUL is refused.
+pub fn cstr(b: Option<&[u8]>) -> Result<Option<std::ffi::CString>, i32> {
+    b.map(|b| std::ffi::CString::new(b).map_err(|_| cudaErrorInvalidValue))
+        .transpose()
+}
+
+pub fn opt_cstr(s: &Option<std::ffi::CString>) -> *const std::ffi::c_char {
+    s.as_ref().map_or(std::ptr::null(), |c| c.as_ptr())
+}
+
 pub fn opt_mut_ptr(b: &mut Option<Vec<u8>>) -> *mut c_void {
     b.as_mut()
         .map_or(std::ptr::null_mut(), |v| v.as_mut_ptr().cast())
