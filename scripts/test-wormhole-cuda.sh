@@ -107,6 +107,10 @@ nvcc -O2 -cudart shared -arch=sm_90 -L"$work/lib13" -o "$work/lenet" examples/cu
 # The same built with --default-stream per-thread: it calls the _ptsz and
 # _ptds names (cudaMemcpy_ptds, cudaLaunchKernelExC_ptsz, ...).
 nvcc -O2 -cudart shared -arch=sm_90 --default-stream per-thread -L"$work/lib13" -o "$work/lenet_pt" examples/cuda/lenet.cu -lcublas
+# __constant__ and __device__ variables from the host (no kernel): copies,
+# addresses, sizes, stream-ordered copies; also per-thread default stream.
+nvcc -O2 -cudart shared -arch=sm_90 -L"$work/lib13" -o "$work/symbols" examples/cuda/symbols.cu
+nvcc -O2 -cudart shared -arch=sm_90 --default-stream per-thread -L"$work/lib13" -o "$work/symbols_pt" examples/cuda/symbols.cu
 nvcc -O2 -cudart shared -arch=sm_90 -I"$cccl" -L"$work/lib13" -o "$work/thrust_sort" examples/cuda/thrust_sort.cu
 # Thrust and CUB need more of the runtime than <<<>>>: every symbol must
 # resolve against the stand-in.
@@ -195,6 +199,10 @@ check "CPU device: nvcc-built lenet trains through Wormhole" sh -c \
   "LD_LIBRARY_PATH='$work/lib13' '$work/lenet' 2048 2 | tee '$work/lenet.remote' | tail -n1 | grep -qx correct"
 check "CPU device: lenet's results identical natively and through Wormhole" bash -c \
   "cat '$work/lenet.native' '$work/lenet.remote'; diff <(grep -v '^time:' '$work/lenet.native') <(grep -v '^time:' '$work/lenet.remote')"
+for p in symbols symbols_pt; do
+  check "CPU device: variables from the host ($p), as natively and correct" bash -c \
+    "diff <(LD_LIBRARY_PATH='$cpu' '$work/$p' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/$p') && LD_LIBRARY_PATH='$work/lib13' '$work/$p' | tail -n1 | grep -qx correct"
+done
 check "CPU device: lenet built for per-thread default streams, identical natively and through Wormhole" bash -c \
   "diff <(LD_LIBRARY_PATH='$cpu' '$work/lenet_pt' 2048 2 2>/dev/null | grep -v '^time:') <(LD_LIBRARY_PATH='$work/lib13' '$work/lenet_pt' 2048 2 | grep -v '^time:') && LD_LIBRARY_PATH='$work/lib13' '$work/lenet_pt' 2048 2 | tail -n1 | grep -qx correct"
 for major in 12 13; do

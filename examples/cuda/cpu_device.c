@@ -349,6 +349,59 @@ static int nkernels;
 void **__cudaRegisterFatBinary(void *fat) { static void *module; module = fat; return &module; }
 void __cudaRegisterFatBinaryEnd(void **h) { (void)h; }
 void __cudaUnregisterFatBinary(void **h) { (void)h; }
+/* __device__ and __constant__ variables: each host shadow's own block of
+ * "device" memory, of the registered size. */
+static struct var { const void *host; char *mem; size_t size; } vars[256];
+static int nvars;
+void __cudaRegisterVar(void **h, char *host, char *dev, const char *name, int ext, size_t size, int constant,
+                       int global) {
+    (void)h; (void)dev; (void)name; (void)ext; (void)constant; (void)global;
+    if (nvars == 256 || cudaMalloc((void **)&vars[nvars].mem, size ? size : 1) != 0) return;
+    memset(vars[nvars].mem, 0, size);
+    vars[nvars].host = host;
+    vars[nvars++].size = size;
+}
+static struct var *var_of(const void *host) {
+    for (int i = 0; i < nvars; i++)
+        if (vars[i].host == host) return &vars[i];
+    return NULL;
+}
+int cudaMemcpyToSymbol(const void *sym, const void *src, size_t n, size_t off, int kind) {
+    struct var *v = var_of(sym);
+    (void)kind;
+    if (!v) return 13; /* cudaErrorInvalidSymbol */
+    if (off > v->size || n > v->size - off) return 1;
+    memmove(v->mem + off, src, n);
+    return 0;
+}
+int cudaMemcpyFromSymbol(void *dst, const void *sym, size_t n, size_t off, int kind) {
+    struct var *v = var_of(sym);
+    (void)kind;
+    if (!v) return 13;
+    if (off > v->size || n > v->size - off) return 1;
+    memmove(dst, v->mem + off, n);
+    return 0;
+}
+int cudaMemcpyToSymbolAsync(const void *sym, const void *src, size_t n, size_t off, int kind, void *s) {
+    (void)s;
+    return cudaMemcpyToSymbol(sym, src, n, off, kind);
+}
+int cudaMemcpyFromSymbolAsync(void *dst, const void *sym, size_t n, size_t off, int kind, void *s) {
+    (void)s;
+    return cudaMemcpyFromSymbol(dst, sym, n, off, kind);
+}
+int cudaGetSymbolAddress(void **p, const void *sym) {
+    struct var *v = var_of(sym);
+    if (!v) return 13;
+    *p = v->mem;
+    return 0;
+}
+int cudaGetSymbolSize(size_t *n, const void *sym) {
+    struct var *v = var_of(sym);
+    if (!v) return 13;
+    *n = v->size;
+    return 0;
+}
 void __cudaRegisterFunction(void **h, const char *host, char *dev, const char *name, int limit, void *tid,
                             void *bid, void *bdim, void *gdim, int *wsize) {
     (void)h; (void)dev; (void)limit; (void)tid; (void)bid; (void)bdim; (void)gdim; (void)wsize;
@@ -442,6 +495,10 @@ PER_THREAD(cudaStreamQuery, _ptsz)
 PER_THREAD(cudaStreamWaitEvent, _ptsz)
 PER_THREAD(cudaStreamGetPriority, _ptsz)
 PER_THREAD(cudaStreamGetFlags, _ptsz)
+PER_THREAD(cudaMemcpyToSymbol, _ptds)
+PER_THREAD(cudaMemcpyFromSymbol, _ptds)
+PER_THREAD(cudaMemcpyToSymbolAsync, _ptsz)
+PER_THREAD(cudaMemcpyFromSymbolAsync, _ptsz)
 PER_THREAD(cudaStreamIsCapturing, _ptsz)
 PER_THREAD(cudaStreamGetCaptureInfo, _ptsz)
 PER_THREAD(cudaLaunchHostFunc, _ptsz)

@@ -857,6 +857,66 @@ pub unsafe extern "C" fn cudaMemcpyFromSymbol(
     unsafe { symbol_copy(false, id, dst as *mut u8, dev, count, offset) }
 }
 
+/// The registered size of a `__device__` or `__constant__` variable.
+///
+/// # Safety
+/// `size` is NULL or writable.
+pub unsafe extern "C" fn cudaGetSymbolSize(size: *mut usize, symbol: *const c_void) -> i32 {
+    if size.is_null() {
+        return note(cudaErrorInvalidValue);
+    }
+    let Some(&n) = vars().get(&(symbol as usize as u64)) else {
+        return note(cudaErrorInvalidSymbol);
+    };
+    // SAFETY: checked non-NULL; the caller's contract.
+    unsafe { *size = n as usize };
+    cudaSuccess
+}
+
+/// In stream order: once the stream's earlier work is done, the copy is
+/// made as cudaMemcpyToSymbol makes it, before returning. Stricter than
+/// natively (the caller waits), never looser.
+///
+/// # Safety
+/// As cudaMemcpyToSymbol.
+pub unsafe extern "C" fn cudaMemcpyToSymbolAsync(
+    symbol: *const c_void,
+    src: *const c_void,
+    count: usize,
+    offset: usize,
+    kind: i32,
+    stream: *mut c_void,
+) -> i32 {
+    // SAFETY: a stream handle (checked by the stub).
+    let s = unsafe { crate::gen::cudaStreamSynchronize(stream) };
+    if s != cudaSuccess {
+        return s;
+    }
+    // SAFETY: the caller's contract.
+    unsafe { cudaMemcpyToSymbol(symbol, src, count, offset, kind) }
+}
+
+/// As [`cudaMemcpyToSymbolAsync`], the other way.
+///
+/// # Safety
+/// As cudaMemcpyFromSymbol.
+pub unsafe extern "C" fn cudaMemcpyFromSymbolAsync(
+    dst: *mut c_void,
+    symbol: *const c_void,
+    count: usize,
+    offset: usize,
+    kind: i32,
+    stream: *mut c_void,
+) -> i32 {
+    // SAFETY: a stream handle (checked by the stub).
+    let s = unsafe { crate::gen::cudaStreamSynchronize(stream) };
+    if s != cudaSuccess {
+        return s;
+    }
+    // SAFETY: the caller's contract.
+    unsafe { cudaMemcpyFromSymbol(dst, symbol, count, offset, kind) }
+}
+
 /// The variable's device address, which the tracker then knows (so copies
 /// and kernels may use it like an allocation).
 ///
