@@ -276,6 +276,9 @@ pub unsafe extern "C" fn cublasLtMatmulAlgoGetHeuristic(
     if results.is_null() || count.is_null() || requested < 1 {
         return CUBLAS_STATUS_INVALID_VALUE;
     }
+    if handle.is_null() {
+        return Kind::Cublas.invalid();
+    }
     if let Err(s) = crate::rt::handle_id(handle, Kind::Cublas) {
         return s;
     }
@@ -303,10 +306,9 @@ pub unsafe extern "C" fn cublasLtMatmulAlgoGetHeuristic(
         waves_count: 1.0,
         reserved: [0; 4],
     };
-    // SAFETY: writable for at least one result and a count (caller's
-    // contract, requested >= 1); the result may be unaligned in C's eyes
-    // only if the caller broke its own type's alignment, so write
-    // unaligned anyway.
+    // SAFETY: `results` holds at least one result (requested >= 1) and
+    // `count` an int, by the caller's contract; written unaligned, since
+    // nothing here can see the caller's array's alignment.
     unsafe {
         results.cast::<HeuristicResult>().write_unaligned(r);
         *count = 1;
