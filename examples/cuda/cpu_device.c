@@ -200,6 +200,15 @@ int cudaMemcpy2DAsync(void *d, size_t dpitch, const void *s, size_t spitch, size
     (void)st;
     return cudaMemcpy2D(d, dpitch, s, spitch, width, height, kind);
 }
+int cudaMemset2D(void *p, size_t pitch, int v, size_t width, size_t height) {
+    if (width > pitch) return 12; /* cudaErrorInvalidPitchValue */
+    for (size_t r = 0; r < height; r++) memset((char *)p + r * pitch, v, width);
+    return 0;
+}
+int cudaMemset2DAsync(void *p, size_t pitch, int v, size_t width, size_t height, void *st) {
+    (void)st;
+    return cudaMemset2D(p, pitch, v, width, height);
+}
 /* For the programs run on this stand-in directly: the default pool caches
  * nothing, as Wormhole's client keeps it (crates/wormhole-cudart/src/
  * pools.rs), so both ways print the same figures. */
@@ -490,6 +499,8 @@ PER_THREAD(cudaMallocAsync, _ptsz)
 PER_THREAD(cudaFreeAsync, _ptsz)
 PER_THREAD(cudaMemcpy2D, _ptds)
 PER_THREAD(cudaMemcpy2DAsync, _ptsz)
+PER_THREAD(cudaMemset2D, _ptds)
+PER_THREAD(cudaMemset2DAsync, _ptsz)
 PER_THREAD(cudaStreamSynchronize, _ptsz)
 PER_THREAD(cudaStreamQuery, _ptsz)
 PER_THREAD(cudaStreamWaitEvent, _ptsz)

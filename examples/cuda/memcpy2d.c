@@ -2,7 +2,8 @@
  * byte image is copied into a pitched allocation, from there to a second one
  * (device to device, a window of it), and back to the host, with
  * cudaMemcpy2D and cudaMemcpy2DAsync; every byte is checked, and a width
- * larger than a pitch must be refused. Then a 2000 x 1000 image there and
+ * larger than a pitch must be refused. A window of it is set with
+ * cudaMemset2D and cudaMemset2DAsync. Then a 2000 x 1000 image there and
  * back, more rows than one request of Wormhole's carries. Run natively and through Wormhole on
  * the same device, the output must be the same (scripts/test-wormhole-cuda.sh,
  * on the CPU stand-in). Prints "correct" when all holds. */
@@ -15,6 +16,8 @@ cudaError_t cudaMemcpy2D(void *d, size_t dpitch, const void *s, size_t spitch, s
                          int kind);
 cudaError_t cudaMemcpy2DAsync(void *d, size_t dpitch, const void *s, size_t spitch, size_t width,
                               size_t height, int kind, cudaStream_t stream);
+cudaError_t cudaMemset2D(void *p, size_t pitch, int value, size_t width, size_t height);
+cudaError_t cudaMemset2DAsync(void *p, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream);
 
 enum { W = 100, H = 37, HOST_PITCH = 128 };
 
@@ -48,6 +51,25 @@ int main(void) {
     r = cudaMemcpy2D(a, pa, img, 64, W, H, cudaMemcpyHostToDevice);
     printf("width over the pitch: %d\n", r);
     failures += wrong != 0 || r != 12;
+
+    /* A window of b set by cudaMemset2D (rows 3 to 9, columns 20 to 59),
+     * then its first row again by cudaMemset2DAsync; the rest of b as it was. */
+    r = cudaMemset2D((char *)b + 3 * pb + 20, pb, 0xab, 40, 7);
+    int r2 = cudaMemset2DAsync((char *)b + 3 * pb + 20, pb, 0xcd, 40, 1, 0);
+    cudaDeviceSynchronize();
+    memset(back, 0, sizeof back);
+    cudaMemcpy2D(back, W, b, pb, W, H - 5, cudaMemcpyDeviceToHost);
+    wrong = 0;
+    for (int y = 0; y < H - 5; y++)
+        for (int x = 0; x < W - 10; x++) {
+            int in = y >= 3 && y < 10 && x >= 20 && x < 60;
+            unsigned char want = !in ? img[y + 5][x + 10] : y == 3 ? 0xcd : 0xab;
+            wrong += back[y][x] != want;
+        }
+    printf("2D memsets: %d, %d, bytes wrong: %d\n", r, r2, wrong);
+    r = cudaMemset2D(b, 16, 0, 32, 2);
+    printf("memset width over the pitch: %d\n", r);
+    failures += wrong != 0;
 
     /* A 2000 x 1000 byte image: more rows than one reply holds. */
     enum { BW = 2000, BH = 1000 };

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use wormhole_cuda_api::{cudaErrorInsufficientDriver, func, Kind, Library};
-use wormhole_cuda_api::{cudaErrorNotSupported, cudaSuccess};
+use wormhole_cuda_api::{cudaErrorInvalidValue, cudaErrorNotSupported, cudaSuccess};
 use wormhole_wire::{Decoder, Encoder};
 
 pub use tenant::CudaTenant;
@@ -65,6 +65,33 @@ mod generated {
     include!(concat!(env!("OUT_DIR"), "/cuda_server_gen.rs"));
 }
 pub use generated::ffi;
+
+/// The extents `cuda.api`'s `check=`s name, for device pointers whose
+/// extent is more than one size argument.
+pub mod checks {
+    use super::*;
+
+    /// `height` rows of `width` bytes, `pitch` apart, from `p`: all the
+    /// tenant's. An empty block touches nothing. (A pitch below the width
+    /// is the runtime's to refuse: the extent still bounds what it could
+    /// touch.)
+    pub fn rect(
+        t: &Tenant,
+        p: *mut c_void,
+        pitch: usize,
+        width: usize,
+        height: usize,
+    ) -> Result<(), i32> {
+        if width == 0 || height == 0 {
+            return Ok(());
+        }
+        let bytes = (pitch as u64)
+            .checked_mul(height as u64 - 1)
+            .and_then(|b| b.checked_add(width as u64))
+            .ok_or(cudaErrorInvalidValue)?;
+        t.devptr(p as usize as u64, bytes).map(|_| ())
+    }
+}
 
 /// Decodes, validates and runs one CUDA request (runtime, cuBLAS or
 /// cuRAND, by its id's range); `Err` carries the status of a request
@@ -201,6 +228,56 @@ mod tests {
         args(&mut e);
         let mut out = Encoder::new();
         dispatch(t, func, &mut Decoder::new(e.as_slice()), &mut out)
+    }
+
+    #[test]
+    fn a_2d_memset_is_refused_past_the_tenants_memory() {
+        let mut t = CudaTenant::new(1 << 20);
+        t.allocs
+            .insert(Alloc {
+                start: 0x7000_0000,
+                size: 4096,
+                device: 0,
+            })
+            .expect("insert");
+        let memset = |p: u64, pitch: u64, width: u64, height: u64| {
+            move |e: &mut Encoder| {
+                e.u64(p);
+                e.u64(pitch);
+                e.i32(0);
+                e.u64(width);
+                e.u64(height);
+            }
+        };
+        let f = func::cudaMemset2D;
+        // 8 rows 512 apart: the last one starts at 3584, ends 64 bytes on.
+        assert_eq!(
+            checks::rect(&t, 0x7000_0000 as *mut c_void, 512, 64, 8),
+            Ok(())
+        );
+        // One more row, or a wider last row, passes the end: refused.
+        assert_eq!(
+            call(&mut t, f, memset(0x7000_0000, 512, 64, 9)),
+            Err(cudaErrorInvalidValue)
+        );
+        assert_eq!(
+            call(&mut t, f, memset(0x7000_0000, 512, 513, 8)),
+            Err(cudaErrorInvalidValue)
+        );
+        // Rows so far apart the extent overflows; a block from outside.
+        assert_eq!(
+            call(&mut t, f, memset(0x7000_0000, u64::MAX / 2, 1, 3)),
+            Err(cudaErrorInvalidValue)
+        );
+        assert_eq!(
+            call(&mut t, f, memset(0x6000_0000, 16, 1, 1)),
+            Err(cudaErrorInvalidValue)
+        );
+        // Nothing to set: nothing checked past the start.
+        assert_eq!(
+            checks::rect(&t, 0x7000_0000 as *mut c_void, 1 << 40, 0, 1 << 40),
+            Ok(())
+        );
     }
 
     // No test here can reach a real runtime (CI has none); each request is
