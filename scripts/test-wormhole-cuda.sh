@@ -270,6 +270,10 @@ check "CPU device: cuBLASLt refusals" bash -c \
 gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/memcpy2d13" examples/cuda/memcpy2d.c -L"$work/lib13" -lcudart
 check "CPU device: pitched memory and 2D copies as natively" bash -c \
   "diff <(LD_LIBRARY_PATH='$cpu' '$work/memcpy2d13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/memcpy2d13') && LD_LIBRARY_PATH='$work/lib13' '$work/memcpy2d13' | tail -n1 | grep -qx correct"
+# Pitched 3D memory (the client's slices of 2D calls), every byte checked.
+gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/mem3d13" examples/cuda/mem3d.c -L"$work/lib13" -lcudart
+check "CPU device: 3D memory (malloc, memsets, copies) as natively" bash -c \
+  "diff <(LD_LIBRARY_PATH='$cpu' '$work/mem3d13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/mem3d13') && LD_LIBRARY_PATH='$work/lib13' '$work/mem3d13' | tail -n1 | grep -qx correct"
 # A tenant's memory quota (tenant_memory): without one, the stand-in's
 # 16 GiB and all 64 allocations; with 10 MiB, a device of 10 MiB, two
 # 4 MiB allocations and not a third, and the quota back after cudaFree.

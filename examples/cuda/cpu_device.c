@@ -209,6 +209,39 @@ int cudaMemset2DAsync(void *p, size_t pitch, int v, size_t width, size_t height,
     (void)st;
     return cudaMemset2D(p, pitch, v, width, height);
 }
+/* 3D: slices of 2D blocks (linear memory only). */
+struct pitched { char *ptr; size_t pitch, xsize, ysize; };
+struct extent { size_t width, height, depth; };
+struct pos { size_t x, y, z; };
+struct memcpy3d { void *src_array; struct pos src_pos; struct pitched src; void *dst_array; struct pos dst_pos;
+                  struct pitched dst; struct extent extent; int kind; };
+int cudaMalloc3D(struct pitched *p, struct extent e) {
+    size_t pitch;
+    void *m;
+    int r = cudaMallocPitch(&m, &pitch, e.width, e.height * e.depth);
+    if (r == 0) { p->ptr = m; p->pitch = pitch; p->xsize = e.width; p->ysize = e.height; }
+    return r;
+}
+int cudaMemset3D(struct pitched p, int v, struct extent e) {
+    for (size_t z = 0; z < e.depth; z++) {
+        int r = cudaMemset2D(p.ptr + z * p.pitch * p.ysize, p.pitch, v, e.width, e.height);
+        if (r) return r;
+    }
+    return 0;
+}
+int cudaMemset3DAsync(struct pitched p, int v, struct extent e, void *st) { (void)st; return cudaMemset3D(p, v, e); }
+int cudaMemcpy3D(const struct memcpy3d *c) {
+    if (c->src_array || c->dst_array) return 1;
+    for (size_t z = 0; z < c->extent.depth; z++) {
+        const struct pitched *s = &c->src, *d = &c->dst;
+        int r = cudaMemcpy2D(d->ptr + ((c->dst_pos.z + z) * d->ysize + c->dst_pos.y) * d->pitch + c->dst_pos.x, d->pitch,
+                             s->ptr + ((c->src_pos.z + z) * s->ysize + c->src_pos.y) * s->pitch + c->src_pos.x, s->pitch,
+                             c->extent.width, c->extent.height, c->kind);
+        if (r) return r;
+    }
+    return 0;
+}
+int cudaMemcpy3DAsync(const struct memcpy3d *c, void *st) { (void)st; return cudaMemcpy3D(c); }
 /* For the programs run on this stand-in directly: the default pool caches
  * nothing, as Wormhole's client keeps it (crates/wormhole-cudart/src/
  * pools.rs), so both ways print the same figures. */
@@ -501,6 +534,10 @@ PER_THREAD(cudaMemcpy2D, _ptds)
 PER_THREAD(cudaMemcpy2DAsync, _ptsz)
 PER_THREAD(cudaMemset2D, _ptds)
 PER_THREAD(cudaMemset2DAsync, _ptsz)
+PER_THREAD(cudaMemset3D, _ptds)
+PER_THREAD(cudaMemset3DAsync, _ptsz)
+PER_THREAD(cudaMemcpy3D, _ptds)
+PER_THREAD(cudaMemcpy3DAsync, _ptsz)
 PER_THREAD(cudaStreamSynchronize, _ptsz)
 PER_THREAD(cudaStreamQuery, _ptsz)
 PER_THREAD(cudaStreamWaitEvent, _ptsz)

@@ -14,11 +14,13 @@ pub mod driver;
 pub mod host;
 pub mod libs;
 pub mod lt;
+pub mod mem3d;
 pub mod overrides;
 pub mod pools;
 pub mod refused;
 pub mod rt;
 
+pub use mem3d::{Extent, Memcpy3DParms, PitchedPtr};
 pub use rt::MAJOR;
 
 /// The generated stubs.

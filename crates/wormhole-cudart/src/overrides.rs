@@ -17,6 +17,9 @@ use wormhole_cuda_api::*;
 pub use crate::host::{
     cudaFreeHost, cudaHostAlloc, cudaHostRegister, cudaHostUnregister, cudaMallocHost,
 };
+pub use crate::mem3d::{
+    cudaMalloc3D, cudaMemcpy3D, cudaMemcpy3DAsync, cudaMemset3D, cudaMemset3DAsync,
+};
 pub use crate::pools::{
     cudaDeviceGetDefaultMemPool, cudaMemPoolGetAttribute, cudaMemPoolSetAccess,
     cudaMemPoolSetAttribute, cudaMemPoolTrimTo,
