@@ -890,13 +890,10 @@ pub unsafe extern "C" fn cudaMemcpyToSymbolAsync(
     kind: i32,
     stream: *mut c_void,
 ) -> i32 {
-    // SAFETY: a stream handle (checked by the stub).
-    let s = unsafe { crate::gen::cudaStreamSynchronize(stream) };
-    if s != cudaSuccess {
-        return s;
-    }
     // SAFETY: the caller's contract.
-    unsafe { cudaMemcpyToSymbol(symbol, src, count, offset, kind) }
+    after_stream(stream, || unsafe {
+        cudaMemcpyToSymbol(symbol, src, count, offset, kind)
+    })
 }
 
 /// As [`cudaMemcpyToSymbolAsync`], the other way.
@@ -911,13 +908,21 @@ pub unsafe extern "C" fn cudaMemcpyFromSymbolAsync(
     kind: i32,
     stream: *mut c_void,
 ) -> i32 {
-    // SAFETY: a stream handle (checked by the stub).
+    // SAFETY: the caller's contract.
+    after_stream(stream, || unsafe {
+        cudaMemcpyFromSymbol(dst, symbol, count, offset, kind)
+    })
+}
+
+/// Runs `copy` once `stream`'s earlier work is done: the stream-ordered
+/// symbol copies, made synchronously.
+fn after_stream(stream: *mut c_void, copy: impl FnOnce() -> i32) -> i32 {
+    // SAFETY: no pointer but the stream handle, which the stub checks.
     let s = unsafe { crate::gen::cudaStreamSynchronize(stream) };
     if s != cudaSuccess {
         return s;
     }
-    // SAFETY: the caller's contract.
-    unsafe { cudaMemcpyFromSymbol(dst, symbol, count, offset, kind) }
+    copy()
 }
 
 /// The variable's device address, which the tracker then knows (so copies

@@ -230,8 +230,8 @@ mod tests {
         dispatch(t, func, &mut Decoder::new(e.as_slice()), &mut out)
     }
 
-    #[test]
-    fn a_2d_memset_is_refused_past_the_tenants_memory() {
+    /// A tenant owning 4 KiB at 0x7000_0000.
+    fn tenant_with_4k() -> CudaTenant {
         let mut t = CudaTenant::new(1 << 20);
         t.allocs
             .insert(Alloc {
@@ -240,6 +240,12 @@ mod tests {
                 device: 0,
             })
             .expect("insert");
+        t
+    }
+
+    #[test]
+    fn a_2d_memset_is_refused_past_the_tenants_memory() {
+        let mut t = tenant_with_4k();
         let memset = |p: u64, pitch: u64, width: u64, height: u64| {
             move |e: &mut Encoder| {
                 e.u64(p);
@@ -284,14 +290,7 @@ mod tests {
     // one the tenant must refuse before calling the library.
     #[test]
     fn refuses_what_a_tenant_does_not_own() {
-        let mut t = CudaTenant::new(1 << 20);
-        t.allocs
-            .insert(Alloc {
-                start: 0x7000_0000,
-                size: 4096,
-                device: 0,
-            })
-            .expect("insert");
+        let mut t = tenant_with_4k();
         // A memset past the tenant's allocation, or on an address it never
         // got, is refused; so is a stream it never created.
         let memset = |p: u64, n: u64| {
