@@ -238,7 +238,7 @@ gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/pools13" examples/cuda/pools.c -
 check "CPU device: default memory pool, bus id and profiler as natively" bash -c \
   "diff <(LD_LIBRARY_PATH='$cpu' '$work/pools13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/pools13') && LD_LIBRARY_PATH='$work/lib13' '$work/pools13' | grep -qx 'used went down by it: 1' && LD_LIBRARY_PATH='$work/lib13' '$work/pools13' | grep -qx 'bus id: 0, 0000:00:00.0'"
 check "CPU device: IPC and graph capture refused with errors, not missing symbols" bash -c \
-  "LD_LIBRARY_PATH='$work/lib13' '$work/pools13' refused | tail -n5 | tee /dev/stderr | diff - <(printf '%s\\n' 'ipc: get 801, open 801, close 1' 'capture: begin 801, end 401, last error 401' 'graphs: instantiate 1, launch 1, destroy 1' 'pool access: own 0, own read-only 1, device 9 101' 'managed: 801, untouched, last error 801')"
+  "LD_LIBRARY_PATH='$work/lib13' '$work/pools13' refused | tail -n6 | tee /dev/stderr | diff - <(printf '%s\\n' 'ipc: get 801, open 801, close 1' 'capture: begin 801, end 401, last error 401' 'graphs: instantiate 1, launch 1, destroy 1' 'pool access: own 0, own read-only 1, device 9 101' 'managed: 801, untouched, last error 801' 'mapped: 801, untouched')"
 # Page-locked host memory as cudaPointerGetAttributes reports it (what
 # PyTorch's Tensor.is_pinned asks), through Wormhole (the stand-in has none).
 check "CPU device: pinned and registered host memory reported as such" bash -c \

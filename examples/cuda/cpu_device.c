@@ -105,9 +105,12 @@ int cudaMemcpyAsync(void *d, const void *s, size_t n, int kind, void *st) { (voi
 int cudaMemset(void *p, int v, size_t n) { memset(p, v, n); return 0; }
 /* A stream is its priority and flags; NULL, cudaStreamLegacy (1) and
  * cudaStreamPerThread (2) have neither. */
-struct stream { int priority; unsigned flags; };
+struct stream { int priority; unsigned flags; int device; unsigned long long id; };
 static const struct stream *stream_of(const void *s) {
-    static const struct stream none = {0, 0};
+    static __thread struct stream none;
+    /* The default streams are the calling thread's device's; ids 0 to 2. */
+    none.device = current_device;
+    none.id = (uintptr_t)s;
     return (uintptr_t)s <= 2 ? &none : s;
 }
 int cudaStreamCreateWithPriority(void **s, unsigned flags, int priority);
@@ -115,6 +118,8 @@ int cudaStreamCreate(void **s) { return cudaStreamCreateWithPriority(s, 0, 0); }
 int cudaStreamCreateWithFlags(void **s, unsigned f) { return cudaStreamCreateWithPriority(s, f, 0); }
 int cudaStreamDestroy(void *s) { free(s); return 0; }
 int cudaStreamGetFlags(void *s, unsigned *flags) { *flags = stream_of(s)->flags; return 0; }
+int cudaStreamGetDevice(void *s, int *device) { *device = stream_of(s)->device; return 0; }
+int cudaStreamGetId(void *s, unsigned long long *id) { *id = stream_of(s)->id; return 0; }
 int cudaStreamSynchronize(void *s) { (void)s; return 0; }
 /* Streams remember their priority (the first int of their block). */
 int cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
@@ -125,10 +130,13 @@ int cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
 int cudaStreamCreateWithPriority(void **s, unsigned flags, int priority) {
     if (priority > 0) priority = 0;
     if (priority < -5) priority = -5;
+    static unsigned long long next_id = 16;
     struct stream *p = malloc(sizeof *p);
     if (!p) return 2;
     p->priority = priority;
     p->flags = flags;
+    p->device = current_device;
+    p->id = __atomic_fetch_add(&next_id, 1, __ATOMIC_RELAXED);
     *s = p;
     return 0;
 }
@@ -543,6 +551,8 @@ PER_THREAD(cudaStreamQuery, _ptsz)
 PER_THREAD(cudaStreamWaitEvent, _ptsz)
 PER_THREAD(cudaStreamGetPriority, _ptsz)
 PER_THREAD(cudaStreamGetFlags, _ptsz)
+PER_THREAD(cudaStreamGetDevice, _ptsz)
+PER_THREAD(cudaStreamGetId, _ptsz)
 PER_THREAD(cudaMemcpyToSymbol, _ptds)
 PER_THREAD(cudaMemcpyFromSymbol, _ptds)
 PER_THREAD(cudaMemcpyToSymbolAsync, _ptsz)

@@ -1,6 +1,6 @@
 /* A device's settings, as a program reads and changes them: resource
  * limits (per device), the cache preference, device flags, a stream's
- * flags, devices found by PCI bus id, what two devices can do to each
+ * flags, device and id, devices found by PCI bus id, what two devices can do to each
  * other's memory. Needs two devices (the CPU stand-in with
  * CPU_DEVICE_COUNT=2). Prints one line per call with its status; natively
  * and through Wormhole the lines must be the same. */
@@ -19,6 +19,8 @@ cudaError_t cudaDeviceGetByPCIBusId(int *device, const char *id);
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags);
 cudaError_t cudaStreamGetFlags(cudaStream_t s, unsigned *flags);
 cudaError_t cudaStreamDestroy(cudaStream_t s);
+cudaError_t cudaStreamGetDevice(cudaStream_t s, int *device);
+cudaError_t cudaStreamGetId(cudaStream_t s, unsigned long long *id);
 
 enum { LIMIT_STACK = 0, LIMIT_MALLOC_HEAP = 2, PREFER_SHARED = 1, SCHEDULE_BLOCKING_SYNC = 4,
        P2P_ACCESS_SUPPORTED = 2, STREAM_NON_BLOCKING = 1 };
@@ -56,6 +58,21 @@ int main(void) {
     cudaStreamGetFlags(s, &sf);
     cudaStreamGetFlags(NULL, &nf);
     printf("stream flags: %d, %u; default stream %u\n", r, sf, nf);
+    /* A stream is its device's; ids tell streams apart. */
+    cudaStream_t s1 = NULL;
+    cudaSetDevice(1);
+    r = cudaStreamCreate(&s1);
+    cudaSetDevice(0);
+    int sd = -1, nd = -1;
+    unsigned long long id0 = 0, id1 = 0, again = 1;
+    int r2 = cudaStreamGetDevice(s1, &sd);
+    cudaStreamGetDevice(NULL, &nd);
+    cudaStreamGetId(s, &id0);
+    cudaStreamGetId(s1, &id1);
+    cudaStreamGetId(s, &again);
+    printf("stream devices: %d, %d, created on %d, default stream on %d; ids %s, stable %s\n", r, r2, sd, nd,
+           id0 != id1 ? "differ" : "SAME", id0 == again ? "yes" : "NO");
+    cudaStreamDestroy(s1);
     cudaStreamDestroy(s);
     char id[32] = "";
     int d = -1;

@@ -52,6 +52,7 @@ static unsigned long long attr(cudaMemPool_t pool, int a) {
 }
 
 cudaError_t cudaMallocManaged(void **p, size_t size, unsigned flags);
+cudaError_t cudaHostGetDevicePointer(void **device, void *host, unsigned flags);
 
 static void refused(cudaMemPool_t pool, cudaStream_t s) {
     cudaIpcMemHandle_t h;
@@ -78,6 +79,9 @@ static void refused(cudaMemPool_t pool, cudaStream_t s) {
     int managed = cudaMallocManaged(&m, 1024, 1 /* cudaMemAttachGlobal */);
     printf("managed: %d, %s, last error %d\n", managed, m == (void *)&h ? "untouched" : "written",
            cudaGetLastError());
+    char page[64];
+    int mapped = cudaHostGetDevicePointer(&m, page, 0);
+    printf("mapped: %d, %s\n", mapped, m == (void *)&h ? "untouched" : "written");
 }
 
 /* The memory type cudaPointerGetAttributes reports (1: page-locked host

@@ -10,8 +10,9 @@
 //!   captures (cudaStreamIsCapturing says so) and no graph exists.
 //! - **Cooperative launches:** refused as the extensible launch refuses
 //!   them (`overrides::cudaLaunchKernelExC`).
-//! - **Managed memory:** no address can be both the client's memory and
-//!   the device's, which is in another process or on another host.
+//! - **Managed and mapped memory:** no address can be both the client's
+//!   memory and the device's, which is in another process or on another
+//!   host.
 #![allow(non_snake_case)] // the C names of the entry points
 
 use std::ffi::{c_char, c_void};
@@ -20,6 +21,16 @@ use wormhole_cuda_api::*;
 
 use crate::rt::note;
 use crate::{Dim3, IpcHandle};
+
+/// Leaves `*dev_ptr` as it was: the device cannot reach the client's
+/// memory, mapped or not.
+pub extern "C" fn cudaHostGetDevicePointer(
+    _dev_ptr: *mut *mut c_void,
+    _host: *mut c_void,
+    _flags: u32,
+) -> i32 {
+    note(cudaErrorNotSupported)
+}
 
 /// Leaves `*dev_ptr` as it was.
 pub extern "C" fn cudaMallocManaged(_dev_ptr: *mut *mut c_void, _size: usize, _flags: u32) -> i32 {

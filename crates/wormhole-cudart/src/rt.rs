@@ -434,6 +434,15 @@ impl Reply<'_> {
     }
 
     /// # Safety
+    /// `p` is NULL or a writable unsigned long long.
+    pub unsafe fn out_u64(&mut self, p: *mut u64) -> Result<(), i32> {
+        let v = self.with(|d| d.u64().map_err(proto))?;
+        // SAFETY: the caller's contract.
+        unsafe { store(p, v) };
+        Ok(())
+    }
+
+    /// # Safety
     /// `p` is NULL or a writable unsigned int.
     pub unsafe fn out_u32(&mut self, p: *mut u32) -> Result<(), i32> {
         let v = self.with(|d| d.u32().map_err(proto))?;
