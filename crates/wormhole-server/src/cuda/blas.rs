@@ -19,7 +19,7 @@ use wormhole_cuda_api::extent;
 use wormhole_cuda_api::{blas, matmul, Kind};
 use wormhole_wire::{Decoder, Encoder, WireError};
 
-use super::libs::{open_library, LibTenant as Tenant};
+use super::libs::{by_runtime_major, open_library, LibTenant as Tenant};
 
 /// What a call answers without the library.
 pub const NO_LIBRARY: i32 = CUBLAS_STATUS_NOT_INITIALIZED;
@@ -55,12 +55,8 @@ struct Loaded {
 fn library() -> Option<&'static Loaded> {
     static L: OnceLock<Option<Loaded>> = OnceLock::new();
     L.get_or_init(|| {
-        let names: &[&str] = if super::runtime_major() == 12 {
-            &["libcublas.so.12", "libcublas.so.13"]
-        } else {
-            &["libcublas.so.13", "libcublas.so.12"]
-        };
-        open_library(names, |sym| {
+        let names = by_runtime_major("libcublas.so.12", "libcublas.so.13");
+        open_library(&names, |sym| {
             let spm = sym("cublasSetPointerMode_v2");
             Loaded {
                 // SAFETY: every name is looked up in libcublas, whose

@@ -116,6 +116,16 @@ pub fn forbid_libraries() {
     FORBIDDEN.store(true, Ordering::Relaxed);
 }
 
+/// A library's two sonames, the one of the loaded runtime's major first
+/// (libcublas.so.13 with libcudart.so.13).
+pub fn by_runtime_major<'a>(of12: &'a str, of13: &'a str) -> [&'a str; 2] {
+    if super::runtime_major() == 12 {
+        [of12, of13]
+    } else {
+        [of13, of12]
+    }
+}
+
 /// Opens the first of `names` that is a real library (never one of
 /// Wormhole's stand-ins) and looks its entry points up with `load`.
 pub fn open_library<T>(

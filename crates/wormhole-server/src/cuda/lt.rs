@@ -20,7 +20,7 @@ use wormhole_wire::{Decoder, Encoder};
 // cuBLASLt's statuses are cuBLAS's: the same answers without the library
 // and for a malformed request.
 pub use super::blas::{bad, NO_LIBRARY};
-use super::libs::{open_library, LibTenant as Tenant};
+use super::libs::{by_runtime_major, open_library, LibTenant as Tenant};
 
 #[allow(
     clippy::needless_return,
@@ -76,12 +76,8 @@ struct Loaded {
 fn library() -> Option<&'static Loaded> {
     static L: OnceLock<Option<Loaded>> = OnceLock::new();
     L.get_or_init(|| {
-        let names: &[&str] = if super::runtime_major() == 12 {
-            &["libcublasLt.so.12", "libcublasLt.so.13"]
-        } else {
-            &["libcublasLt.so.13", "libcublasLt.so.12"]
-        };
-        open_library(names, |sym| {
+        let names = by_runtime_major("libcublasLt.so.12", "libcublasLt.so.13");
+        open_library(&names, |sym| {
             macro_rules! load {
                 ($name:literal, $t:ty) => {{
                     let p = sym($name);
