@@ -685,35 +685,25 @@ int cublasSgemmEx(void *h, int ta, int tb, int m, int n, int k, const float *al,
                   const void *B, int bt, int ldb, const float *be, void *C, int ct, int ldc) {
     return cublasGemmEx(h, ta, tb, m, n, k, al, A, at, lda, B, bt, ldb, be, C, ct, ldc, 68, -1);
 }
-/* Complex GEMMs (N and T; the conjugate transpose is not this device's). */
-GEMM(cgemm, float _Complex)
-GEMM(zgemm, double _Complex)
-int cublasCgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, const float _Complex *al,
-                              const float _Complex *A, int lda, long long sa, const float _Complex *B, int ldb,
-                              long long sb, const float _Complex *be, float _Complex *C, int ldc, long long sc,
-                              int batch) {
-    if (!h) return 1;
-    if (ta == 2 || tb == 2) return 15;
-    for (int b = 0; b < batch; b++) cgemm_one(ta, tb, m, n, k, *al, A + b * sa, lda, B + b * sb, ldb, *be, C + b * sc, ldc);
-    return 0;
-}
-int cublasCgemm_v2(void *h, int ta, int tb, int m, int n, int k, const float _Complex *al, const float _Complex *A,
-                   int lda, const float _Complex *B, int ldb, const float _Complex *be, float _Complex *C, int ldc) {
-    return cublasCgemmStridedBatched(h, ta, tb, m, n, k, al, A, lda, 0, B, ldb, 0, be, C, ldc, 0, 1);
-}
-int cublasZgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, const double _Complex *al,
-                              const double _Complex *A, int lda, long long sa, const double _Complex *B, int ldb,
-                              long long sb, const double _Complex *be, double _Complex *C, int ldc, long long sc,
-                              int batch) {
-    if (!h) return 1;
-    if (ta == 2 || tb == 2) return 15;
-    for (int b = 0; b < batch; b++) zgemm_one(ta, tb, m, n, k, *al, A + b * sa, lda, B + b * sb, ldb, *be, C + b * sc, ldc);
-    return 0;
-}
-int cublasZgemm_v2(void *h, int ta, int tb, int m, int n, int k, const double _Complex *al, const double _Complex *A,
-                   int lda, const double _Complex *B, int ldb, const double _Complex *be, double _Complex *C, int ldc) {
-    return cublasZgemmStridedBatched(h, ta, tb, m, n, k, al, A, lda, 0, B, ldb, 0, be, C, ldc, 0, 1);
-}
+/* Complex GEMMs (N and T; the conjugate transpose is not this device's),
+ * strided batched and single, for cuComplex (C) and cuDoubleComplex (Z). */
+#define COMPLEX_GEMM(P, p, T)                                                                                  \
+    GEMM(p##gemm, T)                                                                                           \
+    int cublas##P##gemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, const T *al, const T *A,    \
+                                      int lda, long long sa, const T *B, int ldb, long long sb, const T *be,   \
+                                      T *C, int ldc, long long sc, int batch) {                                \
+        if (!h) return 1;                                                                                      \
+        if (ta == 2 || tb == 2) return 15;                                                                     \
+        for (int b = 0; b < batch; b++)                                                                        \
+            p##gemm_one(ta, tb, m, n, k, *al, A + b * sa, lda, B + b * sb, ldb, *be, C + b * sc, ldc);         \
+        return 0;                                                                                              \
+    }                                                                                                          \
+    int cublas##P##gemm_v2(void *h, int ta, int tb, int m, int n, int k, const T *al, const T *A, int lda,      \
+                           const T *B, int ldb, const T *be, T *C, int ldc) {                                  \
+        return cublas##P##gemmStridedBatched(h, ta, tb, m, n, k, al, A, lda, 0, B, ldb, 0, be, C, ldc, 0, 1);  \
+    }
+COMPLEX_GEMM(C, c, float _Complex)
+COMPLEX_GEMM(Z, z, double _Complex)
 int cublasDgemv_v2(void *h, int t, int m, int n, const double *al, const double *A, int lda, const double *x,
                    int incx, const double *be, double *y, int incy) {
     if (!h) return 1;
