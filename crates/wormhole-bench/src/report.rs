@@ -49,11 +49,11 @@ fn verdict(ok: Option<bool>) -> &'static str {
 }
 
 /// Median of the per-round medians of a null-call or raw configuration.
-fn rtt(r: &Results, label: &str) -> f64 {
+pub(crate) fn rtt(r: &Results, label: &str) -> f64 {
     r.rtt_of(label).map_or(f64::NAN, |s| s.median_ns)
 }
 
-fn mean(r: &Results, label: &str) -> f64 {
+pub(crate) fn mean(r: &Results, label: &str) -> f64 {
     r.rtt_of(label).map_or(f64::NAN, |s| s.mean_ns)
 }
 
@@ -104,7 +104,7 @@ pub fn heavy(runs: &[CallHeavyRun]) -> Heavy {
     }
 }
 
-fn bulk(r: &Results, label: &str) -> (f64, f64) {
+pub(crate) fn bulk(r: &Results, label: &str) -> (f64, f64) {
     let v = r.bulk.get(label).cloned().unwrap_or_default();
     (
         median(&v.iter().map(|x| x.0).collect::<Vec<_>>()),
@@ -321,8 +321,10 @@ pub fn markdown(r: &Results) -> String {
         let _ = writeln!(w, "| bulk {} MiB ≥ {GOAL_BULK}× native bandwidth ({mode}) | write {} ({bw:.2} vs {nw:.2} GB/s), read {} ({br:.2} vs {nr:.2} GB/s) | {} |", r.config.get("bulk_mib").map_or("?", |s| s.as_str()), ratio(bw / nw), ratio(br / nr), verdict(Some(bw / nw >= GOAL_BULK && br / nr >= GOAL_BULK)));
     }
 
+    let _ = writeln!(w, "\n{}", crate::misses::markdown(r));
+
     // ---- b. breakdown
-    let _ = writeln!(w, "\n### b. Where a forwarded null call's time goes\n");
+    let _ = writeln!(w, "### b. Where a forwarded null call's time goes\n");
     if let Some(m) = r.marshal {
         let _ = writeln!(w, "Marshalling measured in one process (`wh-bench marshal`): the stub's encoding, the server's generated decoder + handle validation + dispatch, and the reply's decoding, minus the native call: {:.0} ns − {:.0} ns = **{:.0} ns** per call (request {} B, reply {} B). Notification is the raw ping-pong of the same handoff; execution is the native call; the remainder is everything else (ring copies and bookkeeping, ICD loader dispatch, client registry and channel locks, scheduler wake-up latency beyond the raw ping-pong). Timer overhead is subtracted.\n", m.inprocess_ns, m.native_ns, m.marshal_ns, m.request_bytes, m.reply_bytes);
     }
