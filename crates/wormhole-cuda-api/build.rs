@@ -6,6 +6,7 @@ fn main() {
         ("curand.api", "rand_common_gen.rs"),
         ("driver.api", "driver_common_gen.rs"),
         ("cublaslt.api", "lt_common_gen.rs"),
+        ("cusolver.api", "solver_common_gen.rs"),
     ] {
         println!("cargo:rerun-if-changed={file}");
         let src = std::fs::read_to_string(file).expect("the descriptions are part of the crate");

@@ -10,6 +10,11 @@ fn main() {
             "driver_",
         ),
         ("cublaslt.api", wormhole_cuda_api::LT_DESCRIPTION, "lt_"),
+        (
+            "cusolver.api",
+            wormhole_cuda_api::SOLVER_DESCRIPTION,
+            "solver_",
+        ),
     ] {
         let api = match wormhole_apigen::parse(src) {
             Ok(api) => api,

@@ -26,6 +26,11 @@ fn main() {
             wormhole_cuda_api::LT_DESCRIPTION,
             "lt_server_gen.rs",
         ),
+        (
+            "cusolver.api",
+            wormhole_cuda_api::SOLVER_DESCRIPTION,
+            "solver_server_gen.rs",
+        ),
     ] {
         let api = match wormhole_apigen::parse(src) {
             Ok(api) => api,

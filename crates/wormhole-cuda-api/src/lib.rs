@@ -26,6 +26,8 @@ pub const RAND_DESCRIPTION: &str = include_str!("../curand.api");
 pub const DRIVER_DESCRIPTION: &str = include_str!("../driver.api");
 /// cuBLASLt's description (`cublaslt.api`).
 pub const LT_DESCRIPTION: &str = include_str!("../cublaslt.api");
+/// cuSOLVER's dense API (`cusolver.api`).
+pub const SOLVER_DESCRIPTION: &str = include_str!("../cusolver.api");
 
 /// Kinds of CUDA handle a tenant's table holds; a handle of one kind can
 /// never be used as another.
@@ -38,6 +40,10 @@ pub enum Kind {
     Cublas,
     /// `curandGenerator_t`.
     Curand,
+    /// `cusolverDnHandle_t`.
+    Cusolver,
+    /// `cusolverDnParams_t`.
+    CusolverParams,
 }
 
 impl Kind {
@@ -47,6 +53,8 @@ impl Kind {
             Kind::Stream | Kind::Event => cudaErrorInvalidResourceHandle,
             Kind::Cublas => blas::CUBLAS_STATUS_NOT_INITIALIZED,
             Kind::Curand => rand::CURAND_STATUS_NOT_INITIALIZED,
+            Kind::Cusolver => solver::CUSOLVER_STATUS_NOT_INITIALIZED,
+            Kind::CusolverParams => solver::CUSOLVER_STATUS_INVALID_VALUE,
         }
     }
 }
@@ -345,6 +353,19 @@ pub mod rand {
     }
 }
 
+/// cuSOLVER's dense API: function ids (`cusolver.api`) and statuses.
+pub mod solver {
+    #![allow(non_upper_case_globals, clippy::match_single_binding)]
+    use super::InfoHandle;
+    include!(concat!(env!("OUT_DIR"), "/solver_common_gen.rs"));
+
+    pub const CUSOLVER_STATUS_SUCCESS: i32 = 0;
+    pub const CUSOLVER_STATUS_NOT_INITIALIZED: i32 = 1;
+    pub const CUSOLVER_STATUS_INVALID_VALUE: i32 = 3;
+    pub const CUSOLVER_STATUS_INTERNAL_ERROR: i32 = 7;
+    pub const CUSOLVER_STATUS_NOT_SUPPORTED: i32 = 9;
+}
+
 /// The private entry through which the libcublas and libcurand stand-ins
 /// reach the one client in the libcudart stand-in:
 /// `const usize *wormhole_cuda_forward_table(uint32_t api, uint64_t
@@ -355,6 +376,7 @@ pub mod forward {
     pub const RAND: u32 = 2;
     pub const DRIVER: u32 = 3;
     pub const LT: u32 = 4;
+    pub const SOLVER: u32 = 5;
 }
 
 /// Whether `func` is one of cuBLASLt's (which count as cuBLAS's).
@@ -369,6 +391,7 @@ pub enum Library {
     Runtime,
     Blas,
     Rand,
+    Solver,
 }
 
 impl Library {
@@ -385,6 +408,8 @@ impl Library {
             Some(Library::Blas)
         } else if within(rand::func::curandCreateGenerator, rand::FUNC_NAMES.len()) {
             Some(Library::Rand)
+        } else if within(solver::func::cusolverDnCreate, solver::FUNC_NAMES.len()) {
+            Some(Library::Solver)
         } else {
             None
         }
@@ -397,6 +422,7 @@ impl Library {
             Some(Library::Blas) if is_lt(func) => (lt::func::cublasLtGetVersion, lt::FUNC_NAMES),
             Some(Library::Blas) => (blas::func::cublasCreate_v2, blas::FUNC_NAMES),
             Some(Library::Rand) => (rand::func::curandCreateGenerator, rand::FUNC_NAMES),
+            Some(Library::Solver) => (solver::func::cusolverDnCreate, solver::FUNC_NAMES),
             None => return "?",
         };
         names.get((func - first) as usize).copied().unwrap_or("?")
@@ -409,6 +435,7 @@ impl Library {
             Library::Runtime => is_async(func),
             Library::Blas => blas::is_async(func) || lt::is_async(func),
             Library::Rand => rand::is_async(func),
+            Library::Solver => solver::is_async(func),
         }
     }
 
@@ -420,18 +447,21 @@ impl Library {
             Library::Runtime => no_status(func),
             Library::Blas => blas::no_status(func) || lt::no_status(func),
             Library::Rand => rand::no_status(func),
+            Library::Solver => solver::no_status(func),
         }
     }
 
     /// What a call answers where the library cannot be reached (no server,
     /// no library on the server): NVIDIA's answer on a machine without the
     /// driver, for the calls that create handles (cudaErrorInsufficientDriver,
-    /// CUBLAS_STATUS_NOT_INITIALIZED, CURAND_STATUS_INITIALIZATION_FAILED).
+    /// CUBLAS_STATUS_NOT_INITIALIZED, CURAND_STATUS_INITIALIZATION_FAILED,
+    /// CUSOLVER_STATUS_NOT_INITIALIZED).
     pub fn no_driver(self) -> i32 {
         match self {
             Library::Runtime => cudaErrorInsufficientDriver,
             Library::Blas => blas::CUBLAS_STATUS_NOT_INITIALIZED,
             Library::Rand => rand::CURAND_STATUS_INITIALIZATION_FAILED,
+            Library::Solver => solver::CUSOLVER_STATUS_NOT_INITIALIZED,
         }
     }
 
@@ -442,6 +472,7 @@ impl Library {
             Library::Runtime => cudaErrorInvalidValue,
             Library::Blas => blas::CUBLAS_STATUS_INVALID_VALUE,
             Library::Rand => rand::CURAND_STATUS_OUT_OF_RANGE,
+            Library::Solver => solver::CUSOLVER_STATUS_INVALID_VALUE,
         }
     }
 }
@@ -491,6 +522,7 @@ mod tests {
         for (name, src) in [
             ("cublas.api", BLAS_DESCRIPTION),
             ("curand.api", RAND_DESCRIPTION),
+            ("cusolver.api", SOLVER_DESCRIPTION),
         ] {
             let api = match wormhole_apigen::parse(src) {
                 Ok(api) => api,
@@ -530,5 +562,15 @@ mod tests {
         );
         assert_eq!(Library::of(5), None, "OpenCL's");
         assert_eq!(Kind::Curand.invalid(), rand::CURAND_STATUS_NOT_INITIALIZED);
+        assert_eq!(
+            Library::of(solver::func::cusolverDnXgetrf),
+            Some(Library::Solver)
+        );
+        assert!(Library::Solver.is_async(solver::func::cusolverDnDpotrf));
+        assert!(!Library::Solver.is_async(solver::func::cusolverDnDpotrf_bufferSize));
+        assert_eq!(
+            Library::func_name(solver::func::cusolverDnXpotrs),
+            "cusolverDnXpotrs"
+        );
     }
 }

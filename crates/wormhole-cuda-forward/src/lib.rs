@@ -184,6 +184,12 @@ pub mod lt {
 
 /// What the libcuda stand-in answers without a client: what a driver that
 /// cannot start answers.
+pub mod solver {
+    pub fn fallback_status() -> i32 {
+        wormhole_cuda_api::solver::CUSOLVER_STATUS_NOT_INITIALIZED
+    }
+}
+
 pub mod driver {
     pub fn fallback_status() -> i32 {
         wormhole_cuda_api::driver::CUDA_ERROR_NOT_INITIALIZED

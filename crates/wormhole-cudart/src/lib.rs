@@ -74,6 +74,26 @@ pub mod rand {
     }
 }
 
+/// cuSOLVER's generated stubs (`cusolver.api`) and their forwarding table.
+pub mod solver {
+    #[allow(clippy::missing_safety_doc, unused_imports)]
+    pub mod gen {
+        use std::ffi::{c_char, c_void};
+
+        use wormhole_cuda_api::solver::{
+            func, CUSOLVER_STATUS_NOT_SUPPORTED, CUSOLVER_STATUS_SUCCESS,
+        };
+        use wormhole_cuda_api::Kind;
+
+        use crate::libs::solver_overrides as overrides;
+        use crate::libs::{self as custom, released, Call};
+        use crate::rt::{adopt_new, retained, set_errcode};
+
+        include!(concat!(env!("OUT_DIR"), "/solver_client_gen.rs"));
+        include!(concat!(env!("OUT_DIR"), "/solver_forward_gen.rs"));
+    }
+}
+
 /// `cudaHostFn_t`: a host function run in stream order (may be NULL).
 pub type HostFn = Option<unsafe extern "C" fn(*mut std::ffi::c_void)>;
 

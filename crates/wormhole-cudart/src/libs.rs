@@ -19,7 +19,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::Ordering;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use wormhole_cuda_api::{blas, rand, Kind, Library};
+use wormhole_cuda_api::{blas, rand, solver, Kind, Library};
 
 use crate::rt;
 
@@ -54,6 +54,7 @@ pub fn offline_status(func: u32) -> i32 {
             rand::CURAND_STATUS_INITIALIZATION_FAILED
         }
         Some(Library::Rand) => rand::CURAND_STATUS_NOT_INITIALIZED,
+        Some(Library::Solver) => solver::CUSOLVER_STATUS_NOT_INITIALIZED,
         _ => rt::NO_SERVER,
     }
 }
@@ -65,15 +66,18 @@ impl Call {
         Ok(Call { inner, lib })
     }
 
-    /// A handle: cuBLAS handles and cuRAND generators must be ones this
+    /// A handle: a library's own handles (cuBLAS handles, cuRAND
+    /// generators, cuSOLVER handles and parameters) must be ones this
     /// process was given (NULL is refused as natively); a stream may be
     /// NULL (the default stream).
     pub fn handle(&mut self, p: *mut c_void, kind: Kind) -> Result<(), i32> {
-        let bad = match kind {
-            Kind::Cublas | Kind::Curand => kind.invalid(),
-            _ => self.lib.invalid_value(),
+        let own = kind != Kind::Stream && kind != Kind::Event;
+        let bad = if own {
+            kind.invalid()
+        } else {
+            self.lib.invalid_value()
         };
-        if p.is_null() && matches!(kind, Kind::Cublas | Kind::Curand) {
+        if p.is_null() && own {
             return Err(bad);
         }
         let id = rt::handle_id(p, kind).map_err(|_| bad)?;
@@ -169,8 +173,14 @@ fn device_mode(h: *mut c_void) -> bool {
 
 /// Forgets a destroyed handle (the generated stubs call this).
 pub fn released(p: *mut c_void, kind: Kind) {
-    if kind == Kind::Cublas {
-        states().remove(&(p as usize as u64));
+    match kind {
+        Kind::Cublas => {
+            states().remove(&(p as usize as u64));
+        }
+        Kind::Cusolver => {
+            solver_streams().remove(&(p as usize as u64));
+        }
+        _ => {}
     }
     rt::released(p, kind);
 }
@@ -525,6 +535,66 @@ pub mod blas_overrides {
     }
 }
 
+/// The stream each cuSOLVER handle was last given (cusolverDnGetStream's
+/// answer; a new handle has the default stream).
+fn solver_streams() -> MutexGuard<'static, HashMap<u64, usize>> {
+    static S: OnceLock<Mutex<HashMap<u64, usize>>> = OnceLock::new();
+    S.get_or_init(|| Mutex::new(HashMap::new()))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// A host workspace (cuSOLVER's 64-bit API): never the client's memory on
+/// the server, so nothing travels; the server gives the library none and
+/// refuses a call that asks for some.
+pub mod nohost {
+    use super::*;
+    pub fn put(_c: &mut Call, _p: *mut c_void) -> Result<(), i32> {
+        Ok(())
+    }
+    pub fn take(_: (), _r: &mut Reply, _p: *mut c_void) -> Result<(), i32> {
+        Ok(())
+    }
+}
+
+/// Hand-written cuSOLVER functions.
+pub mod solver_overrides {
+    use super::*;
+    use crate::solver::gen;
+
+    /// # Safety
+    /// As cusolverDnSetStream.
+    pub unsafe extern "C" fn cusolverDnSetStream(handle: *mut c_void, stream: *mut c_void) -> i32 {
+        // SAFETY: the caller's contract; the stub checks both handles.
+        let s = unsafe { gen::cusolverDnSetStream(handle, stream) };
+        if s == solver::CUSOLVER_STATUS_SUCCESS {
+            solver_streams().insert(handle as usize as u64, stream as usize);
+        }
+        s
+    }
+
+    /// # Safety
+    /// `stream` is NULL or writable.
+    pub unsafe extern "C" fn cusolverDnGetStream(
+        handle: *mut c_void,
+        stream: *mut *mut c_void,
+    ) -> i32 {
+        if handle.is_null() || rt::handle_id(handle, Kind::Cusolver).is_err() {
+            return solver::CUSOLVER_STATUS_NOT_INITIALIZED;
+        }
+        if stream.is_null() {
+            return solver::CUSOLVER_STATUS_INVALID_VALUE;
+        }
+        let s = solver_streams()
+            .get(&(handle as usize as u64))
+            .copied()
+            .unwrap_or(0);
+        // SAFETY: non-NULL and writable (caller's contract).
+        unsafe { *stream = s as *mut c_void };
+        solver::CUSOLVER_STATUS_SUCCESS
+    }
+}
+
 /// Hand-written cuRAND functions.
 pub mod rand_overrides {
     use super::*;
@@ -543,6 +613,7 @@ pub mod rand_overrides {
 
 use wormhole_cuda_api::forward::{
     BLAS as FORWARD_BLAS, DRIVER as FORWARD_DRIVER, LT as FORWARD_LT, RAND as FORWARD_RAND,
+    SOLVER as FORWARD_SOLVER,
 };
 
 /// The client's implementation of every function of an API, in its
@@ -553,6 +624,7 @@ pub fn forward_table(api: u32, fingerprint: u64) -> Option<&'static [usize]> {
     static R: OnceLock<[usize; crate::rand::gen::FORWARD_LEN]> = OnceLock::new();
     static D: OnceLock<[usize; crate::driver::gen::FORWARD_LEN]> = OnceLock::new();
     static L: OnceLock<[usize; crate::lt::gen::FORWARD_LEN]> = OnceLock::new();
+    static S: OnceLock<[usize; crate::solver::gen::FORWARD_LEN]> = OnceLock::new();
     match api {
         FORWARD_BLAS if fingerprint == crate::blas::gen::FINGERPRINT => {
             Some(B.get_or_init(crate::blas::gen::forward_table))
@@ -565,6 +637,9 @@ pub fn forward_table(api: u32, fingerprint: u64) -> Option<&'static [usize]> {
         }
         FORWARD_LT if fingerprint == crate::lt::gen::FINGERPRINT => {
             Some(L.get_or_init(crate::lt::gen::forward_table))
+        }
+        FORWARD_SOLVER if fingerprint == crate::solver::gen::FINGERPRINT => {
+            Some(S.get_or_init(crate::solver::gen::forward_table))
         }
         _ => None,
     }

@@ -147,10 +147,11 @@ pub fn run_frame(
 pub struct Deferred {
     /// OpenCL's or the CUDA runtime's: sent in the next reply's header.
     first: i32,
-    /// cuBLAS's and cuRAND's: the next synchronous call of the same library
+    /// cuBLAS's, cuRAND's and cuSOLVER's: the next synchronous call of the same library
     /// answers it as its own status, if it succeeded itself.
     blas: i32,
     rand: i32,
+    solver: i32,
 }
 
 impl Deferred {
@@ -160,6 +161,7 @@ impl Deferred {
         match lib {
             Some(Library::Blas) => (&mut self.blas, true),
             Some(Library::Rand) => (&mut self.rand, true),
+            Some(Library::Solver) => (&mut self.solver, true),
             Some(Library::Runtime) | None => (&mut self.first, false),
         }
     }

@@ -35,8 +35,8 @@ impl<'a> LibTenant<'a> {
     /// "not initialized"; a stream that is not the tenant's is a bad value.
     fn bad(&self, kind: Kind) -> i32 {
         match kind {
-            Kind::Cublas | Kind::Curand => kind.invalid(),
-            _ => self.lib.invalid_value(),
+            Kind::Stream | Kind::Event => self.lib.invalid_value(),
+            _ => kind.invalid(),
         }
     }
 

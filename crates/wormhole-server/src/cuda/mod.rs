@@ -19,6 +19,7 @@ pub mod libs;
 pub mod lt;
 pub mod overrides;
 pub mod rand;
+pub mod solver;
 pub mod tenant;
 
 use std::ffi::{c_void, CString};
@@ -93,8 +94,8 @@ pub mod checks {
     }
 }
 
-/// Decodes, validates and runs one CUDA request (runtime, cuBLAS or
-/// cuRAND, by its id's range); `Err` carries the status of a request
+/// Decodes, validates and runs one CUDA request (runtime, cuBLAS,
+/// cuRAND or cuSOLVER, by its id's range); `Err` carries the status of a request
 /// refused before reaching the library.
 pub fn dispatch(
     t: &mut CudaTenant,
@@ -111,6 +112,9 @@ pub fn dispatch(
         }
         Some(Library::Rand) => {
             rand::dispatch(&mut libs::LibTenant::new(t, Library::Rand), func, d, e)
+        }
+        Some(Library::Solver) => {
+            solver::dispatch(&mut libs::LibTenant::new(t, Library::Solver), func, d, e)
         }
         _ => generated::dispatch(t, func, d, e),
     }

@@ -1,0 +1,501 @@
+//! The cuSOLVER backend (dense factorisations and solves): decoders
+//! generated from `cusolver.api` and the extent checks it names.
+//! libcusolver is opened at run time (the soname of the runtime's major
+//! first); where it is missing every call answers as cuSOLVER does without
+//! a driver (CUSOLVER_STATUS_NOT_INITIALIZED: no handle can be created).
+
+use std::ffi::c_void;
+use std::sync::OnceLock;
+
+use wormhole_cuda_api::extent;
+use wormhole_cuda_api::matmul::elem_size;
+use wormhole_cuda_api::solver::{
+    func, CUSOLVER_STATUS_INVALID_VALUE, CUSOLVER_STATUS_NOT_INITIALIZED,
+    CUSOLVER_STATUS_NOT_SUPPORTED, CUSOLVER_STATUS_SUCCESS,
+};
+use wormhole_cuda_api::Kind;
+use wormhole_wire::{Decoder, Encoder, WireError};
+
+use super::libs::{by_runtime_major, open_library, LibTenant as Tenant};
+
+/// What a call answers without the library.
+pub const NO_LIBRARY: i32 = CUSOLVER_STATUS_NOT_INITIALIZED;
+
+/// A malformed request.
+pub fn bad(_: WireError) -> i32 {
+    CUSOLVER_STATUS_INVALID_VALUE
+}
+
+#[allow(
+    clippy::needless_return,
+    clippy::match_single_binding,
+    clippy::missing_safety_doc,
+    clippy::type_complexity,
+    unused_imports
+)]
+mod generated {
+    use super::checks as solver;
+    use super::*;
+    include!(concat!(env!("OUT_DIR"), "/solver_server_gen.rs"));
+}
+pub use generated::{dispatch, ffi};
+
+fn table() -> &'static ffi::Table {
+    static T: OnceLock<ffi::Table> = OnceLock::new();
+    T.get_or_init(|| {
+        // SAFETY: every name is looked up in libcusolver, whose functions
+        // have the signatures cusolver.api describes.
+        open_library(
+            &by_runtime_major("libcusolver.so.11", "libcusolver.so.12"),
+            |sym| unsafe { ffi::Table::load(sym) },
+        )
+        .unwrap_or_default()
+    })
+}
+
+/// The customs `cusolver.api` names.
+pub mod custom {
+    use super::*;
+
+    /// A host workspace: the client's memory is not ours to give the
+    /// library, so it gets none (`checks::xfactor` refuses a call that
+    /// asks for some).
+    pub struct NoHost;
+
+    impl NoHost {
+        pub fn arg(&mut self) -> *mut c_void {
+            std::ptr::null_mut()
+        }
+
+        pub fn reply(&mut self, _t: &mut Tenant, _e: &mut Encoder, _s: i32) -> Result<(), i32> {
+            Ok(())
+        }
+    }
+
+    pub mod nohost {
+        use super::*;
+        pub fn decode(_t: &mut Tenant, _d: &mut Decoder<'_>) -> Result<NoHost, i32> {
+            Ok(NoHost)
+        }
+    }
+}
+
+/// Nothing is hand-written on the server.
+pub mod overrides {}
+
+/// The extents `cusolver.api`'s `check=`s name: every device pointer must
+/// be the tenant's for all the bytes the call can touch, computed here
+/// before the library sees it.
+#[allow(clippy::too_many_arguments)]
+pub mod checks {
+    use super::*;
+
+    fn invalid(_: extent::Invalid) -> i32 {
+        CUSOLVER_STATUS_INVALID_VALUE
+    }
+
+    /// An m x n column-major matrix with leading dimension `ld`.
+    fn matrix(t: &Tenant, p: *mut c_void, m: i64, n: i64, ld: i64, elem: u64) -> Result<(), i32> {
+        t.owned(p, extent::matrix(m, n, ld, elem).map_err(invalid)?)
+    }
+
+    /// `n` elements of `elem` bytes.
+    fn span(t: &Tenant, p: *mut c_void, n: i64, elem: u64) -> Result<(), i32> {
+        let n = u64::try_from(n).map_err(|_| CUSOLVER_STATUS_INVALID_VALUE)?;
+        t.owned(p, extent::span(n, elem).map_err(invalid)?)
+    }
+
+    /// The info word every factorisation and solve writes.
+    fn info(t: &Tenant, p: *mut c_void) -> Result<(), i32> {
+        t.owned(p, 4)
+    }
+
+    fn elem_of(ty: i32) -> Result<u64, i32> {
+        elem_size(ty).ok_or(CUSOLVER_STATUS_NOT_SUPPORTED)
+    }
+
+    /// A size query reads no matrix, and a NULL one is the library's to
+    /// judge; any other must still be the tenant's.
+    pub fn query(
+        t: &Tenant,
+        a: *mut c_void,
+        m: i32,
+        n: i32,
+        lda: i32,
+        elem: u64,
+    ) -> Result<(), i32> {
+        if a.is_null() {
+            return Ok(());
+        }
+        matrix(t, a, m.into(), n.into(), lda.into(), elem)
+    }
+
+    pub fn xquery(
+        t: &Tenant,
+        a: *mut c_void,
+        m: i64,
+        n: i64,
+        lda: i64,
+        ty: i32,
+    ) -> Result<(), i32> {
+        if a.is_null() {
+            return Ok(());
+        }
+        matrix(t, a, m, n, lda, elem_of(ty)?)
+    }
+
+    /// The classic Cholesky: its workspace spans the larger of the `Lwork`
+    /// it is given and what the library asks for this matrix, so a short
+    /// `Lwork` cannot make the library write past what was checked.
+    pub fn potrf(
+        t: &Tenant,
+        h: *mut c_void,
+        uplo: i32,
+        n: i32,
+        a: *mut c_void,
+        lda: i32,
+        work: *mut c_void,
+        lwork: i32,
+        dev_info: *mut c_void,
+        elem: u64,
+    ) -> Result<(), i32> {
+        matrix(t, a, n.into(), n.into(), lda.into(), elem)?;
+        info(t, dev_info)?;
+        let mut need = 0i32;
+        // SAFETY: the handle is the tenant's, the matrix checked above,
+        // `need` a local the library writes.
+        let s = unsafe {
+            if elem == 4 {
+                ffi::cusolverDnSpotrf_bufferSize(h, uplo, n, a, lda, &mut need)
+            } else {
+                ffi::cusolverDnDpotrf_bufferSize(h, uplo, n, a, lda, &mut need)
+            }
+        };
+        if s != CUSOLVER_STATUS_SUCCESS {
+            return Err(s);
+        }
+        span(t, work, lwork.max(need).into(), elem)
+    }
+
+    /// The classic LU takes no workspace size: it is what the library's
+    /// own size query answers for the same matrix. `ipiv` (may be NULL: no
+    /// pivoting) holds min(m, n) ints.
+    pub fn getrf(
+        t: &Tenant,
+        h: *mut c_void,
+        m: i32,
+        n: i32,
+        a: *mut c_void,
+        lda: i32,
+        work: *mut c_void,
+        ipiv: *mut c_void,
+        dev_info: *mut c_void,
+        elem: u64,
+    ) -> Result<(), i32> {
+        matrix(t, a, m.into(), n.into(), lda.into(), elem)?;
+        info(t, dev_info)?;
+        if !ipiv.is_null() {
+            span(t, ipiv, m.min(n).into(), 4)?;
+        }
+        let mut need = 0i32;
+        // SAFETY: as in `potrf`.
+        let s = unsafe {
+            if elem == 4 {
+                ffi::cusolverDnSgetrf_bufferSize(h, m, n, a, lda, &mut need)
+            } else {
+                ffi::cusolverDnDgetrf_bufferSize(h, m, n, a, lda, &mut need)
+            }
+        };
+        if s != CUSOLVER_STATUS_SUCCESS {
+            return Err(s);
+        }
+        span(t, work, need.into(), elem)
+    }
+
+    /// A solve with an n x n factor (and, for LU, its n pivots of
+    /// `ipiv_elem` bytes; none for Cholesky) into n x nrhs right-hand sides.
+    pub fn solve(
+        t: &Tenant,
+        n: i32,
+        nrhs: i32,
+        a: *mut c_void,
+        lda: i32,
+        ipiv: *mut c_void,
+        ipiv_elem: u64,
+        b: *mut c_void,
+        ldb: i32,
+        dev_info: *mut c_void,
+        elem: u64,
+    ) -> Result<(), i32> {
+        matrix(t, a, n.into(), n.into(), lda.into(), elem)?;
+        matrix(t, b, n.into(), nrhs.into(), ldb.into(), elem)?;
+        if ipiv_elem > 0 {
+            span(t, ipiv, n.into(), ipiv_elem)?;
+        }
+        info(t, dev_info)
+    }
+
+    /// The 64-bit factorisations (Cholesky when `ipiv` is NULL, LU with
+    /// min(m, n) 64-bit pivots otherwise): the device workspace is the size
+    /// given, and no host workspace can be given.
+    pub fn xfactor(
+        t: &Tenant,
+        m: i64,
+        n: i64,
+        ty: i32,
+        a: *mut c_void,
+        lda: i64,
+        ipiv: *mut c_void,
+        work: *mut c_void,
+        work_bytes: usize,
+        host_bytes: usize,
+        dev_info: *mut c_void,
+    ) -> Result<(), i32> {
+        if host_bytes != 0 {
+            return Err(CUSOLVER_STATUS_NOT_SUPPORTED);
+        }
+        matrix(t, a, m, n, lda, elem_of(ty)?)?;
+        if !ipiv.is_null() {
+            span(t, ipiv, m.min(n), 8)?;
+        }
+        t.owned(work, work_bytes as u64)?;
+        info(t, dev_info)
+    }
+
+    /// The 64-bit solves: as `solve`, each matrix of its own type.
+    pub fn xsolve(
+        t: &Tenant,
+        n: i64,
+        nrhs: i64,
+        ty_a: i32,
+        a: *mut c_void,
+        lda: i64,
+        ipiv: *mut c_void,
+        ipiv_elem: u64,
+        ty_b: i32,
+        b: *mut c_void,
+        ldb: i64,
+        dev_info: *mut c_void,
+    ) -> Result<(), i32> {
+        matrix(t, a, n, n, lda, elem_of(ty_a)?)?;
+        matrix(t, b, n, nrhs, ldb, elem_of(ty_b)?)?;
+        if ipiv_elem > 0 {
+            span(t, ipiv, n, ipiv_elem)?;
+        }
+        info(t, dev_info)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{dispatch, CudaTenant};
+    use super::*;
+    use wormhole_cuda_api::tracker::Alloc;
+
+    const HANDLE: u64 = 0x300;
+    const PARAMS: u64 = 0x301;
+    const BASE: u64 = 0x7000_0000;
+    const CUDA_R_32F: i32 = 0;
+    const CUDA_R_64F: i32 = 1;
+
+    /// A tenant with one 4 KiB allocation, a cuSOLVER handle and parameters
+    /// (stand-in addresses: no test reaches a library with them).
+    fn tenant() -> CudaTenant {
+        super::super::libs::forbid_libraries();
+        let mut t = CudaTenant::new(1 << 20);
+        t.allocs
+            .insert(Alloc {
+                start: BASE,
+                size: 4096,
+                device: 0,
+            })
+            .expect("insert");
+        t.insert_handle(HANDLE, Kind::Cusolver, 0x1000);
+        t.insert_handle(PARAMS, Kind::CusolverParams, 0x2000);
+        t
+    }
+
+    fn call(t: &mut CudaTenant, func: u32, args: impl FnOnce(&mut Encoder)) -> Result<i32, i32> {
+        let mut e = Encoder::new();
+        args(&mut e);
+        let mut out = Encoder::new();
+        dispatch(t, func, &mut Decoder::new(e.as_slice()), &mut out)
+    }
+
+    /// Whether a request passed every check: it reached the library,
+    /// which tests never load.
+    fn reached(r: Result<i32, i32>) -> bool {
+        r == Ok(NO_LIBRARY)
+    }
+
+    /// Xgetrf of an n x n double matrix at `a`, pivots at `ipiv`, `work`
+    /// bytes of device workspace at `w`, `host` bytes of host workspace.
+    fn xgetrf(
+        n: i64,
+        a: u64,
+        ipiv: u64,
+        w: u64,
+        work: usize,
+        host: usize,
+        info: u64,
+    ) -> impl FnOnce(&mut Encoder) {
+        move |e: &mut Encoder| {
+            e.u64(HANDLE);
+            e.u64(PARAMS);
+            e.i64(n);
+            e.i64(n);
+            e.i32(CUDA_R_64F);
+            e.u64(a);
+            e.i64(n);
+            e.u64(ipiv);
+            e.i32(CUDA_R_64F);
+            e.u64(w);
+            e.usize(work);
+            e.usize(host);
+            e.u64(info);
+        }
+    }
+
+    #[test]
+    fn the_64_bit_lu_is_checked_whole_before_the_library() {
+        let mut t = tenant();
+        let f = func::cusolverDnXgetrf;
+        // 16 x 16 doubles (2 KiB), 16 pivots (128 B), 1 KiB of workspace.
+        let (a, ipiv, w, info) = (BASE, BASE + 2048, BASE + 2048 + 128, BASE + 4092);
+        assert!(reached(call(
+            &mut t,
+            f,
+            xgetrf(16, a, ipiv, w, 1024, 0, info)
+        )));
+        // No pivots (NULL) is the library's to accept.
+        assert!(reached(call(&mut t, f, xgetrf(16, a, 0, w, 1024, 0, info))));
+        // Each region one byte or one element too long.
+        let bad = Err(CUSOLVER_STATUS_INVALID_VALUE);
+        assert_eq!(call(&mut t, f, xgetrf(23, a, ipiv, w, 1024, 0, info)), bad);
+        assert_eq!(
+            call(&mut t, f, xgetrf(16, a, BASE + 3969, w, 8, 0, info)),
+            bad
+        );
+        assert_eq!(call(&mut t, f, xgetrf(16, a, ipiv, w, 1921, 0, info)), bad);
+        assert_eq!(
+            call(&mut t, f, xgetrf(16, a, ipiv, w, 1024, 0, BASE + 4093)),
+            bad
+        );
+        // The client's host workspace is not the server's to give.
+        assert_eq!(
+            call(&mut t, f, xgetrf(16, a, ipiv, w, 1024, 64, info)),
+            Err(CUSOLVER_STATUS_NOT_SUPPORTED)
+        );
+        // Parameters where the handle goes: a handle of the other kind.
+        let swapped = |e: &mut Encoder| {
+            xgetrf(16, a, ipiv, w, 1024, 0, info)(e);
+            let mut bytes = e.as_slice().to_vec();
+            bytes[..8].copy_from_slice(&PARAMS.to_le_bytes());
+            *e = Encoder::new();
+            e.raw(&bytes);
+        };
+        assert_eq!(
+            call(&mut t, f, swapped),
+            Err(CUSOLVER_STATUS_NOT_INITIALIZED)
+        );
+    }
+
+    #[test]
+    fn solves_check_both_matrices_pivots_and_info() {
+        let mut t = tenant();
+        // Sgetrs: 8 x 8 floats (256 B), 8 int pivots, 8 x 4 right-hand sides.
+        let sgetrs = |n: i32, nrhs: i32, ipiv: u64, ldb: i32| {
+            move |e: &mut Encoder| {
+                e.u64(HANDLE);
+                e.i32(0);
+                e.i32(n);
+                e.i32(nrhs);
+                e.u64(BASE);
+                e.i32(n);
+                e.u64(ipiv);
+                e.u64(BASE + 512);
+                e.i32(ldb);
+                e.u64(BASE + 4000);
+            }
+        };
+        let f = func::cusolverDnSgetrs;
+        assert!(reached(call(&mut t, f, sgetrs(8, 4, BASE + 256, 8))));
+        let bad = Err(CUSOLVER_STATUS_INVALID_VALUE);
+        // Pivots are not optional in a solve; B's leading dimension below n.
+        assert_eq!(call(&mut t, f, sgetrs(8, 4, 0, 8)), bad);
+        assert_eq!(call(&mut t, f, sgetrs(8, 4, BASE + 256, 7)), bad);
+        // B spanning past the allocation: 4 KiB - 512 B holds 896 floats.
+        assert_eq!(call(&mut t, f, sgetrs(8, 113, BASE + 256, 8)), bad);
+        // Xpotrs: no pivots; B of its own (float) type.
+        let xpotrs = |ty_b: i32, nrhs: i64| {
+            move |e: &mut Encoder| {
+                e.u64(HANDLE);
+                e.u64(PARAMS);
+                e.i32(0);
+                e.i64(8);
+                e.i64(nrhs);
+                e.i32(CUDA_R_64F);
+                e.u64(BASE);
+                e.i64(8);
+                e.i32(ty_b);
+                e.u64(BASE + 512);
+                e.i64(8);
+                e.u64(BASE + 4000);
+            }
+        };
+        let f = func::cusolverDnXpotrs;
+        assert!(reached(call(&mut t, f, xpotrs(CUDA_R_32F, 100))));
+        assert_eq!(call(&mut t, f, xpotrs(CUDA_R_64F, 100)), bad);
+        assert_eq!(
+            call(&mut t, f, xpotrs(1234, 1)),
+            Err(CUSOLVER_STATUS_NOT_SUPPORTED)
+        );
+    }
+
+    #[test]
+    fn classic_factorisations_check_their_matrix_first() {
+        let mut t = tenant();
+        // Dpotrf of 16 x 16 doubles fits; 23 x 23 does not. The workspace
+        // is checked against the library's own size query, which a test
+        // cannot reach: a matrix that fits goes on to ask it.
+        let dpotrf = |n: i32| {
+            move |e: &mut Encoder| {
+                e.u64(HANDLE);
+                e.i32(0);
+                e.i32(n);
+                e.u64(BASE);
+                e.i32(n);
+                e.u64(BASE + 2048);
+                e.i32(16);
+                e.u64(BASE + 4092);
+            }
+        };
+        let f = func::cusolverDnDpotrf;
+        assert_eq!(call(&mut t, f, dpotrf(16)), Err(NO_LIBRARY));
+        assert_eq!(
+            call(&mut t, f, dpotrf(23)),
+            Err(CUSOLVER_STATUS_INVALID_VALUE)
+        );
+        // A size query with a NULL matrix is the library's; with a foreign
+        // one it is refused.
+        let query = |a: u64| {
+            move |e: &mut Encoder| {
+                e.u64(HANDLE);
+                e.i32(0);
+                e.i32(16);
+                e.u64(a);
+                e.i32(16);
+                e.u8(1);
+            }
+        };
+        let f = func::cusolverDnSpotrf_bufferSize;
+        assert!(!matches!(
+            call(&mut t, f, query(0)),
+            Err(CUSOLVER_STATUS_INVALID_VALUE)
+        ));
+        assert_eq!(
+            call(&mut t, f, query(0x1234_0000)),
+            Err(CUSOLVER_STATUS_INVALID_VALUE)
+        );
+    }
+}
