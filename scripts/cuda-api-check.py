@@ -33,6 +33,9 @@ LIBS = [
      {"12": "nvidia-curand-cu12==10.3.10.19", "13": "nvidia-curand==10.4.5.25"}),
     ("cublaslt.api", "cublasLt.h", "CUBLASWINAPI", "libcublasLt.so.{major}",
      {"13": "nvidia-cublas==13.10.0.20"}),
+    # cuSOLVER's soname is its own major (11 with CUDA 12, 12 with CUDA 13).
+    ("cusolver.api", "cusolverDn.h", "CUSOLVERAPI", "libcusolver.so.1*",
+     {"12": "nvidia-cusolver-cu12==11.7.5.82", "13": "nvidia-cusolver==12.0.4.66"}),
     # The driver is not on PyPI: header only (cuda.h ships with nvcc's wheel),
     # e.g. --api driver.api --include .../nvidia/cu13/include.
     ("driver.api", "cuda.h", "CUDAAPI", "libcuda.so.1", {}),

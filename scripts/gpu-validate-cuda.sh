@@ -40,7 +40,7 @@ find_lib() { # NAME: the directory holding NVIDIA's library NAME
 }
 if ! command -v nvcc >/dev/null; then
   python3 -m venv "$out/venv"
-  if [ "$major" = 12 ]; then pkgs="nvidia-cuda-nvcc-cu12 nvidia-cuda-runtime-cu12 nvidia-cublas-cu12 nvidia-curand-cu12 nvidia-cuda-cccl-cu12"; else pkgs="nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cublas nvidia-curand nvidia-cuda-cccl"; fi
+  if [ "$major" = 12 ]; then pkgs="nvidia-cuda-nvcc-cu12 nvidia-cuda-runtime-cu12 nvidia-cublas-cu12 nvidia-curand-cu12 nvidia-cusolver-cu12 nvidia-cuda-cccl-cu12"; else pkgs="nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cublas nvidia-curand nvidia-cusolver nvidia-cuda-cccl"; fi
   "$out/venv/bin/pip" install -q $pkgs
   nvcc=$(find "$out/venv" -name nvcc -type f | head -n1)
   export PATH="$(dirname "$nvcc"):$PATH"
@@ -54,14 +54,18 @@ else
 fi
 blas_dir=$(find_lib "libcublas.so.$major")
 rand_dir=$(find_lib libcurand.so.10)
-native_path="$cudart_dir:$blas_dir:$rand_dir"
+# cuSOLVER's soname is its own major (11 with CUDA 12, 12 with CUDA 13);
+# it needs cuSPARSE and nvJitLink beside it.
+solver_major=$((major - 1))
+solver_dirs="$(find_lib "libcusolver.so.$solver_major"):$(find_lib libcusparse.so.12):$(find_lib "libnvJitLink.so.$major")"
+native_path="$cudart_dir:$blas_dir:$rand_dir:$solver_dirs"
 echo "== NVIDIA's libraries: $native_path"
 if [ -n "${WORMHOLE_BIN:-}" ]; then
   bin=$(cd "$WORMHOLE_BIN" && pwd)
 else
   command -v cargo >/dev/null || { echo "no cargo here: run scripts/gpu-bundle.sh where there is, carry target/gpu-bundle, set WORMHOLE_BIN"; exit 2; }
   cargo build --release -q -p wormhole-server -p "wormhole-cudart-$major" -p "wormhole-cublas-$major" -p wormhole-curand-10 \
-    -p wormhole-cublaslt-13
+    -p wormhole-cublaslt-13 -p "wormhole-cusolver-$((major - 1))"
   bin=$PWD/target/release
 fi
 # The server links the OpenCL ICD loader; the bundle brings one for a
@@ -72,12 +76,14 @@ lib="$out/lib$major"; mkdir -p "$lib"
 ln -sf "$bin/libwormhole_cudart$major.so" "$lib/libcudart.so.$major"
 ln -sf "$bin/libwormhole_cublas$major.so" "$lib/libcublas.so.$major"
 ln -sf "$bin/libwormhole_curand10.so" "$lib/libcurand.so.10"
+ln -sf "$bin/libwormhole_cusolver$solver_major.so" "$lib/libcusolver.so.$solver_major"
+ln -sf "libcusolver.so.$solver_major" "$lib/libcusolver.so"
 # The host-only cuBLAS and cuRAND samples link against our stand-ins (same
 # sonames and versions as NVIDIA's): natively they run on NVIDIA's.
 for n in cudart.so cublas.so; do ln -sf "lib$n.$major" "$lib/lib$n"; done
 ln -sf libcurand.so.10 "$lib/libcurand.so"
-for s in sgemm curand; do
-  cc -O2 -Wall -Iexamples/cuda -o "$out/$s" "examples/cuda/$s.c" -L"$lib" -lcublas -lcurand -lcudart -lm
+for s in sgemm curand solver; do
+  cc -O2 -Wall -Iexamples/cuda -o "$out/$s" "examples/cuda/$s.c" -L"$lib" -lcusolver -lcublas -lcurand -lcudart -lm
 done
 # cuBLASLt (CUDA 13's stand-in only): PyTorch's nn.Linear path.
 lt=()
@@ -108,9 +114,9 @@ for s in vectorAdd matmul thrust_sort; do
   WORMHOLE_SERVER="$out/s.sock" LD_LIBRARY_PATH="$lib" timeout 120 "$out/$s" || status=1
 done
 # cuBLAS (SGEMM and the rest), cuRAND, the LeNet-style training loop
-# (runtime, kernels and cuBLAS together) and cuBLASLt's matmuls: every
-# result identical.
-for s in sgemm curand lenet "${lt[@]}"; do
+# (runtime, kernels and cuBLAS together), cuBLASLt's matmuls and cuSOLVER's
+# factorisations: every result identical.
+for s in sgemm curand solver lenet "${lt[@]}"; do
   args=(); [ "$s" = lenet ] && args=(16384 4)
   echo "== $s native"
   LD_LIBRARY_PATH="$native_path" timeout 300 "$out/$s" "${args[@]}" | tee "$out/$s.native" || status=1
