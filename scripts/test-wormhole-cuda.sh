@@ -23,7 +23,7 @@ command -v readelf >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=no
 
 cargo build -p wormhole-server -p wormhole-cudart-12 -p wormhole-cudart-13 \
   -p wormhole-cublas-12 -p wormhole-cublas-13 -p wormhole-curand-10 -p wormhole-cuda-driver-1 \
-  -p wormhole-cublaslt-13
+  -p wormhole-cublaslt-13 -p wormhole-cusolver-11 -p wormhole-cusolver-12
 cargo test -p wormhole-apigen -p wormhole-cuda-api -p wormhole-cudart -p wormhole-cuda-forward -p wormhole-server
 
 work=$(mktemp -d /tmp/wormhole-cuda-test.XXXXXX)
@@ -66,6 +66,12 @@ for major in 12 13; do
     ln -s "$PWD/target/debug/libwormhole_cublaslt13.so" "$lib/libcublasLt.so.13"
     ln -s libcublasLt.so.13 "$lib/libcublasLt.so"
   fi
+  # cuSOLVER's soname is its own major: 11 beside CUDA 12, 12 beside 13.
+  solver_major=$((major - 1))
+  solver_so="$PWD/target/debug/libwormhole_cusolver$solver_major.so"
+  ln -s "$solver_so" "$lib/libcusolver.so.$solver_major"; ln -s "libcusolver.so.$solver_major" "$lib/libcusolver.so"
+  check "libcusolver.so.$solver_major: soname and cusolverDnXpotrf@@libcusolver.so.$solver_major" sh -c \
+    "readelf -d '$solver_so' | grep -q 'Library soname: \[libcusolver.so.$solver_major\]' && readelf --dyn-syms -W '$solver_so' | grep -q ' cusolverDnXpotrf@@libcusolver.so.$solver_major\$'"
   check "libcublas.so.$major: soname" sh -c "readelf -d '$blas_so' | grep -q 'Library soname: \[libcublas.so.$major\]'"
   check "libcublas.so.$major: cublasSgemm_v2@@libcublas.so.$major" sh -c "readelf --dyn-syms -W '$blas_so' | grep -q ' cublasSgemm_v2@@libcublas.so.$major\$'"
   check "libcublas.so.$major: no client of its own (no cudaMalloc)" sh -c "! readelf --dyn-syms -W '$blas_so' | grep -q ' cudaMalloc'"
@@ -187,7 +193,7 @@ stop_server
 # streams, strided batches).
 cpu="$work/cpu"; mkdir -p "$cpu"
 gcc -shared -fPIC -O2 -Wall -Werror -o "$cpu/libcpudevice.so" examples/cuda/cpu_device.c -lm
-for n in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10; do ln -s libcpudevice.so "$cpu/$n"; done
+for n in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10 libcusolver.so.12; do ln -s libcpudevice.so "$cpu/$n"; done
 LD_LIBRARY_PATH="$cpu" start_server --cuda-runtime "$cpu/libcudart.so.13"
 # nvcc's lenet: the stand-in runs its kernels by CPU twins of the same
 # element functions. Natively (the program on the stand-in directly) and
@@ -274,6 +280,14 @@ check "CPU device: pitched memory and 2D copies as natively" bash -c \
 gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/mem3d13" examples/cuda/mem3d.c -L"$work/lib13" -lcudart
 check "CPU device: 3D memory (malloc, memsets, copies) as natively" bash -c \
   "diff <(LD_LIBRARY_PATH='$cpu' '$work/mem3d13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/mem3d13') && LD_LIBRARY_PATH='$work/lib13' '$work/mem3d13' | tail -n1 | grep -qx correct"
+# cuSOLVER's Cholesky and LU (classic and 64-bit API, float and double):
+# the same lines natively on the stand-in and through Wormhole, judged by
+# residuals on the CPU; then with every call waiting (WORMHOLE_SYNC=1).
+gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/solver13" examples/cuda/solver.c -L"$work/lib13" -lcusolver -lcudart -lm
+check "CPU device: cuSOLVER factorisations and solves as natively, and correct" bash -c \
+  "diff <(LD_LIBRARY_PATH='$cpu' '$work/solver13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/solver13') && LD_LIBRARY_PATH='$work/lib13' '$work/solver13' | tail -n1 | grep -qx correct"
+check "CPU device: cuSOLVER with WORMHOLE_SYNC=1" sh -c \
+  "WORMHOLE_SYNC=1 LD_LIBRARY_PATH='$work/lib13' '$work/solver13' | tail -n1 | grep -qx correct"
 # A tenant's memory quota (tenant_memory): without one, the stand-in's
 # 16 GiB and all 64 allocations; with 10 MiB, a device of 10 MiB, two
 # 4 MiB allocations and not a third, and the quota back after cudaFree.

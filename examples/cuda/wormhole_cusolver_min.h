@@ -1,0 +1,91 @@
+/* The few dense cuSOLVER declarations the host-only samples need, written
+ * from NVIDIA's cusolverDn.h and cusolver_common.h (CUDA 13) so the
+ * samples build with the system compiler where the toolkit is absent.
+ * Names, values and prototypes are NVIDIA's; enums are int-sized, handles
+ * pointers. CUBLAS_OP_N and CUBLAS_OP_T come from wormhole_cublas_min.h. */
+#ifndef WORMHOLE_CUSOLVER_MIN_H
+#define WORMHOLE_CUSOLVER_MIN_H
+#include <stddef.h>
+#include <stdint.h>
+#include "wormhole_cublas_min.h"
+
+typedef struct cusolverDnContext *cusolverDnHandle_t;
+typedef struct cusolverDnParams *cusolverDnParams_t;
+
+typedef enum {
+    CUSOLVER_STATUS_SUCCESS = 0,
+    CUSOLVER_STATUS_NOT_INITIALIZED = 1,
+    CUSOLVER_STATUS_ALLOC_FAILED = 2,
+    CUSOLVER_STATUS_INVALID_VALUE = 3,
+    CUSOLVER_STATUS_ARCH_MISMATCH = 4,
+    CUSOLVER_STATUS_EXECUTION_FAILED = 6,
+    CUSOLVER_STATUS_INTERNAL_ERROR = 7,
+    CUSOLVER_STATUS_NOT_SUPPORTED = 9,
+} cusolverStatus_t;
+typedef enum { CUSOLVERDN_GETRF = 0, CUSOLVERDN_POTRF = 1 } cusolverDnFunction_t;
+typedef enum { CUSOLVER_ALG_0 = 0, CUSOLVER_ALG_1 = 1 } cusolverAlgMode_t;
+typedef enum { CUBLAS_FILL_MODE_LOWER = 0, CUBLAS_FILL_MODE_UPPER = 1 } cublasFillMode_t;
+/* N and T are wormhole_cublas_min.h's (an unnamed enum there). */
+typedef int cublasOperation_t;
+enum { CUBLAS_OP_C = 2 };
+typedef enum cudaDataType_t { CUDA_R_32F = 0, CUDA_R_64F = 1 } cudaDataType_t;
+typedef cudaDataType_t cudaDataType;
+
+cusolverStatus_t cusolverDnCreate(cusolverDnHandle_t *handle);
+cusolverStatus_t cusolverDnDestroy(cusolverDnHandle_t handle);
+cusolverStatus_t cusolverDnSetStream(cusolverDnHandle_t handle, cudaStream_t stream);
+cusolverStatus_t cusolverDnGetStream(cusolverDnHandle_t handle, cudaStream_t *stream);
+cusolverStatus_t cusolverDnCreateParams(cusolverDnParams_t *params);
+cusolverStatus_t cusolverDnDestroyParams(cusolverDnParams_t params);
+cusolverStatus_t cusolverDnSetAdvOptions(cusolverDnParams_t params, cusolverDnFunction_t function,
+                                         cusolverAlgMode_t algo);
+
+/* Legacy API: 32-bit sizes, one element type per name. */
+cusolverStatus_t cusolverDnSpotrf_bufferSize(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, float *A,
+                                             int lda, int *Lwork);
+cusolverStatus_t cusolverDnDpotrf_bufferSize(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, double *A,
+                                             int lda, int *Lwork);
+cusolverStatus_t cusolverDnSpotrf(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, float *A, int lda,
+                                  float *Workspace, int Lwork, int *devInfo);
+cusolverStatus_t cusolverDnDpotrf(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, double *A, int lda,
+                                  double *Workspace, int Lwork, int *devInfo);
+cusolverStatus_t cusolverDnSpotrs(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, int nrhs, const float *A,
+                                  int lda, float *B, int ldb, int *devInfo);
+cusolverStatus_t cusolverDnDpotrs(cusolverDnHandle_t handle, cublasFillMode_t uplo, int n, int nrhs, const double *A,
+                                  int lda, double *B, int ldb, int *devInfo);
+cusolverStatus_t cusolverDnSgetrf_bufferSize(cusolverDnHandle_t handle, int m, int n, float *A, int lda, int *Lwork);
+cusolverStatus_t cusolverDnDgetrf_bufferSize(cusolverDnHandle_t handle, int m, int n, double *A, int lda, int *Lwork);
+cusolverStatus_t cusolverDnSgetrf(cusolverDnHandle_t handle, int m, int n, float *A, int lda, float *Workspace,
+                                  int *devIpiv, int *devInfo);
+cusolverStatus_t cusolverDnDgetrf(cusolverDnHandle_t handle, int m, int n, double *A, int lda, double *Workspace,
+                                  int *devIpiv, int *devInfo);
+cusolverStatus_t cusolverDnSgetrs(cusolverDnHandle_t handle, cublasOperation_t trans, int n, int nrhs, const float *A,
+                                  int lda, const int *devIpiv, float *B, int ldb, int *devInfo);
+cusolverStatus_t cusolverDnDgetrs(cusolverDnHandle_t handle, cublasOperation_t trans, int n, int nrhs,
+                                  const double *A, int lda, const int *devIpiv, double *B, int ldb, int *devInfo);
+
+/* 64-bit generic (X) API: the element type as an argument, workspace in
+ * bytes on the device and on the host. */
+cusolverStatus_t cusolverDnXpotrf_bufferSize(cusolverDnHandle_t handle, cusolverDnParams_t params,
+                                             cublasFillMode_t uplo, int64_t n, cudaDataType dataTypeA, const void *A,
+                                             int64_t lda, cudaDataType computeType, size_t *workspaceInBytesOnDevice,
+                                             size_t *workspaceInBytesOnHost);
+cusolverStatus_t cusolverDnXpotrf(cusolverDnHandle_t handle, cusolverDnParams_t params, cublasFillMode_t uplo,
+                                  int64_t n, cudaDataType dataTypeA, void *A, int64_t lda, cudaDataType computeType,
+                                  void *bufferOnDevice, size_t workspaceInBytesOnDevice, void *bufferOnHost,
+                                  size_t workspaceInBytesOnHost, int *info);
+cusolverStatus_t cusolverDnXpotrs(cusolverDnHandle_t handle, cusolverDnParams_t params, cublasFillMode_t uplo,
+                                  int64_t n, int64_t nrhs, cudaDataType dataTypeA, const void *A, int64_t lda,
+                                  cudaDataType dataTypeB, void *B, int64_t ldb, int *info);
+cusolverStatus_t cusolverDnXgetrf_bufferSize(cusolverDnHandle_t handle, cusolverDnParams_t params, int64_t m,
+                                             int64_t n, cudaDataType dataTypeA, const void *A, int64_t lda,
+                                             cudaDataType computeType, size_t *workspaceInBytesOnDevice,
+                                             size_t *workspaceInBytesOnHost);
+cusolverStatus_t cusolverDnXgetrf(cusolverDnHandle_t handle, cusolverDnParams_t params, int64_t m, int64_t n,
+                                  cudaDataType dataTypeA, void *A, int64_t lda, int64_t *ipiv,
+                                  cudaDataType computeType, void *bufferOnDevice, size_t workspaceInBytesOnDevice,
+                                  void *bufferOnHost, size_t workspaceInBytesOnHost, int *info);
+cusolverStatus_t cusolverDnXgetrs(cusolverDnHandle_t handle, cusolverDnParams_t params, cublasOperation_t trans,
+                                  int64_t n, int64_t nrhs, cudaDataType dataTypeA, const void *A, int64_t lda,
+                                  const int64_t *ipiv, cudaDataType dataTypeB, void *B, int64_t ldb, int *info);
+#endif
