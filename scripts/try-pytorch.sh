@@ -50,7 +50,8 @@ echo "== $("$py" -c 'import torch; print("torch", torch.__version__)')"
 
 bin=${WORMHOLE_BIN:-}
 if [ -z "$bin" ]; then
-  cargo build -q -p wormhole-server -p wormhole-cudart-13 -p wormhole-cublas-13 -p wormhole-curand-10 -p wormhole-cuda-driver-1 -p wormhole-cublaslt-13
+  cargo build -q -p wormhole-server -p wormhole-cudart-13 -p wormhole-cublas-13 -p wormhole-curand-10 -p wormhole-cuda-driver-1 -p wormhole-cublaslt-13 \
+    -p wormhole-cusolver-12
   bin=target/debug
 fi
 # A bundle carries the OpenCL ICD loader the server links.
@@ -60,7 +61,8 @@ cp "$bin/libwormhole_cudart13.so" "$lib/libcudart.so.13"
 cp "$bin/libwormhole_cublas13.so" "$lib/libcublas.so.13"
 cp "$bin/libwormhole_curand10.so" "$lib/libcurand.so.10"
 cp "$bin/libwormhole_cublaslt13.so" "$lib/libcublasLt.so.13"
-preload="$lib/libcudart.so.13:$lib/libcublas.so.13:$lib/libcublasLt.so.13:$lib/libcurand.so.10"
+cp "$bin/libwormhole_cusolver12.so" "$lib/libcusolver.so.12"
+preload="$lib/libcudart.so.13:$lib/libcublas.so.13:$lib/libcublasLt.so.13:$lib/libcurand.so.10:$lib/libcusolver.so.12"
 
 steps=("$py" -W ignore tests/apps/pytorch_steps.py)
 if nvidia-smi >/dev/null 2>&1; then
@@ -75,7 +77,7 @@ else
   echo "== no GPU: the server runs on the CPU stand-in"
   cpu="$work/cpu"; mkdir -p "$cpu"
   gcc -shared -fPIC -O2 -Wall -Werror -o "$cpu/libcpudevice.so" examples/cuda/cpu_device.c -lm
-  for n in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10; do ln -s libcpudevice.so "$cpu/$n"; done
+  for n in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10 libcusolver.so.12; do ln -s libcpudevice.so "$cpu/$n"; done
   cp "$bin/libwormhole_cuda_driver1.so" "$lib/libcuda.so.1"
   server_env=(env LD_LIBRARY_PATH="$cpu$ocl")
   runtime="$cpu/libcudart.so.13"

@@ -111,6 +111,17 @@ def steps():
         assert torch.allclose(got, want, atol=1e-4), "output differs"
         return "nn.Linear(32, 16) on 8 rows (addmm with a bias: cuBLASLt)"
 
+    def linear_algebra():
+        g = torch.Generator().manual_seed(7)
+        m = torch.randn(16, 16, generator=g, dtype=torch.float64)
+        spd = m @ m.t() + 16 * torch.eye(16, dtype=torch.float64)
+        rhs = torch.randn(16, 3, generator=g, dtype=torch.float64)
+        chol = torch.linalg.cholesky(spd.cuda()).cpu()
+        assert torch.allclose(chol @ chol.t(), spd, atol=1e-9), "Cholesky factor differs"
+        x = torch.linalg.solve(m.cuda(), rhs.cuda()).cpu()
+        assert torch.allclose(m @ x, rhs, atol=1e-9), "solution differs"
+        return "Cholesky of a 16x16 SPD matrix, LU solve of a 16x16 system (cuSOLVER)"
+
     def random():
         g = torch.Generator(device="cuda").manual_seed(3)
         r = torch.rand(1000, device="cuda", generator=g)
@@ -131,6 +142,7 @@ def steps():
         ("half-precision matmul", half_matmul),
         ("more matmuls", more_matmuls),
         ("linear layer", linear),
+        ("linear algebra", linear_algebra),
         ("random numbers", random),
     ]
 
