@@ -499,37 +499,21 @@ mod tests {
     use super::super::{dispatch, CudaTenant};
     use super::*;
     use wormhole_cuda_api::rand::{self, CURAND_STATUS_NOT_INITIALIZED};
-    use wormhole_cuda_api::tracker::Alloc;
+
+    use crate::cuda::testing::{call, BASE};
 
     const HANDLE: u64 = 0x200;
     const GEN: u64 = 0x201;
     const STREAM: u64 = 0x202;
-    const BASE: u64 = 0x7000_0000;
 
     /// A tenant with one 4 KiB allocation, a cuBLAS handle, a cuRAND
-    /// generator and a stream (stand-in addresses: no test reaches a
-    /// library with them).
+    /// generator and a stream.
     fn tenant() -> CudaTenant {
-        super::super::libs::forbid_libraries();
-        let mut t = CudaTenant::new(1 << 20);
-        t.allocs
-            .insert(Alloc {
-                start: BASE,
-                size: 4096,
-                device: 0,
-            })
-            .expect("insert");
-        t.insert_handle(HANDLE, Kind::Cublas, 0x1000);
-        t.insert_handle(GEN, Kind::Curand, 0x2000);
-        t.insert_handle(STREAM, Kind::Stream, 0x3000);
-        t
-    }
-
-    fn call(t: &mut CudaTenant, func: u32, args: impl FnOnce(&mut Encoder)) -> Result<i32, i32> {
-        let mut e = Encoder::new();
-        args(&mut e);
-        let mut out = Encoder::new();
-        dispatch(t, func, &mut Decoder::new(e.as_slice()), &mut out)
+        crate::cuda::testing::tenant(&[
+            (HANDLE, Kind::Cublas, 0x1000),
+            (GEN, Kind::Curand, 0x2000),
+            (STREAM, Kind::Stream, 0x3000),
+        ])
     }
 
     /// An SGEMM request as the client marshals it: host-mode scalars by

@@ -328,26 +328,20 @@ pub mod overrides {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cuda::{libs, CudaTenant};
+    use crate::cuda::CudaTenant;
     use wormhole_cuda_api::blas::{CUBLAS_STATUS_INVALID_VALUE, CUBLAS_STATUS_NOT_INITIALIZED};
     use wormhole_cuda_api::matmul::{Desc, Operand, EPILOGUE_BIAS};
     use wormhole_cuda_api::Library;
 
-    const BASE: u64 = 0x7000_0000;
+    use crate::cuda::testing::BASE;
 
     /// A tenant owning 4 KiB at BASE, a cuBLAS handle (id 0x100) and a
-    /// stream (0x102); no library is ever loaded.
+    /// stream (0x102).
     fn tenant() -> CudaTenant {
-        libs::forbid_libraries();
-        let mut t = CudaTenant::new(1 << 20);
-        let _ = t.allocs.insert(wormhole_cuda_api::tracker::Alloc {
-            start: BASE,
-            size: 4096,
-            device: 0,
-        });
-        t.insert_handle(0x100, Kind::Cublas, 0x1000);
-        t.insert_handle(0x102, Kind::Stream, 0x3000);
-        t
+        crate::cuda::testing::tenant(&[
+            (0x100, Kind::Cublas, 0x1000),
+            (0x102, Kind::Stream, 0x3000),
+        ])
     }
 
     /// An 8x8 linear layer with a bias, every operand inside the allocation.

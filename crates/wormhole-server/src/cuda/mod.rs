@@ -21,6 +21,8 @@ pub mod overrides;
 pub mod rand;
 pub mod solver;
 pub mod tenant;
+#[cfg(test)]
+mod testing;
 
 use std::ffi::{c_void, CString};
 use std::path::PathBuf;
@@ -219,32 +221,17 @@ pub fn disabled(func: u32) -> Result<i32, i32> {
 mod tests {
     use super::*;
     use wormhole_cuda_api::fatbin::synth;
-    use wormhole_cuda_api::tracker::Alloc;
     use wormhole_cuda_api::wire::Launch;
     use wormhole_cuda_api::{
         cudaErrorInvalidDeviceFunction, cudaErrorInvalidKernelImage, cudaErrorInvalidValue,
         cudaErrorMemoryAllocation,
     };
 
-    /// Runs one request through the tenant's dispatch, as the serve loop does.
-    fn call(t: &mut CudaTenant, func: u32, args: impl FnOnce(&mut Encoder)) -> Result<i32, i32> {
-        let mut e = Encoder::new();
-        args(&mut e);
-        let mut out = Encoder::new();
-        dispatch(t, func, &mut Decoder::new(e.as_slice()), &mut out)
-    }
+    use super::testing::call;
 
     /// A tenant owning 4 KiB at 0x7000_0000.
     fn tenant_with_4k() -> CudaTenant {
-        let mut t = CudaTenant::new(1 << 20);
-        t.allocs
-            .insert(Alloc {
-                start: 0x7000_0000,
-                size: 4096,
-                device: 0,
-            })
-            .expect("insert");
-        t
+        super::testing::tenant(&[])
     }
 
     #[test]

@@ -144,6 +144,16 @@ pub mod checks {
         matrix(t, a, m, n, lda, elem_of(ty)?)
     }
 
+    /// The workspace (in elements) the library's own size query answers,
+    /// or its failure.
+    fn library_lwork(query: impl FnOnce(&mut i32) -> i32) -> Result<i32, i32> {
+        let mut need = 0;
+        match query(&mut need) {
+            CUSOLVER_STATUS_SUCCESS => Ok(need),
+            s => Err(s),
+        }
+    }
+
     /// The classic Cholesky: its workspace spans the larger of the `Lwork`
     /// it is given and what the library asks for this matrix, so a short
     /// `Lwork` cannot make the library write past what was checked.
@@ -161,19 +171,15 @@ pub mod checks {
     ) -> Result<(), i32> {
         matrix(t, a, n.into(), n.into(), lda.into(), elem)?;
         info(t, dev_info)?;
-        let mut need = 0i32;
         // SAFETY: the handle is the tenant's, the matrix checked above,
         // `need` a local the library writes.
-        let s = unsafe {
+        let need = library_lwork(|need| unsafe {
             if elem == 4 {
-                ffi::cusolverDnSpotrf_bufferSize(h, uplo, n, a, lda, &mut need)
+                ffi::cusolverDnSpotrf_bufferSize(h, uplo, n, a, lda, need)
             } else {
-                ffi::cusolverDnDpotrf_bufferSize(h, uplo, n, a, lda, &mut need)
+                ffi::cusolverDnDpotrf_bufferSize(h, uplo, n, a, lda, need)
             }
-        };
-        if s != CUSOLVER_STATUS_SUCCESS {
-            return Err(s);
-        }
+        })?;
         span(t, work, lwork.max(need).into(), elem)
     }
 
@@ -197,18 +203,14 @@ pub mod checks {
         if !ipiv.is_null() {
             span(t, ipiv, m.min(n).into(), 4)?;
         }
-        let mut need = 0i32;
         // SAFETY: as in `potrf`.
-        let s = unsafe {
+        let need = library_lwork(|need| unsafe {
             if elem == 4 {
-                ffi::cusolverDnSgetrf_bufferSize(h, m, n, a, lda, &mut need)
+                ffi::cusolverDnSgetrf_bufferSize(h, m, n, a, lda, need)
             } else {
-                ffi::cusolverDnDgetrf_bufferSize(h, m, n, a, lda, &mut need)
+                ffi::cusolverDnDgetrf_bufferSize(h, m, n, a, lda, need)
             }
-        };
-        if s != CUSOLVER_STATUS_SUCCESS {
-            return Err(s);
-        }
+        })?;
         span(t, work, need.into(), elem)
     }
 
@@ -288,38 +290,22 @@ pub mod checks {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{dispatch, CudaTenant};
+    use super::super::CudaTenant;
     use super::*;
-    use wormhole_cuda_api::tracker::Alloc;
+
+    use crate::cuda::testing::{call, BASE};
 
     const HANDLE: u64 = 0x300;
     const PARAMS: u64 = 0x301;
-    const BASE: u64 = 0x7000_0000;
     const CUDA_R_32F: i32 = 0;
     const CUDA_R_64F: i32 = 1;
 
-    /// A tenant with one 4 KiB allocation, a cuSOLVER handle and parameters
-    /// (stand-in addresses: no test reaches a library with them).
+    /// A tenant with one 4 KiB allocation, a cuSOLVER handle and parameters.
     fn tenant() -> CudaTenant {
-        super::super::libs::forbid_libraries();
-        let mut t = CudaTenant::new(1 << 20);
-        t.allocs
-            .insert(Alloc {
-                start: BASE,
-                size: 4096,
-                device: 0,
-            })
-            .expect("insert");
-        t.insert_handle(HANDLE, Kind::Cusolver, 0x1000);
-        t.insert_handle(PARAMS, Kind::CusolverParams, 0x2000);
-        t
-    }
-
-    fn call(t: &mut CudaTenant, func: u32, args: impl FnOnce(&mut Encoder)) -> Result<i32, i32> {
-        let mut e = Encoder::new();
-        args(&mut e);
-        let mut out = Encoder::new();
-        dispatch(t, func, &mut Decoder::new(e.as_slice()), &mut out)
+        crate::cuda::testing::tenant(&[
+            (HANDLE, Kind::Cusolver, 0x1000),
+            (PARAMS, Kind::CusolverParams, 0x2000),
+        ])
     }
 
     /// Whether a request passed every check: it reached the library,
