@@ -288,6 +288,10 @@ check "CPU device: cuSOLVER factorisations and solves as natively, and correct" 
   "diff <(LD_LIBRARY_PATH='$cpu' '$work/solver13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/solver13') && LD_LIBRARY_PATH='$work/lib13' '$work/solver13' | tail -n1 | grep -qx correct"
 check "CPU device: cuSOLVER with WORMHOLE_SYNC=1" sh -c \
   "WORMHOLE_SYNC=1 LD_LIBRARY_PATH='$work/lib13' '$work/solver13' | tail -n1 | grep -qx correct"
+# What PyTorch's linalg library imports beyond that is exported only to
+# refuse (a status, not a missing symbol).
+check "CPU device: cuSOLVER's QR, SVD, Jacobi refused with CUSOLVER_STATUS_NOT_SUPPORTED" bash -c \
+  "LD_LIBRARY_PATH='$work/lib13' '$work/solver13' refused | tee /dev/stderr | diff - <(printf '%s\\n' 'geqrf size: 9, lwork -1' 'gesvd size: 9' 'syevj info: 9, untouched')"
 # A tenant's memory quota (tenant_memory): without one, the stand-in's
 # 16 GiB and all 64 allocations; with 10 MiB, a device of 10 MiB, two
 # 4 MiB allocations and not a third, and the quota back after cudaFree.

@@ -184,7 +184,21 @@ static int failing(void) {
     return 0;
 }
 
-int main(void) {
+/* Through Wormhole, what it exports only to refuse (QR, SVD, Jacobi
+ * eigensolvers...): a clear status, not a missing symbol. */
+static int refused(void) {
+    int lwork = -1;
+    syevjInfo_t info = NULL;
+    CHECK_DN(cusolverDnCreate(&h));
+    printf("geqrf size: %d, lwork %d\n", cusolverDnDgeqrf_bufferSize(h, N, N, NULL, N, &lwork), lwork);
+    printf("gesvd size: %d\n", cusolverDnDgesvd_bufferSize(h, N, N, &lwork));
+    printf("syevj info: %d, %s\n", cusolverDnCreateSyevjInfo(&info), info ? "set" : "untouched");
+    CHECK_DN(cusolverDnDestroy(h));
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "refused") == 0) return refused();
     /* SPD: M M^T + n I; general: uniform in [-1, 1], left to pivoting. */
     uint32_t seed = 2024;
     double m[N * N];

@@ -88,4 +88,9 @@ cusolverStatus_t cusolverDnXgetrf(cusolverDnHandle_t handle, cusolverDnParams_t 
 cusolverStatus_t cusolverDnXgetrs(cusolverDnHandle_t handle, cusolverDnParams_t params, cublasOperation_t trans,
                                   int64_t n, int64_t nrhs, cudaDataType dataTypeA, const void *A, int64_t lda,
                                   const int64_t *ipiv, cudaDataType dataTypeB, void *B, int64_t ldb, int *info);
+/* Exported by Wormhole's stand-in only to refuse (solver.c's `refused`). */
+typedef struct syevjInfo *syevjInfo_t;
+cusolverStatus_t cusolverDnDgeqrf_bufferSize(cusolverDnHandle_t handle, int m, int n, double *A, int lda, int *lwork);
+cusolverStatus_t cusolverDnDgesvd_bufferSize(cusolverDnHandle_t handle, int m, int n, int *lwork);
+cusolverStatus_t cusolverDnCreateSyevjInfo(syevjInfo_t *info);
 #endif
