@@ -237,6 +237,224 @@ pub mod checks {
         info(t, dev_info)
     }
 
+    /// A size query's matrix and vector (TAU, W), each checked unless NULL.
+    pub fn qr_query(
+        t: &Tenant,
+        a: *mut c_void,
+        m: i32,
+        n: i32,
+        lda: i32,
+        v: *mut c_void,
+        len: i32,
+        elem: u64,
+    ) -> Result<(), i32> {
+        query(t, a, m, n, lda, elem)?;
+        if !v.is_null() {
+            span(t, v, len.into(), elem)?;
+        }
+        Ok(())
+    }
+
+    /// Rows of the reflectors' matrix `ormqr` applies: m from the left
+    /// (side 0), n from the right (1).
+    fn reflector_rows(side: i32, m: i32, n: i32) -> Result<i32, i32> {
+        match side {
+            0 => Ok(m),
+            1 => Ok(n),
+            _ => Err(CUSOLVER_STATUS_INVALID_VALUE),
+        }
+    }
+
+    pub fn ormqr_query(
+        t: &Tenant,
+        side: i32,
+        m: i32,
+        n: i32,
+        k: i32,
+        a: *mut c_void,
+        lda: i32,
+        tau: *mut c_void,
+        c: *mut c_void,
+        ldc: i32,
+        elem: u64,
+    ) -> Result<(), i32> {
+        qr_query(t, a, reflector_rows(side, m, n)?, k, lda, tau, k, elem)?;
+        query(t, c, m, n, ldc, elem)
+    }
+
+    /// Householder QR: A, TAU of min(m, n), info, and the workspace.
+    pub fn geqrf(
+        t: &Tenant,
+        h: *mut c_void,
+        m: i32,
+        n: i32,
+        a: *mut c_void,
+        lda: i32,
+        tau: *mut c_void,
+        work: *mut c_void,
+        lwork: i32,
+        dev_info: *mut c_void,
+        elem: u64,
+    ) -> Result<(), i32> {
+        matrix(t, a, m.into(), n.into(), lda.into(), elem)?;
+        span(t, tau, m.min(n).into(), elem)?;
+        info(t, dev_info)?;
+        // SAFETY: as in `potrf`.
+        let need = library_lwork(|need| unsafe {
+            if elem == 4 {
+                ffi::cusolverDnSgeqrf_bufferSize(h, m, n, a, lda, need)
+            } else {
+                ffi::cusolverDnDgeqrf_bufferSize(h, m, n, a, lda, need)
+            }
+        })?;
+        span(t, work, lwork.max(need).into(), elem)
+    }
+
+    /// Q's first n columns from k reflectors: A m x n, TAU of k.
+    pub fn orgqr(
+        t: &Tenant,
+        h: *mut c_void,
+        m: i32,
+        n: i32,
+        k: i32,
+        a: *mut c_void,
+        lda: i32,
+        tau: *mut c_void,
+        work: *mut c_void,
+        lwork: i32,
+        dev_info: *mut c_void,
+        elem: u64,
+    ) -> Result<(), i32> {
+        matrix(t, a, m.into(), n.into(), lda.into(), elem)?;
+        span(t, tau, k.into(), elem)?;
+        info(t, dev_info)?;
+        // SAFETY: as in `potrf`; TAU checked above.
+        let need = library_lwork(|need| unsafe {
+            if elem == 4 {
+                ffi::cusolverDnSorgqr_bufferSize(h, m, n, k, a, lda, tau, need)
+            } else {
+                ffi::cusolverDnDorgqr_bufferSize(h, m, n, k, a, lda, tau, need)
+            }
+        })?;
+        span(t, work, lwork.max(need).into(), elem)
+    }
+
+    /// op(Q) applied to C (m x n) from k reflectors.
+    pub fn ormqr(
+        t: &Tenant,
+        h: *mut c_void,
+        side: i32,
+        trans: i32,
+        m: i32,
+        n: i32,
+        k: i32,
+        a: *mut c_void,
+        lda: i32,
+        tau: *mut c_void,
+        c: *mut c_void,
+        ldc: i32,
+        work: *mut c_void,
+        lwork: i32,
+        dev_info: *mut c_void,
+        elem: u64,
+    ) -> Result<(), i32> {
+        let rows = reflector_rows(side, m, n)?;
+        matrix(t, a, rows.into(), k.into(), lda.into(), elem)?;
+        span(t, tau, k.into(), elem)?;
+        matrix(t, c, m.into(), n.into(), ldc.into(), elem)?;
+        info(t, dev_info)?;
+        // SAFETY: as in `potrf`; TAU and C checked above.
+        let need = library_lwork(|need| unsafe {
+            if elem == 4 {
+                ffi::cusolverDnSormqr_bufferSize(h, side, trans, m, n, k, a, lda, tau, c, ldc, need)
+            } else {
+                ffi::cusolverDnDormqr_bufferSize(h, side, trans, m, n, k, a, lda, tau, c, ldc, need)
+            }
+        })?;
+        span(t, work, lwork.max(need).into(), elem)
+    }
+
+    /// The symmetric eigenproblem: A n x n, W of n, info, the workspace.
+    pub fn syevd(
+        t: &Tenant,
+        h: *mut c_void,
+        jobz: i32,
+        uplo: i32,
+        n: i32,
+        a: *mut c_void,
+        lda: i32,
+        w: *mut c_void,
+        work: *mut c_void,
+        lwork: i32,
+        dev_info: *mut c_void,
+        elem: u64,
+    ) -> Result<(), i32> {
+        matrix(t, a, n.into(), n.into(), lda.into(), elem)?;
+        span(t, w, n.into(), elem)?;
+        info(t, dev_info)?;
+        // SAFETY: as in `potrf`; W checked above.
+        let need = library_lwork(|need| unsafe {
+            if elem == 4 {
+                ffi::cusolverDnSsyevd_bufferSize(h, jobz, uplo, n, a, lda, w, need)
+            } else {
+                ffi::cusolverDnDsyevd_bufferSize(h, jobz, uplo, n, a, lda, w, need)
+            }
+        })?;
+        span(t, work, lwork.max(need).into(), elem)
+    }
+
+    /// A 64-bit size query's matrix and vector, each checked unless NULL.
+    pub fn xqr_query(
+        t: &Tenant,
+        a: *mut c_void,
+        m: i64,
+        n: i64,
+        lda: i64,
+        ty_a: i32,
+        v: *mut c_void,
+        len: i64,
+        ty_v: i32,
+    ) -> Result<(), i32> {
+        xquery(t, a, m, n, lda, ty_a)?;
+        if !v.is_null() {
+            span(t, v, len, elem_of(ty_v)?)?;
+        }
+        Ok(())
+    }
+
+    /// The 64-bit QR and eigensolver: A, a vector of `len` (TAU, W) of its
+    /// own type, the device workspace, info; no host workspace.
+    pub fn xvector_factor(
+        t: &Tenant,
+        m: i64,
+        n: i64,
+        ty_a: i32,
+        a: *mut c_void,
+        lda: i64,
+        v: *mut c_void,
+        len: i64,
+        ty_v: i32,
+        work: *mut c_void,
+        work_bytes: usize,
+        host_bytes: usize,
+        dev_info: *mut c_void,
+    ) -> Result<(), i32> {
+        xfactor(
+            t,
+            m,
+            n,
+            ty_a,
+            a,
+            lda,
+            std::ptr::null_mut(),
+            work,
+            work_bytes,
+            host_bytes,
+            dev_info,
+        )?;
+        span(t, v, len, elem_of(ty_v)?)
+    }
+
     /// The 64-bit factorisations (Cholesky when `ipiv` is NULL, LU with
     /// min(m, n) 64-bit pivots otherwise): the device workspace is the size
     /// given, and no host workspace can be given.
@@ -434,6 +652,82 @@ mod tests {
         assert_eq!(call(&mut t, f, xpotrs(CUDA_R_64F, 100)), bad);
         assert_eq!(
             call(&mut t, f, xpotrs(1234, 1)),
+            Err(CUSOLVER_STATUS_NOT_SUPPORTED)
+        );
+    }
+
+    #[test]
+    fn qr_and_eigen_check_their_vectors_and_sides() {
+        let mut t = tenant();
+        let bad = Err(CUSOLVER_STATUS_INVALID_VALUE);
+        // Dormqr: C is 8 x 4 doubles at BASE + 1024; the reflectors (k = 4)
+        // are m x k from the left and n x k from the right. With m = 8,
+        // n = 4: from the left A spans 256 B, from the right 128 B.
+        let dormqr = |side: i32, lda: i32, tau: u64| {
+            move |e: &mut Encoder| {
+                e.u64(HANDLE);
+                e.i32(side);
+                e.i32(1);
+                e.i32(8);
+                e.i32(4);
+                e.i32(4);
+                e.u64(BASE + 4096 - 256);
+                e.i32(lda);
+                e.u64(tau);
+                e.u64(BASE + 1024);
+                e.i32(8);
+                e.u64(BASE + 2048);
+                e.i32(16);
+                e.u64(BASE + 3000);
+            }
+        };
+        let f = func::cusolverDnDormqr;
+        // Both sides fit: they go on to ask the library for the workspace.
+        assert_eq!(call(&mut t, f, dormqr(0, 8, BASE)), Err(NO_LIBRARY));
+        assert_eq!(call(&mut t, f, dormqr(1, 4, BASE)), Err(NO_LIBRARY));
+        // From the right with an 8-row leading dimension the last column
+        // ends past the allocation (A starts 256 B before its end: fine for
+        // 8 x 4 with lda 8, not for lda 9).
+        assert_eq!(call(&mut t, f, dormqr(0, 9, BASE)), bad);
+        assert_eq!(call(&mut t, f, dormqr(2, 8, BASE)), bad);
+        // TAU of k = 4 doubles must be the tenant's.
+        assert_eq!(call(&mut t, f, dormqr(0, 8, BASE + 4090)), bad);
+
+        // Xsyevd: W is n elements of its own type.
+        let xsyevd = |n: i64, ty_w: i32, w: u64| {
+            move |e: &mut Encoder| {
+                e.u64(HANDLE);
+                e.u64(PARAMS);
+                e.i32(1);
+                e.i32(0);
+                e.i64(n);
+                e.i32(CUDA_R_64F);
+                e.u64(BASE);
+                e.i64(n);
+                e.i32(ty_w);
+                e.u64(w);
+                e.i32(CUDA_R_64F);
+                e.u64(BASE + 2048);
+                e.usize(1024);
+                e.usize(0);
+                e.u64(BASE + 4092);
+            }
+        };
+        let f = func::cusolverDnXsyevd;
+        // 16 x 16 doubles (2 KiB) and 16 W at BASE + 3968 (128 B: doubles fit).
+        assert!(reached(call(
+            &mut t,
+            f,
+            xsyevd(16, CUDA_R_64F, BASE + 3968)
+        )));
+        assert!(reached(call(
+            &mut t,
+            f,
+            xsyevd(16, CUDA_R_32F, BASE + 4030)
+        )));
+        assert_eq!(call(&mut t, f, xsyevd(16, CUDA_R_64F, BASE + 3969)), bad);
+        assert_eq!(
+            call(&mut t, f, xsyevd(16, 77, BASE + 3968)),
             Err(CUSOLVER_STATUS_NOT_SUPPORTED)
         );
     }
