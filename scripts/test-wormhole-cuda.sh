@@ -280,9 +280,10 @@ check "CPU device: pitched memory and 2D copies as natively" bash -c \
 gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/mem3d13" examples/cuda/mem3d.c -L"$work/lib13" -lcudart
 check "CPU device: 3D memory (malloc, memsets, copies) as natively" bash -c \
   "diff <(LD_LIBRARY_PATH='$cpu' '$work/mem3d13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/mem3d13') && LD_LIBRARY_PATH='$work/lib13' '$work/mem3d13' | tail -n1 | grep -qx correct"
-# cuSOLVER's Cholesky and LU (classic and 64-bit API, float and double):
-# the same lines natively on the stand-in and through Wormhole, judged by
-# residuals on the CPU; then with every call waiting (WORMHOLE_SYNC=1).
+# cuSOLVER's Cholesky, LU, QR and symmetric eigensolver (classic and
+# 64-bit API, float and double): the same lines natively on the stand-in
+# and through Wormhole, judged by residuals on the CPU; then with every
+# call waiting (WORMHOLE_SYNC=1).
 gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/solver13" examples/cuda/solver.c -L"$work/lib13" -lcusolver -lcudart -lm
 check "CPU device: cuSOLVER factorisations and solves as natively, and correct" bash -c \
   "diff <(LD_LIBRARY_PATH='$cpu' '$work/solver13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/solver13') && LD_LIBRARY_PATH='$work/lib13' '$work/solver13' | tail -n1 | grep -qx correct"
@@ -290,8 +291,8 @@ check "CPU device: cuSOLVER with WORMHOLE_SYNC=1" sh -c \
   "WORMHOLE_SYNC=1 LD_LIBRARY_PATH='$work/lib13' '$work/solver13' | tail -n1 | grep -qx correct"
 # What PyTorch's linalg library imports beyond that is exported only to
 # refuse (a status, not a missing symbol).
-check "CPU device: cuSOLVER's QR, SVD, Jacobi refused with CUSOLVER_STATUS_NOT_SUPPORTED" bash -c \
-  "LD_LIBRARY_PATH='$work/lib13' '$work/solver13' refused | tee /dev/stderr | diff - <(printf '%s\\n' 'geqrf size: 9, lwork -1' 'gesvd size: 9' 'syevj info: 9, untouched')"
+check "CPU device: cuSOLVER's LDL^T, SVD, Jacobi refused with CUSOLVER_STATUS_NOT_SUPPORTED" bash -c \
+  "LD_LIBRARY_PATH='$work/lib13' '$work/solver13' refused | tee /dev/stderr | diff - <(printf '%s\\n' 'sytrf size: 9, lwork -1' 'gesvd size: 9' 'syevj info: 9, untouched')"
 # A tenant's memory quota (tenant_memory): without one, the stand-in's
 # 16 GiB and all 64 allocations; with 10 MiB, a device of 10 MiB, two
 # 4 MiB allocations and not a third, and the quota back after cudaFree.

@@ -6,10 +6,18 @@
  * max|op(A) x - b| / (max|A| max|x| n) is computed on the CPU from the
  * matrices as uploaded. Then what cuSOLVER answers for a matrix that is
  * not positive definite, a singular one, a leading dimension smaller than
- * n and a NULL handle. Only infos, statuses and verdicts are printed, so
+ * n and a NULL handle. Then Householder QR of a 30 x 20 matrix (geqrf, or
+ * the X API's, as PyTorch calls it, then orgqr to form Q and ormqr to
+ * apply Q^T), judged by Q's orthonormality, ||Q R - A|| / ||A|| and Q^T C
+ * against the formed Q; and the symmetric eigenproblem of a 16 x 16
+ * matrix (syevd, legacy and X, either triangle, the other one junk),
+ * judged by the eigenvalues' order, ||A V - V diag(W)|| / ||A|| and V's
+ * orthonormality, and without vectors by the same eigenvalues. Only
+ * infos, statuses and verdicts are printed, so
  * the output is the same on any machine, GPU or not. Without a usable GPU
  * it stops at the first failing call and exits 2.
  * Build: cc -Iexamples/cuda solver.c -lcusolver -lcudart */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "sample_util.h"
@@ -23,10 +31,15 @@
     printf("%s: cusolverStatus %d\n", #x, s_); return 2; } } while (0)
 
 enum { N = 24, NRHS = 3 };
+/* QR: an M x NQ matrix, Q^T applied to M x NC; the eigenproblem's E x E. */
+enum { M = 30, NQ = 20, NC = 3, E = 16 };
 static int failures;
 static cusolverDnHandle_t h;
 static cusolverDnParams_t params;
 static double spd[N * N], gen[N * N], rhs[N * NRHS];
+static double tall[M * NQ], cmat[M * NC], sym[E * E];
+/* Each type's eigenvalues from the legacy API with vectors (lower). */
+static double with_vectors[2][E];
 
 static void check(int ok) { if (!ok) failures++; }
 static double mag(double v) { return v < 0 ? -v : v; }
@@ -49,6 +62,20 @@ static double residual(const void *A, int tr, const void *X, const void *B, int 
             if (mag(s) > worst) worst = mag(s);
         }
     return worst / (amax * xmax * N);
+}
+
+/* Relative tolerances: float's and double's. */
+static double tol(int ty) { return ty ? 1e-10 : 1e-4; }
+/* max |X^T X - I| for the `cols` columns of a rows x cols X. */
+static double orthonormality(const void *X, int ty, int rows, int cols) {
+    double worst = 0;
+    for (int i = 0; i < cols; i++)
+        for (int j = 0; j < cols; j++) {
+            double s = i == j ? -1 : 0;
+            for (int r = 0; r < rows; r++) s += at(X, ty, r + (size_t)i * rows) * at(X, ty, r + (size_t)j * rows);
+            if (mag(s) > worst) worst = mag(s);
+        }
+    return worst;
 }
 
 /* One factor-and-solve: Cholesky (lu 0; op the fill mode) or LU (lu 1; op
@@ -184,13 +211,223 @@ static int failing(void) {
     return 0;
 }
 
-/* Through Wormhole, what it exports only to refuse (QR, SVD, Jacobi
+/* Householder QR of `tall` in float or double (ty), by geqrf or Xgeqrf
+ * (x), then, on its reflectors, ormqr (C := Q^T C from the left) and
+ * orgqr (Q's NQ columns, in place). */
+static int qr(int x, int ty) {
+    size_t es = ty ? sizeof(double) : sizeof(float), ab = (size_t)M * NQ * es, cb = (size_t)M * NC * es;
+    cudaDataType dt = ty ? CUDA_R_64F : CUDA_R_32F;
+    double hA[M * NQ], hF[M * NQ], hQ[M * NQ], hC[M * NC], hQC[M * NC]; /* as floats or doubles */
+    for (size_t i = 0; i < (size_t)M * NQ; i++) put(hA, ty, i, tall[i]);
+    for (size_t i = 0; i < (size_t)M * NC; i++) put(hC, ty, i, cmat[i]);
+    void *dA, *dtau, *dC, *dwork, *hwork = NULL;
+    int *dinfo, info[3] = {-1, -1, -1}, lwork = 0;
+    CHECK_RT(cudaMalloc(&dA, ab));
+    CHECK_RT(cudaMalloc(&dtau, NQ * es));
+    CHECK_RT(cudaMalloc(&dC, cb));
+    CHECK_RT(cudaMalloc((void **)&dinfo, sizeof info));
+    CHECK_RT(cudaMemcpy(dA, hA, ab, cudaMemcpyHostToDevice));
+    CHECK_RT(cudaMemcpy(dC, hC, cb, cudaMemcpyHostToDevice));
+    if (!x) {
+        CHECK_DN(ty ? cusolverDnDgeqrf_bufferSize(h, M, NQ, dA, M, &lwork)
+                    : cusolverDnSgeqrf_bufferSize(h, M, NQ, dA, M, &lwork));
+        CHECK_RT(cudaMalloc(&dwork, (lwork > 0 ? lwork : 1) * es));
+        CHECK_DN(ty ? cusolverDnDgeqrf(h, M, NQ, dA, M, dtau, dwork, lwork, dinfo)
+                    : cusolverDnSgeqrf(h, M, NQ, dA, M, dtau, dwork, lwork, dinfo));
+    } else {
+        size_t dbytes = 0, hbytes = 0;
+        CHECK_DN(cusolverDnXgeqrf_bufferSize(h, params, M, NQ, dt, dA, M, dt, dtau, dt, &dbytes, &hbytes));
+        CHECK_RT(cudaMalloc(&dwork, dbytes ? dbytes : 1));
+        if (hbytes && !(hwork = malloc(hbytes))) return 1;
+        CHECK_DN(cusolverDnXgeqrf(h, params, M, NQ, dt, dA, M, dt, dtau, dt, dwork, dbytes, hwork, hbytes, dinfo));
+    }
+    CHECK_RT(cudaFree(dwork));
+    CHECK_RT(cudaDeviceSynchronize());
+    CHECK_RT(cudaMemcpy(hF, dA, ab, cudaMemcpyDeviceToHost)); /* R and the reflectors */
+
+    CHECK_DN(ty ? cusolverDnDormqr_bufferSize(h, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, M, NC, NQ, dA, M, dtau, dC, M, &lwork)
+                : cusolverDnSormqr_bufferSize(h, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, M, NC, NQ, dA, M, dtau, dC, M,
+                                              &lwork));
+    CHECK_RT(cudaMalloc(&dwork, (lwork > 0 ? lwork : 1) * es));
+    CHECK_DN(ty ? cusolverDnDormqr(h, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, M, NC, NQ, dA, M, dtau, dC, M, dwork, lwork,
+                                   dinfo + 1)
+                : cusolverDnSormqr(h, CUBLAS_SIDE_LEFT, CUBLAS_OP_T, M, NC, NQ, dA, M, dtau, dC, M, dwork, lwork,
+                                   dinfo + 1));
+    CHECK_RT(cudaFree(dwork));
+    CHECK_DN(ty ? cusolverDnDorgqr_bufferSize(h, M, NQ, NQ, dA, M, dtau, &lwork)
+                : cusolverDnSorgqr_bufferSize(h, M, NQ, NQ, dA, M, dtau, &lwork));
+    CHECK_RT(cudaMalloc(&dwork, (lwork > 0 ? lwork : 1) * es));
+    CHECK_DN(ty ? cusolverDnDorgqr(h, M, NQ, NQ, dA, M, dtau, dwork, lwork, dinfo + 2)
+                : cusolverDnSorgqr(h, M, NQ, NQ, dA, M, dtau, dwork, lwork, dinfo + 2));
+    CHECK_RT(cudaDeviceSynchronize());
+    CHECK_RT(cudaMemcpy(info, dinfo, sizeof info, cudaMemcpyDeviceToHost));
+    CHECK_RT(cudaMemcpy(hQ, dA, ab, cudaMemcpyDeviceToHost));
+    CHECK_RT(cudaMemcpy(hQC, dC, cb, cudaMemcpyDeviceToHost));
+
+    /* ||Q R - A||_F / ||A||_F, R the upper triangle of geqrf's output. */
+    double err = 0, norm = 0;
+    for (int j = 0; j < NQ; j++)
+        for (int i = 0; i < M; i++) {
+            double s = -at(hA, ty, i + (size_t)j * M);
+            for (int k = 0; k <= j; k++) s += at(hQ, ty, i + (size_t)k * M) * at(hF, ty, k + (size_t)j * M);
+            err += s * s;
+            norm += at(hA, ty, i + (size_t)j * M) * at(hA, ty, i + (size_t)j * M);
+        }
+    int orth = orthonormality(hQ, ty, M, NQ) < tol(ty), product = sqrt(err / norm) < tol(ty);
+    int ok = info[0] == 0 && info[2] == 0 && orth && product;
+    printf("%sgeqrf+orgqr %dx%d%s: info %d, orthonormal %s, product %s\n", x ? "X" : ty ? "D" : "S", M, NQ,
+           x ? (ty ? " R_64F" : " R_32F") : "", info[0] ? info[0] : info[2], orth ? "ok" : "WRONG",
+           product ? "ok" : "WRONG");
+    check(ok);
+    /* Q^T C's first NQ rows are the formed Q's; every column keeps its norm. */
+    err = norm = 0;
+    int norms = 1;
+    for (int c = 0; c < NC; c++) {
+        double before = 0, after = 0;
+        for (int i = 0; i < M; i++) {
+            before += at(hC, ty, i + (size_t)c * M) * at(hC, ty, i + (size_t)c * M);
+            after += at(hQC, ty, i + (size_t)c * M) * at(hQC, ty, i + (size_t)c * M);
+        }
+        if (mag(sqrt(after) - sqrt(before)) > tol(ty) * sqrt(before)) norms = 0;
+        norm += before;
+        for (int i = 0; i < NQ; i++) {
+            double s = -at(hQC, ty, i + (size_t)c * M);
+            for (int r = 0; r < M; r++) s += at(hQ, ty, r + (size_t)i * M) * at(hC, ty, r + (size_t)c * M);
+            err += s * s;
+        }
+    }
+    ok = info[1] == 0 && norms && sqrt(err / norm) < tol(ty);
+    printf("%sormqr L T%s: info %d, %s\n", x ? "Xgeqrf, " : ty ? "D" : "S", x ? (ty ? " R_64F" : " R_32F") : "",
+           info[1], ok ? "ok" : "WRONG");
+    check(ok);
+    free(hwork);
+    CHECK_RT(cudaFree(dwork));
+    CHECK_RT(cudaFree(dA));
+    CHECK_RT(cudaFree(dtau));
+    CHECK_RT(cudaFree(dC));
+    CHECK_RT(cudaFree(dinfo));
+    return 0;
+}
+
+/* The eigenvalues (ascending) and, with `vectors`, eigenvectors of `sym`
+ * by syevd or Xsyevd (x), in float or double (ty), from its lower or
+ * upper triangle (up); the other triangle holds junk, never to be read. */
+static int eig(int x, int ty, int up, int vectors) {
+    size_t es = ty ? sizeof(double) : sizeof(float), ab = (size_t)E * E * es;
+    cudaDataType dt = ty ? CUDA_R_64F : CUDA_R_32F;
+    cusolverEigMode_t jobz = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+    cublasFillMode_t uplo = up ? CUBLAS_FILL_MODE_UPPER : CUBLAS_FILL_MODE_LOWER;
+    double hS[E * E], hA[E * E], hV[E * E], hW[E]; /* as floats or doubles */
+    for (int j = 0; j < E; j++)
+        for (int i = 0; i < E; i++) {
+            put(hS, ty, i + (size_t)j * E, sym[i + j * E]);
+            put(hA, ty, i + (size_t)j * E, (up ? i <= j : i >= j) ? sym[i + j * E] : 99);
+        }
+    void *dA, *dW, *dwork, *hwork = NULL;
+    int *dinfo, info = -1, lwork = 0;
+    CHECK_RT(cudaMalloc(&dA, ab));
+    CHECK_RT(cudaMalloc(&dW, E * es));
+    CHECK_RT(cudaMalloc((void **)&dinfo, sizeof info));
+    CHECK_RT(cudaMemcpy(dA, hA, ab, cudaMemcpyHostToDevice));
+    if (!x) {
+        CHECK_DN(ty ? cusolverDnDsyevd_bufferSize(h, jobz, uplo, E, dA, E, dW, &lwork)
+                    : cusolverDnSsyevd_bufferSize(h, jobz, uplo, E, dA, E, dW, &lwork));
+        CHECK_RT(cudaMalloc(&dwork, (lwork > 0 ? lwork : 1) * es));
+        CHECK_DN(ty ? cusolverDnDsyevd(h, jobz, uplo, E, dA, E, dW, dwork, lwork, dinfo)
+                    : cusolverDnSsyevd(h, jobz, uplo, E, dA, E, dW, dwork, lwork, dinfo));
+    } else {
+        size_t dbytes = 0, hbytes = 0;
+        CHECK_DN(cusolverDnXsyevd_bufferSize(h, params, jobz, uplo, E, dt, dA, E, dt, dW, dt, &dbytes, &hbytes));
+        CHECK_RT(cudaMalloc(&dwork, dbytes ? dbytes : 1));
+        if (hbytes && !(hwork = malloc(hbytes))) return 1;
+        CHECK_DN(cusolverDnXsyevd(h, params, jobz, uplo, E, dt, dA, E, dt, dW, dt, dwork, dbytes, hwork, hbytes,
+                                  dinfo));
+    }
+    CHECK_RT(cudaDeviceSynchronize());
+    CHECK_RT(cudaMemcpy(&info, dinfo, sizeof info, cudaMemcpyDeviceToHost));
+    CHECK_RT(cudaMemcpy(hW, dW, E * es, cudaMemcpyDeviceToHost));
+    if (vectors) CHECK_RT(cudaMemcpy(hV, dA, ab, cudaMemcpyDeviceToHost));
+
+    int ascending = 1;
+    for (int i = 0; i + 1 < E; i++)
+        if (!(at(hW, ty, i) <= at(hW, ty, i + 1))) ascending = 0;
+    const char *how = x ? (ty ? " R_64F" : " R_32F") : "", *side = up ? "upper" : "lower";
+    char name = x ? 'X' : ty ? 'D' : 'S';
+    int ok;
+    if (vectors) {
+        /* ||S V - V diag(W)||_F / ||S||_F, S the whole symmetric matrix. */
+        double err = 0, norm = 0;
+        for (int j = 0; j < E; j++)
+            for (int i = 0; i < E; i++) {
+                double s = -at(hV, ty, i + (size_t)j * E) * at(hW, ty, j);
+                for (int k = 0; k < E; k++) s += at(hS, ty, i + (size_t)k * E) * at(hV, ty, k + (size_t)j * E);
+                err += s * s;
+                norm += at(hS, ty, i + (size_t)j * E) * at(hS, ty, i + (size_t)j * E);
+            }
+        int residual = sqrt(err / norm) < tol(ty), orth = orthonormality(hV, ty, E, E) < tol(ty);
+        ok = info == 0 && ascending && residual && orth;
+        printf("%csyevd vectors %s%s: info %d, %s, residual %s, orthonormal %s\n", name, side, how, info,
+               ascending ? "ascending" : "NOT ascending", residual ? "ok" : "WRONG", orth ? "ok" : "WRONG");
+        if (!x && !up)
+            for (int i = 0; i < E; i++) with_vectors[ty][i] = at(hW, ty, i);
+    } else {
+        /* The same eigenvalues as with vectors, to the type's tolerance of
+         * the largest. */
+        double big = 0;
+        int same = 1;
+        for (int i = 0; i < E; i++)
+            if (mag(with_vectors[ty][i]) > big) big = mag(with_vectors[ty][i]);
+        for (int i = 0; i < E; i++)
+            if (!(mag(at(hW, ty, i) - with_vectors[ty][i]) <= tol(ty) * big)) same = 0;
+        ok = info == 0 && ascending && same;
+        printf("%csyevd values only %s%s: info %d, %s, %s\n", name, side, how, info,
+               ascending ? "ascending" : "NOT ascending", same ? "as with vectors" : "NOT as with vectors");
+    }
+    check(ok);
+    free(hwork);
+    CHECK_RT(cudaFree(dwork));
+    CHECK_RT(cudaFree(dA));
+    CHECK_RT(cudaFree(dW));
+    CHECK_RT(cudaFree(dinfo));
+    return 0;
+}
+
+/* What QR and the eigensolver refuse before any work: a leading
+ * dimension under m, a jobz that is neither mode. */
+static int qr_eig_refused(void) {
+    void *dA, *dW, *dwork;
+    int *dinfo, lwork = 0;
+    CHECK_RT(cudaMalloc(&dA, (size_t)M * NQ * sizeof(double)));
+    CHECK_RT(cudaMalloc(&dW, (size_t)NQ * sizeof(double)));
+    CHECK_RT(cudaMalloc((void **)&dinfo, sizeof(int)));
+    CHECK_DN(cusolverDnDgeqrf_bufferSize(h, M, NQ, dA, M, &lwork));
+    CHECK_RT(cudaMalloc(&dwork, (lwork > 0 ? lwork : 1) * sizeof(double)));
+    cusolverStatus_t s = cusolverDnDgeqrf(h, M, NQ, dA, M - 1, dW, dwork, lwork, dinfo);
+    printf("Dgeqrf lda < m: status %d\n", s);
+    check(s == CUSOLVER_STATUS_INVALID_VALUE);
+    s = cusolverDnDsyevd_bufferSize(h, (cusolverEigMode_t)2, CUBLAS_FILL_MODE_LOWER, E, dA, E, dW, &lwork);
+    printf("Dsyevd_bufferSize jobz 2: status %d\n", s);
+    check(s == CUSOLVER_STATUS_INVALID_VALUE);
+    CHECK_RT(cudaFree(dwork));
+    CHECK_RT(cudaFree(dA));
+    CHECK_RT(cudaFree(dW));
+    CHECK_RT(cudaFree(dinfo));
+    return 0;
+}
+
+/* Through Wormhole, what it exports only to refuse (LDL^T, SVD, Jacobi
  * eigensolvers...): a clear status, not a missing symbol. */
 static int refused(void) {
     int lwork = -1;
     syevjInfo_t info = NULL;
+    /* Weak symbols (wormhole_cusolver_min.h): NULL where nothing exports them. */
+    if (!cusolverDnDsytrf_bufferSize || !cusolverDnDgesvd_bufferSize || !cusolverDnCreateSyevjInfo) {
+        printf("not exported here\n");
+        return 2;
+    }
     CHECK_DN(cusolverDnCreate(&h));
-    printf("geqrf size: %d, lwork %d\n", cusolverDnDgeqrf_bufferSize(h, N, N, NULL, N, &lwork), lwork);
+    cusolverStatus_t s = cusolverDnDsytrf_bufferSize(h, N, NULL, N, &lwork);
+    printf("sytrf size: %d, lwork %d\n", s, lwork);
     printf("gesvd size: %d\n", cusolverDnDgesvd_bufferSize(h, N, N, &lwork));
     printf("syevj info: %d, %s\n", cusolverDnCreateSyevjInfo(&info), info ? "set" : "untouched");
     CHECK_DN(cusolverDnDestroy(h));
@@ -211,6 +448,11 @@ int main(int argc, char **argv) {
         }
     for (int i = 0; i < N * N; i++) gen[i] = sample_next(&seed);
     for (int i = 0; i < N * NRHS; i++) rhs[i] = sample_next(&seed);
+    /* QR's matrix and C, uniform; the eigenproblem's, uniform, symmetric. */
+    for (int i = 0; i < M * NQ; i++) tall[i] = sample_next(&seed);
+    for (int i = 0; i < M * NC; i++) cmat[i] = sample_next(&seed);
+    for (int j = 0; j < E; j++)
+        for (int i = 0; i <= j; i++) sym[i + j * E] = sym[j + i * E] = sample_next(&seed);
 
     cudaStream_t stream, got = NULL;
     CHECK_RT(cudaStreamCreate(&stream));
@@ -229,6 +471,14 @@ int main(int argc, char **argv) {
                 for (int op = 0; op <= 1; op++) /* lower/upper; N/T */
                     if (solve(x, ty, lu, op)) return 2;
     if (failing()) return 2;
+    for (int x = 0; x <= 1; x++)
+        for (int ty = 0; ty <= 1; ty++)
+            if (qr(x, ty)) return 2;
+    for (int x = 0; x <= 1; x++)
+        for (int ty = 0; ty <= 1; ty++)
+            for (int up = 0; up <= 1; up++)
+                if (eig(x, ty, up, 1)) return 2;
+    if (eig(0, 1, 0, 0) || eig(1, 0, 1, 0) || qr_eig_refused()) return 2;
 
     CHECK_DN(cusolverDnDestroyParams(params));
     CHECK_DN(cusolverDnDestroy(h));

@@ -25,6 +25,8 @@ typedef enum {
 typedef enum { CUSOLVERDN_GETRF = 0, CUSOLVERDN_POTRF = 1 } cusolverDnFunction_t;
 typedef enum { CUSOLVER_ALG_0 = 0, CUSOLVER_ALG_1 = 1 } cusolverAlgMode_t;
 typedef enum { CUBLAS_FILL_MODE_LOWER = 0, CUBLAS_FILL_MODE_UPPER = 1 } cublasFillMode_t;
+typedef enum { CUBLAS_SIDE_LEFT = 0, CUBLAS_SIDE_RIGHT = 1 } cublasSideMode_t;
+typedef enum { CUSOLVER_EIG_MODE_NOVECTOR = 0, CUSOLVER_EIG_MODE_VECTOR = 1 } cusolverEigMode_t;
 /* N and T are wormhole_cublas_min.h's (an unnamed enum there). */
 typedef int cublasOperation_t;
 enum { CUBLAS_OP_C = 2 };
@@ -88,9 +90,68 @@ cusolverStatus_t cusolverDnXgetrf(cusolverDnHandle_t handle, cusolverDnParams_t 
 cusolverStatus_t cusolverDnXgetrs(cusolverDnHandle_t handle, cusolverDnParams_t params, cublasOperation_t trans,
                                   int64_t n, int64_t nrhs, cudaDataType dataTypeA, const void *A, int64_t lda,
                                   const int64_t *ipiv, cudaDataType dataTypeB, void *B, int64_t ldb, int *info);
-/* Exported by Wormhole's stand-in only to refuse (solver.c's `refused`). */
-typedef struct syevjInfo *syevjInfo_t;
+/* QR (geqrf: R and the Householder reflectors; orgqr: Q from them; ormqr:
+ * op(Q) applied to C) and the symmetric eigenproblem (syevd). */
+cusolverStatus_t cusolverDnSgeqrf_bufferSize(cusolverDnHandle_t handle, int m, int n, float *A, int lda, int *lwork);
 cusolverStatus_t cusolverDnDgeqrf_bufferSize(cusolverDnHandle_t handle, int m, int n, double *A, int lda, int *lwork);
-cusolverStatus_t cusolverDnDgesvd_bufferSize(cusolverDnHandle_t handle, int m, int n, int *lwork);
-cusolverStatus_t cusolverDnCreateSyevjInfo(syevjInfo_t *info);
+cusolverStatus_t cusolverDnSgeqrf(cusolverDnHandle_t handle, int m, int n, float *A, int lda, float *TAU,
+                                  float *Workspace, int Lwork, int *devInfo);
+cusolverStatus_t cusolverDnDgeqrf(cusolverDnHandle_t handle, int m, int n, double *A, int lda, double *TAU,
+                                  double *Workspace, int Lwork, int *devInfo);
+cusolverStatus_t cusolverDnSorgqr_bufferSize(cusolverDnHandle_t handle, int m, int n, int k, const float *A, int lda,
+                                             const float *tau, int *lwork);
+cusolverStatus_t cusolverDnDorgqr_bufferSize(cusolverDnHandle_t handle, int m, int n, int k, const double *A, int lda,
+                                             const double *tau, int *lwork);
+cusolverStatus_t cusolverDnSorgqr(cusolverDnHandle_t handle, int m, int n, int k, float *A, int lda, const float *tau,
+                                  float *work, int lwork, int *info);
+cusolverStatus_t cusolverDnDorgqr(cusolverDnHandle_t handle, int m, int n, int k, double *A, int lda,
+                                  const double *tau, double *work, int lwork, int *info);
+cusolverStatus_t cusolverDnSormqr_bufferSize(cusolverDnHandle_t handle, cublasSideMode_t side, cublasOperation_t trans,
+                                             int m, int n, int k, const float *A, int lda, const float *tau,
+                                             const float *C, int ldc, int *lwork);
+cusolverStatus_t cusolverDnDormqr_bufferSize(cusolverDnHandle_t handle, cublasSideMode_t side, cublasOperation_t trans,
+                                             int m, int n, int k, const double *A, int lda, const double *tau,
+                                             const double *C, int ldc, int *lwork);
+cusolverStatus_t cusolverDnSormqr(cusolverDnHandle_t handle, cublasSideMode_t side, cublasOperation_t trans, int m,
+                                  int n, int k, const float *A, int lda, const float *tau, float *C, int ldc,
+                                  float *work, int lwork, int *devInfo);
+cusolverStatus_t cusolverDnDormqr(cusolverDnHandle_t handle, cublasSideMode_t side, cublasOperation_t trans, int m,
+                                  int n, int k, const double *A, int lda, const double *tau, double *C, int ldc,
+                                  double *work, int lwork, int *devInfo);
+cusolverStatus_t cusolverDnSsyevd_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo,
+                                             int n, const float *A, int lda, const float *W, int *lwork);
+cusolverStatus_t cusolverDnDsyevd_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo,
+                                             int n, const double *A, int lda, const double *W, int *lwork);
+cusolverStatus_t cusolverDnSsyevd(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n,
+                                  float *A, int lda, float *W, float *work, int lwork, int *info);
+cusolverStatus_t cusolverDnDsyevd(cusolverDnHandle_t handle, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n,
+                                  double *A, int lda, double *W, double *work, int lwork, int *info);
+cusolverStatus_t cusolverDnXgeqrf_bufferSize(cusolverDnHandle_t handle, cusolverDnParams_t params, int64_t m,
+                                             int64_t n, cudaDataType dataTypeA, const void *A, int64_t lda,
+                                             cudaDataType dataTypeTau, const void *tau, cudaDataType computeType,
+                                             size_t *workspaceInBytesOnDevice, size_t *workspaceInBytesOnHost);
+cusolverStatus_t cusolverDnXgeqrf(cusolverDnHandle_t handle, cusolverDnParams_t params, int64_t m, int64_t n,
+                                  cudaDataType dataTypeA, void *A, int64_t lda, cudaDataType dataTypeTau, void *tau,
+                                  cudaDataType computeType, void *bufferOnDevice, size_t workspaceInBytesOnDevice,
+                                  void *bufferOnHost, size_t workspaceInBytesOnHost, int *info);
+cusolverStatus_t cusolverDnXsyevd_bufferSize(cusolverDnHandle_t handle, cusolverDnParams_t params,
+                                             cusolverEigMode_t jobz, cublasFillMode_t uplo, int64_t n,
+                                             cudaDataType dataTypeA, const void *A, int64_t lda,
+                                             cudaDataType dataTypeW, const void *W, cudaDataType computeType,
+                                             size_t *workspaceInBytesOnDevice, size_t *workspaceInBytesOnHost);
+cusolverStatus_t cusolverDnXsyevd(cusolverDnHandle_t handle, cusolverDnParams_t params, cusolverEigMode_t jobz,
+                                  cublasFillMode_t uplo, int64_t n, cudaDataType dataTypeA, void *A, int64_t lda,
+                                  cudaDataType dataTypeW, void *W, cudaDataType computeType, void *bufferOnDevice,
+                                  size_t workspaceInBytesOnDevice, void *bufferOnHost, size_t workspaceInBytesOnHost,
+                                  int *info);
+
+/* Exported by Wormhole's client only to refuse (solver.c's `refused`).
+ * Weak: the CPU stand-in does not export them, so the sample still links
+ * against it (where each is then NULL, and `refused` says so). */
+typedef struct syevjInfo *syevjInfo_t;
+__attribute__((weak)) cusolverStatus_t cusolverDnDsytrf_bufferSize(cusolverDnHandle_t handle, int n, double *A,
+                                                                   int lda, int *lwork);
+__attribute__((weak)) cusolverStatus_t cusolverDnDgesvd_bufferSize(cusolverDnHandle_t handle, int m, int n,
+                                                                   int *lwork);
+__attribute__((weak)) cusolverStatus_t cusolverDnCreateSyevjInfo(syevjInfo_t *info);
 #endif
