@@ -44,6 +44,8 @@ pub enum Kind {
     Cusolver,
     /// `cusolverDnParams_t`.
     CusolverParams,
+    /// `gesvdjInfo_t` (cuSOLVER's Jacobi SVD settings).
+    GesvdjInfo,
 }
 
 impl Kind {
@@ -54,7 +56,7 @@ impl Kind {
             Kind::Cublas => blas::CUBLAS_STATUS_NOT_INITIALIZED,
             Kind::Curand => rand::CURAND_STATUS_NOT_INITIALIZED,
             Kind::Cusolver => solver::CUSOLVER_STATUS_NOT_INITIALIZED,
-            Kind::CusolverParams => solver::CUSOLVER_STATUS_INVALID_VALUE,
+            Kind::CusolverParams | Kind::GesvdjInfo => solver::CUSOLVER_STATUS_INVALID_VALUE,
         }
     }
 }

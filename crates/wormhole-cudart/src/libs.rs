@@ -69,7 +69,8 @@ impl Call {
     /// A handle: a library's own handles (cuBLAS handles, cuRAND
     /// generators, cuSOLVER handles and parameters) must be ones this
     /// process was given (NULL is refused as natively); a stream may be
-    /// NULL (the default stream).
+    /// NULL (the default stream), and so may Jacobi SVD settings (the
+    /// library's defaults).
     pub fn handle(&mut self, p: *mut c_void, kind: Kind) -> Result<(), i32> {
         let own = kind != Kind::Stream && kind != Kind::Event;
         let bad = if own {
@@ -77,7 +78,7 @@ impl Call {
         } else {
             self.lib.invalid_value()
         };
-        if p.is_null() && own {
+        if p.is_null() && own && kind != Kind::GesvdjInfo {
             return Err(bad);
         }
         let id = rt::handle_id(p, kind).map_err(|_| bad)?;

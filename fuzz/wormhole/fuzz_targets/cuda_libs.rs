@@ -3,12 +3,12 @@
 //! the first two bytes; cuBLASLt's matmul carries its descriptors and
 //! layouts whole), decoded, checked and dispatched by a CUDA tenant seeded
 //! with a device allocation, a cuBLAS handle, a cuRAND generator, a
-//! cuSOLVER handle and parameters, and a stream, so that valid ids and
-//! addresses exist. No library is ever loaded (the seeded handles are
-//! stand-ins): a request that passes every check reaches the missing
-//! library and is answered as without a driver. What must hold: no panic
-//! (the extent arithmetic's overflows included), no hang. That the checks
-//! cover every extent is what the unit tests assert.
+//! cuSOLVER handle, parameters and SVD settings, and a stream, so that
+//! valid ids and addresses exist. No library is ever loaded (the seeded
+//! handles are stand-ins): a request that passes every check reaches the
+//! missing library and is answered as without a driver. What must hold:
+//! no panic (the extent arithmetic's overflows included), no hang. That
+//! the checks cover every extent is what the unit tests assert.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -47,6 +47,7 @@ fuzz_target!(|data: &[u8]| {
     t.insert_handle(0x102, wormhole_cuda_api::Kind::Stream, 0x3000);
     t.insert_handle(0x103, wormhole_cuda_api::Kind::Cusolver, 0x4000);
     t.insert_handle(0x104, wormhole_cuda_api::Kind::CusolverParams, 0x5000);
+    t.insert_handle(0x105, wormhole_cuda_api::Kind::GesvdjInfo, 0x6000);
     let mut e = Encoder::new();
     let _ = cuda::dispatch(&mut t, func, &mut Decoder::new(args), &mut e);
 });

@@ -403,6 +403,107 @@ pub mod checks {
         span(t, work, lwork.max(need).into(), elem)
     }
 
+    /// U's and V's columns: all of their rows (m, n), or min(m, n) with
+    /// `econ`; None without vectors (jobz 0), where neither is touched.
+    fn svd_vector_cols(jobz: i32, econ: i32, m: i32, n: i32) -> Result<Option<(i32, i32)>, i32> {
+        match (jobz, econ) {
+            (0, 0 | 1) => Ok(None),
+            (1, 0) => Ok(Some((m, n))),
+            (1, 1) => Ok(Some((m.min(n), m.min(n)))),
+            _ => Err(CUSOLVER_STATUS_INVALID_VALUE),
+        }
+    }
+
+    /// The SVD's outputs: S of min(m, n) and, with vectors, U (m rows) and
+    /// V (n rows). A size query (`query`) leaves NULL ones to the library.
+    fn svd_outputs(
+        t: &Tenant,
+        jobz: i32,
+        econ: i32,
+        m: i32,
+        n: i32,
+        s: *mut c_void,
+        u: *mut c_void,
+        ldu: i32,
+        v: *mut c_void,
+        ldv: i32,
+        elem: u64,
+        query: bool,
+    ) -> Result<(), i32> {
+        let check = |p: *mut c_void, rows: i32, cols: i32, ld: i32| {
+            if query && p.is_null() {
+                return Ok(());
+            }
+            matrix(t, p, rows.into(), cols.into(), ld.into(), elem)
+        };
+        check(s, m.min(n), 1, m.min(n).max(1))?;
+        if let Some((u_cols, v_cols)) = svd_vector_cols(jobz, econ, m, n)? {
+            check(u, m, u_cols, ldu)?;
+            check(v, n, v_cols, ldv)?;
+        }
+        Ok(())
+    }
+
+    pub fn svd_query(
+        t: &Tenant,
+        jobz: i32,
+        econ: i32,
+        m: i32,
+        n: i32,
+        a: *mut c_void,
+        lda: i32,
+        s: *mut c_void,
+        u: *mut c_void,
+        ldu: i32,
+        v: *mut c_void,
+        ldv: i32,
+        elem: u64,
+    ) -> Result<(), i32> {
+        query(t, a, m, n, lda, elem)?;
+        svd_outputs(t, jobz, econ, m, n, s, u, ldu, v, ldv, elem, true)
+    }
+
+    /// Jacobi SVD: A, S, U and V as above, info, and the workspace for the
+    /// larger of `lwork` and the library's size query.
+    pub fn gesvdj(
+        t: &Tenant,
+        h: *mut c_void,
+        jobz: i32,
+        econ: i32,
+        m: i32,
+        n: i32,
+        a: *mut c_void,
+        lda: i32,
+        s: *mut c_void,
+        u: *mut c_void,
+        ldu: i32,
+        v: *mut c_void,
+        ldv: i32,
+        work: *mut c_void,
+        lwork: i32,
+        dev_info: *mut c_void,
+        params: *mut c_void,
+        elem: u64,
+    ) -> Result<(), i32> {
+        matrix(t, a, m.into(), n.into(), lda.into(), elem)?;
+        svd_outputs(t, jobz, econ, m, n, s, u, ldu, v, ldv, elem, false)?;
+        info(t, dev_info)?;
+        // SAFETY: as in `potrf`; S, U and V checked above, `params` NULL or
+        // the tenant's.
+        let need = library_lwork(|need| unsafe {
+            if elem == 4 {
+                ffi::cusolverDnSgesvdj_bufferSize(
+                    h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, need, params,
+                )
+            } else {
+                ffi::cusolverDnDgesvdj_bufferSize(
+                    h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, need, params,
+                )
+            }
+        })?;
+        span(t, work, lwork.max(need).into(), elem)
+    }
+
     /// A 64-bit size query's matrix and vector, each checked unless NULL.
     pub fn xqr_query(
         t: &Tenant,
@@ -730,6 +831,63 @@ mod tests {
             call(&mut t, f, xsyevd(16, 77, BASE + 3968)),
             Err(CUSOLVER_STATUS_NOT_SUPPORTED)
         );
+    }
+
+    #[test]
+    fn the_svd_checks_its_vectors_only_when_asked_for_them() {
+        let mut t = tenant();
+        // Dgesvdj of a 16 x 8 matrix (1 KiB) at BASE, S (8) at BASE + 1024,
+        // U at BASE + 1088, V at BASE + 3200: U is 16 x 16 (2 KiB, past
+        // V's start but inside the allocation) or, economical, 16 x 8.
+        let dgesvdj = |jobz: i32, econ: i32, u: u64, ldv: i32| {
+            move |e: &mut Encoder| {
+                e.u64(HANDLE);
+                e.i32(jobz);
+                e.i32(econ);
+                e.i32(16);
+                e.i32(8);
+                e.u64(BASE);
+                e.i32(16);
+                e.u64(BASE + 1024);
+                e.u64(u);
+                e.i32(16);
+                e.u64(BASE + 3200);
+                e.i32(ldv);
+                e.u64(BASE + 4000);
+                e.i32(8);
+                e.u64(BASE + 4092);
+                e.u64(0);
+            }
+        };
+        let f = func::cusolverDnDgesvdj;
+        let bad = Err(CUSOLVER_STATUS_INVALID_VALUE);
+        // Fits (8 x 8 V of 512 B at BASE + 3200): on to the library's size
+        // query, with NULL settings (the library's defaults).
+        assert_eq!(
+            call(&mut t, f, dgesvdj(1, 1, BASE + 1088, 8)),
+            Err(NO_LIBRARY)
+        );
+        assert_eq!(
+            call(&mut t, f, dgesvdj(1, 0, BASE + 1088, 8)),
+            Err(NO_LIBRARY)
+        );
+        // The full U from further on runs past the allocation; the
+        // economical one does not.
+        assert_eq!(call(&mut t, f, dgesvdj(1, 0, BASE + 2500, 8)), bad);
+        assert_eq!(
+            call(&mut t, f, dgesvdj(1, 1, BASE + 2500, 8)),
+            Err(NO_LIBRARY)
+        );
+        // Without vectors U and V are not looked at (a foreign U passes).
+        assert_eq!(
+            call(&mut t, f, dgesvdj(0, 0, 0x1234_5678, 8)),
+            Err(NO_LIBRARY)
+        );
+        assert_eq!(call(&mut t, f, dgesvdj(1, 1, 0x1234_5678, 8)), bad);
+        // V's leading dimension below n, and modes that do not exist.
+        assert_eq!(call(&mut t, f, dgesvdj(1, 1, BASE + 1088, 7)), bad);
+        assert_eq!(call(&mut t, f, dgesvdj(2, 0, BASE + 1088, 8)), bad);
+        assert_eq!(call(&mut t, f, dgesvdj(1, 2, BASE + 1088, 8)), bad);
     }
 
     #[test]
