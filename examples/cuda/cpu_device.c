@@ -904,11 +904,11 @@ int curandGenerateNormalDouble(void *g, double *o, size_t n, double m, double s)
 
 /* ---- cuSOLVER (dense) ---------------------------------------------------- */
 /* LAPACK's potrf, potrs, getrf and getrs (and, further down, geqrf,
- * orgqr, ormqr and syevd), column-major, in the legacy
- * (S, D) and 64-bit generic (X) forms, for elements of CUDA_R_32F (0) or
- * CUDA_R_64F (1). Both are worked on in double, as the BLAS above
- * accumulates its dots, and stored back in their own type. Statuses are
- * cusolver_common.h's. */
+ * orgqr, ormqr, syevd and cuSOLVER's Jacobi SVD, gesvdj), column-major,
+ * in the legacy (S, D) and 64-bit generic (X) forms, for elements of
+ * CUDA_R_32F (0) or CUDA_R_64F (1). Both are worked on in double, as the
+ * BLAS above accumulates its dots, and stored back in their own type.
+ * Statuses are cusolver_common.h's. */
 enum { DN_OK = 0, DN_NOT_INITIALIZED = 1, DN_ALLOC_FAILED = 2, DN_INVALID_VALUE = 3, DN_NOT_SUPPORTED = 9 };
 struct dn { void *stream; };
 struct dn_params { int alg[2]; }; /* by cusolverDnFunction_t: GETRF, POTRF */
@@ -1481,3 +1481,231 @@ int cusolverDnXsyevd(void *h, void *params, int jobz, int uplo, int64_t n, int t
     int r = dn_types3(h, ty, tyw, compute);
     return r ? r : dn_syevd(h, ty, jobz, uplo, n, A, lda, W, device, (int64_t)(device_bytes / dn_size(ty)), info);
 }
+
+/* Jacobi SVD (gesvdj): A = U diag(S) V^T by one-sided (Hestenes) Jacobi
+ * on A's columns (m >= n) or A^T's (m < n), in double. Its settings, a
+ * gesvdjInfo_t (NULL: the defaults): the tolerance (0, the default: the
+ * element type's machine epsilon; one under it counts as it), the most
+ * sweeps (100), and sort_svd (1), kept but never consulted: NVIDIA
+ * documents it for gesvdjBatched only, gesvdj always sorting descending. */
+struct dn_gesvdj { double tol; int max_sweeps, sort; };
+int cusolverDnCreateGesvdjInfo(void **info) {
+    if (!info) return DN_INVALID_VALUE;
+    struct dn_gesvdj *p = malloc(sizeof *p);
+    if (!p) return DN_ALLOC_FAILED;
+    *p = (struct dn_gesvdj){0, 100, 1};
+    *info = p;
+    return DN_OK;
+}
+int cusolverDnDestroyGesvdjInfo(void *info) { if (!info) return DN_INVALID_VALUE; free(info); return DN_OK; }
+int cusolverDnXgesvdjSetTolerance(void *info, double tolerance) {
+    if (!info) return DN_INVALID_VALUE;
+    ((struct dn_gesvdj *)info)->tol = tolerance;
+    return DN_OK;
+}
+int cusolverDnXgesvdjSetMaxSweeps(void *info, int max_sweeps) {
+    if (!info) return DN_INVALID_VALUE;
+    ((struct dn_gesvdj *)info)->max_sweeps = max_sweeps;
+    return DN_OK;
+}
+int cusolverDnXgesvdjSetSortEig(void *info, int sort_svd) {
+    if (!info) return DN_INVALID_VALUE;
+    ((struct dn_gesvdj *)info)->sort = sort_svd;
+    return DN_OK;
+}
+/* One-sided Jacobi on g (rows x k, column-major): each sweep takes the
+ * column pairs (p, q), p < q, in order, and rotates those with
+ * |g_p . g_q| > tol ||g_p|| ||g_q|| to orthogonality (the rotation that
+ * diagonalizes their 2 x 2 Gram matrix, as dn_jacobi's), r (k x k, from
+ * I) taking the same rotations, so g's start = g r^T. 0 once a sweep
+ * rotates nothing; 1 when max_sweeps sweeps leave some pair outside it. */
+static int dn_hestenes(double *g, double *r, int64_t rows, int64_t k, double tol, int max_sweeps) {
+    for (int64_t j = 0; j < k; j++)
+        for (int64_t i = 0; i < k; i++) r[i + j * k] = i == j;
+    for (int sweep = 0;; sweep++) {
+        int64_t rotated = 0;
+        for (int64_t p = 0; p < k; p++)
+            for (int64_t q = p + 1; q < k; q++) {
+                double *gp = g + p * rows, *gq = g + q * rows, a = 0, b = 0, c = 0;
+                for (int64_t i = 0; i < rows; i++) {
+                    a += gp[i] * gp[i];
+                    b += gq[i] * gq[i];
+                    c += gp[i] * gq[i];
+                }
+                if (!(fabs(c) > tol * sqrt(a) * sqrt(b))) continue;
+                if (sweep >= max_sweeps) return 1; /* only checking, after the last sweep */
+                rotated++;
+                double zeta = (b - a) / (2 * c);
+                double t = (zeta >= 0 ? 1 : -1) / (fabs(zeta) + hypot(1, zeta));
+                double cs = 1 / hypot(1, t), sn = t * cs;
+                for (int64_t i = 0; i < rows; i++) {
+                    double x = gp[i], y = gq[i];
+                    gp[i] = cs * x - sn * y;
+                    gq[i] = sn * x + cs * y;
+                }
+                double *rp = r + p * k, *rq = r + q * k;
+                for (int64_t i = 0; i < k; i++) {
+                    double x = rp[i], y = rq[i];
+                    rp[i] = cs * x - sn * y;
+                    rq[i] = sn * x + cs * y;
+                }
+            }
+        if (!rotated) return 0;
+    }
+}
+/* The columns of x (rows x cols) not marked in `have` become, in order,
+ * orthonormal to the marked ones and to each other: each is the unit
+ * vector with the most of it outside their span (the first of equals; at
+ * least 1 / rows of its square), the span projected out twice (classical
+ * Gram-Schmidt) and normalized. wsum: rows doubles of scratch. */
+static void dn_complete(double *x, int64_t rows, int64_t cols, unsigned char *have, double *wsum) {
+    for (int64_t i = 0; i < rows; i++) wsum[i] = 0;
+    for (int64_t c = 0; c < cols; c++)
+        for (int64_t i = 0; have[c] && i < rows; i++) wsum[i] += x[i + c * rows] * x[i + c * rows];
+    for (int64_t c = 0; c < cols; c++) {
+        if (have[c]) continue;
+        double *y = x + c * rows, norm = 0;
+        int64_t best = 0;
+        for (int64_t i = 1; i < rows; i++)
+            if (wsum[i] < wsum[best]) best = i;
+        for (int64_t i = 0; i < rows; i++) y[i] = i == best;
+        for (int pass = 0; pass < 2; pass++)
+            for (int64_t p = 0; p < cols; p++) {
+                if (!have[p]) continue;
+                const double *xp = x + p * rows;
+                double d = 0;
+                for (int64_t i = 0; i < rows; i++) d += xp[i] * y[i];
+                for (int64_t i = 0; i < rows; i++) y[i] -= d * xp[i];
+            }
+        for (int64_t i = 0; i < rows; i++) norm = hypot(norm, y[i]);
+        for (int64_t i = 0; i < rows; i++) y[i] /= norm;
+        for (int64_t i = 0; i < rows; i++) wsum[i] += y[i] * y[i];
+        have[c] = 1;
+    }
+}
+/* gesvdj's work, for k = min(m, n): S := A's k singular values,
+ * descending (equal ones in Jacobi's order), and for `vectors` U (m x m,
+ * or m x k for econ) and V (n x n, or n x k). Jacobi runs on a copy of A
+ * (m >= n) or A^T (m < n) scaled by a power of two to a largest element
+ * in [0.5, 1), so no square overflows; its columns' norms are the singular
+ * values, the columns normalized the left (m >= n) or right (m < n)
+ * singular vectors, its rotations the others: U = A V / s, or
+ * V = A^T U / s. Each right singular vector's largest component (the
+ * first of equals) is made positive, its left one following. Columns with
+ * no singular value (econ 0's past k) or a zero one are completed by
+ * dn_complete. A itself is left as it was (cuSOLVER may destroy it).
+ * info: 0, or k + 1 when the sweeps ran out (the results as they stand
+ * are stored) or A is not finite (S := NaN, U and V untouched). */
+static int dn_svd(struct dn_mat a, int64_t m, int64_t n, int vectors, int econ, struct dn_mat s, struct dn_mat u,
+                  struct dn_mat v, double tol, int max_sweeps, int *info) {
+    int64_t k = m < n ? m : n, rows = m < n ? n : m, cols = econ ? k : rows;
+    int wide = m < n;
+    size_t ng = (size_t)rows * (size_t)k, nr = (size_t)k * (size_t)k, nw = vectors ? (size_t)rows * (size_t)cols : 0;
+    double *g = malloc((ng + nr + nw + (size_t)k + (size_t)rows + 1) * sizeof(double));
+    double *r = g + ng, *w = r + nr, *sv = w + nw, *wsum = sv + k;
+    int64_t *order = malloc(((size_t)k + 1) * sizeof(int64_t));
+    unsigned char *have = malloc((size_t)cols + 1);
+    if (!g || !order || !have) { free(g); free(order); free(have); return DN_ALLOC_FAILED; }
+    double big = 0;
+    int finite = 1;
+    for (int64_t j = 0; j < n; j++)
+        for (int64_t i = 0; i < m; i++) {
+            double x = fabs(dn_get(a, i, j));
+            if (!isfinite(x)) finite = 0;
+            else if (x > big) big = x;
+        }
+    if (!finite) {
+        for (int64_t i = 0; i < k; i++) dn_set(s, i, 0, NAN);
+        free(g); free(order); free(have);
+        *info = (int)(k + 1);
+        return DN_OK;
+    }
+    int e = 0;
+    if (big > 0) frexp(big, &e);
+    for (int64_t j = 0; j < k; j++)
+        for (int64_t i = 0; i < rows; i++) g[i + j * rows] = ldexp(wide ? dn_get(a, j, i) : dn_get(a, i, j), -e);
+    /* What rounding lets a dot of `rows` terms resolve bounds the tolerance. */
+    double least = (double)rows * 2.220446049250313e-16;
+    int left = dn_hestenes(g, r, rows, k, tol > least ? tol : least, max_sweeps);
+    for (int64_t j = 0; j < k; j++) {
+        double norm = 0;
+        for (int64_t i = 0; i < rows; i++) norm = hypot(norm, g[i + j * rows]);
+        sv[j] = norm;
+    }
+    for (int64_t p = 0; p < k; p++) { /* a stable insertion sort, descending */
+        int64_t i = p;
+        for (; i > 0 && sv[order[i - 1]] < sv[p]; i--) order[i] = order[i - 1];
+        order[i] = p;
+    }
+    for (int64_t j = 0; j < k; j++) dn_set(s, j, 0, ldexp(sv[order[j]], e));
+    if (vectors) {
+        for (int64_t c = 0; c < cols; c++) have[c] = c < k && sv[order[c]] > 0;
+        for (int64_t c = 0; c < cols; c++)
+            for (int64_t i = 0; have[c] && i < rows; i++) w[i + c * rows] = g[i + order[c] * rows] / sv[order[c]];
+        dn_complete(w, rows, cols, have, wsum);
+        for (int64_t j = 0; j < k; j++) {
+            double *wc = w + j * rows, *rc = r + order[j] * k, *right = wide ? wc : rc;
+            int64_t len = wide ? rows : k, at = 0;
+            for (int64_t i = 1; i < len; i++)
+                if (fabs(right[i]) > fabs(right[at])) at = i;
+            if (right[at] >= 0) continue;
+            for (int64_t i = 0; i < rows; i++) wc[i] = -wc[i];
+            for (int64_t i = 0; i < k; i++) rc[i] = -rc[i];
+        }
+        /* w is U (m >= n) or V (m < n), all its columns; r, in S's order, the other. */
+        struct dn_mat wm = wide ? v : u, rm = wide ? u : v;
+        for (int64_t j = 0; j < cols; j++)
+            for (int64_t i = 0; i < rows; i++) dn_set(wm, i, j, w[i + j * rows]);
+        for (int64_t j = 0; j < k; j++)
+            for (int64_t i = 0; i < k; i++) dn_set(rm, i, j, r[i + order[j] * k]);
+    }
+    free(g);
+    free(order);
+    free(have);
+    *info = left ? (int)(k + 1) : 0;
+    return DN_OK;
+}
+/* Workspace, in elements: a copy of A (or A^T) and the k x k rotations,
+ * max(1, m n + min(m, n)^2), whatever jobz and econ; nothing of it is
+ * used (the work is in double, outside the caller's memory), but a
+ * smaller one is refused. */
+static int64_t dn_gesvdj_lwork(int64_t m, int64_t n) {
+    int64_t k = m < n ? m : n;
+    return dn_max1(m * n + k * k);
+}
+static int dn_gesvdj_args(void *h, int jobz, int econ, int64_t m, int64_t n, int64_t lda, int64_t ldu, int64_t ldv) {
+    if (!h) return DN_NOT_INITIALIZED;
+    return jobz < 0 || jobz > 1 || econ < 0 || econ > 1 || m < 0 || n < 0 || lda < dn_max1(m) ||
+                   (jobz && (ldu < dn_max1(m) || ldv < dn_max1(n)))
+               ? DN_INVALID_VALUE
+               : DN_OK;
+}
+/* U and V are not referenced without vectors (NULL is fine then), nor
+ * when they have no columns. */
+static int dn_gesvdj(void *h, int ty, int jobz, int econ, int64_t m, int64_t n, void *A, int64_t lda, void *S, void *U,
+                     int64_t ldu, void *V, int64_t ldv, const void *work, int64_t have, int *info, const void *params) {
+    int r = dn_gesvdj_args(h, jobz, econ, m, n, lda, ldu, ldv);
+    if (r) return r;
+    int64_t k = m < n ? m : n, ucols = econ ? k : m, vcols = econ ? k : n;
+    if (have < dn_gesvdj_lwork(m, n) || !info || (k && (!A || !S || !work)) ||
+        (jobz && ((m && ucols && !U) || (n && vcols && !V))))
+        return DN_INVALID_VALUE;
+    const struct dn_gesvdj *p = params;
+    double eps = ty ? 2.220446049250313e-16 : 1.1920928955078125e-07; /* DBL_EPSILON, FLT_EPSILON */
+    double tol = p && p->tol > eps ? p->tol : eps;
+    return dn_svd((struct dn_mat){A, ty, lda}, m, n, jobz, econ, (struct dn_mat){S, ty, 1},
+                  (struct dn_mat){U, ty, ldu}, (struct dn_mat){V, ty, ldv}, tol, p ? p->max_sweeps : 100, info);
+}
+#define DN_LEGACY_SVD(P, T, TY)                                                                                \
+    int cusolverDn##P##gesvdj_bufferSize(void *h, int jobz, int econ, int m, int n, const T *A, int lda,        \
+                                         const T *S, const T *U, int ldu, const T *V, int ldv, int *lwork,      \
+                                         void *params) {                                                       \
+        (void)A; (void)S; (void)U; (void)V; (void)params;                                                      \
+        return dn_lwork_int(dn_gesvdj_args(h, jobz, econ, m, n, lda, ldu, ldv), dn_gesvdj_lwork(m, n), lwork); \
+    }                                                                                                          \
+    int cusolverDn##P##gesvdj(void *h, int jobz, int econ, int m, int n, T *A, int lda, T *S, T *U, int ldu,   \
+                              T *V, int ldv, T *work, int lwork, int *info, void *params) {                    \
+        return dn_gesvdj(h, TY, jobz, econ, m, n, A, lda, S, U, ldu, V, ldv, work, lwork, info, params);       \
+    }
+DN_LEGACY_SVD(S, float, 0)
+DN_LEGACY_SVD(D, double, 1)

@@ -12,7 +12,12 @@
  * against the formed Q; and the symmetric eigenproblem of a 16 x 16
  * matrix (syevd, legacy and X, either triangle, the other one junk),
  * judged by the eigenvalues' order, ||A V - V diag(W)|| / ||A|| and V's
- * orthonormality, and without vectors by the same eigenvalues. Only
+ * orthonormality, and without vectors by the same eigenvalues. Then the
+ * singular value decomposition by Jacobi (gesvdj) of a 20 x 12 and a
+ * 12 x 20 matrix, economy-size and full, with its settings and with NULL
+ * for them, judged by the singular values' order and sign, U's and V's
+ * orthonormality and ||U diag(S) V^T - A|| / ||A||, and without vectors
+ * by the same singular values; and its refusal of lda < m. Only
  * infos, statuses and verdicts are printed, so
  * the output is the same on any machine, GPU or not. Without a usable GPU
  * it stops at the first failing call and exits 2.
@@ -33,13 +38,18 @@
 enum { N = 24, NRHS = 3 };
 /* QR: an M x NQ matrix, Q^T applied to M x NC; the eigenproblem's E x E. */
 enum { M = 30, NQ = 20, NC = 3, E = 16 };
+/* SVD: an SM x SN matrix and an SN x SM one (SN = min(m, n)). */
+enum { SM = 20, SN = 12 };
 static int failures;
 static cusolverDnHandle_t h;
 static cusolverDnParams_t params;
 static double spd[N * N], gen[N * N], rhs[N * NRHS];
 static double tall[M * NQ], cmat[M * NC], sym[E * E];
+static double svd_tall[SM * SN], svd_wide[SN * SM];
 /* Each type's eigenvalues from the legacy API with vectors (lower). */
 static double with_vectors[2][E];
+/* Each type's and shape's (tall 0, wide 1) singular values with vectors. */
+static double svd_with_vectors[2][2][SN];
 
 static void check(int ok) { if (!ok) failures++; }
 static double mag(double v) { return v < 0 ? -v : v; }
@@ -415,6 +425,118 @@ static int qr_eig_refused(void) {
     return 0;
 }
 
+/* The singular values (descending) and, with `vectors`, U and V of the
+ * tall or wide matrix by gesvdj, in float or double (ty), economy-size
+ * (U m x SN, V n x SN) or full (m x m, n x n, with a leading dimension
+ * over m for A, its extra rows junk); with_params: its settings through a
+ * gesvdjInfo_t (tolerance, sweeps, sorting), else NULL for the defaults. */
+static int svd(int ty, int wide, int vectors, int econ, int with_params) {
+    int m = wide ? SN : SM, n = wide ? SM : SN, k = SN, lda = econ ? m : m + 2;
+    int ucols = econ ? k : m, vcols = econ ? k : n;
+    size_t es = ty ? sizeof(double) : sizeof(float);
+    cusolverEigMode_t jobz = vectors ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+    const double *src = wide ? svd_wide : svd_tall;
+    double hA[(SM + 2) * SM], hS[SN], hU[SM * SM], hV[SM * SM]; /* as floats or doubles */
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < lda; i++) put(hA, ty, i + (size_t)j * lda, i < m ? src[i + j * m] : 99);
+    gesvdjInfo_t params_j = NULL;
+    if (with_params) {
+        CHECK_DN(cusolverDnCreateGesvdjInfo(&params_j));
+        CHECK_DN(cusolverDnXgesvdjSetTolerance(params_j, ty ? 1e-13 : 1e-6));
+        CHECK_DN(cusolverDnXgesvdjSetMaxSweeps(params_j, 50));
+        CHECK_DN(cusolverDnXgesvdjSetSortEig(params_j, 1));
+    }
+    void *dA, *dS, *dU = NULL, *dV = NULL, *dwork;
+    int *dinfo, info = -1, lwork = 0;
+    CHECK_RT(cudaMalloc(&dA, (size_t)lda * n * es));
+    CHECK_RT(cudaMalloc(&dS, k * es));
+    if (vectors) {
+        CHECK_RT(cudaMalloc(&dU, (size_t)m * ucols * es));
+        CHECK_RT(cudaMalloc(&dV, (size_t)n * vcols * es));
+    }
+    CHECK_RT(cudaMalloc((void **)&dinfo, sizeof info));
+    CHECK_RT(cudaMemcpy(dA, hA, (size_t)lda * n * es, cudaMemcpyHostToDevice));
+    CHECK_DN(ty ? cusolverDnDgesvdj_bufferSize(h, jobz, econ, m, n, dA, lda, dS, dU, m, dV, n, &lwork, params_j)
+                : cusolverDnSgesvdj_bufferSize(h, jobz, econ, m, n, dA, lda, dS, dU, m, dV, n, &lwork, params_j));
+    CHECK_RT(cudaMalloc(&dwork, (lwork > 0 ? lwork : 1) * es));
+    CHECK_DN(ty ? cusolverDnDgesvdj(h, jobz, econ, m, n, dA, lda, dS, dU, m, dV, n, dwork, lwork, dinfo, params_j)
+                : cusolverDnSgesvdj(h, jobz, econ, m, n, dA, lda, dS, dU, m, dV, n, dwork, lwork, dinfo, params_j));
+    CHECK_RT(cudaDeviceSynchronize());
+    CHECK_RT(cudaMemcpy(&info, dinfo, sizeof info, cudaMemcpyDeviceToHost));
+    CHECK_RT(cudaMemcpy(hS, dS, k * es, cudaMemcpyDeviceToHost));
+    if (vectors) {
+        CHECK_RT(cudaMemcpy(hU, dU, (size_t)m * ucols * es, cudaMemcpyDeviceToHost));
+        CHECK_RT(cudaMemcpy(hV, dV, (size_t)n * vcols * es, cudaMemcpyDeviceToHost));
+    }
+
+    /* Descending, and none negative. */
+    int descending = at(hS, ty, k - 1) >= 0;
+    for (int i = 0; i + 1 < k; i++)
+        if (!(at(hS, ty, i) >= at(hS, ty, i + 1))) descending = 0;
+    char name = ty ? 'D' : 'S';
+    int ok;
+    if (vectors) {
+        /* ||U diag(S) V^T - A||_F / ||A||_F over U's and V's first k columns. */
+        double err = 0, norm = 0;
+        for (int j = 0; j < n; j++)
+            for (int i = 0; i < m; i++) {
+                double s = -src[i + j * m];
+                for (int l = 0; l < k; l++)
+                    s += at(hU, ty, i + (size_t)l * m) * at(hS, ty, l) * at(hV, ty, j + (size_t)l * n);
+                err += s * s;
+                norm += src[i + j * m] * src[i + j * m];
+            }
+        int orth = orthonormality(hU, ty, m, ucols) < tol(ty) && orthonormality(hV, ty, n, vcols) < tol(ty);
+        int product = sqrt(err / norm) < tol(ty);
+        ok = info == 0 && descending && orth && product;
+        printf("%cgesvdj %dx%d %s: info %d, %s, orthonormal %s, product %s\n", name, m, n, econ ? "econ" : "full",
+               info, descending ? "descending" : "NOT descending and non-negative", orth ? "ok" : "WRONG",
+               product ? "ok" : "WRONG");
+        for (int i = 0; i < k; i++) svd_with_vectors[ty][wide][i] = at(hS, ty, i);
+    } else {
+        /* The same singular values as with vectors, to the type's
+         * tolerance of the largest. */
+        const double *want = svd_with_vectors[ty][wide];
+        int same = 1;
+        for (int i = 0; i < k; i++)
+            if (!(mag(at(hS, ty, i) - want[i]) <= tol(ty) * want[0])) same = 0;
+        ok = info == 0 && descending && same;
+        printf("%cgesvdj %dx%d values only: info %d, %s, %s\n", name, m, n, info,
+               descending ? "descending" : "NOT descending and non-negative",
+               same ? "as with vectors" : "NOT as with vectors");
+    }
+    check(ok);
+    if (params_j) CHECK_DN(cusolverDnDestroyGesvdjInfo(params_j));
+    CHECK_RT(cudaFree(dwork));
+    CHECK_RT(cudaFree(dA));
+    CHECK_RT(cudaFree(dS));
+    CHECK_RT(cudaFree(dU));
+    CHECK_RT(cudaFree(dV));
+    CHECK_RT(cudaFree(dinfo));
+    return 0;
+}
+
+/* What gesvdj refuses before any work: a leading dimension under m. */
+static int svd_refused(void) {
+    void *dA, *dS, *dwork;
+    int *dinfo, lwork = 0;
+    CHECK_RT(cudaMalloc(&dA, (size_t)SM * SN * sizeof(double)));
+    CHECK_RT(cudaMalloc(&dS, (size_t)SN * sizeof(double)));
+    CHECK_RT(cudaMalloc((void **)&dinfo, sizeof(int)));
+    CHECK_DN(cusolverDnDgesvdj_bufferSize(h, CUSOLVER_EIG_MODE_NOVECTOR, 0, SM, SN, dA, SM, dS, NULL, SM, NULL, SN,
+                                          &lwork, NULL));
+    CHECK_RT(cudaMalloc(&dwork, (lwork > 0 ? lwork : 1) * sizeof(double)));
+    cusolverStatus_t s = cusolverDnDgesvdj(h, CUSOLVER_EIG_MODE_NOVECTOR, 0, SM, SN, dA, SM - 1, dS, NULL, SM, NULL,
+                                           SN, dwork, lwork, dinfo, NULL);
+    printf("Dgesvdj lda < m: status %d\n", s);
+    check(s == CUSOLVER_STATUS_INVALID_VALUE);
+    CHECK_RT(cudaFree(dwork));
+    CHECK_RT(cudaFree(dA));
+    CHECK_RT(cudaFree(dS));
+    CHECK_RT(cudaFree(dinfo));
+    return 0;
+}
+
 /* Through Wormhole, what it exports only to refuse (LDL^T, SVD, Jacobi
  * eigensolvers...): a clear status, not a missing symbol. */
 static int refused(void) {
@@ -453,6 +575,9 @@ int main(int argc, char **argv) {
     for (int i = 0; i < M * NC; i++) cmat[i] = sample_next(&seed);
     for (int j = 0; j < E; j++)
         for (int i = 0; i <= j; i++) sym[i + j * E] = sym[j + i * E] = sample_next(&seed);
+    /* The SVD's two matrices, uniform. */
+    for (int i = 0; i < SM * SN; i++) svd_tall[i] = sample_next(&seed);
+    for (int i = 0; i < SN * SM; i++) svd_wide[i] = sample_next(&seed);
 
     cudaStream_t stream, got = NULL;
     CHECK_RT(cudaStreamCreate(&stream));
@@ -479,6 +604,10 @@ int main(int argc, char **argv) {
             for (int up = 0; up <= 1; up++)
                 if (eig(x, ty, up, 1)) return 2;
     if (eig(0, 1, 0, 0) || eig(1, 0, 1, 0) || qr_eig_refused()) return 2;
+    /* Each type and shape with vectors (econ and full, settings and NULL),
+     * then two without, against those. */
+    if (svd(0, 0, 1, 1, 1) || svd(0, 1, 1, 0, 0) || svd(1, 0, 1, 0, 1) || svd(1, 1, 1, 1, 0)) return 2;
+    if (svd(1, 0, 0, 0, 0) || svd(0, 1, 0, 1, 1) || svd_refused()) return 2;
 
     CHECK_DN(cusolverDnDestroyParams(params));
     CHECK_DN(cusolverDnDestroy(h));

@@ -144,6 +144,26 @@ cusolverStatus_t cusolverDnXsyevd(cusolverDnHandle_t handle, cusolverDnParams_t 
                                   cudaDataType dataTypeW, void *W, cudaDataType computeType, void *bufferOnDevice,
                                   size_t workspaceInBytesOnDevice, void *bufferOnHost, size_t workspaceInBytesOnHost,
                                   int *info);
+/* Jacobi SVD: A = U diag(S) V^T (V, not V^T), its settings in a
+ * gesvdjInfo_t (NULL: the defaults). */
+typedef struct gesvdjInfo *gesvdjInfo_t;
+cusolverStatus_t cusolverDnCreateGesvdjInfo(gesvdjInfo_t *info);
+cusolverStatus_t cusolverDnDestroyGesvdjInfo(gesvdjInfo_t info);
+cusolverStatus_t cusolverDnXgesvdjSetTolerance(gesvdjInfo_t info, double tolerance);
+cusolverStatus_t cusolverDnXgesvdjSetMaxSweeps(gesvdjInfo_t info, int max_sweeps);
+cusolverStatus_t cusolverDnXgesvdjSetSortEig(gesvdjInfo_t info, int sort_svd);
+cusolverStatus_t cusolverDnSgesvdj_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int econ, int m,
+                                              int n, const float *A, int lda, const float *S, const float *U,
+                                              int ldu, const float *V, int ldv, int *lwork, gesvdjInfo_t params);
+cusolverStatus_t cusolverDnDgesvdj_bufferSize(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int econ, int m,
+                                              int n, const double *A, int lda, const double *S, const double *U,
+                                              int ldu, const double *V, int ldv, int *lwork, gesvdjInfo_t params);
+cusolverStatus_t cusolverDnSgesvdj(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int econ, int m, int n,
+                                   float *A, int lda, float *S, float *U, int ldu, float *V, int ldv, float *work,
+                                   int lwork, int *info, gesvdjInfo_t params);
+cusolverStatus_t cusolverDnDgesvdj(cusolverDnHandle_t handle, cusolverEigMode_t jobz, int econ, int m, int n,
+                                   double *A, int lda, double *S, double *U, int ldu, double *V, int ldv,
+                                   double *work, int lwork, int *info, gesvdjInfo_t params);
 
 /* Exported by Wormhole's client only to refuse (solver.c's `refused`).
  * Weak: the CPU stand-in does not export them, so the sample still links
