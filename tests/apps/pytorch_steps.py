@@ -120,7 +120,14 @@ def steps():
         assert torch.allclose(chol @ chol.t(), spd, atol=1e-9), "Cholesky factor differs"
         x = torch.linalg.solve(m.cuda(), rhs.cuda()).cpu()
         assert torch.allclose(m @ x, rhs, atol=1e-9), "solution differs"
-        return "Cholesky of a 16x16 SPD matrix, LU solve of a 16x16 system (cuSOLVER)"
+        tall = torch.randn(24, 12, generator=g, dtype=torch.float64)
+        q, r = (t.cpu() for t in torch.linalg.qr(tall.cuda()))
+        assert torch.allclose(q @ r, tall, atol=1e-9), "QR differs"
+        w, v = (t.cpu() for t in torch.linalg.eigh(spd.cuda()))
+        assert torch.allclose(spd @ v, v * w, atol=1e-8), "eigenpairs differ"
+        u, sv, vh = (t.cpu() for t in torch.linalg.svd(tall.cuda(), full_matrices=False))
+        assert torch.allclose(u * sv @ vh, tall, atol=1e-9), "SVD differs"
+        return "Cholesky, LU solve, QR, eigh and SVD of 16x16 to 24x12 doubles (cuSOLVER)"
 
     def random():
         g = torch.Generator(device="cuda").manual_seed(3)
