@@ -154,9 +154,29 @@ pub mod checks {
         }
     }
 
-    /// The classic Cholesky: its workspace spans the larger of the `Lwork`
-    /// it is given and what the library asks for this matrix, so a short
-    /// `Lwork` cannot make the library write past what was checked.
+    /// A classic call's workspace must be the tenant's for the larger of
+    /// the `lwork` it was given and what the library's size query (`$s`
+    /// for float, `$d` for double) answers for the same arguments: a short
+    /// `lwork` then cannot make the library write past what was checked.
+    /// The query's arguments are those before its output, then any after
+    /// it (`; params`).
+    macro_rules! workspace {
+        ($t:expr, $work:expr, $lwork:expr, $elem:expr, $s:ident, $d:ident, ($($arg:expr),*$(; $post:expr)?)) => {{
+            // SAFETY: the handle is the tenant's and every region the query
+            // is given was checked by the caller; `need` is a local the
+            // library writes.
+            let need = library_lwork(|need| unsafe {
+                if $elem == 4 {
+                    ffi::$s($($arg,)* need $(, $post)?)
+                } else {
+                    ffi::$d($($arg,)* need $(, $post)?)
+                }
+            })?;
+            span($t, $work, i32::max($lwork, need).into(), $elem)
+        }};
+    }
+
+    /// The classic Cholesky: A, info and the workspace.
     pub fn potrf(
         t: &Tenant,
         h: *mut c_void,
@@ -171,16 +191,15 @@ pub mod checks {
     ) -> Result<(), i32> {
         matrix(t, a, n.into(), n.into(), lda.into(), elem)?;
         info(t, dev_info)?;
-        // SAFETY: the handle is the tenant's, the matrix checked above,
-        // `need` a local the library writes.
-        let need = library_lwork(|need| unsafe {
-            if elem == 4 {
-                ffi::cusolverDnSpotrf_bufferSize(h, uplo, n, a, lda, need)
-            } else {
-                ffi::cusolverDnDpotrf_bufferSize(h, uplo, n, a, lda, need)
-            }
-        })?;
-        span(t, work, lwork.max(need).into(), elem)
+        workspace!(
+            t,
+            work,
+            lwork,
+            elem,
+            cusolverDnSpotrf_bufferSize,
+            cusolverDnDpotrf_bufferSize,
+            (h, uplo, n, a, lda)
+        )
     }
 
     /// The classic LU takes no workspace size: it is what the library's
@@ -203,15 +222,15 @@ pub mod checks {
         if !ipiv.is_null() {
             span(t, ipiv, m.min(n).into(), 4)?;
         }
-        // SAFETY: as in `potrf`.
-        let need = library_lwork(|need| unsafe {
-            if elem == 4 {
-                ffi::cusolverDnSgetrf_bufferSize(h, m, n, a, lda, need)
-            } else {
-                ffi::cusolverDnDgetrf_bufferSize(h, m, n, a, lda, need)
-            }
-        })?;
-        span(t, work, need.into(), elem)
+        workspace!(
+            t,
+            work,
+            0,
+            elem,
+            cusolverDnSgetrf_bufferSize,
+            cusolverDnDgetrf_bufferSize,
+            (h, m, n, a, lda)
+        )
     }
 
     /// A solve with an n x n factor (and, for LU, its n pivots of
@@ -299,15 +318,15 @@ pub mod checks {
         matrix(t, a, m.into(), n.into(), lda.into(), elem)?;
         span(t, tau, m.min(n).into(), elem)?;
         info(t, dev_info)?;
-        // SAFETY: as in `potrf`.
-        let need = library_lwork(|need| unsafe {
-            if elem == 4 {
-                ffi::cusolverDnSgeqrf_bufferSize(h, m, n, a, lda, need)
-            } else {
-                ffi::cusolverDnDgeqrf_bufferSize(h, m, n, a, lda, need)
-            }
-        })?;
-        span(t, work, lwork.max(need).into(), elem)
+        workspace!(
+            t,
+            work,
+            lwork,
+            elem,
+            cusolverDnSgeqrf_bufferSize,
+            cusolverDnDgeqrf_bufferSize,
+            (h, m, n, a, lda)
+        )
     }
 
     /// Q's first n columns from k reflectors: A m x n, TAU of k.
@@ -328,15 +347,15 @@ pub mod checks {
         matrix(t, a, m.into(), n.into(), lda.into(), elem)?;
         span(t, tau, k.into(), elem)?;
         info(t, dev_info)?;
-        // SAFETY: as in `potrf`; TAU checked above.
-        let need = library_lwork(|need| unsafe {
-            if elem == 4 {
-                ffi::cusolverDnSorgqr_bufferSize(h, m, n, k, a, lda, tau, need)
-            } else {
-                ffi::cusolverDnDorgqr_bufferSize(h, m, n, k, a, lda, tau, need)
-            }
-        })?;
-        span(t, work, lwork.max(need).into(), elem)
+        workspace!(
+            t,
+            work,
+            lwork,
+            elem,
+            cusolverDnSorgqr_bufferSize,
+            cusolverDnDorgqr_bufferSize,
+            (h, m, n, k, a, lda, tau)
+        )
     }
 
     /// op(Q) applied to C (m x n) from k reflectors.
@@ -363,15 +382,15 @@ pub mod checks {
         span(t, tau, k.into(), elem)?;
         matrix(t, c, m.into(), n.into(), ldc.into(), elem)?;
         info(t, dev_info)?;
-        // SAFETY: as in `potrf`; TAU and C checked above.
-        let need = library_lwork(|need| unsafe {
-            if elem == 4 {
-                ffi::cusolverDnSormqr_bufferSize(h, side, trans, m, n, k, a, lda, tau, c, ldc, need)
-            } else {
-                ffi::cusolverDnDormqr_bufferSize(h, side, trans, m, n, k, a, lda, tau, c, ldc, need)
-            }
-        })?;
-        span(t, work, lwork.max(need).into(), elem)
+        workspace!(
+            t,
+            work,
+            lwork,
+            elem,
+            cusolverDnSormqr_bufferSize,
+            cusolverDnDormqr_bufferSize,
+            (h, side, trans, m, n, k, a, lda, tau, c, ldc)
+        )
     }
 
     /// The symmetric eigenproblem: A n x n, W of n, info, the workspace.
@@ -392,15 +411,15 @@ pub mod checks {
         matrix(t, a, n.into(), n.into(), lda.into(), elem)?;
         span(t, w, n.into(), elem)?;
         info(t, dev_info)?;
-        // SAFETY: as in `potrf`; W checked above.
-        let need = library_lwork(|need| unsafe {
-            if elem == 4 {
-                ffi::cusolverDnSsyevd_bufferSize(h, jobz, uplo, n, a, lda, w, need)
-            } else {
-                ffi::cusolverDnDsyevd_bufferSize(h, jobz, uplo, n, a, lda, w, need)
-            }
-        })?;
-        span(t, work, lwork.max(need).into(), elem)
+        workspace!(
+            t,
+            work,
+            lwork,
+            elem,
+            cusolverDnSsyevd_bufferSize,
+            cusolverDnDsyevd_bufferSize,
+            (h, jobz, uplo, n, a, lda, w)
+        )
     }
 
     /// U's and V's columns: all of their rows (m, n), or min(m, n) with
@@ -488,20 +507,16 @@ pub mod checks {
         matrix(t, a, m.into(), n.into(), lda.into(), elem)?;
         svd_outputs(t, jobz, econ, m, n, s, u, ldu, v, ldv, elem, false)?;
         info(t, dev_info)?;
-        // SAFETY: as in `potrf`; S, U and V checked above, `params` NULL or
-        // the tenant's.
-        let need = library_lwork(|need| unsafe {
-            if elem == 4 {
-                ffi::cusolverDnSgesvdj_bufferSize(
-                    h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, need, params,
-                )
-            } else {
-                ffi::cusolverDnDgesvdj_bufferSize(
-                    h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv, need, params,
-                )
-            }
-        })?;
-        span(t, work, lwork.max(need).into(), elem)
+        // `params` is NULL or the tenant's.
+        workspace!(
+            t,
+            work,
+            lwork,
+            elem,
+            cusolverDnSgesvdj_bufferSize,
+            cusolverDnDgesvdj_bufferSize,
+            (h, jobz, econ, m, n, a, lda, s, u, ldu, v, ldv; params)
+        )
     }
 
     /// A 64-bit size query's matrix and vector, each checked unless NULL.
