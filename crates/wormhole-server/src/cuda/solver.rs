@@ -257,7 +257,7 @@ pub mod checks {
     }
 
     /// A size query's matrix and vector (TAU, W), each checked unless NULL.
-    pub fn qr_query(
+    pub fn query_with_vector(
         t: &Tenant,
         a: *mut c_void,
         m: i32,
@@ -297,7 +297,7 @@ pub mod checks {
         ldc: i32,
         elem: u64,
     ) -> Result<(), i32> {
-        qr_query(t, a, reflector_rows(side, m, n)?, k, lda, tau, k, elem)?;
+        query_with_vector(t, a, reflector_rows(side, m, n)?, k, lda, tau, k, elem)?;
         query(t, c, m, n, ldc, elem)
     }
 
@@ -520,7 +520,7 @@ pub mod checks {
     }
 
     /// A 64-bit size query's matrix and vector, each checked unless NULL.
-    pub fn xqr_query(
+    pub fn xquery_with_vector(
         t: &Tenant,
         a: *mut c_void,
         m: i64,
