@@ -2020,6 +2020,11 @@ unsafe fn transfer_in_place(
         if ctx == 0 || ctx != b.created_in.load(Ordering::Relaxed) {
             return None;
         }
+        if write {
+            // Under delay storing the server saves a buffer written in
+            // place before it evicts it.
+            arena.mark_written(b.id);
+        }
         // SAFETY: `at` is `size` bytes of the buffer's storage in the arena
         // (the directory's range, checked above) and `ptr` is the
         // application's `size` bytes (caller's contract); the queue runs
@@ -2030,6 +2035,12 @@ unsafe fn transfer_in_place(
             } else {
                 copy_bulk(ptr, at, size);
             }
+        }
+        // Withdrawn meanwhile (the server evicted it to make room for
+        // another tenant): the server does it again, on the buffer's
+        // contents restored.
+        if !arena.still(b.id, off) {
+            return None;
         }
         // A read reports an earlier deferred failure, as the server would.
         Some(if write { CL_SUCCESS } else { deferred() })

@@ -326,25 +326,33 @@ impl Ledger {
         self.pump(out);
     }
 
+    /// Tenant `t` uses the device. `seq` 0 asks for no answer (under
+    /// delay storing only the order of use changes, and a tenant need not
+    /// wait for that).
     fn active(&mut self, t: TenantId, seq: u32, out: &mut Outbox) {
         self.clock += 1;
         if let Some(s) = self.tenants.get_mut(&t) {
             s.last_active = self.clock;
         }
+        let answer = |out: &mut Outbox| {
+            if seq != 0 {
+                out.push((t, ToTenant::Switched { seq }));
+            }
+        };
         let prev = self.last.replace(t);
         let Some(p) = prev.filter(|&p| p != t) else {
-            out.push((t, ToTenant::Switched { seq }));
+            answer(out);
             return;
         };
         self.totals.switches += 1;
         let Some(ps) = self.tenants.get(&p) else {
-            out.push((t, ToTenant::Switched { seq }));
+            answer(out);
             return;
         };
         out.push((p, ToTenant::Displaced));
         let flush = self.cfg.policy == Policy::Eager && self.cfg.oversubscribe && ps.resident > 0;
-        if !flush {
-            out.push((t, ToTenant::Switched { seq }));
+        if !flush || seq == 0 {
+            answer(out);
             return;
         }
         if ps.ask.is_none() {
@@ -682,6 +690,19 @@ mod tests {
             l.leave(2, 0, &mut out);
             assert_eq!(l.last(), None, "reset when the last tenant dies");
         }
+    }
+
+    #[test]
+    fn an_active_with_seq_0_gets_no_answer_but_displaces() {
+        let mut l = ledger(100, true, Policy::Delay);
+        l.join(1);
+        l.join(2);
+        let mut out = Vec::new();
+        l.handle(1, FromTenant::Active { seq: 0 }, 0, &mut out);
+        assert!(out.is_empty());
+        l.handle(2, FromTenant::Active { seq: 0 }, 0, &mut out);
+        assert_eq!(out, vec![(1, ToTenant::Displaced)]);
+        assert_eq!(l.last(), Some(2));
     }
 
     #[test]

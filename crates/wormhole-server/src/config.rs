@@ -80,6 +80,44 @@ pub struct Config {
     /// it as no larger. An integer, or a size such as "2 GiB". 0: no limit.
     #[serde(deserialize_with = "size")]
     pub tenant_memory: u64,
+    /// Delay storing (docs/delay-storing.md): the memory one device lends
+    /// all tenants together, in bytes or a size (0: the device's own, as its
+    /// library reports it). Set, or with `oversubscribe`, the listener keeps
+    /// a ledger of it; otherwise tenants are not counted against each other.
+    #[serde(deserialize_with = "size")]
+    pub device_memory: u64,
+    /// Whether tenants may together hold more than `device_memory`: idle
+    /// tenants' objects are then evicted to a host store and restored when
+    /// used (`residency`). Off, a creation past it fails as out of memory.
+    pub oversubscribe: bool,
+    /// How objects move once tenants want more than the device holds.
+    pub residency: ResidencyMode,
+    /// Where evicted objects go: a directory on local disk (a file per
+    /// tenant, opened by the listener, unlinked from the start); none: a
+    /// memory file of the tenant's (which keeps the device's budget, not
+    /// the host's RAM).
+    pub store_dir: Option<PathBuf>,
+    /// Most bytes one tenant may keep in its store (0: its memory quota,
+    /// all it can hold).
+    #[serde(deserialize_with = "size")]
+    pub store_size: u64,
+}
+
+/// How a device's memory is shared once tenants want more than it holds
+/// (`oversubscribe`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResidencyMode {
+    /// Delay storing: an idle tenant's objects are saved only when another
+    /// needs the room, and only if changed since their last save; they are
+    /// restored only when used again.
+    #[default]
+    Delay,
+    /// The baseline: at each switch, every object of the previous tenant is
+    /// saved and freed, and every object of the next restored.
+    Eager,
+    /// Nothing moves: the device's memory is a hard limit.
+    Off,
 }
 
 /// Parses a size: bytes, or a number with a unit ("512M", "2 GiB"; units
@@ -139,6 +177,11 @@ impl Default for Config {
             shared_buffers: 64 << 30,
             max_tenants: 256,
             tenant_memory: 0,
+            device_memory: 0,
+            oversubscribe: false,
+            residency: ResidencyMode::Delay,
+            store_dir: None,
+            store_size: 0,
         }
     }
 }
@@ -168,7 +211,18 @@ impl Config {
                 )));
             }
         }
+        if self.oversubscribe && self.residency == ResidencyMode::Off {
+            return Err(ConfigError::Invalid(
+                "oversubscribe needs residency \"delay\" or \"eager\" (with \"off\" nothing could make room)"
+                    .into(),
+            ));
+        }
         Ok(())
+    }
+
+    /// Whether the listener keeps a ledger of each device's memory.
+    pub fn ledger(&self) -> bool {
+        self.device_memory > 0 || self.oversubscribe
     }
 
     pub fn layout(&self) -> wormhole_transport::shm::Layout {
@@ -239,6 +293,22 @@ mod tests {
         assert!(matches!(Config::load(&p), Err(ConfigError::Parse { .. })));
         std::fs::write(&p, "request_ring = 1000\n").expect("write");
         assert!(matches!(Config::load(&p), Err(ConfigError::Invalid(_))));
+        assert!(!c.ledger(), "no ledger unless asked");
+        std::fs::write(
+            &p,
+            "device_memory = \"64 MiB\"\noversubscribe = true\nresidency = \"eager\"\nstore_dir = \"/var/tmp\"\n",
+        )
+        .expect("write");
+        let c = Config::load(&p).expect("load");
+        assert_eq!(
+            (c.device_memory, c.oversubscribe, c.residency),
+            (64 << 20, true, ResidencyMode::Eager)
+        );
+        assert!(c.ledger());
+        std::fs::write(&p, "oversubscribe = true\nresidency = \"off\"\n").expect("write");
+        assert!(matches!(Config::load(&p), Err(ConfigError::Invalid(_))));
+        std::fs::write(&p, "residency = \"lazy\"\n").expect("write");
+        assert!(matches!(Config::load(&p), Err(ConfigError::Parse { .. })));
         std::fs::remove_dir_all(&dir).ok();
     }
 }

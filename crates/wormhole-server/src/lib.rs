@@ -12,6 +12,8 @@
 //! * [`harness`]: the tenant's request path without I/O, for the fuzzer;
 //! * [`outbuf`]: output buffers reused from call to call;
 //! * [`quota`]: the memory a tenant may hold at once;
+//! * [`residency`]: delay storing, a device's memory shared by more
+//!   tenants than it holds (the listener's ledger, each tenant's side);
 //! * [`report`]: what the listener and each tenant log on `SIGUSR1`.
 //!
 //! One server exports OpenCL, CUDA or both (`opencl`, `cuda` settings).
@@ -24,4 +26,5 @@ pub mod opencl;
 pub mod outbuf;
 pub mod quota;
 pub mod report;
+pub mod residency;
 pub mod serve;

@@ -77,16 +77,19 @@ impl TenantExe {
     }
 }
 
-/// `f` on a descriptor above [`TENANT_FD`]: a tenant's connection is put
-/// on that one in the child before exec, which would replace the binary
-/// if it were there (a server started with stdin closed can get it).
+/// `f` on a descriptor above [`TENANT_FD`] and residency's: a tenant's
+/// connection (and its link to the device's ledger, and its store) is put
+/// on those in the child before exec, which would replace the binary if it
+/// were there (a server started with stdin closed can get one).
 fn above_tenant_fd(f: std::fs::File) -> std::io::Result<std::fs::File> {
-    if f.as_raw_fd() > TENANT_FD {
+    // Residency's descriptors go on the next numbers (crate::residency).
+    const LAST_PLACED: RawFd = crate::residency::STORE_FD;
+    if f.as_raw_fd() > LAST_PLACED {
         return Ok(f);
     }
     // SAFETY: F_DUPFD_CLOEXEC on a descriptor we own returns a new one (or
     // -1), which nothing else owns.
-    let fd = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_DUPFD_CLOEXEC, TENANT_FD + 1) };
+    let fd = unsafe { libc::fcntl(f.as_raw_fd(), libc::F_DUPFD_CLOEXEC, LAST_PLACED + 1) };
     if fd < 0 {
         return Err(std::io::Error::last_os_error());
     }
@@ -189,14 +192,22 @@ fn spawn_tenant(
         .args(config_args)
         .arg("tenant")
         .env(IN_SERVER_ENV, "1");
+    // Delay storing: the link to the device's ledger (and a store file).
+    let link = crate::residency::spawn::TenantLink::new().map_err(std::io::Error::other)?;
+    let more = link.as_ref().map_or([(-1, -1); 2], |l| l.child_fds());
     // SAFETY: dup2 and signal are async-signal-safe; they run in the child
     // between fork and exec and touch only the descriptor table and the
-    // signal dispositions. The new descriptor has no close-on-exec flag,
+    // signal dispositions. The new descriptors have no close-on-exec flag,
     // unlike every other one we hold.
     unsafe {
         cmd.pre_exec(move || {
             if libc::dup2(fd, TENANT_FD) < 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            for (from, to) in more {
+                if from >= 0 && libc::dup2(from, to) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
             }
             // SIG_IGN survives exec: without this the tenant's OpenCL
             // library could not wait for its own children (PoCL's linker
@@ -210,6 +221,9 @@ fn spawn_tenant(
     let client = describe_client(fd);
     let mut child = cmd.spawn()?;
     let pid = child.id();
+    if let Some(l) = link {
+        l.started(pid);
+    }
     log::info!("tenant process {pid} started for {client}");
     tenants
         .pids

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use wormhole_server::config::{Config, HandoffMode};
+use wormhole_server::config::{Config, HandoffMode, ResidencyMode};
 use wormhole_server::{listen, serve};
 
 #[derive(Parser, Debug)]
@@ -65,6 +65,24 @@ struct Cli {
     /// allocations at once (e.g. 2G; units are powers of 1024; 0: no limit).
     #[arg(long, value_name = "SIZE", value_parser = wormhole_server::config::parse_size)]
     tenant_memory: Option<u64>,
+    /// Delay storing: the memory one device lends all tenants together
+    /// (e.g. 8G; 0: the device's own). Tenants are counted against it.
+    #[arg(long, value_name = "SIZE", value_parser = wormhole_server::config::parse_size)]
+    device_memory: Option<u64>,
+    /// Let tenants together hold more than the device: idle tenants'
+    /// objects are evicted to a host store and restored when used.
+    #[arg(long)]
+    oversubscribe: bool,
+    /// How objects move when tenants want more than the device holds.
+    #[arg(long, value_enum)]
+    residency: Option<ResidencyMode>,
+    /// Keep evicted objects in a file per tenant in this directory (on
+    /// local disk, say) instead of memory.
+    #[arg(long, value_name = "DIR")]
+    store_dir: Option<PathBuf>,
+    /// Most bytes one tenant may keep in its store (0: all it can hold).
+    #[arg(long, value_name = "SIZE", value_parser = wormhole_server::config::parse_size)]
+    store_size: Option<u64>,
     #[command(subcommand)]
     cmd: Option<Cmd>,
 }
@@ -125,6 +143,21 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     if let Some(n) = cli.tenant_memory {
         c.tenant_memory = n;
     }
+    if let Some(n) = cli.device_memory {
+        c.device_memory = n;
+    }
+    if cli.oversubscribe {
+        c.oversubscribe = true;
+    }
+    if let Some(r) = cli.residency {
+        c.residency = r;
+    }
+    if let Some(d) = &cli.store_dir {
+        c.store_dir = Some(d.clone());
+    }
+    if let Some(n) = cli.store_size {
+        c.store_size = n;
+    }
     c.validate()?;
     Ok(c)
 }
@@ -164,6 +197,26 @@ fn tenant_args(cli: &Cli) -> Vec<String> {
     if let Some(n) = cli.tenant_memory {
         a.push(format!("--tenant-memory={n}"));
     }
+    if let Some(n) = cli.device_memory {
+        a.push(format!("--device-memory={n}"));
+    }
+    if cli.oversubscribe {
+        a.push("--oversubscribe".into());
+    }
+    if let Some(r) = cli.residency {
+        let name = match r {
+            ResidencyMode::Delay => "delay",
+            ResidencyMode::Eager => "eager",
+            ResidencyMode::Off => "off",
+        };
+        a.push(format!("--residency={name}"));
+    }
+    if let Some(d) = &cli.store_dir {
+        a.push(format!("--store-dir={}", d.display()));
+    }
+    if let Some(n) = cli.store_size {
+        a.push(format!("--store-size={n}"));
+    }
     a
 }
 
@@ -184,6 +237,9 @@ fn main() -> anyhow::Result<()> {
             if let Err(e) = nix::sys::prctl::set_name(c"wormhole-tenant") {
                 log::debug!("naming the tenant process: {e}");
             }
+            // Before anything can start a child: the descriptors the
+            // listener passed for residency are this process's alone.
+            wormhole_server::residency::claim_fds(&c);
             // SAFETY: the listener put the connection on fd 3 for us alone.
             let fd = unsafe { OwnedFd::from_raw_fd(listen::TENANT_FD) };
             serve::run_tenant(fd, &c).context("serving tenant")?;
@@ -240,6 +296,7 @@ fn main() -> anyhow::Result<()> {
                         .unwrap_or_default()
                 );
             }
+            wormhole_server::residency::arbiter::install(&c)?;
             listen::run(unix, tcp, tenant_args(&cli), c.max_tenants)?;
             Ok(())
         }

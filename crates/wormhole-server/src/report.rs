@@ -66,11 +66,19 @@ pub fn tenant_reporter(client: String, quota: Option<Arc<Quota>>) {
             CALLS.load(Ordering::Relaxed),
             since.elapsed().as_secs()
         );
+        if let Some(r) = crate::residency::report_line() {
+            log::warn!("tenant {}: {r}", std::process::id());
+        }
     });
 }
 
 /// The listener's reporter: `tenants` gives the live tenants' process ids
 /// and sends each the signal, under the lock that keeps a reaped id out.
 pub fn listener_reporter(tenants: Arc<crate::listen::Tenants>) {
-    on_report_signal("wh-report", move || tenants.ask_for_reports());
+    on_report_signal("wh-report", move || {
+        tenants.ask_for_reports();
+        if let Some(a) = crate::residency::arbiter::get() {
+            a.report();
+        }
+    });
 }

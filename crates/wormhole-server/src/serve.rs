@@ -57,6 +57,9 @@ pub fn serve(
             Err(e) => return Err(e.into()),
         }
         crate::report::count_call();
+        // Held until the reply and its bulk data are out: this tenant's
+        // objects stay put meanwhile (delay storing).
+        let frame = crate::residency::Frame::begin(t);
         let done = run_frame(t, cu.as_deref_mut(), &req, &mut enc);
         // Bulk data that follows the frame goes straight where the request
         // put it (a mapped buffer), before the reply.
@@ -65,6 +68,7 @@ pub fn serve(
         } else {
             done.status
         };
+        frame.after(t, &req, status);
         if t.broken {
             return Err(ServeError::Protocol);
         }
@@ -126,6 +130,8 @@ pub fn run_frame(
             Some(cu) => cuda::dispatch(cu, func, &mut d, enc),
             None => cuda::disabled(func),
         }
+    } else if let Err(s) = crate::residency::ready(t, func, req) {
+        Err(s)
     } else {
         opencl::dispatch(t, func, &mut d, enc)
     };
@@ -361,6 +367,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
         let (mut t, mut cu) = tenant_state(config, notify, client.clone());
         t.shared = arena.map(opencl::shared::SharedBuffers::new);
         t.replies_held = true;
+        crate::residency::attach(&mut t, config);
         let mut chan = ShmChannel::new(region, Side::Server, config.handoff(), None);
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
         serve(&mut chan, &mut t, cu.as_mut())
@@ -385,6 +392,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
         let notify: Arc<dyn Notify> = Arc::new(chan.notifier());
         let (mut t, mut cu) = tenant_state(config, notify, client.clone());
+        crate::residency::attach(&mut t, config);
         match serve(&mut chan, &mut t, cu.as_mut()) {
             // The client's host or network went away (see `tcp_dead_peer`):
             // its tenant ends as if it had hung up, freeing what it held.

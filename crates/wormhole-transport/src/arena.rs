@@ -13,8 +13,12 @@
 //! Its first [`DIRECTORY_LEN`] bytes are a directory the server writes and
 //! the client reads: where each buffer the client created lies, so that it
 //! can move a small buffer's bytes itself when its queue has nothing to run
-//! (a round trip saved per transfer). The server never acts on what it
-//! finds there.
+//! (a round trip saved per transfer). The server acts on one word there
+//! only: a slot's "written" word, which the client sets when it writes a
+//! buffer in place; under delay storing (`wormhole-server`'s residency) it
+//! makes the server save that buffer before evicting it. A client that
+//! does not set it loses only its own writes; one that always sets it
+//! costs only itself saves.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::ptr::NonNull;
@@ -108,14 +112,16 @@ impl Arena {
 /// Bytes at the start of the arena that hold the directory of buffers;
 /// pieces for buffers are carved from the rest.
 pub const DIRECTORY_LEN: u64 = 64 * 1024;
-/// One directory entry: a buffer's id, then where its bytes lie.
+/// One directory entry: a buffer's id, where its bytes lie, and whether the
+/// client wrote them in place.
 const SLOT: usize = 32;
 const SLOTS: u64 = DIRECTORY_LEN / SLOT as u64;
 
 impl Arena {
     /// The directory slot for buffer `id` (ids are the client's, dense, so
-    /// a direct-mapped table spreads them): its id, offset and length words.
-    fn slot(&self, id: u64) -> Option<[&AtomicU64; 3]> {
+    /// a direct-mapped table spreads them): its id, offset, length and
+    /// written words.
+    fn slot(&self, id: u64) -> Option<[&AtomicU64; 4]> {
         if (self.len as u64) < DIRECTORY_LEN {
             return None;
         }
@@ -125,36 +131,81 @@ impl Arena {
         // has u64's layout; both processes touch these words only through
         // atomics (a client that does otherwise garbles its own answers).
         let word = |i: usize| unsafe { &*(self.base.as_ptr().add(at + 8 * i) as *const AtomicU64) };
-        Some([word(0), word(1), word(2)])
+        Some([word(0), word(1), word(2), word(3)])
     }
 
     /// Server: buffer `id` lies at `[off, off + len)`. A later buffer whose
-    /// id maps to the same slot replaces it.
-    pub fn publish(&self, id: u64, off: u64, len: u64) {
-        let Some([sid, soff, slen]) = self.slot(id) else {
-            return;
-        };
+    /// id maps to the same slot replaces it. Returns the buffer it replaced
+    /// (another id) if the client had written that one in place since the
+    /// server last asked ([`Arena::withdraw_written`]).
+    pub fn publish(&self, id: u64, off: u64, len: u64) -> Option<u64> {
+        let [sid, soff, slen, written] = self.slot(id)?;
         // A seqlock of one writer: the id is cleared before the location
         // changes and set after, so a reader that saw the id twice saw the
         // location written between.
-        sid.store(0, Ordering::Relaxed);
+        let old = sid.swap(0, Ordering::SeqCst);
+        // The same buffer published again keeps its mark.
+        let was_written = old != id && written.swap(0, Ordering::SeqCst) != 0;
         fence(Ordering::Release);
         soff.store(off, Ordering::Relaxed);
         slen.store(len, Ordering::Relaxed);
         sid.store(id, Ordering::Release);
+        (was_written && old != 0).then_some(old)
     }
 
     /// Server: buffer `id` is gone (its slot is cleared if it still holds it).
     pub fn withdraw(&self, id: u64) {
-        if let Some([sid, _, _]) = self.slot(id) {
+        if let Some([sid, _, _, _]) = self.slot(id) {
             let _ = sid.compare_exchange(id, 0, Ordering::Relaxed, Ordering::Relaxed);
         }
+    }
+
+    /// Server: withdraws buffer `id` (if its slot still holds it) so that
+    /// the client stops moving its bytes in place, and says whether the
+    /// client wrote it in place since it was published. A copy that the
+    /// client started before sees the withdrawal when it checks
+    /// ([`Arena::still`]) and is done again through the server.
+    pub fn withdraw_written(&self, id: u64) -> bool {
+        let Some([sid, _, _, written]) = self.slot(id) else {
+            return false;
+        };
+        if sid
+            .compare_exchange(id, 0, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return false;
+        }
+        written.swap(0, Ordering::SeqCst) != 0
+    }
+
+    /// Client: about to write buffer `id` in place.
+    pub fn mark_written(&self, id: u64) {
+        if let Some([_, _, _, written]) = self.slot(id) {
+            written.store(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Client: after a copy in place into or out of `id`'s bytes at `off`,
+    /// whether the buffer still held its place throughout (else the server
+    /// withdrew it meanwhile, to evict it, and the copy must be done again
+    /// through the server).
+    pub fn still(&self, id: u64, off: u64) -> bool {
+        let Some([sid, soff, _, written]) = self.slot(id) else {
+            return false;
+        };
+        // A second mark after the copy, so that a server that sees the
+        // mark sees the bytes too; then the id, after both.
+        if written.load(Ordering::Relaxed) != 0 {
+            written.store(1, Ordering::SeqCst);
+        }
+        fence(Ordering::SeqCst);
+        sid.load(Ordering::SeqCst) == id && soff.load(Ordering::SeqCst) == off
     }
 
     /// Client: where buffer `id` lies, as the server published it, if it
     /// did and the place is inside the arena, past the directory.
     pub fn lookup(&self, id: u64) -> Option<(u64, u64)> {
-        let [sid, soff, slen] = self.slot(id)?;
+        let [sid, soff, slen, _] = self.slot(id)?;
         if id == 0 || sid.load(Ordering::Acquire) != id {
             return None;
         }
@@ -222,6 +273,29 @@ mod tests {
         a.publish(9, (1 << 20) - 4, 10);
         assert_eq!(b.lookup(9), None);
         assert_eq!(b.lookup(0), None);
+    }
+
+    #[test]
+    fn writes_in_place_are_seen_by_a_withdrawal_and_a_withdrawal_by_the_writer() {
+        let a = Arena::create(1 << 20).expect("create");
+        let dup = a.fd().try_clone().expect("dup");
+        let b = Arena::open(dup, 1 << 20).expect("open");
+        let off = DIRECTORY_LEN + 128;
+        assert_eq!(a.publish(5, off, 100), None);
+        assert!(!a.withdraw_written(5), "nothing written");
+        assert_eq!(a.publish(5, off, 100), None);
+        b.mark_written(5);
+        assert!(b.still(5, off), "nothing withdrew it");
+        assert!(a.withdraw_written(5), "the server sees the write");
+        assert!(!b.still(5, off), "the writer sees the withdrawal");
+        assert!(!a.withdraw_written(5), "asked once");
+        // A buffer written in place, then replaced in its slot: the
+        // replacement says whose writes it took over.
+        a.publish(5, off, 100);
+        b.mark_written(5);
+        assert_eq!(a.publish(5 + SLOTS, off + 4096, 100), Some(5));
+        assert!(!a.withdraw_written(5), "no longer in the slot");
+        assert_eq!(a.publish(5 + SLOTS, off + 4096, 100), None);
     }
 
     #[test]

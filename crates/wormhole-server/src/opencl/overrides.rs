@@ -29,6 +29,13 @@ pub struct Mapping {
     len: u64,
 }
 
+impl Mapping {
+    /// The memory object mapped (the library's handle).
+    pub fn mem(&self) -> usize {
+        self.mem
+    }
+}
+
 /// # Safety
 /// Pointer arguments as for `clGetPlatformIDs`.
 pub unsafe fn clGetPlatformIDs(

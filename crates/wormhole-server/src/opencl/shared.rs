@@ -52,6 +52,23 @@ struct Placed {
     size: u64,
     /// The client's id for it, once published in the arena's directory.
     id: Option<u64>,
+    /// Its whole piece (whole pages).
+    range: Range<u64>,
+    /// The client wrote it in place, as the directory said when another
+    /// buffer took its slot.
+    written: bool,
+}
+
+/// Where a buffer in the arena lies, for residency (`crate::residency`).
+#[derive(Debug, Clone)]
+pub struct Placement {
+    /// Its bytes: `[data, data + size)`.
+    pub data: u64,
+    pub size: u64,
+    /// Its whole piece, whose pages eviction gives back.
+    pub range: Range<u64>,
+    /// Made without contents (all zeros until written).
+    pub zeroed: bool,
 }
 
 /// A tenant's arena and what is allocated in it.
@@ -108,8 +125,49 @@ impl SharedBuffers {
         let mut st = self.state();
         if let Some(b) = st.buffers.get_mut(&(mem as usize)) {
             b.id = Some(id);
-            self.arena.publish(id, b.data, b.size);
+            let replaced = self.arena.publish(id, b.data, b.size);
+            note_replaced(&mut st, replaced);
         }
+    }
+
+    /// Where `mem` lies, if it is a buffer placed here (not a sub-buffer).
+    pub fn placement(&self, mem: *mut c_void) -> Option<Placement> {
+        let st = self.state();
+        let b = st.buffers.get(&(mem as usize))?;
+        Some(Placement {
+            data: b.data,
+            size: b.size,
+            range: b.range.clone(),
+            zeroed: b.flags & CL_MEM_COPY_HOST_PTR == 0,
+        })
+    }
+
+    /// Takes `mem` out of the directory (the client then asks the server
+    /// for its transfers) and says whether the client wrote it in place
+    /// since it was last asked.
+    pub fn withdraw(&self, mem: *mut c_void) -> bool {
+        let mut st = self.state();
+        let Some(b) = st.buffers.get_mut(&(mem as usize)) else {
+            return false;
+        };
+        let in_slot = b.id.is_some_and(|id| self.arena.withdraw_written(id));
+        std::mem::take(&mut b.written) | in_slot
+    }
+
+    /// Puts `mem` back in the directory (after [`SharedBuffers::withdraw`]).
+    pub fn republish(&self, mem: *mut c_void) {
+        let mut st = self.state();
+        if let Some(b) = st.buffers.get(&(mem as usize)) {
+            if let Some(id) = b.id {
+                let replaced = self.arena.publish(id, b.data, b.size);
+                note_replaced(&mut st, replaced);
+            }
+        }
+    }
+
+    /// Gives a piece's pages back (they read as zeros afterwards).
+    pub fn discard(&self, range: &Range<u64>) -> Result<(), wormhole_transport::TransportError> {
+        self.arena.discard(range.start, range.end - range.start)
     }
 
     /// Whether `mem`'s storage is in the arena (its own, or that of the
@@ -145,7 +203,19 @@ impl SharedBuffers {
     }
 }
 
-fn associated(mem: *mut c_void) -> Option<*mut c_void> {
+/// A buffer whose directory slot another took, written in place before:
+/// the mark stays with it.
+fn note_replaced(st: &mut State, replaced: Option<u64>) {
+    if let Some(old) = replaced {
+        if let Some(b) = st.buffers.values_mut().find(|b| b.id == Some(old)) {
+            b.written = true;
+        }
+    }
+}
+
+/// The memory object `mem` was made from (a sub-buffer's or an image's
+/// buffer), if any.
+pub(crate) fn associated(mem: *mut c_void) -> Option<*mut c_void> {
     let mut p: *mut c_void = std::ptr::null_mut();
     // SAFETY: a memory object from the table (or its parent, from the
     // library); the answer is one pointer, into `p`.
@@ -297,6 +367,8 @@ pub unsafe fn create(
         data: range.start + lead,
         size: size as u64,
         id: None,
+        range,
+        written: false,
     };
     sb.state().buffers.insert(mem as usize, placed);
     Some(mem)

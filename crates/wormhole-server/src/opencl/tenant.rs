@@ -156,6 +156,9 @@ pub struct Tenant {
     pub replies_held: bool,
     /// What the last call's reply waits for, for the serve loop.
     pub reply_when: Option<super::finish::Wait>,
+    /// Delay storing: this tenant's side of its device's ledger, when the
+    /// server keeps one (`crate::residency`).
+    pub residency: Option<Arc<crate::residency::Residency>>,
 }
 
 impl Tenant {
@@ -182,6 +185,7 @@ impl Tenant {
             arg_decls: ArgDecls::default(),
             replies_held: false,
             reply_when: None,
+            residency: None,
         };
         for &p in &platforms {
             t.id_for(Kind::Platform, p);
@@ -289,6 +293,15 @@ impl Tenant {
             (Kind::Mem, Some(q)) => unsafe { super::quota::charge(q, raw) }?,
             _ => None,
         };
+        if let (Kind::Mem, Some(r)) = (kind, &self.residency) {
+            if let Err(code) = r.created(raw) {
+                // SAFETY: the library made `raw` for this call, whose
+                // reference is the only one (the charge, if any, comes
+                // back from its destructor callback).
+                unsafe { super::release_real(Kind::Mem, raw) };
+                return Err(code);
+            }
+        }
         self.reverse.insert((kind, raw as usize), id);
         self.table.insert(
             id,
@@ -388,6 +401,9 @@ impl Tenant {
                 self.reverse.remove(&(e.kind, e.raw));
                 if e.kind == Kind::Kernel {
                     self.arg_decls.forget(e.raw as *mut c_void);
+                    if let Some(r) = &self.residency {
+                        r.kernel_gone(e.raw as *mut c_void);
+                    }
                 }
                 if let Some(c) = e.charge {
                     c.let_go();

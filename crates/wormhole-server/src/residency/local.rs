@@ -1,0 +1,832 @@
+//! One tenant's side of delay storing.
+//!
+//! Three kinds of threads meet here. The serving thread holds the serve
+//! lock for the whole of each call (a [`super::Frame`]), and lets go of it
+//! only while it waits for the ledger; before a command it makes the
+//! command's objects resident. The residency thread reads the link: it
+//! hands answers to the waiting serving thread and, asked to evict, takes
+//! the serve lock (so the tenant is between calls), checks that no queue
+//! has work in flight, and evicts the least recently used objects. The
+//! library's threads run destructor callbacks, which forget objects.
+//!
+//! Locks: the serve lock, then the state's mutex, which is held only for
+//! bookkeeping and copies, never across an OpenCL call (a destructor
+//! callback, which takes it, may run inside one).
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use parking_lot::lock_api::{RawMutex as _, RawMutexTimed as _};
+use rustc_hash::{FxHashMap, FxHashSet};
+use wormhole_opencl_api::{
+    func, CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES, CL_SUCCESS,
+};
+use wormhole_residency::objects::{Backing, Key, Objects, Plan};
+use wormhole_residency::proto::{FromTenant, ToTenant, MAX_MESSAGE};
+use wormhole_residency::{Access, Policy};
+use wormhole_transport::arena::Arena;
+
+use super::link::{Answer, Link};
+use super::store::Store;
+use super::uses::{self, Changed, Uses};
+use super::{queues, ResidencyError, ARBITER_FD, STORE_FD};
+use crate::config::{Config, ResidencyMode};
+use crate::opencl::shared::{Placement, SharedBuffers};
+use crate::opencl::tenant::Tenant;
+use crate::opencl::{ffi, info_value};
+
+/// How long the residency thread waits for the serving thread to finish
+/// its call before it answers `Busy`.
+const LOCK_WAIT: Duration = Duration::from_millis(20);
+/// How long it waits for the queues' markers before it answers `Busy`.
+const DRAIN_WAIT: Duration = Duration::from_millis(20);
+/// Kernel arguments past this index are not tracked (a kernel's record
+/// stays small); a command using one keeps whatever else it names
+/// resident, and the argument is taken as written.
+const MAX_ARGS: u32 = 4096;
+
+const CL_MEM_SIZE: u32 = 0x1102;
+const CL_DEVICE_GLOBAL_MEM_SIZE: u32 = 0x101F;
+const CL_DEVICE_TYPE_ALL: u64 = 0xFFFF_FFFF;
+const CL_KERNEL_ARG_ADDRESS_QUALIFIER: u32 = 0x1196;
+const CL_KERNEL_ARG_ACCESS_QUALIFIER: u32 = 0x1197;
+const CL_KERNEL_ARG_TYPE_QUALIFIER: u32 = 0x1199;
+const CL_KERNEL_ARG_ADDRESS_CONSTANT: u32 = 0x119D;
+const CL_KERNEL_ARG_ACCESS_READ_ONLY: u32 = 0x11A0;
+const CL_KERNEL_ARG_TYPE_CONST: u64 = 1;
+
+static CURRENT: OnceLock<Arc<Residency>> = OnceLock::new();
+
+/// This process's residency, once started.
+pub(super) fn current() -> Option<&'static Arc<Residency>> {
+    CURRENT.get()
+}
+
+/// The memory of the first device the server exports (what the library
+/// reports), 0 if there is none.
+pub(super) fn device_memory(filters: &[String]) -> u64 {
+    static MEM: OnceLock<u64> = OnceLock::new();
+    *MEM.get_or_init(|| {
+        for p in crate::opencl::platforms(filters) {
+            let mut dev: *mut c_void = std::ptr::null_mut();
+            // SAFETY: a platform the library listed; room for one device.
+            let s = unsafe {
+                ffi::clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &mut dev, std::ptr::null_mut())
+            };
+            if s == CL_SUCCESS && !dev.is_null() {
+                // SAFETY: a device the library gave us; the answer is a
+                // cl_ulong.
+                let mem = unsafe {
+                    info_value::<u64>(ffi::clGetDeviceInfo, dev, CL_DEVICE_GLOBAL_MEM_SIZE)
+                };
+                return mem.unwrap_or(0);
+            }
+        }
+        0
+    })
+}
+
+/// The lock a call holds, and the evictor takes between calls. The serving
+/// thread's holding is remembered, so that letting go of it while waiting
+/// is a no-op where it does not hold it.
+struct ServeLock {
+    raw: parking_lot::RawMutex,
+    serving: AtomicBool,
+}
+
+impl ServeLock {
+    fn enter(&self) {
+        self.raw.lock();
+        self.serving.store(true, Ordering::Relaxed);
+    }
+
+    fn leave(&self) {
+        if self.serving.swap(false, Ordering::Relaxed) {
+            // SAFETY: the serving thread holds the lock (`serving` was set
+            // by its `enter`, and only it clears it).
+            unsafe { self.raw.unlock() };
+        }
+    }
+
+    /// The serving thread waits: the evictor may run meanwhile.
+    fn pause(&self) -> bool {
+        let held = self.serving.load(Ordering::Relaxed);
+        self.leave();
+        held
+    }
+
+    fn resume(&self, held: bool) {
+        if held {
+            self.enter();
+        }
+    }
+}
+
+/// A kernel argument residency knows of.
+#[derive(Debug, Clone, Copy, Default)]
+struct ArgSlot {
+    /// The memory object (library handle), 0 for none.
+    mem: usize,
+    /// Whether the kernel may write it (asked of the library once).
+    writes: Option<bool>,
+}
+
+struct State {
+    objs: Objects,
+    /// Evictable objects: where their bytes lie in the arena.
+    places: FxHashMap<Key, Placement>,
+    /// Sub-buffers and images made from a buffer: their buffer.
+    aliases: FxHashMap<Key, Key>,
+    kernels: FxHashMap<usize, Vec<ArgSlot>>,
+    /// Queues with commands on tracked objects since last seen drained.
+    queues: FxHashSet<usize>,
+    store: Store,
+    /// The last command's objects (kept to spare an allocation per call).
+    scratch: Vec<(Key, Access)>,
+}
+
+impl State {
+    fn root(&self, raw: Key) -> Key {
+        *self.aliases.get(&raw).unwrap_or(&raw)
+    }
+
+    /// The tracked objects a command uses, as their roots.
+    fn resolve(&self, u: &Uses, out: &mut Vec<(Key, Access)>) {
+        let mut add = |raw: usize, a: Access| {
+            if raw == 0 {
+                return;
+            }
+            let k = self.root(raw as Key);
+            if self.objs.get(k).is_some() {
+                out.push((k, a));
+            }
+        };
+        match u {
+            Uses::None => {}
+            Uses::Mems { mems, n, .. } => {
+                for &(m, a) in &mems[..(*n).min(2)] {
+                    add(m, a);
+                }
+            }
+            Uses::Kernel { kernel, .. } => {
+                if let Some(args) = self.kernels.get(kernel) {
+                    for s in args {
+                        let a = if s.writes.unwrap_or(true) {
+                            Access::Write
+                        } else {
+                            Access::Read
+                        };
+                        add(s.mem, a);
+                    }
+                }
+            }
+            Uses::List { mems, .. } => {
+                for &m in mems {
+                    add(m, Access::Read);
+                }
+            }
+        }
+    }
+
+    /// Forgets an object the library destroyed; its resident bytes.
+    fn forget(&mut self, key: Key) -> u64 {
+        self.places.remove(&key);
+        self.store.free_piece(key);
+        self.objs.remove(key).map_or(0, |r| r.resident)
+    }
+
+    /// Saves `key` (if it must be) and gives its pages back. Returns
+    /// whether it was saved.
+    fn evict_one(&mut self, key: Key, arena: &SharedBuffers) -> Result<bool, ResidencyError> {
+        let p = self
+            .places
+            .get(&key)
+            .cloned()
+            .ok_or(ResidencyError::NotPlaced(key))?;
+        let started = Instant::now();
+        // Out of the directory first: the client's copies in place stop,
+        // and any it wrote count.
+        if arena.withdraw(key as *mut c_void) {
+            self.objs.mark_dirty(key);
+        }
+        let policy = self.objs.policy();
+        let save = self.objs.get(key).is_some_and(|o| o.needs_save(policy));
+        if save {
+            if let Err(e) = self.save_with_room(key, &p, arena.arena()) {
+                arena.republish(key as *mut c_void);
+                return Err(e);
+            }
+        }
+        if let Err(e) = arena.discard(&p.range) {
+            arena.republish(key as *mut c_void);
+            return Err(e.into());
+        }
+        let ns = started.elapsed().as_nanos() as u64;
+        if let Err(e) = self.objs.evicted(key, save, ns) {
+            log::error!("residency: {e}");
+        }
+        Ok(save)
+    }
+
+    /// Saves `key`'s bytes, dropping store copies of resident objects (the
+    /// least recently used first) when the store is full.
+    fn save_with_room(
+        &mut self,
+        key: Key,
+        p: &Placement,
+        arena: &Arena,
+    ) -> Result<(), ResidencyError> {
+        let src = arena
+            .ptr_at(p.data, p.size as usize)
+            .ok_or(ResidencyError::NotPlaced(key))?;
+        let mut spare = self.objs.stored_and_resident().into_iter();
+        loop {
+            // SAFETY: `src` is the buffer's `size` bytes inside the arena's
+            // mapping (checked by `ptr_at`); the client may write them
+            // meanwhile, which the directory's withdrawal detects.
+            match unsafe { self.store.save(key, src, p.size) } {
+                Err(ResidencyError::StoreFull(n)) => {
+                    let Some(other) = spare.by_ref().find(|&k| k != key) else {
+                        return Err(ResidencyError::StoreFull(n));
+                    };
+                    if self.objs.drop_backing(other) {
+                        self.store.free_piece(other);
+                    }
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// Brings `key`'s bytes back from its backing and puts it back in the
+    /// directory.
+    fn restore_one(&mut self, key: Key, arena: &SharedBuffers) -> Result<(), ResidencyError> {
+        let p = self
+            .places
+            .get(&key)
+            .cloned()
+            .ok_or(ResidencyError::NotPlaced(key))?;
+        let started = Instant::now();
+        match self.objs.get(key).map(|o| o.backing) {
+            // Zeros: punched pages read as zeros (again, in case the client
+            // wrote into them while they were out).
+            Some(Backing::Zero) => arena.discard(&p.range)?,
+            Some(Backing::Stored) => {
+                let dst = arena
+                    .arena()
+                    .ptr_at(p.data, p.size as usize)
+                    .ok_or(ResidencyError::NotPlaced(key))?;
+                // SAFETY: `dst` is the buffer's bytes in the arena's
+                // mapping, which nothing on the device touches (the object
+                // is not resident, so no command used it since).
+                unsafe { self.store.load(key, dst, p.size)? };
+            }
+            _ => return Err(ResidencyError::NoBacking(key)),
+        }
+        arena.republish(key as *mut c_void);
+        let ns = started.elapsed().as_nanos() as u64;
+        if let Err(e) = self.objs.restored(key, ns) {
+            log::error!("residency: {e}");
+        }
+        Ok(())
+    }
+}
+
+/// A tenant's residency.
+pub struct Residency {
+    policy: Policy,
+    serve: ServeLock,
+    state: Mutex<State>,
+    link: Link,
+    arena: Arc<SharedBuffers>,
+    /// The device's last tenant is this one, as far as it knows (the
+    /// paper's per-core "last VM" check, kept on the tenant's side: set by
+    /// its own switch, cleared when the ledger says another used the
+    /// device).
+    is_last: AtomicBool,
+}
+
+/// What a destructor callback needs.
+struct Watch {
+    res: Arc<Residency>,
+    alias: bool,
+}
+
+/// The library destroyed a tracked object: forget it, give its bytes back.
+extern "C" fn gone(mem: *mut c_void, user: *mut c_void) {
+    // SAFETY: `user` is the Box leaked in `watch`, and the library calls a
+    // destructor callback exactly once.
+    let w = unsafe { Box::from_raw(user as *mut Watch) };
+    let key = mem as Key;
+    if w.alias {
+        w.res.state().aliases.remove(&key);
+        return;
+    }
+    let freed = w.res.state().forget(key);
+    if freed > 0 {
+        w.res.link.send(&FromTenant::Release { bytes: freed });
+    }
+}
+
+/// A memory object's size, as the library reports it.
+fn mem_size(raw: *mut c_void) -> u64 {
+    // SAFETY: a live memory object the library just made; a size_t.
+    unsafe { info_value::<usize>(ffi::clGetMemObjectInfo, raw, CL_MEM_SIZE) }
+        .map_or(0, |s| s as u64)
+}
+
+/// Whether kernel argument `index` may be written by the kernel: not if it
+/// is `__constant`, points to `const`, or is a `read_only` image.
+fn arg_writes(kernel: usize, index: u32) -> bool {
+    let k = kernel as *mut c_void;
+    let ask = |param: u32, size: usize, out: *mut c_void| {
+        // SAFETY: a kernel from the tenant's table (the call that set the
+        // argument just used it); `out` holds `size` bytes.
+        unsafe { ffi::clGetKernelArgInfo(k, index, param, size, out, std::ptr::null_mut()) }
+    };
+    let mut addr = 0u32;
+    let mut access = 0u32;
+    let mut qual = 0u64;
+    let ok = ask(
+        CL_KERNEL_ARG_ADDRESS_QUALIFIER,
+        4,
+        (&mut addr as *mut u32).cast(),
+    ) == CL_SUCCESS
+        && ask(
+            CL_KERNEL_ARG_ACCESS_QUALIFIER,
+            4,
+            (&mut access as *mut u32).cast(),
+        ) == CL_SUCCESS
+        && ask(
+            CL_KERNEL_ARG_TYPE_QUALIFIER,
+            8,
+            (&mut qual as *mut u64).cast(),
+        ) == CL_SUCCESS;
+    !(ok && (addr == CL_KERNEL_ARG_ADDRESS_CONSTANT
+        || qual & CL_KERNEL_ARG_TYPE_CONST != 0
+        || access == CL_KERNEL_ARG_ACCESS_READ_ONLY))
+}
+
+impl Residency {
+    /// Starts residency on the link the listener passed (fd 4), with the
+    /// store it passed (fd 5) or a memory file, of `store_size` bytes or
+    /// else `cap` (the most the tenant may hold). Buffers go in `shared`, or,
+    /// where the client maps no arena (TCP, shared buffers off), in an
+    /// arena of the tenant's own.
+    pub(super) fn start(
+        config: &Config,
+        shared: Option<Arc<SharedBuffers>>,
+        cap: u64,
+    ) -> Result<(Arc<Residency>, Arc<SharedBuffers>), ResidencyError> {
+        let sock = super::store::inherited(ARBITER_FD).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no link to the device's ledger on fd 4 (not started by a listener with one)",
+            )
+        })?;
+        let ty = nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::SockType)?;
+        if ty != nix::sys::socket::SockType::SeqPacket {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "fd 4 is not the ledger's socket",
+            )
+            .into());
+        }
+        let arena = match shared {
+            Some(a) => a,
+            None => {
+                let len = match config.shared_buffers {
+                    0 => 64 << 30,
+                    n => usize::try_from(n).unwrap_or(64 << 30),
+                };
+                SharedBuffers::new(Arena::create(len)?)
+            }
+        };
+        let device = device_memory(&config.platforms);
+        let size = match config.store_size {
+            0 => cap,
+            s => s,
+        };
+        let store_fd = config
+            .store_dir
+            .as_ref()
+            .and_then(|_| super::store::inherited(STORE_FD));
+        let store = Store::open(store_fd, size)?;
+        let policy = match config.residency {
+            ResidencyMode::Eager => Policy::Eager,
+            ResidencyMode::Delay | ResidencyMode::Off => Policy::Delay,
+        };
+        let r = Arc::new(Residency {
+            policy,
+            serve: ServeLock {
+                raw: parking_lot::RawMutex::INIT,
+                serving: AtomicBool::new(false),
+            },
+            state: Mutex::new(State {
+                objs: Objects::new(policy),
+                places: FxHashMap::default(),
+                aliases: FxHashMap::default(),
+                kernels: FxHashMap::default(),
+                queues: FxHashSet::default(),
+                store,
+                scratch: Vec::new(),
+            }),
+            link: Link::new(sock),
+            arena: arena.clone(),
+            is_last: AtomicBool::new(false),
+        });
+        r.link.send(&FromTenant::Hello { device_mem: device });
+        let reader = r.clone();
+        std::thread::Builder::new()
+            .name("wh-residency".into())
+            .spawn(move || reader.read_loop())?;
+        let _ = CURRENT.set(r.clone());
+        Ok((r, arena))
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(super) fn enter(&self) {
+        self.serve.enter();
+    }
+
+    pub(super) fn leave(&self) {
+        self.serve.leave();
+    }
+
+    /// Asks the ledger with the serve lock let go, so that this tenant's
+    /// own idle objects can be evicted to make the room asked for.
+    fn ask(&self, make: impl FnOnce(u32) -> FromTenant) -> Answer {
+        let held = self.serve.pause();
+        let a = self.link.ask(make);
+        self.serve.resume(held);
+        a
+    }
+
+    /// Before a call: the command's objects resident, its queue tracked.
+    pub(super) fn prepare(&self, t: &Tenant, func: u32, req: &[u8]) -> Result<(), i32> {
+        let u = uses::of(t, func, req);
+        let queue = u.queue();
+        if queue == 0 {
+            return Ok(());
+        }
+        let mut st = self.state();
+        let mut list = std::mem::take(&mut st.scratch);
+        list.clear();
+        st.resolve(&u, &mut list);
+        if list.is_empty() {
+            st.scratch = list;
+            return Ok(());
+        }
+        // The method's check: this tenant used the device last, and what
+        // it uses is still there. Then nothing moves and nobody is asked.
+        let here =
+            self.is_last.load(Ordering::Acquire) && list.iter().all(|&(k, _)| st.objs.is_valid(k));
+        if !here {
+            drop(st);
+            return self.slow(list, queue);
+        }
+        for &(k, a) in &list {
+            st.objs.touch(k, a);
+        }
+        let new = st.queues.insert(queue);
+        st.scratch = list;
+        drop(st);
+        if new {
+            queues::hold(queue);
+        }
+        Ok(())
+    }
+
+    fn slow(&self, list: Vec<(Key, Access)>, queue: usize) -> Result<(), i32> {
+        let plan = self.make_resident(&list)?;
+        let mut st = self.state();
+        for &(k, a) in &list {
+            st.objs.touch(k, a);
+        }
+        for &k in &plan.pinned {
+            st.objs.unpin(k);
+        }
+        let new = st.queues.insert(queue);
+        let c = st.objs.counters;
+        drop(st);
+        if new {
+            queues::hold(queue);
+        }
+        if !plan.restore.is_empty() {
+            self.link.send(&FromTenant::Stats(c));
+        }
+        Ok(())
+    }
+
+    /// A switch if another tenant used the device since, then room for
+    /// what must come back, then the copies back. The used objects are
+    /// pinned meanwhile (and stay so: the caller unpins them).
+    fn make_resident(&self, list: &[(Key, Access)]) -> Result<Plan, i32> {
+        let switched = !self.is_last.load(Ordering::Acquire);
+        if switched {
+            if self.policy == Policy::Eager {
+                // The previous tenant is saved first (the baseline's rule).
+                if self.ask(|seq| FromTenant::Active { seq }) == Answer::Dead {
+                    self.is_last.store(true, Ordering::Release);
+                }
+            } else {
+                // Only the ledger's order of use changes: no answer.
+                self.is_last.store(true, Ordering::Release);
+                self.link.send(&FromTenant::Active { seq: 0 });
+            }
+            self.state().objs.switch_in();
+        }
+        let all = switched && self.policy == Policy::Eager;
+        let plan = self.state().objs.plan(list, all);
+        if plan.bytes == 0 {
+            return Ok(plan);
+        }
+        let bytes = plan.bytes;
+        let a = self.ask(|seq| FromTenant::Need {
+            seq,
+            bytes,
+            restore: true,
+        });
+        let mut st = self.state();
+        if a == Answer::No {
+            for &k in &plan.pinned {
+                st.objs.unpin(k);
+            }
+            log::info!(
+                "tenant {}: no room to restore {bytes} bytes: the command fails",
+                std::process::id()
+            );
+            return Err(CL_MEM_OBJECT_ALLOCATION_FAILURE);
+        }
+        let mut back = 0u64;
+        let mut failed = None;
+        for &k in &plan.restore {
+            let Some(size) = st.objs.get(k).filter(|o| !o.valid).map(|o| o.size) else {
+                continue;
+            };
+            match st.restore_one(k, &self.arena) {
+                Ok(()) => back += size,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = &failed {
+            for &k in &plan.pinned {
+                st.objs.unpin(k);
+            }
+            log::error!("tenant {}: restoring an object: {e}", std::process::id());
+        }
+        drop(st);
+        if bytes > back && a == Answer::Yes {
+            self.link.send(&FromTenant::Release {
+                bytes: bytes - back,
+            });
+        }
+        match failed {
+            Some(_) => Err(CL_OUT_OF_RESOURCES),
+            None => Ok(plan),
+        }
+    }
+
+    /// A memory object the library just made for this tenant: counted
+    /// against the device (refused: `CL_MEM_OBJECT_ALLOCATION_FAILURE`),
+    /// tracked until the library destroys it.
+    pub(crate) fn created(self: &Arc<Self>, raw: *mut c_void) -> Result<(), i32> {
+        let key = raw as Key;
+        let placement = self.arena.placement(raw);
+        if placement.is_none() {
+            if let Some(parent) = crate::opencl::shared::associated(raw) {
+                // A sub-buffer or an image of a buffer: its buffer's bytes.
+                let mut st = self.state();
+                let root = st.root(parent as Key);
+                if st.places.contains_key(&root) {
+                    st.aliases.insert(key, root);
+                    drop(st);
+                    self.watch(raw, true);
+                }
+                return Ok(());
+            }
+        }
+        let (size, evictable, zeroed) = match &placement {
+            Some(p) => (p.size, true, p.zeroed),
+            None => (mem_size(raw), false, false),
+        };
+        if size > 0 {
+            let a = self.ask(|seq| FromTenant::Need {
+                seq,
+                bytes: size,
+                restore: false,
+            });
+            if a == Answer::No {
+                return Err(CL_MEM_OBJECT_ALLOCATION_FAILURE);
+            }
+        }
+        {
+            let mut st = self.state();
+            // An entry left by an object whose end we missed.
+            let stale = st.forget(key);
+            if stale > 0 {
+                self.link.send(&FromTenant::Release { bytes: stale });
+            }
+            let _ = st.objs.insert(key, size, evictable, zeroed);
+            if let Some(p) = placement {
+                st.places.insert(key, p);
+            }
+        }
+        self.watch(raw, false);
+        Ok(())
+    }
+
+    /// Learns when the library destroys `raw`.
+    fn watch(self: &Arc<Self>, raw: *mut c_void, alias: bool) {
+        let user = Box::into_raw(Box::new(Watch {
+            res: self.clone(),
+            alias,
+        }));
+        // SAFETY: a live memory object; `gone` takes the box.
+        let s =
+            unsafe { ffi::clSetMemObjectDestructorCallback(raw, gone as *mut c_void, user.cast()) };
+        if s != CL_SUCCESS {
+            // SAFETY: the callback was refused, so the box is still ours.
+            drop(unsafe { Box::from_raw(user) });
+            // Without its end we cannot track it: not counted, not moved.
+            let key = raw as Key;
+            let mut st = self.state();
+            if alias {
+                st.aliases.remove(&key);
+            } else {
+                let freed = st.forget(key);
+                drop(st);
+                if freed > 0 {
+                    self.link.send(&FromTenant::Release { bytes: freed });
+                }
+            }
+            log::warn!("residency: no destructor callback ({s}): an object is not tracked");
+        }
+    }
+
+    /// The tenant let go of a kernel: its arguments are no longer asked.
+    pub(crate) fn kernel_gone(&self, kernel: *mut c_void) {
+        self.state().kernels.remove(&(kernel as usize));
+    }
+
+    /// After a call: kernel arguments set or cloned, mappings made or
+    /// undone (a mapped object is pinned while any mapping of it lives).
+    pub(super) fn after(&self, t: &Tenant, req: &[u8], status: i32) {
+        let Some((f, _)) = uses::header(req) else {
+            return;
+        };
+        if !matches!(
+            f,
+            func::clSetKernelArg
+                | func::clCloneKernel
+                | func::clEnqueueMapBuffer
+                | func::clEnqueueMapImage
+                | func::clEnqueueUnmapMemObject
+        ) {
+            return;
+        }
+        match uses::changed(t, req) {
+            Changed::None => {}
+            Changed::KernelArg { kernel, index, mem } if status == CL_SUCCESS => {
+                self.set_arg(kernel, index, mem)
+            }
+            Changed::Cloned { from, to } if status == CL_SUCCESS => {
+                let mut st = self.state();
+                if let Some(args) = st.kernels.get(&from).cloned() {
+                    st.kernels.insert(to, args);
+                }
+            }
+            Changed::Mapping { mem } => {
+                let mut st = self.state();
+                let root = st.root(mem as Key);
+                let n = t
+                    .mappings
+                    .values()
+                    .filter(|m| st.root(m.mem() as Key) == root)
+                    .count();
+                st.objs.set_pins(root, n as u32);
+            }
+            _ => {}
+        }
+    }
+
+    fn set_arg(&self, kernel: usize, index: u32, mem: usize) {
+        if index >= MAX_ARGS {
+            return;
+        }
+        let i = index as usize;
+        let known = self
+            .state()
+            .kernels
+            .get(&kernel)
+            .and_then(|v| v.get(i))
+            .and_then(|s| s.writes);
+        let writes = match (mem, known) {
+            (0, k) => k,
+            (_, Some(w)) => Some(w),
+            (_, None) => Some(arg_writes(kernel, index)),
+        };
+        let mut st = self.state();
+        let args = st.kernels.entry(kernel).or_default();
+        if args.len() <= i {
+            args.resize(i + 1, ArgSlot::default());
+        }
+        args[i] = ArgSlot { mem, writes };
+    }
+
+    /// The residency thread: answers, displacements, requests to evict.
+    fn read_loop(self: Arc<Self>) {
+        let mut buf = [0u8; MAX_MESSAGE + 1];
+        while let Some(n) = self.link.recv(&mut buf) {
+            match ToTenant::decode(&buf[..n]) {
+                Ok(ToTenant::Grant { seq }) => self.link.deliver(seq, true),
+                Ok(ToTenant::Refuse { seq }) => self.link.deliver(seq, false),
+                Ok(ToTenant::Switched { seq }) => {
+                    self.is_last.store(true, Ordering::Release);
+                    self.link.deliver(seq, true);
+                }
+                Ok(ToTenant::Displaced) => self.is_last.store(false, Ordering::Release),
+                Ok(ToTenant::Evict { seq, bytes }) => self.on_evict(seq, bytes),
+                Err(e) => log::warn!("residency: a bad message from the listener: {e}"),
+            }
+        }
+        self.link.die();
+    }
+
+    /// Evicts idle objects for at least `bytes` (all for `u64::MAX`), if
+    /// the tenant is between calls with nothing in flight; else `Busy`.
+    fn on_evict(&self, seq: u32, bytes: u64) {
+        if !self.serve.raw.try_lock_for(LOCK_WAIT) {
+            self.link.send(&FromTenant::Busy { seq });
+            return;
+        }
+        let held: Vec<usize> = self.state().queues.iter().copied().collect();
+        let done = queues::drained(&held, DRAIN_WAIT);
+        let idle = done.len() == held.len();
+        let answer = if idle {
+            let mut st = self.state();
+            let mut freed = 0u64;
+            let mut saved = 0u64;
+            for v in st.objs.victims(bytes) {
+                match st.evict_one(v.key, &self.arena) {
+                    Ok(s) => {
+                        freed += v.size;
+                        if s {
+                            saved += v.size;
+                        }
+                    }
+                    Err(e) => log::warn!("residency: evicting an object: {e}"),
+                }
+            }
+            FromTenant::Evicted { seq, freed, saved }
+        } else {
+            FromTenant::Busy { seq }
+        };
+        {
+            let mut st = self.state();
+            for q in &done {
+                st.queues.remove(q);
+            }
+        }
+        // SAFETY: this thread took the lock above (try_lock_for succeeded).
+        unsafe { self.serve.raw.unlock() };
+        for q in done {
+            queues::let_go(q);
+        }
+        self.link.send(&answer);
+        if matches!(answer, FromTenant::Evicted { .. }) {
+            let c = self.state().objs.counters;
+            self.link.send(&FromTenant::Stats(c));
+        }
+    }
+
+    /// One line for the tenant's report.
+    pub(crate) fn summary(&self) -> String {
+        let st = self.state();
+        format!(
+            "residency ({}): {} objects, {} bytes resident, store {} of {} bytes; {}{}",
+            match self.policy {
+                Policy::Delay => "delay",
+                Policy::Eager => "eager",
+            },
+            st.objs.len(),
+            st.objs.resident(),
+            st.store.used(),
+            st.store.size(),
+            st.objs.counters,
+            if self.link.is_dead() {
+                "; no ledger (the listener is gone)"
+            } else {
+                ""
+            }
+        )
+    }
+}

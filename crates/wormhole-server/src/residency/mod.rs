@@ -1,0 +1,160 @@
+//! Delay storing in the server: a device's memory shared by more tenants
+//! than it holds (docs/delay-storing.md).
+//!
+//! The decisions are `wormhole_residency`'s (no I/O); this module does the
+//! moving and the talking:
+//!
+//! * in each tenant ([`Residency`], `local.rs`): before a command runs, the
+//!   memory objects it uses are made resident (`uses.rs` reads them from
+//!   the request; a kernel's from the arguments set on it); a thread of its
+//!   own answers the listener's requests to evict, once the serving thread
+//!   is between calls and the tenant's queues have nothing in flight
+//!   (`queues.rs`); evicted objects go to a host store (`store.rs`);
+//! * in the listener ([`arbiter`]): one ledger per device, which every
+//!   tenant asks before it makes an object resident, over a socket pair it
+//!   inherits at start (`spawn.rs`; fd [`ARBITER_FD`]);
+//!
+//! On a CPU device an object the server can evict is a buffer whose
+//! storage is a piece of the tenant's arena (`opencl::shared`): its handle,
+//! and so every kernel argument and sub-buffer naming it, stays as it is,
+//! and only its pages go (saved to the store first if dirty) and come back.
+//! Other memory objects (images not made from a buffer, buffers over a
+//! host pointer) are counted in the ledger and stay resident.
+
+pub mod arbiter;
+mod link;
+mod local;
+mod queues;
+pub mod spawn;
+mod store;
+mod uses;
+
+use std::os::fd::RawFd;
+use std::sync::Arc;
+
+use thiserror::Error;
+
+pub use local::Residency;
+
+use crate::config::Config;
+use crate::opencl::tenant::Tenant;
+
+/// Where a tenant finds its end of the socket pair to its device's ledger.
+pub const ARBITER_FD: RawFd = 4;
+/// Where a tenant finds its store file, when the listener opened one in
+/// `store_dir`.
+pub const STORE_FD: RawFd = 5;
+
+#[derive(Debug, Error)]
+pub enum ResidencyError {
+    #[error("I/O: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Sys(#[from] nix::Error),
+    #[error("the host store is full ({0} bytes)")]
+    StoreFull(u64),
+    #[error("object {0:#x} has no place in the arena")]
+    NotPlaced(u64),
+    #[error("object {0:#x} has nothing to restore from")]
+    NoBacking(u64),
+    #[error("the arena: {0}")]
+    Arena(#[from] wormhole_transport::TransportError),
+}
+
+/// Makes the descriptors the listener passed for residency this process's
+/// own (closed across exec, so that the library's children, PoCL's
+/// linker, never hold them).
+pub fn claim_fds(config: &Config) {
+    if !config.ledger() {
+        return;
+    }
+    for fd in [ARBITER_FD, STORE_FD] {
+        // SAFETY: fcntl on a descriptor number; one not open fails (EBADF)
+        // and changes nothing.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+    }
+}
+
+/// The most one tenant may hold resident: its `tenant_memory`, and never
+/// more than the device lends all tenants (what its store must hold at
+/// most, and what the ledger lets it hold).
+fn tenant_cap(config: &Config) -> u64 {
+    let budget = match config.device_memory {
+        0 => local::device_memory(&config.platforms),
+        b => b,
+    };
+    match (config.tenant_memory, budget) {
+        (0, b) | (b, 0) => b,
+        (q, b) => q.min(b),
+    }
+}
+
+/// Starts residency in a tenant whose OpenCL state is `t` (its arena, if
+/// any, already in place): a ledger must be configured and the listener
+/// must have passed the link. A tenant that cannot start it serves on
+/// without it, and says so.
+pub fn attach(t: &mut Tenant, config: &Config) {
+    if !config.ledger() || !config.opencl {
+        return;
+    }
+    match Residency::start(config, t.shared.clone(), tenant_cap(config)) {
+        Ok((r, arena)) => {
+            t.shared = Some(arena);
+            t.residency = Some(r);
+        }
+        Err(e) => log::warn!(
+            "tenant {}: no residency ({e}): this tenant is not counted against the device",
+            std::process::id()
+        ),
+    }
+}
+
+/// A frame's hold on residency: while it lives, this tenant's objects are
+/// not evicted (the serving thread is in a call, or about to reply to it).
+pub struct Frame(Option<Arc<Residency>>);
+
+impl Frame {
+    #[inline]
+    pub fn begin(t: &Tenant) -> Frame {
+        match &t.residency {
+            Some(r) => {
+                r.enter();
+                Frame(Some(r.clone()))
+            }
+            None => Frame(None),
+        }
+    }
+
+    /// After the call ran (and any bulk transfer into it): what it changed
+    /// that residency tracks (kernel arguments, mappings).
+    #[inline]
+    pub fn after(&self, t: &Tenant, req: &[u8], status: i32) {
+        if let Some(r) = &self.0 {
+            r.after(t, req, status);
+        }
+    }
+}
+
+impl Drop for Frame {
+    fn drop(&mut self) {
+        if let Some(r) = &self.0 {
+            r.leave();
+        }
+    }
+}
+
+/// Before a call runs: makes the memory objects a command uses resident.
+/// Fails the call (`CL_MEM_OBJECT_ALLOCATION_FAILURE`) when the device
+/// could not make room for what must come back.
+#[inline]
+pub fn ready(t: &Tenant, func: u32, req: &[u8]) -> Result<(), i32> {
+    match &t.residency {
+        Some(r) => r.prepare(t, func, req),
+        None => Ok(()),
+    }
+}
+
+/// This tenant's residency, for its `SIGUSR1` report.
+pub fn report_line() -> Option<String> {
+    local::current().map(|r| r.summary())
+}

@@ -1,0 +1,233 @@
+//! A tenant's host store: where its evicted objects' bytes wait. One file:
+//! a memory file of its own by default, or a file the listener opened
+//! (unlinked, `O_TMPFILE`) in `store_dir` and passed down, so that a
+//! confined tenant opens no path. Either way only the tenant holds it, so
+//! when the tenant ends, however it ends, the file and its space go too.
+//! The file is sparse: space is used as objects are saved, and given back
+//! (punched) as they are freed.
+
+use std::fs::File;
+use std::ops::Range;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+use range_alloc::RangeAllocator;
+use rustc_hash::FxHashMap;
+
+use super::ResidencyError;
+use wormhole_residency::objects::Key;
+
+/// Pieces are whole pages, so that a freed one gives its space back.
+const PAGE: u64 = 4096;
+
+pub(super) struct Store {
+    file: File,
+    size: u64,
+    free: RangeAllocator<u64>,
+    /// Each saved object's piece.
+    pieces: FxHashMap<Key, Range<u64>>,
+}
+
+impl Store {
+    /// A store of `size` bytes in `fd` (the listener's file), or else in a
+    /// memory file of our own.
+    pub(super) fn open(fd: Option<OwnedFd>, size: u64) -> Result<Store, ResidencyError> {
+        let size = size.max(PAGE) / PAGE * PAGE;
+        let fd = match fd {
+            Some(fd) => fd,
+            None => nix::sys::memfd::memfd_create(
+                c"wormhole-store",
+                nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC,
+            )?,
+        };
+        let file = File::from(fd);
+        file.set_len(size)?;
+        Ok(Store {
+            file,
+            size,
+            free: RangeAllocator::new(0..size),
+            pieces: FxHashMap::default(),
+        })
+    }
+
+    pub(super) fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Bytes of pieces given out.
+    pub(super) fn used(&self) -> u64 {
+        self.pieces.values().map(|r| r.end - r.start).sum()
+    }
+
+    /// Copies `len` bytes at `src` into `key`'s piece (given one first).
+    ///
+    /// # Safety
+    /// `src` points to `len` readable bytes (another process may write them
+    /// meanwhile: the copy is then torn, which residency's callers allow
+    /// for, but never out of bounds).
+    pub(super) unsafe fn save(
+        &mut self,
+        key: Key,
+        src: *const u8,
+        len: u64,
+    ) -> Result<(), ResidencyError> {
+        let need = len.div_ceil(PAGE).max(1) * PAGE;
+        let piece = match self.pieces.get(&key) {
+            Some(r) if r.end - r.start >= need => r.clone(),
+            _ => {
+                self.free_piece(key);
+                let r = self
+                    .free
+                    .allocate_range(need)
+                    .map_err(|_| ResidencyError::StoreFull(self.size))?;
+                self.pieces.insert(key, r.clone());
+                r
+            }
+        };
+        // SAFETY: the caller's contract.
+        unsafe { pwrite_all(&self.file, src, len, piece.start) }
+    }
+
+    /// Copies `key`'s saved bytes to `dst`.
+    ///
+    /// # Safety
+    /// `dst` points to `len` writable bytes.
+    pub(super) unsafe fn load(
+        &self,
+        key: Key,
+        dst: *mut u8,
+        len: u64,
+    ) -> Result<(), ResidencyError> {
+        let piece = self
+            .pieces
+            .get(&key)
+            .ok_or(ResidencyError::NoBacking(key))?;
+        if piece.end - piece.start < len {
+            return Err(ResidencyError::NoBacking(key));
+        }
+        // SAFETY: the caller's contract.
+        unsafe { pread_exact(&self.file, dst, len, piece.start) }
+    }
+
+    /// Gives `key`'s piece back, its space too.
+    pub(super) fn free_piece(&mut self, key: Key) {
+        if let Some(r) = self.pieces.remove(&key) {
+            let punched = nix::fcntl::fallocate(
+                self.file.as_raw_fd(),
+                nix::fcntl::FallocateFlags::FALLOC_FL_PUNCH_HOLE
+                    | nix::fcntl::FallocateFlags::FALLOC_FL_KEEP_SIZE,
+                r.start as libc::off_t,
+                (r.end - r.start) as libc::off_t,
+            );
+            if let Err(e) = punched {
+                log::debug!("store: giving space back: {e}");
+            }
+            self.free.free_range(r);
+        }
+    }
+}
+
+/// Takes the descriptor at `fd` if it is open (the listener's store file).
+pub(super) fn inherited(fd: i32) -> Option<OwnedFd> {
+    // SAFETY: F_GETFD on a descriptor number only asks whether it is open.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return None;
+    }
+    // SAFETY: the listener put this descriptor here for us alone, and
+    // nothing else in the process took it (claim_fds marked it).
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// # Safety
+/// `src` points to `len` readable bytes.
+unsafe fn pwrite_all(
+    f: &File,
+    mut src: *const u8,
+    mut len: u64,
+    mut at: u64,
+) -> Result<(), ResidencyError> {
+    while len > 0 {
+        let chunk = len.min(1 << 30) as usize;
+        // SAFETY: `src` holds `len` >= `chunk` readable bytes (the
+        // caller's contract).
+        let n = unsafe { libc::pwrite(f.as_raw_fd(), src.cast(), chunk, at as libc::off_t) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e.into());
+        }
+        if n == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into());
+        }
+        let n = n as u64;
+        // SAFETY: n <= chunk <= len: still inside the caller's bytes.
+        src = unsafe { src.add(n as usize) };
+        len -= n;
+        at += n;
+    }
+    Ok(())
+}
+
+/// # Safety
+/// `dst` points to `len` writable bytes.
+unsafe fn pread_exact(
+    f: &File,
+    mut dst: *mut u8,
+    mut len: u64,
+    mut at: u64,
+) -> Result<(), ResidencyError> {
+    while len > 0 {
+        let chunk = len.min(1 << 30) as usize;
+        // SAFETY: `dst` holds `len` >= `chunk` writable bytes (the caller's
+        // contract).
+        let n = unsafe { libc::pread(f.as_raw_fd(), dst.cast(), chunk, at as libc::off_t) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e.into());
+        }
+        if n == 0 {
+            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+        }
+        let n = n as u64;
+        // SAFETY: n <= chunk <= len: still inside the caller's bytes.
+        dst = unsafe { dst.add(n as usize) };
+        len -= n;
+        at += n;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saves_and_loads_and_gives_space_back() {
+        let mut s = Store::open(None, 3 * PAGE).expect("store");
+        let a = vec![7u8; 5000];
+        let b = vec![9u8; 4096];
+        // SAFETY: pointers into live vectors of the lengths given.
+        unsafe {
+            s.save(1, a.as_ptr(), a.len() as u64).expect("two pages");
+            s.save(2, b.as_ptr(), b.len() as u64).expect("one page");
+            assert!(matches!(
+                s.save(3, b.as_ptr(), 1),
+                Err(ResidencyError::StoreFull(_))
+            ));
+            let mut back = vec![0u8; 5000];
+            s.load(1, back.as_mut_ptr(), 5000).expect("load");
+            assert_eq!(back, a);
+            assert!(s.load(3, back.as_mut_ptr(), 1).is_err());
+            // A second save of the same object reuses its piece.
+            s.save(2, a.as_ptr(), 4096).expect("same piece");
+            assert_eq!(s.used(), 3 * PAGE);
+            s.free_piece(1);
+            s.save(3, b.as_ptr(), 4096).expect("room again");
+        }
+        assert_eq!(s.used(), 2 * PAGE);
+    }
+}
