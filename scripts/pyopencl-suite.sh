@@ -5,18 +5,29 @@
 # when a test passes natively but not through Wormhole, unless
 # scripts/pyopencl-known-differences.txt lists it with its cause.
 #
-#   scripts/pyopencl-suite.sh [--subset|--full] [--work DIR] [--keep-going]
+#   scripts/pyopencl-suite.sh [--subset|--full] [--work DIR] [--pressure]
 #
 #   --subset   the files CI runs (SUBSET_FILES below; a few minutes)
 #   --full     every test file of the sdist (default)
 #   --work DIR venv, tests, reports (default target/pyopencl-suite)
+#   --pressure the remoted run through a server that lends the device to
+#              more than it holds (delay storing: --oversubscribe with a
+#              device budget of $PRESSURE_BUDGET, default 12M), with three
+#              pytest workers at once and, beside them, four loops of
+#              tests/opencl/pressure.c (about 7 MiB each, every run checking
+#              its own results), so that the tenants together hold more
+#              than twice the budget; it fails if a loop's run fails or the
+#              server never evicted. With PYOPENCL_REUSE_NATIVE=1 an
+#              earlier native report of the same mode is reused.
 #
 # Needs python3 with venv, PoCL (pocl-opencl-icd), cargo; network access to
-# PyPI. Reports: DIR/{native,remoted}.xml (junit), DIR/summary.txt.
+# PyPI. Reports: DIR/{native,remoted}.xml (junit), DIR/summary.txt (with
+# --pressure: DIR/pressure.xml, DIR/summary-pressure.txt).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MODE=full
+PRESSURE=0
 WORK=${WORK:-$ROOT/target/pyopencl-suite}
 PYOPENCL_VERSION=${PYOPENCL_VERSION:-2026.1.4}
 POCL_ICD=${POCL_ICD:-/etc/OpenCL/vendors/pocl.icd}
@@ -31,6 +42,7 @@ while [ $# -gt 0 ]; do
     --subset) MODE=subset ;;
     --full) MODE=full ;;
     --work) WORK=$2; shift ;;
+    --pressure) PRESSURE=1 ;;
     -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
@@ -63,7 +75,17 @@ echo "$TARGET/debug/libwormhole_opencl.so" > "$ICD_DIR/wormhole.icd"
 SOCK=$WORK/wh-$$.sock
 export POCL_CACHE_DIR=$WORK/pocl-cache   # kernels compiled once, shared by both runs
 mkdir -p "$POCL_CACHE_DIR"
-"$TARGET/debug/wormhole-server" --socket "$SOCK" > "$WORK/server.log" 2>&1 &
+SERVER_ARGS=()
+WORKERS=1
+REMOTED=remoted
+SUMMARY=summary.txt
+if [ "$PRESSURE" = 1 ]; then
+  SERVER_ARGS=(--oversubscribe --device-memory "${PRESSURE_BUDGET:-12M}")
+  WORKERS=3
+  REMOTED=pressure
+  SUMMARY=summary-pressure.txt
+fi
+"$TARGET/debug/wormhole-server" --socket "$SOCK" "${SERVER_ARGS[@]}" > "$WORK/server.log" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true; rm -f "$SOCK"' EXIT
 for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.1; done
@@ -81,21 +103,60 @@ run_suite() { # LABEL, then environment assignments
   local start=$SECONDS
   (cd "$TESTS" && env "$@" XDG_CACHE_HOME="$WORK/cache-$label" PYOPENCL_CACHE_FAILURE_FATAL=1 \
     PYTHONPATH="$ROOT/scripts" PYOPENCL_SUITE_HARD_TIMEOUT=$((PER_TEST_TIMEOUT + 60)) \
-    timeout 7200 "$VENV/bin/python" -m pytest -p no:cacheprovider -p pyopencl_watchdog -n 1 -q -rfE \
+    timeout 7200 "$VENV/bin/python" -m pytest -p no:cacheprovider -p pyopencl_watchdog -n "$WORKERS" -q -rfE \
       --timeout "$PER_TEST_TIMEOUT" --timeout-method thread --junitxml "$WORK/$label.xml" $FILES 2>&1 | tail -n 40) || true
   echo "$label: $((SECONDS - start)) s"
 }
-run_suite native OCL_ICD_VENDORS="$POCL_ICD" PYOPENCL_TEST=portable
+if [ "${PYOPENCL_REUSE_NATIVE:-0}" = 1 ] && [ -s "$WORK/native-$MODE.xml" ]; then
+  echo "== pyopencl $PYOPENCL_VERSION tests ($MODE), native: reusing the earlier report =="
+  cp "$WORK/native-$MODE.xml" "$WORK/native.xml"
+else
+  run_suite native OCL_ICD_VENDORS="$POCL_ICD" PYOPENCL_TEST=portable
+  [ -s "$WORK/native.xml" ] && cp "$WORK/native.xml" "$WORK/native-$MODE.xml"
+fi
 # Only Wormhole's ICD is visible to the remoted run. Its platform keeps the
 # remote name (WORMHOLE_PLATFORM_NAME=remote, a documented client option):
 # pyopencl keys its PoCL workarounds and its tests' helpers on the exact
 # name "Portable Computing Language" and fails under "Wormhole: ...".
-run_suite remoted OCL_ICD_VENDORS="$ICD_DIR" WORMHOLE_SERVER="unix:$SOCK" \
+LOOPS=()
+if [ "$PRESSURE" = 1 ]; then
+  cc -O1 -Wall -Werror -Wno-deprecated-declarations -o "$WORK/pressure" "$ROOT/tests/opencl/pressure.c" -lOpenCL -lpthread
+  touch "$WORK/pressure.on"
+  rm -f "$WORK"/pressure.failed.*
+  for i in 1 2 3 4; do
+    ( n=0
+      while [ -e "$WORK/pressure.on" ] && [ $n -lt 1000 ]; do
+        n=$((n + 1))
+        OCL_ICD_VENDORS="$ICD_DIR" WORMHOLE_SERVER="unix:$SOCK" WH_PRESSURE_MB=12 WH_PRESSURE_ROUNDS=4 \
+          timeout 300 "$WORK/pressure" > "$WORK/pressure.$i.out" 2>&1 \
+          || { cp "$WORK/pressure.$i.out" "$WORK/pressure.failed.$i"; break; }
+      done
+      echo "pressure loop $i: $n runs" ) &
+    LOOPS+=($!)
+  done
+fi
+run_suite "$REMOTED" OCL_ICD_VENDORS="$ICD_DIR" WORMHOLE_SERVER="unix:$SOCK" \
   WORMHOLE_PLATFORM_NAME=remote PYOPENCL_TEST=portable
 
+if [ "$PRESSURE" = 1 ]; then
+  rm -f "$WORK/pressure.on"
+  for p in "${LOOPS[@]}"; do wait "$p"; done
+  for f in "$WORK"/pressure.failed.*; do
+    [ -e "$f" ] || continue
+    echo "a pressure client failed beside the suite:"; cat "$f"; exit 1
+  done
+  # The server's own account of what moved: the run must have evicted.
+  kill -USR1 "$SERVER" 2>/dev/null || true
+  for _ in $(seq 50); do grep -q "residency: device budget" "$WORK/server.log" && break; sleep 0.1; done
+  report=$(grep "residency: device budget" "$WORK/server.log" | tail -n 1)
+  echo "server: ${report#*residency: }"
+  asks=$(echo "$report" | sed -n 's/.* asks \([0-9]*\).*/\1/p')
+  [ "${asks:-0}" -gt 0 ] || { echo "the server never had to make room: no pressure"; exit 1; }
+fi
+
 echo "== comparison ($MODE) =="
-for label in native remoted; do
+for label in native "$REMOTED"; do
   [ -s "$WORK/$label.xml" ] || { echo "no junit report from the $label run (see its output above)"; exit 1; }
 done
-"$VENV/bin/python" "$ROOT/scripts/pyopencl_suite.py" compare "$WORK/native.xml" "$WORK/remoted.xml" \
-  "$ROOT/scripts/pyopencl-known-differences.txt" "$WORK/summary.txt"
+"$VENV/bin/python" "$ROOT/scripts/pyopencl_suite.py" compare "$WORK/native.xml" "$WORK/$REMOTED.xml" \
+  "$ROOT/scripts/pyopencl-known-differences.txt" "$WORK/$SUMMARY"

@@ -17,4 +17,6 @@ echo "== clinfo: native vs Wormhole =="
 bash scripts/clinfo-diff.sh || status=1
 echo "== pyopencl test suite (subset): native vs Wormhole =="
 bash scripts/pyopencl-suite.sh --subset || status=1
+echo "== pyopencl test suite (subset) under memory pressure (delay storing): native vs Wormhole =="
+PYOPENCL_REUSE_NATIVE=1 bash scripts/pyopencl-suite.sh --subset --pressure || status=1
 exit $status
