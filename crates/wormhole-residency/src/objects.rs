@@ -254,7 +254,7 @@ impl Objects {
         let (clock, epoch) = (self.clock, self.epoch);
         if let Some(o) = self.objs.get_mut(&key) {
             o.last_use = clock;
-            if access == Access::Write {
+            if access == Access::Write && o.valid {
                 o.dirty = true;
             }
             if o.epoch != epoch {
@@ -264,6 +264,22 @@ impl Objects {
                 }
             }
         }
+    }
+
+    /// The fast path of a command: if every object it uses is resident,
+    /// touches them all (as [`Objects::touch`]) and returns true. Returns
+    /// false at the first one that is not (those before it are touched,
+    /// which only moves them up the LRU order and marks what the command
+    /// will write as dirty a moment early).
+    #[inline]
+    pub fn touch_resident(&mut self, uses: &[(Key, Access)]) -> bool {
+        for &(k, a) in uses {
+            if !self.objs.get(&k).is_some_and(|o| o.valid) {
+                return false;
+            }
+            self.touch(k, a);
+        }
+        true
     }
 
     pub fn pin(&mut self, key: Key) {
@@ -486,6 +502,25 @@ mod tests {
             (o.counters.restores, o.counters.skipped_restores),
             (1, 1),
             "one restored, one found resident (counted once)"
+        );
+    }
+
+    #[test]
+    fn the_fast_path_touches_only_while_everything_is_resident() {
+        let mut o = Objects::new(Policy::Delay);
+        o.insert(1, 10, true, true).expect("insert");
+        o.insert(2, 10, true, true).expect("insert");
+        assert!(o.touch_resident(&[(1, Access::Write), (2, Access::Read)]));
+        assert!(o.get(1).is_some_and(|x| x.dirty));
+        o.evicted(2, false, 0).expect("clean");
+        assert!(!o.touch_resident(&[(1, Access::Read), (2, Access::Write)]));
+        assert!(
+            !o.get(2).is_some_and(|x| x.dirty),
+            "an evicted object is not dirtied"
+        );
+        assert!(
+            !o.touch_resident(&[(9, Access::Read)]),
+            "unknown: not resident"
         );
     }
 

@@ -484,14 +484,10 @@ impl Residency {
         }
         // The method's check: this tenant used the device last, and what
         // it uses is still there. Then nothing moves and nobody is asked.
-        let here =
-            self.is_last.load(Ordering::Acquire) && list.iter().all(|&(k, _)| st.objs.is_valid(k));
+        let here = self.is_last.load(Ordering::Acquire) && st.objs.touch_resident(&list);
         if !here {
             drop(st);
             return self.slow(list, queue);
-        }
-        for &(k, a) in &list {
-            st.objs.touch(k, a);
         }
         let new = st.queues.insert(queue);
         st.scratch = list;
@@ -723,17 +719,21 @@ impl Residency {
             return;
         }
         let i = index as usize;
-        let known = self
-            .state()
-            .kernels
-            .get(&kernel)
-            .and_then(|v| v.get(i))
-            .and_then(|s| s.writes);
-        let writes = match (mem, known) {
-            (0, k) => k,
-            (_, Some(w)) => Some(w),
-            (_, None) => Some(arg_writes(kernel, index)),
+        let known = {
+            let mut st = self.state();
+            let slot = st.kernels.get_mut(&kernel).and_then(|v| v.get_mut(i));
+            match (mem, slot) {
+                // A value that is no memory object (the common case of a
+                // scalar set again and again): at most a slot cleared.
+                (0, Some(s)) => {
+                    s.mem = 0;
+                    return;
+                }
+                (0, None) => return,
+                (_, s) => s.and_then(|s| s.writes),
+            }
         };
+        let writes = Some(known.unwrap_or_else(|| arg_writes(kernel, index)));
         let mut st = self.state();
         let args = st.kernels.entry(kernel).or_default();
         if args.len() <= i {

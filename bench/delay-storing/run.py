@@ -1,0 +1,416 @@
+#!/usr/bin/env python3
+"""Delay storing, measured (run by bench/delay-storing/run.sh).
+
+(a) room for everyone: a server with residency (delay storing, a budget
+    that every tenant fits in) against a plain one, side by side, on
+    bench/wormhole/whbench.c's call-heavy workload, a launch-and-read round
+    trip and null calls;
+(b) 20 tenants each holding a quarter of the budget: one active at a time
+    (the notebook pattern: a random tenant runs a session of cells), and
+    round-robin among 4; throughput and bytes moved under delay storing and
+    under the eager baseline, and how many tenants `residency = off` (the
+    budget a hard limit) serves at all;
+(c) the paper's figure: the cost of resuming a tenant that was not
+    displaced (another tenant ran in between, with room for both).
+
+Bytes moved are the server's own count (its SIGUSR1 report: bytes saved to
+the host store plus bytes restored). Every tenant checks its data at the end
+of each run. Prints a table and writes bench/out/delay-storing.{md,json}.
+"""
+
+import argparse
+import json
+import os
+import platform
+import random
+import re
+import select
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+MiB = 1 << 20
+
+
+class Server:
+    """A wormhole-server on a private socket."""
+
+    def __init__(self, binary, work, name, args):
+        self.sock = os.path.join(work, f"{name}.sock")
+        self.log = os.path.join(work, f"{name}.log")
+        env = dict(os.environ, WORMHOLE_LOG="warn")
+        self.proc = subprocess.Popen(
+            [binary, "--quiet", "--socket", self.sock] + args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.log, "w"),
+            env=env,
+        )
+        for _ in range(200):
+            if os.path.exists(self.sock):
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"server {name} did not start: {open(self.log).read()}")
+
+    def report(self):
+        """The ledger's totals, from the listener's report."""
+        text = open(self.log).read()
+        seen = text.count("residency: device budget")
+        self.proc.send_signal(signal.SIGUSR1)
+        for _ in range(100):
+            time.sleep(0.05)
+            lines = [l for l in open(self.log).read().splitlines() if "residency: device budget" in l]
+            if len(lines) > seen:
+                line = lines[-1]
+                num = lambda k: int(re.search(k + r" (\d+)", line).group(1))
+                return {
+                    "saved": num("freed \\d+ saved"),
+                    "restored": num("bytes granted \\d+ restored"),
+                    "asks": num("asks"),
+                    "busy": num("busy"),
+                    "switches": num("switches"),
+                    "refusals": num("refusals"),
+                    "used": num("bytes,"),
+                }
+        raise RuntimeError("no residency report")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def client_env(icd_dir, server):
+    return dict(
+        os.environ,
+        OCL_ICD_VENDORS=icd_dir,
+        WORMHOLE_SERVER=f"unix:{server.sock}",
+    )
+
+
+class Tenant:
+    """One tenant process (tenant.c), driven over its stdin and stdout."""
+
+    def __init__(self, binary, env, mib, nbuf):
+        self.proc = subprocess.Popen(
+            [binary, str(mib), str(nbuf)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+            bufsize=1,
+        )
+        first = self.line(120)
+        self.ready = first.startswith("ready")
+        self.status = first
+
+    def line(self, limit=120):
+        r, _, _ = select.select([self.proc.stdout], [], [], limit)
+        if not r:
+            raise RuntimeError("a tenant did not answer in time")
+        l = self.proc.stdout.readline()
+        if not l:
+            raise RuntimeError(f"a tenant ended: {self.proc.stderr.read()}")
+        return l.strip()
+
+    def ask(self, cmd):
+        self.proc.stdin.write(cmd + "\n")
+        self.proc.stdin.flush()
+        return self.line()
+
+    def cell(self, r, w):
+        a = self.ask(f"cell {r} {w}")
+        if not a.startswith("ok"):
+            raise RuntimeError(f"cell: {a}")
+        return int(a.split()[1])
+
+    def poke(self, i):
+        a = self.ask(f"poke {i}")
+        if not a.startswith("ok"):
+            raise RuntimeError(f"poke: {a}")
+        return int(a.split()[1])
+
+    def verify(self):
+        a = self.ask("verify")
+        if not a.startswith("verified"):
+            raise RuntimeError(f"verify: {a}")
+
+    def quit(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.flush()
+            except BrokenPipeError:
+                pass
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def whbench(args, binary, env):
+    out = subprocess.run([binary] + args, env=env, capture_output=True, text=True, timeout=600)
+    for l in out.stdout.splitlines():
+        if l.startswith("RESULT "):
+            return json.loads(l[7:])
+    raise RuntimeError(f"whbench {args}: {out.stderr}")
+
+
+def overhead(o, work):
+    """(a): the same workloads through a plain server and through one with
+    delay storing whose budget everyone fits in, alternately."""
+    plain = Server(o.server, work, "plain", [])
+    res = Server(o.server, work, "resident", ["--oversubscribe", "--device-memory", "8G"])
+    runs = {"plain": {"callheavy": [], "readback": [], "nullcall": []},
+            "delay": {"callheavy": [], "readback": [], "nullcall": []}}
+    try:
+        for i in range(o.rounds):
+            # Back to back, in turns first: on a shared machine the load
+            # changes between pairs more than within one.
+            pair = (("plain", plain), ("delay", res))
+            for name, s in (pair if i % 2 == 0 else pair[::-1]):
+                env = client_env(o.icd, s)
+                ch = whbench(["callheavy", str(o.launches), "100"], o.whbench, env)
+                runs[name]["callheavy"].append(ch["wall_s"] / o.launches * 1e9)
+                rb = whbench(["readback", "2000"], o.whbench, env)
+                runs[name]["readback"].append(rb["round"]["median_ns"])
+                nc = whbench(["nullcall", "20000"], o.whbench, env)
+                key = next(k for k in nc if k != "bench")
+                runs[name]["nullcall"].append(nc[key]["median_ns"])
+        moved = res.report()
+    finally:
+        plain.stop()
+        res.stop()
+    out = {}
+    for k in ("callheavy", "readback", "nullcall"):
+        p, d = statistics.median(runs["plain"][k]), statistics.median(runs["delay"][k])
+        ratios = sorted(b / a for a, b in zip(runs["plain"][k], runs["delay"][k]))
+        q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+        out[k] = {"plain_ns": p, "delay_ns": d, "ratio": statistics.median(ratios),
+                  "ratio_q1": q[0], "ratio_q3": q[2],
+                  "plain_runs": runs["plain"][k], "delay_runs": runs["delay"][k]}
+    out["bytes_moved"] = moved["saved"] + moved["restored"]
+    return out
+
+
+def masks(rng, nbuf, reads, whole):
+    """A cell's buffers: `reads` random ones read (all with `whole`), one of
+    them updated."""
+    if whole:
+        r = list(range(nbuf))
+    else:
+        r = rng.sample(range(nbuf), reads)
+    w = rng.choice(r)
+    return sum(1 << b for b in r), 1 << w
+
+
+def sharing(o, work, policy, pattern, whole):
+    """(b): 20 tenants of a quarter of the budget each, under `policy`;
+    `pattern` says who runs when."""
+    budget = o.budget_mib
+    args = ["--device-memory", f"{budget}M"]
+    if policy != "off":
+        args = ["--oversubscribe", "--residency", policy] + args
+    s = Server(o.server, work, f"{policy}-{pattern}{'-whole' if whole else ''}", args)
+    tenants = []
+    try:
+        env = client_env(o.icd, s)
+        for _ in range(o.tenants):
+            t = Tenant(o.tenant, env, budget // 4, o.nbuf)
+            tenants.append(t)
+        served = [t for t in tenants if t.ready]
+        result = {"policy": policy, "pattern": pattern, "whole": whole,
+                  "served": len(served), "tenants": len(tenants),
+                  "refusals": [t.status for t in tenants if not t.ready][:1]}
+        if policy == "off":
+            return result
+        rng = random.Random(o.seed)
+        if pattern == "notebook":
+            plan = []
+            for _ in range(o.sessions):
+                t = rng.randrange(len(tenants))
+                plan += [(t, masks(rng, o.nbuf, 2, whole)) for _ in range(o.cells)]
+        else:
+            # One round first, not measured: the four come in once, under
+            # either policy; what is measured is the steady state.
+            for t in range(4):
+                tenants[t].cell(*masks(rng, o.nbuf, 2, whole))
+            plan = [(t, masks(rng, o.nbuf, 2, whole)) for _ in range(o.rounds_rr) for t in range(4)]
+        before = s.report()
+        t0 = time.monotonic()
+        for t, (r, w) in plan:
+            tenants[t].cell(r, w)
+        wall = time.monotonic() - t0
+        after = s.report()
+        for t in tenants:
+            t.verify()
+        result.update({
+            "cells": len(plan),
+            "wall_s": wall,
+            "cells_per_s": len(plan) / wall,
+            "bytes_saved": after["saved"] - before["saved"],
+            "bytes_restored": after["restored"] - before["restored"],
+            "asks": after["asks"] - before["asks"],
+        })
+        result["bytes_moved"] = result["bytes_saved"] + result["bytes_restored"]
+        return result
+    finally:
+        for t in tenants:
+            t.quit()
+        s.stop()
+
+
+def resume(o, work, policy):
+    """(c): tenant A resumes after tenant B ran, with room for both (`off`:
+    a server without residency, for what another tenant's run costs
+    anyway)."""
+    budget = o.budget_mib
+    args = [] if policy == "off" else ["--oversubscribe", "--residency", policy,
+                                       "--device-memory", f"{budget}M"]
+    s = Server(o.server, work, f"resume-{policy}", args)
+    a = b = None
+    try:
+        env = client_env(o.icd, s)
+        a = Tenant(o.tenant, env, budget // 4, o.nbuf)
+        b = Tenant(o.tenant, env, budget // 4, o.nbuf)
+        for i in range(o.nbuf):
+            a.poke(i)
+        steady, after_other = [], []
+        report = (lambda: {"saved": 0, "restored": 0}) if policy == "off" else s.report
+        before = report()
+        for _ in range(o.resumes):
+            a.poke(0)
+            steady.append(a.poke(0))
+            b.poke(0)
+            time.sleep(0.02)
+            after_other.append(a.poke(0))
+        after = report()
+        a.verify()
+        b.verify()
+        return {
+            "policy": policy,
+            "steady_ns": statistics.median(steady),
+            "resume_ns": statistics.median(after_other),
+            "bytes_moved_per_resume": (after["saved"] - before["saved"] + after["restored"]
+                                       - before["restored"]) / o.resumes,
+        }
+    finally:
+        for t in (a, b):
+            if t:
+                t.quit()
+        s.stop()
+
+
+def fmt_bytes(n):
+    return f"{n / MiB:,.0f} MiB"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--server", required=True)
+    ap.add_argument("--icd", required=True, help="folder with wormhole.icd")
+    ap.add_argument("--tenant", required=True)
+    ap.add_argument("--whbench", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--budget-mib", type=int, default=256)
+    ap.add_argument("--tenants", type=int, default=20)
+    ap.add_argument("--nbuf", type=int, default=8)
+    ap.add_argument("--sessions", type=int, default=30)
+    ap.add_argument("--cells", type=int, default=3)
+    ap.add_argument("--rounds-rr", type=int, default=12)
+    ap.add_argument("--resumes", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=15, help="(a): pairs of runs")
+    ap.add_argument("--launches", type=int, default=50000)
+    ap.add_argument("--seed", type=int, default=31)
+    ap.add_argument("--only", default="abc")
+    o = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="wh-delay-")
+    res = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(), "options": vars(o)}
+    md = [f"# Delay storing: {res['date']}, {res['machine']}", ""]
+
+    if "a" in o.only:
+        a = overhead(o, work)
+        res["a"] = a
+        md += ["## (a) Room for everyone: residency on (delay storing) vs off", "",
+               f"{o.rounds} pairs of runs back to back; medians, and the median (quartiles) of the "
+               "pairs' ratios.", "",
+               "| workload | off | delay storing | ratio (quartiles) |", "|---|---|---|---|"]
+        for k, label in (("callheavy", f"call-heavy ({o.launches} launches), per launch"),
+                         ("readback", "launch + blocking read, per round"),
+                         ("nullcall", "null call")):
+            v = a[k]
+            md.append(f"| {label} | {v['plain_ns'] / 1000:.2f} us | {v['delay_ns'] / 1000:.2f} us "
+                      f"| {v['ratio']:.3f} ({v['ratio_q1']:.3f}-{v['ratio_q3']:.3f}) |")
+        md += ["", f"Bytes moved with delay storing on: {a['bytes_moved']} (nobody was evicted).", ""]
+        print("\n".join(md[-10:]), flush=True)
+
+    if "b" in o.only:
+        rows = []
+        for pattern, whole in (("notebook", False), ("round-robin-4", False), ("notebook", True)):
+            for policy in ("delay", "eager"):
+                r = sharing(o, work, policy, pattern, whole)
+                rows.append(r)
+                print(f"(b) {pattern}{' (whole set)' if whole else ''} {policy}: "
+                      f"{r['cells_per_s']:.2f} cells/s, moved {fmt_bytes(r['bytes_moved'])}", flush=True)
+        off = sharing(o, work, "off", "notebook", False)
+        rows.append(off)
+        res["b"] = rows
+        md += [f"## (b) {o.tenants} tenants of a quarter of the budget each ({o.budget_mib} MiB budget, "
+               f"{o.nbuf} buffers a tenant)", "",
+               "| pattern | policy | cells | cells/s | moved | saved | restored | delay vs eager: less moved | faster |",
+               "|---|---|---|---|---|---|---|---|---|"]
+        for i in range(0, len(rows) - 1, 2):
+            d, e = rows[i], rows[i + 1]
+            name = d["pattern"] + (" (each cell reads the whole set)" if d["whole"] else "")
+            less = e["bytes_moved"] / d["bytes_moved"] if d["bytes_moved"] else float("inf")
+            faster = d["cells_per_s"] / e["cells_per_s"]
+            for r in (d, e):
+                md.append(f"| {name} | {r['policy']} | {r['cells']} | {r['cells_per_s']:.2f} | "
+                          f"{fmt_bytes(r['bytes_moved'])} | {fmt_bytes(r['bytes_saved'])} | "
+                          f"{fmt_bytes(r['bytes_restored'])} | "
+                          + (f"{less:.1f}x | {faster:.2f}x |" if r is d else " | |"))
+        md += ["", "Round-robin: after one unmeasured round in which the four come in."]
+        md += ["", f"`residency = \"off\"` (the budget a hard limit): {off['served']} of {off['tenants']} "
+               f"tenants served; the others were refused ({off['refusals'][0] if off['refusals'] else '-'}).",
+               ""]
+
+    if "c" in o.only:
+        c = [resume(o, work, p) for p in ("eager", "delay", "off")]
+        res["c"] = c
+        md += ["## (c) Resuming a tenant that was not displaced (another ran in between, room for both)", "",
+               "| policy | command, steady | first command after the other tenant ran | moved per round (the other's switch and the resume) |",
+               "|---|---|---|---|"]
+        for r in c:
+            md.append(f"| {r['policy']} | {r['steady_ns'] / 1000:.0f} us | {r['resume_ns'] / 1000:.0f} us | "
+                      f"{fmt_bytes(r['bytes_moved_per_resume'])} |")
+        e, d, off = c
+        md += ["", f"Resume: eager {e['resume_ns'] / 1000:.0f} us -> delay storing {d['resume_ns'] / 1000:.0f} us "
+               f"({(1 - d['resume_ns'] / e['resume_ns']) * 100:.1f} % less); without residency "
+               f"{off['resume_ns'] / 1000:.0f} us.", ""]
+
+    text = "\n".join(md)
+    print(text)
+    os.makedirs(o.out, exist_ok=True)
+    with open(os.path.join(o.out, "delay-storing.md"), "w") as f:
+        f.write(text + "\n")
+    with open(os.path.join(o.out, "delay-storing.json"), "w") as f:
+        json.dump(res, f, indent=1)
+
+
+def machine():
+    cpu = "?"
+    try:
+        for l in open("/proc/cpuinfo"):
+            if l.startswith("model name"):
+                cpu = l.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} CPUs, Linux {platform.release()}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

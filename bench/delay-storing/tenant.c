@@ -1,0 +1,188 @@
+/* One tenant of the delay-storing benchmark (bench/delay-storing/run.py),
+ * driven line by line on stdin:
+ *
+ *   tenant MIB NBUF     holds MIB MiB: NBUF data buffers and a small result
+ *                       buffer, written by kernels at start ("ready"), or
+ *                       prints "refused CODE" and exits 3 when the device
+ *                       has no room for it
+ *   cell R W            reads the data buffers in bit mask R (a kernel sums
+ *                       each into the result buffer) and updates those in W
+ *                       (x = 3x + 1, a kernel over the whole buffer), then
+ *                       waits: "ok NS"
+ *   poke I              a one-item kernel on data buffer I: "ok NS"
+ *   verify              reads every buffer back and checks it against the
+ *                       updates made: "verified HASH"
+ *   quit
+ *
+ * The benchmark measures the server, so the program does the same work
+ * natively and through Wormhole; it checks what it reads.
+ */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CHECK(call)                                                            \
+    do {                                                                       \
+        cl_int e_ = (call);                                                    \
+        if (e_ != CL_SUCCESS) {                                                \
+            fprintf(stderr, "tenant: %s failed: %d (line %d)\n", #call, e_,    \
+                    __LINE__);                                                 \
+            exit(2);                                                           \
+        }                                                                      \
+    } while (0)
+
+#define MAXBUF 64
+#define OUT_BYTES (64 * 1024)
+
+static const char *src =
+    "__kernel void init(__global uint *x, uint seed) {\n"
+    "  size_t i = get_global_id(0); x[i] = (uint)i * 2654435761u + seed;\n"
+    "}\n"
+    "__kernel void update(__global uint *x) {\n"
+    "  size_t i = get_global_id(0); x[i] = x[i] * 3u + 1u;\n"
+    "}\n"
+    "__kernel void sum(__global const uint *x, __global uint *out, uint per) {\n"
+    "  size_t g = get_global_id(0); uint s = 0;\n"
+    "  for (uint j = 0; j < per; j++) s += x[g * per + j];\n"
+    "  out[g % (64 * 1024 / 4)] += s;\n"
+    "}\n";
+
+static double now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: tenant MIB NBUF\n");
+        return 1;
+    }
+    size_t mib = (size_t)atol(argv[1]);
+    int nbuf = atoi(argv[2]);
+    if (nbuf < 1 || nbuf > MAXBUF) {
+        fprintf(stderr, "tenant: 1..%d buffers\n", MAXBUF);
+        return 1;
+    }
+    size_t bytes = ((mib << 20) - OUT_BYTES) / (size_t)nbuf / 4096 * 4096;
+    size_t n = bytes / 4;
+    cl_platform_id p;
+    cl_device_id dev;
+    CHECK(clGetPlatformIDs(1, &p, NULL));
+    CHECK(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &dev, NULL));
+    cl_int e;
+    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &e);
+    CHECK(e);
+    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &e);
+    CHECK(e);
+    cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &e);
+    CHECK(e);
+    CHECK(clBuildProgram(prog, 1, &dev, NULL, NULL, NULL));
+    cl_kernel kinit = clCreateKernel(prog, "init", &e);
+    CHECK(e);
+    cl_kernel kup = clCreateKernel(prog, "update", &e);
+    CHECK(e);
+    cl_kernel ksum = clCreateKernel(prog, "sum", &e);
+    CHECK(e);
+    cl_mem buf[MAXBUF];
+    int updates[MAXBUF] = {0};
+    cl_mem out = clCreateBuffer(ctx, CL_MEM_READ_WRITE, OUT_BYTES, NULL, &e);
+    if (e != CL_SUCCESS) {
+        printf("refused %d\n", e);
+        return 3;
+    }
+    for (int b = 0; b < nbuf; b++) {
+        buf[b] = clCreateBuffer(ctx, CL_MEM_READ_WRITE, bytes, NULL, &e);
+        if (e == CL_SUCCESS) {
+            cl_uint seed = (cl_uint)b;
+            CHECK(clSetKernelArg(kinit, 0, sizeof(cl_mem), &buf[b]));
+            CHECK(clSetKernelArg(kinit, 1, sizeof seed, &seed));
+            e = clEnqueueNDRangeKernel(q, kinit, 1, NULL, &n, NULL, 0, NULL, NULL);
+            if (e == CL_SUCCESS)
+                e = clFinish(q);
+        }
+        if (e != CL_SUCCESS) {
+            printf("refused %d\n", e);
+            fflush(stdout);
+            return 3;
+        }
+    }
+    cl_uint per = 256;
+    size_t sums = n / per, one = 1;
+    CHECK(clSetKernelArg(ksum, 1, sizeof(cl_mem), &out));
+    CHECK(clSetKernelArg(ksum, 2, sizeof per, &per));
+    /* Every kernel once at every size used later, so that no timed command
+     * pays for the library's compilation of a work-group size. */
+    CHECK(clSetKernelArg(ksum, 0, sizeof(cl_mem), &buf[0]));
+    CHECK(clEnqueueNDRangeKernel(q, ksum, 1, NULL, &sums, NULL, 0, NULL, NULL));
+    CHECK(clEnqueueNDRangeKernel(q, ksum, 1, NULL, &one, NULL, 0, NULL, NULL));
+    CHECK(clSetKernelArg(kup, 0, sizeof(cl_mem), &buf[0]));
+    CHECK(clEnqueueNDRangeKernel(q, kup, 1, NULL, &n, NULL, 0, NULL, NULL));
+    updates[0]++;
+    CHECK(clFinish(q));
+    printf("ready %zu\n", bytes);
+    fflush(stdout);
+    char line[256];
+    while (fgets(line, sizeof line, stdin)) {
+        unsigned long r = 0, w = 0;
+        int i = 0;
+        if (sscanf(line, "cell %lu %lu", &r, &w) == 2) {
+            double t0 = now_ns();
+            for (int b = 0; b < nbuf; b++) {
+                if (r & (1ul << b)) {
+                    CHECK(clSetKernelArg(ksum, 0, sizeof(cl_mem), &buf[b]));
+                    CHECK(clEnqueueNDRangeKernel(q, ksum, 1, NULL, &sums, NULL, 0, NULL, NULL));
+                }
+                if (w & (1ul << b)) {
+                    CHECK(clSetKernelArg(kup, 0, sizeof(cl_mem), &buf[b]));
+                    CHECK(clEnqueueNDRangeKernel(q, kup, 1, NULL, &n, NULL, 0, NULL, NULL));
+                    updates[b]++;
+                }
+            }
+            CHECK(clFinish(q));
+            printf("ok %.0f\n", now_ns() - t0);
+        } else if (sscanf(line, "poke %d", &i) == 1 && i >= 0 && i < nbuf) {
+            double t0 = now_ns();
+            CHECK(clSetKernelArg(ksum, 0, sizeof(cl_mem), &buf[i]));
+            CHECK(clEnqueueNDRangeKernel(q, ksum, 1, NULL, &one, NULL, 0, NULL, NULL));
+            CHECK(clFinish(q));
+            printf("ok %.0f\n", now_ns() - t0);
+        } else if (strncmp(line, "verify", 6) == 0) {
+            cl_uint *h = malloc(bytes);
+            uint32_t hash = 2166136261u;
+            for (int b = 0; b < nbuf; b++) {
+                CHECK(clEnqueueReadBuffer(q, buf[b], CL_TRUE, 0, bytes, h, 0, NULL, NULL));
+                for (size_t j = 0; j < n; j++) {
+                    cl_uint v = (cl_uint)j * 2654435761u + (cl_uint)b;
+                    for (int k = 0; k < updates[b]; k++) v = v * 3u + 1u;
+                    if (h[j] != v) {
+                        fprintf(stderr, "tenant: buffer %d element %zu is %u, want %u\n", b, j, h[j], v);
+                        return 4;
+                    }
+                }
+                hash = (hash ^ (uint32_t)updates[b]) * 16777619u;
+            }
+            free(h);
+            printf("verified %08x\n", hash);
+        } else if (strncmp(line, "quit", 4) == 0) {
+            break;
+        } else {
+            printf("what? %s", line);
+        }
+        fflush(stdout);
+    }
+    for (int b = 0; b < nbuf; b++)
+        clReleaseMemObject(buf[b]);
+    clReleaseMemObject(out);
+    clReleaseKernel(kinit);
+    clReleaseKernel(kup);
+    clReleaseKernel(ksum);
+    clReleaseProgram(prog);
+    clReleaseCommandQueue(q);
+    clReleaseContext(ctx);
+    return 0;
+}
