@@ -62,7 +62,7 @@ impl Default for LedgerConfig {
             tenant_cap: 0,
             answer_timeout_ns: 2_000_000_000,
             busy_backoff_ns: 5_000_000,
-            need_timeout_ns: 10_000_000_000,
+            need_timeout_ns: 30_000_000_000,
         }
     }
 }
@@ -83,6 +83,8 @@ pub struct Totals {
     pub bytes_saved: u64,
     pub switches: u64,
     pub deaths: u64,
+    /// Requests granted ahead of the first one, which could not be served.
+    pub backfills: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -425,7 +427,30 @@ impl Ledger {
                 self.ask(t, b, out);
                 short -= b;
             }
+            if self.tenants.values().all(|s| s.ask.is_none()) {
+                self.backfill(out);
+            }
             return;
+        }
+    }
+
+    /// Nothing more can be asked for the first request now (every tenant
+    /// that holds anything is asked already, backing off, or gave what it
+    /// could): grants the requests behind it that fit. A waiting tenant's
+    /// command keeps its objects in (pinned), so the room the first
+    /// request lacks may be held by the very tenants waiting behind it;
+    /// once they ran, what they hold can be evicted again.
+    fn backfill(&mut self, out: &mut Outbox) {
+        let mut i = 1;
+        while i < self.waiting.len() {
+            let w = self.waiting[i];
+            if self.used.saturating_add(w.bytes) <= self.budget {
+                self.waiting.remove(i);
+                self.totals.backfills += 1;
+                self.grant(w.tenant, w.seq, w.bytes, w.restore, out);
+            } else {
+                i += 1;
+            }
         }
     }
 
@@ -618,6 +643,53 @@ mod tests {
             }
         }
         panic!("never refused");
+    }
+
+    /// The first request needs room that a tenant waiting behind it keeps
+    /// pinned for its own command: that tenant is served first, and once
+    /// its command ran, its objects make the room.
+    #[test]
+    fn a_request_behind_one_that_cannot_be_served_goes_first_when_it_fits() {
+        let mut l = ledger(80, true, Policy::Delay);
+        for t in 1..=3 {
+            l.join(t);
+        }
+        need(&mut l, 1, 1, 50, 0);
+        need(&mut l, 2, 1, 30, 0);
+        let out = need(&mut l, 3, 1, 60, 0);
+        assert_eq!(
+            out,
+            vec![
+                (1, ToTenant::Evict { seq: 1, bytes: 50 }),
+                (2, ToTenant::Evict { seq: 2, bytes: 10 })
+            ]
+        );
+        // Tenant 2 now waits too, its 30 bytes pinned by its command.
+        assert!(need(&mut l, 2, 2, 30, 0).is_empty());
+        let mut out = Vec::new();
+        let evicted = |seq, freed| FromTenant::Evicted {
+            seq,
+            freed,
+            saved: 0,
+        };
+        l.handle(2, evicted(2, 0), 1, &mut out);
+        assert!(out.is_empty(), "tenant 1's answer is still to come");
+        l.handle(1, evicted(1, 50), 1, &mut out);
+        assert_eq!(
+            out,
+            vec![(2, ToTenant::Grant { seq: 2 })],
+            "60 cannot fit beside tenant 2's pinned 30; its 30 can"
+        );
+        assert_eq!(l.totals.backfills, 1);
+        // Its command ran; asked again after its back-off, it gives all.
+        out.clear();
+        let later = LedgerConfig::default().busy_backoff_ns + 1;
+        l.tick(later, &mut out);
+        assert_eq!(out, vec![(2, ToTenant::Evict { seq: 3, bytes: 40 })]);
+        out.clear();
+        l.handle(2, evicted(3, 60), later, &mut out);
+        assert_eq!(out, vec![(3, ToTenant::Grant { seq: 1 })]);
+        assert_eq!(l.totals.refusals, 0);
     }
 
     #[test]
