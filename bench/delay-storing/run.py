@@ -151,6 +151,65 @@ class Tenant:
             self.proc.kill()
 
 
+def tenants_of(server_pid):
+    """The server's tenant processes now."""
+    pids = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{d}/stat").read()
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            cmd = open(f"/proc/{d}/cmdline", "rb").read()
+        except (OSError, ValueError):
+            continue
+        if ppid == server_pid and cmd.endswith(b"tenant\0"):
+            pids.append(int(d))
+    return pids
+
+
+def cpu_ns(pid):
+    """Time every thread of `pid` ran, in nanoseconds (schedstat)."""
+    total = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            total += int(open(f"/proc/{pid}/task/{t}/schedstat").read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def callheavy_cpu(o, server, env):
+    """whbench's call-heavy loop with the handshake: wall time per launch,
+    and the CPU its tenant spent per launch (every thread, from
+    schedstat), which a loaded machine disturbs far less than wall time."""
+    p = subprocess.Popen([o.whbench, "callheavy", str(o.launches), "100"],
+                         env=dict(env, WH_HANDSHAKE="1"), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True, bufsize=1)
+    try:
+        assert p.stdout.readline().strip() == "READY"
+        ts = tenants_of(server.proc.pid)
+        if len(ts) != 1:
+            raise RuntimeError(f"expected one tenant, found {ts}")
+        c0 = cpu_ns(ts[0])
+        p.stdin.write("\n")
+        p.stdin.flush()
+        result = None
+        for l in p.stdout:
+            if l.startswith("RESULT "):
+                result = json.loads(l[7:])
+            if l.strip() == "HOLD":
+                break
+        c1 = cpu_ns(ts[0])
+        p.stdin.write("\n")
+        p.stdin.flush()
+        p.wait(60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    return result["wall_s"] / o.launches * 1e9, (c1 - c0) / o.launches
+
+
 def whbench(args, binary, env):
     out = subprocess.run([binary] + args, env=env, capture_output=True, text=True, timeout=600)
     for l in out.stdout.splitlines():
@@ -164,8 +223,8 @@ def overhead(o, work):
     delay storing whose budget everyone fits in, alternately."""
     plain = Server(o.server, work, "plain", [])
     res = Server(o.server, work, "resident", ["--oversubscribe", "--device-memory", "8G"])
-    runs = {"plain": {"callheavy": [], "readback": [], "nullcall": []},
-            "delay": {"callheavy": [], "readback": [], "nullcall": []}}
+    keys = ("callheavy", "callheavy_cpu", "readback", "nullcall")
+    runs = {"plain": {k: [] for k in keys}, "delay": {k: [] for k in keys}}
     try:
         for i in range(o.rounds):
             # Back to back, in turns first: on a shared machine the load
@@ -173,8 +232,9 @@ def overhead(o, work):
             pair = (("plain", plain), ("delay", res))
             for name, s in (pair if i % 2 == 0 else pair[::-1]):
                 env = client_env(o.icd, s)
-                ch = whbench(["callheavy", str(o.launches), "100"], o.whbench, env)
-                runs[name]["callheavy"].append(ch["wall_s"] / o.launches * 1e9)
+                wall, cpu = callheavy_cpu(o, s, env)
+                runs[name]["callheavy"].append(wall)
+                runs[name]["callheavy_cpu"].append(cpu)
                 rb = whbench(["readback", "2000"], o.whbench, env)
                 runs[name]["readback"].append(rb["round"]["median_ns"])
                 nc = whbench(["nullcall", "20000"], o.whbench, env)
@@ -185,7 +245,7 @@ def overhead(o, work):
         plain.stop()
         res.stop()
     out = {}
-    for k in ("callheavy", "readback", "nullcall"):
+    for k in keys:
         p, d = statistics.median(runs["plain"][k]), statistics.median(runs["delay"][k])
         ratios = sorted(b / a for a, b in zip(runs["plain"][k], runs["delay"][k]))
         q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
@@ -193,6 +253,14 @@ def overhead(o, work):
                   "ratio_q1": q[0], "ratio_q3": q[2],
                   "plain_runs": runs["plain"][k], "delay_runs": runs["delay"][k]}
     out["bytes_moved"] = moved["saved"] + moved["restored"]
+    # The hooks alone, in one process: what a call-heavy launch (a scalar
+    # argument set, then the launch) pays for residency when nothing moves.
+    h = subprocess.run([o.wh_bench, "residency-hooks"], capture_output=True, text=True, timeout=600)
+    hooks = next(json.loads(l[7:]) for l in h.stdout.splitlines() if l.startswith("RESULT "))
+    extra = (hooks["launch_ns"] - hooks["launch_without_ns"]) + (hooks["set_arg_ns"] - hooks["set_arg_without_ns"])
+    out["hooks"] = dict(hooks, per_launch_ns=extra,
+                        of_wall=extra / out["callheavy"]["plain_ns"],
+                        of_tenant_cpu=extra / out["callheavy_cpu"]["plain_ns"])
     return out
 
 
@@ -234,10 +302,11 @@ def sharing(o, work, policy, pattern, whole):
                 t = rng.randrange(len(tenants))
                 plan += [(t, masks(rng, o.nbuf, 2, whole)) for _ in range(o.cells)]
         else:
-            # One round first, not measured: the four come in once, under
-            # either policy; what is measured is the steady state.
+            # One round first, not measured, in which the four come in
+            # whole (every buffer read), under either policy; what is
+            # measured is the steady state.
             for t in range(4):
-                tenants[t].cell(*masks(rng, o.nbuf, 2, whole))
+                tenants[t].cell((1 << o.nbuf) - 1, 0)
             plan = [(t, masks(rng, o.nbuf, 2, whole)) for _ in range(o.rounds_rr) for t in range(4)]
         before = s.report()
         t0 = time.monotonic()
@@ -314,6 +383,7 @@ def main():
     ap.add_argument("--icd", required=True, help="folder with wormhole.icd")
     ap.add_argument("--tenant", required=True)
     ap.add_argument("--whbench", required=True)
+    ap.add_argument("--wh-bench", required=True, help="the wh-bench binary")
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget-mib", type=int, default=256)
     ap.add_argument("--tenants", type=int, default=20)
@@ -323,7 +393,7 @@ def main():
     ap.add_argument("--rounds-rr", type=int, default=12)
     ap.add_argument("--resumes", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=15, help="(a): pairs of runs")
-    ap.add_argument("--launches", type=int, default=50000)
+    ap.add_argument("--launches", type=int, default=100000)
     ap.add_argument("--seed", type=int, default=31)
     ap.add_argument("--only", default="abc")
     o = ap.parse_args()
@@ -338,14 +408,21 @@ def main():
                f"{o.rounds} pairs of runs back to back; medians, and the median (quartiles) of the "
                "pairs' ratios.", "",
                "| workload | off | delay storing | ratio (quartiles) |", "|---|---|---|---|"]
-        for k, label in (("callheavy", f"call-heavy ({o.launches} launches), per launch"),
+        for k, label in (("callheavy", f"call-heavy ({o.launches} launches), wall per launch"),
+                         ("callheavy_cpu", "call-heavy, the tenant's CPU per launch"),
                          ("readback", "launch + blocking read, per round"),
                          ("nullcall", "null call")):
             v = a[k]
             md.append(f"| {label} | {v['plain_ns'] / 1000:.2f} us | {v['delay_ns'] / 1000:.2f} us "
                       f"| {v['ratio']:.3f} ({v['ratio_q1']:.3f}-{v['ratio_q3']:.3f}) |")
-        md += ["", f"Bytes moved with delay storing on: {a['bytes_moved']} (nobody was evicted).", ""]
-        print("\n".join(md[-10:]), flush=True)
+        h = a["hooks"]
+        md += ["", f"The hooks alone, timed in one process (`wh-bench residency-hooks`, best of three): "
+               f"a launch's {h['launch_ns']:.0f} ns (without residency {h['launch_without_ns']:.0f} ns), "
+               f"a scalar argument's {h['set_arg_ns']:.0f} ns ({h['set_arg_without_ns']:.0f} ns): "
+               f"{h['per_launch_ns']:.0f} ns per call-heavy launch, {h['of_wall'] * 100:.1f} % of its wall time "
+               f"and {h['of_tenant_cpu'] * 100:.1f} % of its tenant's CPU time without residency.", "",
+               f"Bytes moved with delay storing on: {a['bytes_moved']} (nobody was evicted).", ""]
+        print("\n".join(md[-13:]), flush=True)
 
     if "b" in o.only:
         rows = []
@@ -372,7 +449,7 @@ def main():
                           f"{fmt_bytes(r['bytes_moved'])} | {fmt_bytes(r['bytes_saved'])} | "
                           f"{fmt_bytes(r['bytes_restored'])} | "
                           + (f"{less:.1f}x | {faster:.2f}x |" if r is d else " | |"))
-        md += ["", "Round-robin: after one unmeasured round in which the four come in."]
+        md += ["", "Round-robin: after one unmeasured round in which the four come in whole."]
         md += ["", f"`residency = \"off\"` (the budget a hard limit): {off['served']} of {off['tenants']} "
                f"tenants served; the others were refused ({off['refusals'][0] if off['refusals'] else '-'}).",
                ""]

@@ -10,5 +10,6 @@ pub mod pingpong;
 pub mod proc;
 pub mod procstat;
 pub mod report;
+pub mod residency_hooks;
 pub mod runner;
 pub mod stats;

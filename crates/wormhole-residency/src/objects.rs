@@ -10,7 +10,7 @@
 //! never written) is still right. An object is restored only when a command
 //! uses it and it is not valid.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use thiserror::Error;
 
@@ -99,7 +99,9 @@ pub struct Removed {
 #[derive(Debug)]
 pub struct Objects {
     policy: Policy,
-    objs: HashMap<Key, Obj>,
+    // FxHash: keys are the library's pointers, not a client's choice, and
+    // a lookup is on every command's path.
+    objs: FxHashMap<Key, Obj>,
     clock: u64,
     epoch: u64,
     resident: u64,
@@ -110,7 +112,7 @@ impl Objects {
     pub fn new(policy: Policy) -> Self {
         Objects {
             policy,
-            objs: HashMap::new(),
+            objs: FxHashMap::default(),
             clock: 0,
             epoch: 0,
             resident: 0,
@@ -271,13 +273,25 @@ impl Objects {
     /// false at the first one that is not (those before it are touched,
     /// which only moves them up the LRU order and marks what the command
     /// will write as dirty a moment early).
+    /// Keys not known here (objects residency does not track) are skipped.
     #[inline]
     pub fn touch_resident(&mut self, uses: &[(Key, Access)]) -> bool {
         for &(k, a) in uses {
-            if !self.objs.get(&k).is_some_and(|o| o.valid) {
+            let Some(o) = self.objs.get_mut(&k) else {
+                continue;
+            };
+            if !o.valid {
                 return false;
             }
-            self.touch(k, a);
+            self.clock += 1;
+            o.last_use = self.clock;
+            if a == Access::Write {
+                o.dirty = true;
+            }
+            if o.epoch != self.epoch {
+                o.epoch = self.epoch;
+                self.counters.skipped_restores += 1;
+            }
         }
         true
     }
@@ -519,8 +533,8 @@ mod tests {
             "an evicted object is not dirtied"
         );
         assert!(
-            !o.touch_resident(&[(9, Access::Read)]),
-            "unknown: not resident"
+            o.touch_resident(&[(9, Access::Read)]),
+            "unknown: not tracked, skipped"
         );
     }
 

@@ -47,6 +47,7 @@ pub fn serve(
     let mut enc = Encoder::new();
     let mut deferred = Deferred::default();
     let mut owed: Option<opencl::finish::Owed> = None;
+    let residency = crate::residency::Frame::of(t);
     loop {
         if let Some(o) = owed.take() {
             o.settle(chan)?;
@@ -59,7 +60,7 @@ pub fn serve(
         crate::report::count_call();
         // Held until the reply and its bulk data are out: this tenant's
         // objects stay put meanwhile (delay storing).
-        let frame = crate::residency::Frame::begin(t);
+        let frame = crate::residency::Frame::begin(residency.as_ref());
         let done = run_frame(t, cu.as_deref_mut(), &req, &mut enc);
         // Bulk data that follows the frame goes straight where the request
         // put it (a mapped buffer), before the reply.

@@ -103,6 +103,13 @@ enum Cmd {
         #[arg(long, default_value_t = 1000)]
         batch: usize,
     },
+    /// Measure delay storing's hooks per call in process; prints RESULT {...}.
+    ResidencyHooks {
+        #[arg(long, default_value_t = 200)]
+        batches: usize,
+        #[arg(long, default_value_t = 1000)]
+        batch: usize,
+    },
     /// Rewrite results.md and the charts from results.json.
     Report {
         #[arg(long, default_value = "bench/out")]
@@ -200,6 +207,10 @@ fn main() -> anyhow::Result<()> {
         }
         Cmd::Marshal { batches, batch } => {
             let r = marshal::run(batches.max(5), batch.max(1))?;
+            println!("RESULT {}", serde_json::to_string(&r)?);
+        }
+        Cmd::ResidencyHooks { batches, batch } => {
+            let r = wormhole_bench::residency_hooks::run(batches.max(5), batch.max(1))?;
             println!("RESULT {}", serde_json::to_string(&r)?);
         }
         Cmd::Report { out } => {

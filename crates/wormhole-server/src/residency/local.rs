@@ -14,11 +14,13 @@
 //! callback, which takes it, may run inside one).
 
 use std::ffi::c_void;
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use parking_lot::lock_api::{RawMutex as _, RawMutexTimed as _};
+use parking_lot::{Mutex, MutexGuard};
 use rustc_hash::{FxHashMap, FxHashSet};
 use wormhole_opencl_api::{
     func, CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES, CL_SUCCESS,
@@ -31,7 +33,7 @@ use wormhole_transport::arena::Arena;
 use super::link::{Answer, Link};
 use super::store::Store;
 use super::uses::{self, Changed, Uses};
-use super::{queues, ResidencyError, ARBITER_FD, STORE_FD};
+use super::{queues, ResidencyError, STORE_FD};
 use crate::config::{Config, ResidencyMode};
 use crate::opencl::shared::{Placement, SharedBuffers};
 use crate::opencl::tenant::Tenant;
@@ -149,18 +151,18 @@ struct State {
 
 impl State {
     fn root(&self, raw: Key) -> Key {
+        if self.aliases.is_empty() {
+            return raw;
+        }
         *self.aliases.get(&raw).unwrap_or(&raw)
     }
 
-    /// The tracked objects a command uses, as their roots.
+    /// The objects a command uses, as their roots (some may not be
+    /// tracked: `Objects` skips those).
     fn resolve(&self, u: &Uses, out: &mut Vec<(Key, Access)>) {
         let mut add = |raw: usize, a: Access| {
-            if raw == 0 {
-                return;
-            }
-            let k = self.root(raw as Key);
-            if self.objs.get(k).is_some() {
-                out.push((k, a));
+            if raw != 0 {
+                out.push((self.root(raw as Key), a));
             }
         };
         match u {
@@ -370,22 +372,17 @@ fn arg_writes(kernel: usize, index: u32) -> bool {
 }
 
 impl Residency {
-    /// Starts residency on the link the listener passed (fd 4), with the
-    /// store it passed (fd 5) or a memory file, of `store_size` bytes or
+    /// Starts residency on `sock`, the link the listener passed (fd 4), with
+    /// the store it passed (fd 5) or a memory file, of `store_size` bytes or
     /// else `cap` (the most the tenant may hold). Buffers go in `shared`, or,
     /// where the client maps no arena (TCP, shared buffers off), in an
     /// arena of the tenant's own.
     pub(super) fn start(
         config: &Config,
+        sock: OwnedFd,
         shared: Option<Arc<SharedBuffers>>,
         cap: u64,
     ) -> Result<(Arc<Residency>, Arc<SharedBuffers>), ResidencyError> {
-        let sock = super::store::inherited(ARBITER_FD).ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "no link to the device's ledger on fd 4 (not started by a listener with one)",
-            )
-        })?;
         let ty = nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::SockType)?;
         if ty != nix::sys::socket::SockType::SeqPacket {
             return Err(std::io::Error::new(
@@ -447,7 +444,7 @@ impl Residency {
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.state.lock()
     }
 
     pub(super) fn enter(&self) {
@@ -676,7 +673,7 @@ impl Residency {
     /// After a call: kernel arguments set or cloned, mappings made or
     /// undone (a mapped object is pinned while any mapping of it lives).
     pub(super) fn after(&self, t: &Tenant, req: &[u8], status: i32) {
-        let Some((f, _)) = uses::header(req) else {
+        let Some((f, d)) = uses::header(req) else {
             return;
         };
         if !matches!(
@@ -689,7 +686,7 @@ impl Residency {
         ) {
             return;
         }
-        match uses::changed(t, req) {
+        match uses::changed(t, f, d) {
             Changed::None => {}
             Changed::KernelArg { kernel, index, mem } if status == CL_SUCCESS => {
                 self.set_arg(kernel, index, mem)

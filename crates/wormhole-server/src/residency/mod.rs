@@ -29,7 +29,7 @@ pub mod spawn;
 mod store;
 mod uses;
 
-use std::os::fd::RawFd;
+use std::os::fd::{OwnedFd, RawFd};
 use std::sync::Arc;
 
 use thiserror::Error;
@@ -97,29 +97,51 @@ pub fn attach(t: &mut Tenant, config: &Config) {
     if !config.ledger() || !config.opencl {
         return;
     }
-    match Residency::start(config, t.shared.clone(), tenant_cap(config)) {
-        Ok((r, arena)) => {
-            t.shared = Some(arena);
-            t.residency = Some(r);
-        }
-        Err(e) => log::warn!(
+    let started = store::inherited(ARBITER_FD)
+        .ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no link to the device's ledger on fd 4 (not started by a listener with one)",
+            )
+            .into()
+        })
+        .and_then(|sock| attach_to(t, config, sock));
+    if let Err(e) = started {
+        log::warn!(
             "tenant {}: no residency ({e}): this tenant is not counted against the device",
             std::process::id()
-        ),
+        );
     }
+}
+
+/// Starts residency in `t` on the link `sock` (whose other end answers as
+/// the listener's ledger does): what [`attach`] does with fd 4, for
+/// benchmarks and tests that run a tenant in their own process.
+pub fn attach_to(t: &mut Tenant, config: &Config, sock: OwnedFd) -> Result<(), ResidencyError> {
+    let (r, arena) = Residency::start(config, sock, t.shared.clone(), tenant_cap(config))?;
+    t.shared = Some(arena);
+    t.residency = Some(r);
+    Ok(())
 }
 
 /// A frame's hold on residency: while it lives, this tenant's objects are
 /// not evicted (the serving thread is in a call, or about to reply to it).
-pub struct Frame(Option<Arc<Residency>>);
+/// It borrows the tenant's residency, which the serve loop takes out of the
+/// tenant once ([`Frame::of`]), so that a call costs no reference count.
+pub struct Frame<'a>(Option<&'a Residency>);
 
-impl Frame {
+impl<'a> Frame<'a> {
+    /// The tenant's residency, for the serve loop to hold.
+    pub fn of(t: &Tenant) -> Option<Arc<Residency>> {
+        t.residency.clone()
+    }
+
     #[inline]
-    pub fn begin(t: &Tenant) -> Frame {
-        match &t.residency {
+    pub fn begin(r: Option<&'a Arc<Residency>>) -> Frame<'a> {
+        match r {
             Some(r) => {
                 r.enter();
-                Frame(Some(r.clone()))
+                Frame(Some(r))
             }
             None => Frame(None),
         }
@@ -135,7 +157,7 @@ impl Frame {
     }
 }
 
-impl Drop for Frame {
+impl Drop for Frame<'_> {
     fn drop(&mut self) {
         if let Some(r) = &self.0 {
             r.leave();

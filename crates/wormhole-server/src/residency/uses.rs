@@ -178,15 +178,20 @@ pub(super) enum Changed {
 }
 
 /// Reads what a request changed that residency tracks.
-pub(super) fn changed(t: &Tenant, req: &[u8]) -> Changed {
+pub(super) fn changed(t: &Tenant, f: u32, mut d: Decoder<'_>) -> Changed {
     use func::*;
-    let Some((f, mut d)) = header(req) else {
-        return Changed::None;
-    };
     let c = match f {
         clSetKernelArg => (|| {
             let kernel = handle(t, &mut d, Kind::Kernel)?;
             let index = d.u32().ok()?;
+            // An argument declared as no memory object (a scalar, local
+            // memory, a sampler) never names one: nothing to note. The
+            // declaration was asked for by the call that just ran.
+            if let Some(Some(decl)) = t.arg_decls.get(kernel as *mut std::ffi::c_void, index) {
+                if !matches!(decl, crate::opencl::overrides::ArgDecl::Mem { .. }) {
+                    return None;
+                }
+            }
             let _size = d.usize().ok()?;
             let mem = match d.u8().ok()? {
                 2 if d.u8().ok()? == 0 => handle(t, &mut d, Kind::Mem).unwrap_or(0),
