@@ -421,3 +421,82 @@ fn kill_9_during_an_eviction_leaves_no_store_space_or_device_memory_behind() {
     assert_eq!(holders.len(), 1, "store files held by {holders:?}");
     assert!(store_files(server.pid(), &store).is_empty());
 }
+
+/// Regression: the server asked a tenant whose read waits on a user event
+/// whether it had work in flight (a marker behind the read) and released
+/// the marker's event when it had not completed; the client then set the
+/// event to an error, the marker failed behind the read, and PoCL 3.1
+/// aborted the tenant (found by the suite under pressure, `gated.c`).
+#[test]
+fn a_gate_that_fails_while_the_server_looks_for_room_costs_the_tenant_nothing() {
+    let a = Artifacts::get().expect("artifacts");
+    let dir = TempDir::new("residency-gate").expect("dir");
+    let server = Server::start_args(
+        a,
+        dir.path(),
+        &["--oversubscribe", "--device-memory", "12M"],
+    )
+    .expect("server");
+    let gate = compile("gate_fail", dir.path()).expect("compile");
+    let pressure = compile("pressure", dir.path()).expect("compile");
+    let native = run_env(&gate, Route::Native, None, dir.path(), &[]).expect("native");
+    let mut cmd = std::process::Command::new(&gate);
+    wormhole_it::use_wormhole(
+        &mut cmd,
+        dir.path(),
+        &format!("unix:{}", server.socket.display()),
+    )
+    .expect("env");
+    cmd.env("WH_GATE_SLEEP_MS", "3000");
+    let mut gated = Running::start(cmd, dir.path()).expect("start");
+    assert!(
+        gated.line("~gated", Duration::from_secs(60)).is_some(),
+        "{}",
+        gated.stderr()
+    );
+    // Another client needs room: the gated tenant is asked (and is busy:
+    // its read waits) until its gate fails and its queue drains.
+    let penv = pressure_env("8");
+    let own = TempDir::new("client").expect("dir");
+    let other = run_env(
+        &pressure,
+        Route::Wormhole,
+        Some(&server),
+        own.path(),
+        &env_refs(&penv),
+    )
+    .expect("run");
+    assert!(other.ok(), "{}\n{}", other.stdout, other.stderr);
+    let mut lines = Vec::new();
+    while let Some(l) = gated.line("", Duration::from_secs(60)) {
+        let done = l.ends_with(": done");
+        lines.push(l);
+        if done {
+            break;
+        }
+    }
+    let status = gated.wait();
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "the gated client failed ({status:?}): {}\n{}",
+        gated.stderr(),
+        server.log_text()
+    );
+    let want: Vec<&str> = native.compared_lines();
+    let got: Vec<&str> = gated
+        .seen
+        .iter()
+        .map(String::as_str)
+        .filter(|l| !l.starts_with('~'))
+        .collect();
+    assert_eq!(got, want, "as natively");
+    assert!(
+        !server.log_text().contains("SIGABRT"),
+        "{}",
+        server.log_text()
+    );
+    assert!(
+        ledger(&server).asks > 0,
+        "the gated tenant was asked for room"
+    );
+}

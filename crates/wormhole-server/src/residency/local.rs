@@ -144,6 +144,9 @@ struct State {
     kernels: FxHashMap<usize, Vec<ArgSlot>>,
     /// Queues with commands on tracked objects since last seen drained.
     queues: FxHashSet<usize>,
+    /// Of those, the ones with a marker still pending (its event, held
+    /// until it finished: see `queues.rs`).
+    markers: FxHashMap<usize, usize>,
     store: Store,
     /// The last command's objects (kept to spare an allocation per call).
     scratch: Vec<(Key, Access)>,
@@ -427,6 +430,7 @@ impl Residency {
                 aliases: FxHashMap::default(),
                 kernels: FxHashMap::default(),
                 queues: FxHashSet::default(),
+                markers: FxHashMap::default(),
                 store,
                 scratch: Vec::new(),
             }),
@@ -765,8 +769,15 @@ impl Residency {
             self.link.send(&FromTenant::Busy { seq });
             return;
         }
-        let held: Vec<usize> = self.state().queues.iter().copied().collect();
-        let done = queues::drained(&held, DRAIN_WAIT);
+        let held: Vec<(usize, Option<usize>)> = {
+            let st = self.state();
+            st.queues
+                .iter()
+                .map(|&q| (q, st.markers.get(&q).copied()))
+                .collect()
+        };
+        let looked = queues::drained(&held, DRAIN_WAIT);
+        let done = looked.done;
         let idle = done.len() == held.len();
         let answer = if idle {
             let mut st = self.state();
@@ -791,7 +802,9 @@ impl Residency {
             let mut st = self.state();
             for q in &done {
                 st.queues.remove(q);
+                st.markers.remove(q);
             }
+            st.markers.extend(looked.pending);
         }
         // SAFETY: this thread took the lock above (try_lock_for succeeded).
         unsafe { self.serve.raw.unlock() };
