@@ -83,8 +83,6 @@ pub struct Totals {
     pub bytes_saved: u64,
     pub switches: u64,
     pub deaths: u64,
-    /// Requests granted ahead of the first one, which could not be served.
-    pub backfills: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -242,7 +240,8 @@ impl Ledger {
                 seq,
                 bytes,
                 restore,
-            } => self.need(t, seq, bytes, restore, out),
+                retry,
+            } => self.need(t, seq, bytes, restore, retry, out),
             FromTenant::Release { bytes } => {
                 self.release(t, bytes);
                 self.pump(out);
@@ -262,27 +261,54 @@ impl Ledger {
         }
     }
 
-    fn need(&mut self, t: TenantId, seq: u32, bytes: u64, restore: bool, out: &mut Outbox) {
-        let resident = self.tenants.get(&t).map_or(0, |s| s.resident);
+    /// A request for room. One that retries (its command was given room
+    /// once and lost some of it while it waited, to a request ahead of it)
+    /// goes first, so that a command that waited its turn is not sent to
+    /// the back of the line again and again.
+    fn need(
+        &mut self,
+        t: TenantId,
+        seq: u32,
+        bytes: u64,
+        restore: bool,
+        retry: bool,
+        out: &mut Outbox,
+    ) {
+        // More than a tenant may ever hold is refused at once; more than it
+        // may hold beside what it holds now waits, as for the device's room
+        // (its own idle objects are asked for: a tenant's count can also
+        // be a moment behind, a release still on its way).
         let refuse = self.waiting.iter().any(|w| w.tenant == t)
             || (bytes > 0 && self.budget == 0)
-            || resident.saturating_add(bytes) > self.cap();
+            || bytes > self.cap();
         if refuse {
             self.refuse(t, seq, out);
-        } else if self.waiting.is_empty() && self.used.saturating_add(bytes) <= self.budget {
+        } else if self.waiting.is_empty() && self.fits(t, bytes) {
             self.grant(t, seq, bytes, restore, out);
         } else if !self.cfg.oversubscribe {
             self.refuse(t, seq, out);
         } else {
-            self.waiting.push_back(Waiting {
+            let w = Waiting {
                 tenant: t,
                 seq,
                 bytes,
                 restore,
                 deadline: self.now.saturating_add(self.cfg.need_timeout_ns),
-            });
+            };
+            if retry {
+                self.waiting.push_front(w);
+            } else {
+                self.waiting.push_back(w);
+            }
             self.pump(out);
         }
+    }
+
+    /// Whether `bytes` more for `t` fit the device and the tenant's cap.
+    fn fits(&self, t: TenantId, bytes: u64) -> bool {
+        let resident = self.tenants.get(&t).map_or(0, |s| s.resident);
+        self.used.saturating_add(bytes) <= self.budget
+            && resident.saturating_add(bytes) <= self.cap()
     }
 
     fn grant(&mut self, t: TenantId, seq: u32, bytes: u64, restore: bool, out: &mut Outbox) {
@@ -358,7 +384,7 @@ impl Ledger {
             return;
         }
         if ps.ask.is_none() {
-            self.ask(p, u64::MAX, out);
+            self.ask(p, u64::MAX, false, out);
         }
         self.switch_waits.push(SwitchWait {
             tenant: t,
@@ -378,7 +404,9 @@ impl Ledger {
         });
     }
 
-    fn ask(&mut self, t: TenantId, bytes: u64, out: &mut Outbox) {
+    /// Asks `t` to evict `bytes`; `force` lets it give what a command of its
+    /// own waiting for room holds (never for its own request).
+    fn ask(&mut self, t: TenantId, bytes: u64, force: bool, out: &mut Outbox) {
         self.seq = self.seq.wrapping_add(1);
         let seq = self.seq;
         let deadline = self.now.saturating_add(self.cfg.answer_timeout_ns);
@@ -389,7 +417,7 @@ impl Ledger {
                 deadline,
             });
             self.totals.asks += 1;
-            out.push((t, ToTenant::Evict { seq, bytes }));
+            out.push((t, ToTenant::Evict { seq, bytes, force }));
         }
     }
 
@@ -397,10 +425,25 @@ impl Ledger {
     /// first waiting request still lacks.
     fn pump(&mut self, out: &mut Outbox) {
         while let Some(&w) = self.waiting.front() {
-            if self.used.saturating_add(w.bytes) <= self.budget {
+            if self.fits(w.tenant, w.bytes) {
                 self.waiting.pop_front();
                 self.grant(w.tenant, w.seq, w.bytes, w.restore, out);
                 continue;
+            }
+            let resident = self.tenants.get(&w.tenant).map_or(0, |s| s.resident);
+            let over_cap = resident.saturating_add(w.bytes).saturating_sub(self.cap());
+            if over_cap > 0 {
+                // Over its own cap: only its own idle objects make room.
+                let asked = self.tenants.get(&w.tenant).is_some_and(|s| s.ask.is_some());
+                let now = self.now;
+                let backing_off = self
+                    .tenants
+                    .get(&w.tenant)
+                    .is_some_and(|s| s.skip_until > now);
+                if !asked && !backing_off {
+                    self.ask(w.tenant, over_cap, false, out);
+                }
+                return;
             }
             let short = self.used.saturating_add(w.bytes) - self.budget;
             let asked: u64 = self
@@ -424,33 +467,10 @@ impl Ledger {
                     break;
                 }
                 let b = short.min(resident);
-                self.ask(t, b, out);
+                self.ask(t, b, t != w.tenant, out);
                 short -= b;
             }
-            if self.tenants.values().all(|s| s.ask.is_none()) {
-                self.backfill(out);
-            }
             return;
-        }
-    }
-
-    /// Nothing more can be asked for the first request now (every tenant
-    /// that holds anything is asked already, backing off, or gave what it
-    /// could): grants the requests behind it that fit. A waiting tenant's
-    /// command keeps its objects in (pinned), so the room the first
-    /// request lacks may be held by the very tenants waiting behind it;
-    /// once they ran, what they hold can be evicted again.
-    fn backfill(&mut self, out: &mut Outbox) {
-        let mut i = 1;
-        while i < self.waiting.len() {
-            let w = self.waiting[i];
-            if self.used.saturating_add(w.bytes) <= self.budget {
-                self.waiting.remove(i);
-                self.totals.backfills += 1;
-                self.grant(w.tenant, w.seq, w.bytes, w.restore, out);
-            } else {
-                i += 1;
-            }
         }
     }
 
@@ -518,6 +538,7 @@ mod tests {
                 seq,
                 bytes,
                 restore: false,
+                retry: false,
             },
             now,
             &mut out,
@@ -563,7 +584,17 @@ mod tests {
         l.handle(1, FromTenant::Active { seq: 5 }, 0, &mut out);
         out.clear();
         let out = need(&mut l, 3, 1, 30, 0);
-        assert_eq!(out, vec![(2, ToTenant::Evict { seq: 1, bytes: 30 })]);
+        assert_eq!(
+            out,
+            vec![(
+                2,
+                ToTenant::Evict {
+                    seq: 1,
+                    bytes: 30,
+                    force: true
+                }
+            )]
+        );
         let mut out = Vec::new();
         l.handle(
             2,
@@ -590,14 +621,31 @@ mod tests {
         let out = need(&mut l, 3, 1, 50, 0);
         assert_eq!(
             out,
-            vec![(1, ToTenant::Evict { seq: 1, bytes: 50 })],
+            vec![(
+                1,
+                ToTenant::Evict {
+                    seq: 1,
+                    bytes: 50,
+                    force: true
+                }
+            )],
             "oldest first (ties by id)"
         );
         let mut out = Vec::new();
         let t = LedgerConfig::default().answer_timeout_ns;
         assert_eq!(l.next_deadline(), Some(t));
         l.tick(t, &mut out);
-        assert_eq!(out, vec![(2, ToTenant::Evict { seq: 2, bytes: 50 })]);
+        assert_eq!(
+            out,
+            vec![(
+                2,
+                ToTenant::Evict {
+                    seq: 2,
+                    bytes: 50,
+                    force: true
+                }
+            )]
+        );
         assert_eq!(l.resident(1), Some(50), "never taken as evicted");
         out.clear();
         // The late answer still counts for what it freed.
@@ -621,7 +669,17 @@ mod tests {
         l.join(2);
         need(&mut l, 1, 1, 100, 0);
         let out = need(&mut l, 2, 1, 10, 0);
-        assert_eq!(out, vec![(1, ToTenant::Evict { seq: 1, bytes: 10 })]);
+        assert_eq!(
+            out,
+            vec![(
+                1,
+                ToTenant::Evict {
+                    seq: 1,
+                    bytes: 10,
+                    force: true
+                }
+            )]
+        );
         let mut out = Vec::new();
         l.handle(1, FromTenant::Busy { seq: 1 }, 1, &mut out);
         assert!(out.is_empty(), "left alone while backing off");
@@ -645,51 +703,162 @@ mod tests {
         panic!("never refused");
     }
 
-    /// The first request needs room that a tenant waiting behind it keeps
-    /// pinned for its own command: that tenant is served first, and once
-    /// its command ran, its objects make the room.
+    /// Requests are served in order: a small one behind a large one that
+    /// does not fit yet waits, even if it would fit, so that a stream of
+    /// small requests cannot starve a large one. (Tenants pin nothing while
+    /// they wait, so waiting in line holds no room anyone needs.)
     #[test]
-    fn a_request_behind_one_that_cannot_be_served_goes_first_when_it_fits() {
-        let mut l = ledger(80, true, Policy::Delay);
+    fn requests_are_served_in_order() {
+        let mut l = ledger(100, true, Policy::Delay);
         for t in 1..=3 {
             l.join(t);
         }
-        need(&mut l, 1, 1, 50, 0);
-        need(&mut l, 2, 1, 30, 0);
-        let out = need(&mut l, 3, 1, 60, 0);
+        need(&mut l, 1, 1, 80, 0);
+        let out = need(&mut l, 2, 1, 60, 0);
+        assert_eq!(
+            out,
+            vec![(
+                1,
+                ToTenant::Evict {
+                    seq: 1,
+                    bytes: 40,
+                    force: true
+                }
+            )]
+        );
+        assert!(
+            need(&mut l, 3, 1, 10, 0).is_empty(),
+            "10 would fit, but waits"
+        );
+        let mut out = Vec::new();
+        l.handle(
+            1,
+            FromTenant::Evicted {
+                seq: 1,
+                freed: 40,
+                saved: 0,
+            },
+            1,
+            &mut out,
+        );
         assert_eq!(
             out,
             vec![
-                (1, ToTenant::Evict { seq: 1, bytes: 50 }),
-                (2, ToTenant::Evict { seq: 2, bytes: 10 })
-            ]
+                (2, ToTenant::Grant { seq: 1 }),
+                (
+                    1,
+                    ToTenant::Evict {
+                        seq: 2,
+                        bytes: 10,
+                        force: true
+                    }
+                )
+            ],
+            "the first served, room asked for the next"
         );
-        // Tenant 2 now waits too, its 30 bytes pinned by its command.
-        assert!(need(&mut l, 2, 2, 30, 0).is_empty());
+        assert_eq!(l.used(), 100);
+    }
+
+    /// A command that lost objects while it waited retries at the front,
+    /// and the tenant is never asked to give what its own request holds.
+    #[test]
+    fn a_retry_goes_first_and_a_tenant_is_not_forced_for_itself() {
+        let mut l = ledger(100, true, Policy::Delay);
+        for t in 1..=3 {
+            l.join(t);
+        }
+        need(&mut l, 1, 1, 80, 0);
+        assert_eq!(
+            need(&mut l, 2, 1, 60, 0),
+            vec![(
+                1,
+                ToTenant::Evict {
+                    seq: 1,
+                    bytes: 40,
+                    force: true
+                }
+            )]
+        );
         let mut out = Vec::new();
-        let evicted = |seq, freed| FromTenant::Evicted {
-            seq,
-            freed,
-            saved: 0,
+        let retry = FromTenant::Need {
+            seq: 2,
+            bytes: 10,
+            restore: true,
+            retry: true,
         };
-        l.handle(2, evicted(2, 0), 1, &mut out);
-        assert!(out.is_empty(), "tenant 1's answer is still to come");
-        l.handle(1, evicted(1, 50), 1, &mut out);
+        l.handle(3, retry, 0, &mut out);
         assert_eq!(
             out,
-            vec![(2, ToTenant::Grant { seq: 2 })],
-            "60 cannot fit beside tenant 2's pinned 30; its 30 can"
+            vec![
+                (3, ToTenant::Grant { seq: 2 }),
+                (
+                    3,
+                    ToTenant::Evict {
+                        seq: 2,
+                        bytes: 10,
+                        force: true
+                    }
+                )
+            ],
+            "ahead of the 60, then asked for the rest of the 60's room"
         );
-        assert_eq!(l.totals.backfills, 1);
-        // Its command ran; asked again after its back-off, it gives all.
-        out.clear();
-        let later = LedgerConfig::default().busy_backoff_ns + 1;
-        l.tick(later, &mut out);
-        assert_eq!(out, vec![(2, ToTenant::Evict { seq: 3, bytes: 40 })]);
-        out.clear();
-        l.handle(2, evicted(3, 60), later, &mut out);
-        assert_eq!(out, vec![(3, ToTenant::Grant { seq: 1 })]);
-        assert_eq!(l.totals.refusals, 0);
+        // Tenant 3 is the first asked (the oldest, by id) for room for its
+        // own request: not forced.
+        let mut l = ledger(100, true, Policy::Delay);
+        l.join(3);
+        l.join(4);
+        need(&mut l, 3, 1, 40, 0);
+        need(&mut l, 4, 1, 50, 0);
+        assert_eq!(
+            need(&mut l, 3, 2, 20, 0),
+            vec![(
+                3,
+                ToTenant::Evict {
+                    seq: 1,
+                    bytes: 10,
+                    force: false
+                }
+            )]
+        );
+    }
+
+    /// Past its cap beside what it holds, a tenant's request waits while
+    /// its own idle objects make room (its count may also be a moment
+    /// behind: an eviction's answer on its way).
+    #[test]
+    fn a_request_past_the_tenants_cap_waits_for_its_own_room() {
+        let mut l = Ledger::new(LedgerConfig {
+            budget: 100,
+            oversubscribe: true,
+            tenant_cap: 60,
+            ..LedgerConfig::default()
+        });
+        l.join(1);
+        need(&mut l, 1, 1, 50, 0);
+        assert_eq!(
+            need(&mut l, 1, 2, 20, 0),
+            vec![(
+                1,
+                ToTenant::Evict {
+                    seq: 1,
+                    bytes: 10,
+                    force: false
+                }
+            )]
+        );
+        let mut out = Vec::new();
+        l.handle(
+            1,
+            FromTenant::Evicted {
+                seq: 1,
+                freed: 10,
+                saved: 10,
+            },
+            1,
+            &mut out,
+        );
+        assert_eq!(out, vec![(1, ToTenant::Grant { seq: 2 })]);
+        assert_eq!(l.resident(1), Some(60));
     }
 
     #[test]
@@ -741,7 +910,8 @@ mod tests {
                         1,
                         ToTenant::Evict {
                             seq: 1,
-                            bytes: u64::MAX
+                            bytes: u64::MAX,
+                            force: false
                         }
                     )
                 ]

@@ -52,8 +52,11 @@ pub struct Obj {
     /// The device copy changed since the backing was made.
     pub dirty: bool,
     pub backing: Backing,
-    /// Holds that keep it resident: the current call's, live mappings.
+    /// Live mappings: the client may touch it any time, so it stays.
     pub pins: u32,
+    /// Commands waiting for room that use it: it stays unless its tenant
+    /// has nothing else to give ([`Objects::victims_forced`]).
+    pub wanted: u32,
     last_use: u64,
     /// The switch epoch of its last use (see [`Objects::switch_in`]).
     epoch: u64,
@@ -73,7 +76,8 @@ pub struct Plan {
     pub restore: Vec<Key>,
     /// Their bytes: room the device must make first.
     pub bytes: u64,
-    /// Objects pinned by the plan, to unpin once the command holds them.
+    /// Objects the plan holds (wanted), to let go of with
+    /// [`Objects::unpin`] once the command holds them.
     pub pinned: Vec<Key>,
 }
 
@@ -170,6 +174,7 @@ impl Objects {
                 dirty: !zeroed,
                 backing: if zeroed { Backing::Zero } else { Backing::None },
                 pins: 0,
+                wanted: 0,
                 last_use: self.clock,
                 epoch: self.epoch,
             },
@@ -200,12 +205,14 @@ impl Objects {
     /// not resident (with `all`, an eager switch-in: every object of the
     /// tenant that is not). Known used objects are pinned until
     /// [`Objects::unpin`], so that making room for the others cannot evict
-    /// them. Unknown keys (objects not tracked here) are left out.
+    /// them, unless their tenant has nothing else to give
+    /// ([`Objects::victims_forced`]). Unknown keys (objects not tracked
+    /// here) are left out.
     pub fn plan(&mut self, uses: &[(Key, Access)], all: bool) -> Plan {
         let mut p = Plan::default();
         for &(k, _) in uses {
             if let Some(o) = self.objs.get_mut(&k) {
-                o.pins = o.pins.saturating_add(1);
+                o.wanted = o.wanted.saturating_add(1);
                 p.pinned.push(k);
                 if !o.valid && !p.restore.contains(&k) {
                     p.restore.push(k);
@@ -230,6 +237,39 @@ impl Objects {
         p
     }
 
+    /// What a command using `uses` needs restored (as [`Objects::plan`]),
+    /// pinning nothing: for a caller that lets its objects be evicted while
+    /// it waits for room, and checks again once it has it.
+    pub fn missing(&self, uses: &[(Key, Access)], all: bool) -> Plan {
+        let mut p = Plan::default();
+        let add = |k: Key, o: &Obj, p: &mut Plan| {
+            if !o.valid && !p.restore.contains(&k) {
+                p.restore.push(k);
+                p.bytes = p.bytes.saturating_add(o.size);
+            }
+        };
+        for &(k, _) in uses {
+            if let Some(o) = self.objs.get(&k) {
+                add(k, o, &mut p);
+            }
+        }
+        if all {
+            let mut rest: Vec<(u64, Key)> = self
+                .objs
+                .iter()
+                .filter(|(k, o)| !o.valid && !p.restore.contains(k))
+                .map(|(&k, o)| (o.last_use, k))
+                .collect();
+            rest.sort_unstable_by(|a, b| b.cmp(a));
+            for (_, k) in rest {
+                if let Some(o) = self.objs.get(&k) {
+                    add(k, o, &mut p);
+                }
+            }
+        }
+        p
+    }
+
     /// `key`'s device copy is back (copied from its backing), taking
     /// `ns` nanoseconds. The backing stays right: the object is clean.
     pub fn restored(&mut self, key: Key, ns: u64) -> Result<(), ObjectsError> {
@@ -240,6 +280,9 @@ impl Objects {
         o.valid = true;
         o.dirty = false;
         o.epoch = self.epoch;
+        // About to be used: not the first to go again.
+        self.clock += 1;
+        o.last_use = self.clock;
         self.resident = self.resident.saturating_add(o.size);
         self.counters.restores += 1;
         self.counters.bytes_restored = self.counters.bytes_restored.saturating_add(o.size);
@@ -296,15 +339,10 @@ impl Objects {
         true
     }
 
-    pub fn pin(&mut self, key: Key) {
-        if let Some(o) = self.objs.get_mut(&key) {
-            o.pins = o.pins.saturating_add(1);
-        }
-    }
-
+    /// Ends a [`Objects::plan`]'s hold on `key`.
     pub fn unpin(&mut self, key: Key) {
         if let Some(o) = self.objs.get_mut(&key) {
-            o.pins = o.pins.saturating_sub(1);
+            o.wanted = o.wanted.saturating_sub(1);
         }
     }
 
@@ -328,10 +366,23 @@ impl Objects {
     /// Objects to evict for at least `want` bytes (`u64::MAX`: all that
     /// may go), least recently used first: resident, evictable, unpinned.
     pub fn victims(&self, want: u64) -> Vec<Victim> {
+        self.choose(want, |o| o.wanted == 0)
+    }
+
+    /// As [`Objects::victims`], objects that a command waiting for room
+    /// wants included: for a tenant that waits and has nothing else to
+    /// give. Holding them while the room they would make is what another
+    /// tenant's request waits for would be a deadlock; the waiting command
+    /// asks for them again once it has room.
+    pub fn victims_forced(&self, want: u64) -> Vec<Victim> {
+        self.choose(want, |_| true)
+    }
+
+    fn choose(&self, want: u64, may: impl Fn(&Obj) -> bool) -> Vec<Victim> {
         let mut c: Vec<(&Key, &Obj)> = self
             .objs
             .iter()
-            .filter(|(_, o)| o.valid && o.evictable && o.pins == 0)
+            .filter(|(_, o)| o.valid && o.evictable && o.pins == 0 && may(o))
             .collect();
         c.sort_unstable_by_key(|(k, o)| (o.last_use, **k));
         let mut got = 0u64;

@@ -36,7 +36,14 @@ pub enum FromTenant {
     Hello { device_mem: u64 },
     /// Room for `bytes` more, for new objects or (`restore`) to restore
     /// evicted ones; answered by `Grant` or `Refuse` with the same `seq`.
-    Need { seq: u32, bytes: u64, restore: bool },
+    /// `retry`: for objects of a command that was already given room once
+    /// and lost some while it waited: it goes first.
+    Need {
+        seq: u32,
+        bytes: u64,
+        restore: bool,
+        retry: bool,
+    },
     /// `bytes` are no longer resident (objects freed, or evicted unasked).
     Release { bytes: u64 },
     /// The tenant is about to use the device and was not the last to:
@@ -61,10 +68,14 @@ pub enum ToTenant {
     Refuse {
         seq: u32,
     },
-    /// Evict at least `bytes` (`u64::MAX`: all that may go) of idle objects.
+    /// Evict at least `bytes` (`u64::MAX`: all that may go) of idle objects;
+    /// with `force`, a tenant that waits for room itself and has nothing
+    /// else gives what its waiting command holds (the room is for a request
+    /// ahead of its own).
     Evict {
         seq: u32,
         bytes: u64,
+        force: bool,
     },
     Switched {
         seq: u32,
@@ -161,7 +172,8 @@ impl FromTenant {
                 seq,
                 bytes,
                 restore,
-            } => Out::new(NEED).u32(seq).u64(bytes).flag(restore),
+                retry,
+            } => Out::new(NEED).u32(seq).u64(bytes).flag(restore).flag(retry),
             FromTenant::Release { bytes } => Out::new(RELEASE).u64(bytes),
             FromTenant::Active { seq } => Out::new(ACTIVE).u32(seq),
             FromTenant::Evicted { seq, freed, saved } => {
@@ -190,7 +202,7 @@ impl FromTenant {
     pub fn decode(b: &[u8]) -> Result<Self, ProtoError> {
         let (tag, mut r) = body(b, |t| match t {
             HELLO => Some(8),
-            NEED => Some(13),
+            NEED => Some(14),
             RELEASE => Some(8),
             ACTIVE | BUSY => Some(4),
             EVICTED => Some(20),
@@ -205,6 +217,7 @@ impl FromTenant {
                 seq: r.u32(),
                 bytes: r.u64(),
                 restore: r.flag()?,
+                retry: r.flag()?,
             },
             RELEASE => FromTenant::Release { bytes: r.u64() },
             ACTIVE => FromTenant::Active { seq: r.u32() },
@@ -234,7 +247,9 @@ impl ToTenant {
         match *self {
             ToTenant::Grant { seq } => Out::new(GRANT).u32(seq),
             ToTenant::Refuse { seq } => Out::new(REFUSE).u32(seq),
-            ToTenant::Evict { seq, bytes } => Out::new(EVICT).u32(seq).u64(bytes),
+            ToTenant::Evict { seq, bytes, force } => {
+                Out::new(EVICT).u32(seq).u64(bytes).flag(force)
+            }
             ToTenant::Switched { seq } => Out::new(SWITCHED).u32(seq),
             ToTenant::Displaced => Out::new(DISPLACED),
         }
@@ -246,7 +261,7 @@ impl ToTenant {
     pub fn decode(b: &[u8]) -> Result<Self, ProtoError> {
         let (tag, mut r) = body(b, |t| match t {
             GRANT | REFUSE | SWITCHED => Some(4),
-            EVICT => Some(12),
+            EVICT => Some(13),
             DISPLACED => Some(0),
             _ => None,
         })?;
@@ -256,6 +271,7 @@ impl ToTenant {
             EVICT => ToTenant::Evict {
                 seq: r.u32(),
                 bytes: r.u64(),
+                force: r.flag()?,
             },
             SWITCHED => ToTenant::Switched { seq: r.u32() },
             _ => ToTenant::Displaced,
@@ -277,6 +293,7 @@ mod tests {
                 seq: 7,
                 bytes: u64::MAX,
                 restore: true,
+                retry: true,
             },
             FromTenant::Release { bytes: 3 },
             FromTenant::Active { seq: u32::MAX },
@@ -303,6 +320,7 @@ mod tests {
             ToTenant::Evict {
                 seq: 3,
                 bytes: u64::MAX,
+                force: true,
             },
             ToTenant::Switched { seq: 4 },
             ToTenant::Displaced,
@@ -327,6 +345,7 @@ mod tests {
             seq: 1,
             bytes: 2,
             restore: false,
+            retry: false,
         }
         .encode();
         need.push(0);
@@ -343,6 +362,7 @@ mod tests {
             seq: 1,
             bytes: 2,
             restore: false,
+            retry: false,
         }
         .encode();
         *need.last_mut().expect("flag") = 2;

@@ -122,6 +122,7 @@ enum Pending {
         seq: u32,
         plan: Plan,
         uses: Vec<(Key, Access)>,
+        round: usize,
     },
 }
 
@@ -130,6 +131,8 @@ struct Tenant {
     objs: Objects,
     contents: BTreeMap<Key, Contents>,
     pending: Option<Pending>,
+    /// What the waiting command holds (wanted).
+    held: Vec<Key>,
     is_last: bool,
     busy: bool,
     silent: bool,
@@ -158,6 +161,8 @@ pub struct SimStats {
     pub restores: u64,
     pub kills: u64,
     pub commands: u64,
+    /// Commands that gave up after their objects kept being evicted.
+    pub gave_up: u64,
 }
 
 const MS: u64 = 1_000_000;
@@ -230,6 +235,7 @@ impl Sim {
                             objs: Objects::new(self.policy),
                             contents: BTreeMap::new(),
                             pending: None,
+                            held: Vec::new(),
                             is_last: false,
                             busy: false,
                             silent: false,
@@ -262,6 +268,7 @@ impl Sim {
                             seq,
                             bytes: size,
                             restore: false,
+                            retry: false,
                         },
                     );
                 }
@@ -412,35 +419,63 @@ impl Sim {
         self.plan(t, uses, false);
     }
 
+    /// As the server does: the command's objects are held (wanted) while
+    /// the tenant waits for room, unless it is asked and has nothing else
+    /// to give; what was taken so comes back in another round.
     fn plan(&mut self, t: TenantId, uses: Vec<(Key, Access)>, switched: bool) {
         let eager = self.policy == Policy::Eager && switched;
         let ten = self.tenants.get_mut(&t).expect("live");
-        let plan = ten.objs.plan(&uses, eager);
-        if plan.bytes == 0 {
-            self.run(t, &plan, &uses);
+        let held = ten.objs.plan(&uses, eager).pinned;
+        ten.held = held;
+        self.plan_round(t, uses, eager, 0);
+    }
+
+    fn plan_round(&mut self, t: TenantId, uses: Vec<(Key, Access)>, eager: bool, round: usize) {
+        let ten = self.tenants.get_mut(&t).expect("live");
+        let plan = ten.objs.missing(&uses, eager && round == 0);
+        if plan.bytes == 0 || round >= 8 {
+            for k in std::mem::take(&mut ten.held) {
+                ten.objs.unpin(k);
+            }
+            if plan.bytes == 0 {
+                self.run(t, &uses);
+            } else {
+                self.stats.gave_up += 1;
+            }
             return;
         }
         let seq = self.seq(t);
         let bytes = plan.bytes;
-        self.pending(t)
-            .replace(Pending::Restore { seq, plan, uses });
+        self.pending(t).replace(Pending::Restore {
+            seq,
+            plan,
+            uses,
+            round,
+        });
         self.send(
             t,
             FromTenant::Need {
                 seq,
                 bytes,
                 restore: true,
+                retry: round > 0,
             },
         );
     }
 
-    /// Restores what the plan needs (room granted), then runs the command.
-    fn restore_and_run(&mut self, t: TenantId, plan: Plan, uses: Vec<(Key, Access)>) {
+    /// Restores what the plan needs (room granted) and is still out, gives
+    /// back the room of what needs none, then runs the command, or asks
+    /// again for what was evicted meanwhile.
+    fn restore_and_run(&mut self, t: TenantId, plan: Plan, uses: Vec<(Key, Access)>, round: usize) {
         let ten = self.tenants.get_mut(&t).expect("live");
+        let mut back = 0;
         for &k in &plan.restore {
             let c = ten.contents.get_mut(&k).expect("known");
             let o = ten.objs.get(k).expect("known");
-            assert!(!o.valid, "a resident object is never restored");
+            if o.valid {
+                continue;
+            }
+            back += o.size;
             let back = match o.backing {
                 Backing::Zero => 0,
                 Backing::Stored => c.store.expect("a stored backing has a copy"),
@@ -451,10 +486,18 @@ impl Sim {
             ten.objs.restored(k, 1).expect("known");
             self.stats.restores += 1;
         }
-        self.run(t, &plan, &uses);
+        if plan.bytes > back {
+            self.send(
+                t,
+                FromTenant::Release {
+                    bytes: plan.bytes - back,
+                },
+            );
+        }
+        self.plan_round(t, uses, false, round + 1);
     }
 
-    fn run(&mut self, t: TenantId, plan: &Plan, uses: &[(Key, Access)]) {
+    fn run(&mut self, t: TenantId, uses: &[(Key, Access)]) {
         let ten = self.tenants.get_mut(&t).expect("live");
         for &(k, a) in uses {
             let c = ten.contents.get_mut(&k).expect("known");
@@ -469,9 +512,6 @@ impl Sim {
                 c.latest += 1;
                 c.device = Some(c.latest);
             }
-        }
-        for &k in &plan.pinned {
-            ten.objs.unpin(k);
         }
         self.stats.commands += 1;
     }
@@ -521,12 +561,17 @@ impl Sim {
                             );
                         }
                     }
-                    Some(Pending::Restore { seq: s, plan, uses }) if s == seq => {
+                    Some(Pending::Restore {
+                        seq: s,
+                        plan,
+                        uses,
+                        round,
+                    }) if s == seq => {
                         if granted {
-                            self.restore_and_run(t, plan, uses);
+                            self.restore_and_run(t, plan, uses, round);
                         } else {
                             let ten = self.tenants.get_mut(&t).expect("live");
-                            for &k in &plan.pinned {
+                            for k in std::mem::take(&mut ten.held) {
                                 ten.objs.unpin(k);
                             }
                         }
@@ -546,7 +591,7 @@ impl Sim {
             ToTenant::Displaced => {
                 self.tenants.get_mut(&t).expect("live").is_last = false;
             }
-            ToTenant::Evict { seq, bytes } => {
+            ToTenant::Evict { seq, bytes, force } => {
                 let ten = self.tenants.get_mut(&t).expect("live");
                 if ten.silent {
                     return;
@@ -556,7 +601,14 @@ impl Sim {
                     return;
                 }
                 let (mut freed, mut saved) = (0u64, 0u64);
-                for v in ten.objs.victims(bytes) {
+                let mut victims = ten.objs.victims(bytes);
+                if victims.is_empty()
+                    && force
+                    && matches!(ten.pending, Some(Pending::Restore { .. }))
+                {
+                    victims = ten.objs.victims_forced(bytes);
+                }
+                for v in victims {
                     let c = ten.contents.get_mut(&v.key).expect("known");
                     assert_eq!(c.maps, 0, "a mapped object is never evicted");
                     let device = c.device.take().expect("a victim is resident");

@@ -83,6 +83,7 @@ fuzz_target!(|data: &[u8]| {
                 seq: h.seq,
                 bytes,
                 restore: false,
+                retry: false,
             };
             l.handle(HONEST, need, now, &mut out);
         } else {

@@ -228,7 +228,7 @@ impl Arbiter {
         let t = l.totals;
         log::warn!(
             "residency: device budget {} bytes, {} resident, last tenant {}, {} waiting; \
-             grants {} refusals {} asks {} busy {} timeouts {} switches {} deaths {} backfills {}; \
+             grants {} refusals {} asks {} busy {} timeouts {} switches {} deaths {}; \
              bytes granted {} restored {} freed {} saved {}; tenants' counters: {}",
             l.budget(),
             l.used(),
@@ -241,7 +241,6 @@ impl Arbiter {
             t.timeouts,
             t.switches,
             t.deaths,
-            t.backfills,
             t.bytes_granted,
             t.bytes_restored,
             t.bytes_freed,

@@ -25,7 +25,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use wormhole_opencl_api::{
     func, CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES, CL_SUCCESS,
 };
-use wormhole_residency::objects::{Backing, Key, Objects, Plan};
+use wormhole_residency::objects::{Backing, Key, Objects};
 use wormhole_residency::proto::{FromTenant, ToTenant, MAX_MESSAGE};
 use wormhole_residency::{Access, Policy};
 use wormhole_transport::arena::Arena;
@@ -44,6 +44,9 @@ use crate::opencl::{ffi, info_value};
 const LOCK_WAIT: Duration = Duration::from_millis(20);
 /// How long it waits for the queues' markers before it answers `Busy`.
 const DRAIN_WAIT: Duration = Duration::from_millis(20);
+/// How many times a command asks for room for its objects (others may
+/// evict some while it waits) before it fails.
+const MAX_ROUNDS: usize = 8;
 /// Kernel arguments past this index are not tracked (a kernel's record
 /// stays small); a command using one keeps whatever else it names
 /// resident, and the argument is taken as written.
@@ -311,6 +314,8 @@ pub struct Residency {
     /// its own switch, cleared when the ledger says another used the
     /// device).
     is_last: AtomicBool,
+    /// The serving thread waits for the ledger (see `make_resident`).
+    waiting: AtomicBool,
 }
 
 /// What a destructor callback needs.
@@ -437,6 +442,7 @@ impl Residency {
             link: Link::new(sock),
             arena: arena.clone(),
             is_last: AtomicBool::new(false),
+            waiting: AtomicBool::new(false),
         });
         r.link.send(&FromTenant::Hello { device_mem: device });
         let reader = r.clone();
@@ -463,7 +469,9 @@ impl Residency {
     /// own idle objects can be evicted to make the room asked for.
     fn ask(&self, make: impl FnOnce(u32) -> FromTenant) -> Answer {
         let held = self.serve.pause();
+        self.waiting.store(true, Ordering::Release);
         let a = self.link.ask(make);
+        self.waiting.store(false, Ordering::Release);
         self.serve.resume(held);
         a
     }
@@ -500,13 +508,10 @@ impl Residency {
     }
 
     fn slow(&self, list: Vec<(Key, Access)>, queue: usize) -> Result<(), i32> {
-        let plan = self.make_resident(&list)?;
+        let restored = self.make_resident(&list)?;
         let mut st = self.state();
         for &(k, a) in &list {
             st.objs.touch(k, a);
-        }
-        for &k in &plan.pinned {
-            st.objs.unpin(k);
         }
         let new = st.queues.insert(queue);
         let c = st.objs.counters;
@@ -514,16 +519,22 @@ impl Residency {
         if new {
             queues::hold(queue);
         }
-        if !plan.restore.is_empty() {
+        if restored {
             self.link.send(&FromTenant::Stats(c));
         }
         Ok(())
     }
 
     /// A switch if another tenant used the device since, then room for
-    /// what must come back, then the copies back. The used objects are
-    /// pinned meanwhile (and stay so: the caller unpins them).
-    fn make_resident(&self, list: &[(Key, Access)]) -> Result<Plan, i32> {
+    /// what must come back, then the copies back, made with the serve lock
+    /// held again, so that nothing of the tenant's is evicted from then
+    /// until its call ends. While it waits for room the command's objects
+    /// are held (wanted), unless the tenant is asked for room and has
+    /// nothing else to give: a waiting tenant holding what another's
+    /// request needs, while that request is ahead of its own, would be a
+    /// deadlock. What was taken so comes back in another round (a few at
+    /// most). Returns whether anything came back.
+    fn make_resident(&self, list: &[(Key, Access)]) -> Result<bool, i32> {
         let switched = !self.is_last.load(Ordering::Acquire);
         if switched {
             if self.policy == Policy::Eager {
@@ -538,58 +549,79 @@ impl Residency {
             }
             self.state().objs.switch_in();
         }
+        // Eager: the whole set comes back at a switch.
         let all = switched && self.policy == Policy::Eager;
-        let plan = self.state().objs.plan(list, all);
-        if plan.bytes == 0 {
-            return Ok(plan);
-        }
-        let bytes = plan.bytes;
-        let a = self.ask(|seq| FromTenant::Need {
-            seq,
-            bytes,
-            restore: true,
-        });
+        let held = self.state().objs.plan(list, all);
+        let r = self.bring_back(list, held.clone());
         let mut st = self.state();
-        if a == Answer::No {
-            for &k in &plan.pinned {
-                st.objs.unpin(k);
-            }
-            log::info!(
-                "tenant {}: no room to restore {bytes} bytes: the command fails",
-                std::process::id()
-            );
-            return Err(CL_MEM_OBJECT_ALLOCATION_FAILURE);
+        for &k in &held.pinned {
+            st.objs.unpin(k);
         }
-        let mut back = 0u64;
-        let mut failed = None;
-        for &k in &plan.restore {
-            let Some(size) = st.objs.get(k).filter(|o| !o.valid).map(|o| o.size) else {
-                continue;
-            };
-            match st.restore_one(k, &self.arena) {
-                Ok(()) => back += size,
-                Err(e) => {
-                    failed = Some(e);
-                    break;
+        r
+    }
+
+    fn bring_back(
+        &self,
+        list: &[(Key, Access)],
+        first: wormhole_residency::objects::Plan,
+    ) -> Result<bool, i32> {
+        let mut plan = first;
+        let mut restored = false;
+        for round in 0..MAX_ROUNDS {
+            if plan.bytes == 0 {
+                return Ok(restored);
+            }
+            let bytes = plan.bytes;
+            let a = self.ask(|seq| FromTenant::Need {
+                seq,
+                bytes,
+                restore: true,
+                retry: round > 0,
+            });
+            if a == Answer::No {
+                log::info!(
+                    "tenant {}: no room to restore {bytes} bytes: the command fails",
+                    std::process::id()
+                );
+                return Err(CL_MEM_OBJECT_ALLOCATION_FAILURE);
+            }
+            let mut st = self.state();
+            let mut back = 0u64;
+            let mut failed = None;
+            for &k in &plan.restore {
+                let Some(size) = st.objs.get(k).filter(|o| !o.valid).map(|o| o.size) else {
+                    continue;
+                };
+                match st.restore_one(k, &self.arena) {
+                    Ok(()) => back += size,
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
                 }
             }
-        }
-        if let Some(e) = &failed {
-            for &k in &plan.pinned {
-                st.objs.unpin(k);
+            let next = st.objs.missing(list, false);
+            drop(st);
+            if bytes > back && a == Answer::Yes {
+                self.link.send(&FromTenant::Release {
+                    bytes: bytes - back,
+                });
             }
-            log::error!("tenant {}: restoring an object: {e}", std::process::id());
+            if let Some(e) = failed {
+                log::error!("tenant {}: restoring an object: {e}", std::process::id());
+                return Err(CL_OUT_OF_RESOURCES);
+            }
+            restored = true;
+            plan = next;
         }
-        drop(st);
-        if bytes > back && a == Answer::Yes {
-            self.link.send(&FromTenant::Release {
-                bytes: bytes - back,
-            });
+        if plan.bytes == 0 {
+            return Ok(restored);
         }
-        match failed {
-            Some(_) => Err(CL_OUT_OF_RESOURCES),
-            None => Ok(plan),
-        }
+        log::info!(
+            "tenant {}: a command's objects kept being evicted while it waited: it fails",
+            std::process::id()
+        );
+        Err(CL_MEM_OBJECT_ALLOCATION_FAILURE)
     }
 
     /// A memory object the library just made for this tenant: counted
@@ -620,6 +652,7 @@ impl Residency {
                 seq,
                 bytes: size,
                 restore: false,
+                retry: false,
             });
             if a == Answer::No {
                 return Err(CL_MEM_OBJECT_ALLOCATION_FAILURE);
@@ -755,7 +788,7 @@ impl Residency {
                     self.link.deliver(seq, true);
                 }
                 Ok(ToTenant::Displaced) => self.is_last.store(false, Ordering::Release),
-                Ok(ToTenant::Evict { seq, bytes }) => self.on_evict(seq, bytes),
+                Ok(ToTenant::Evict { seq, bytes, force }) => self.on_evict(seq, bytes, force),
                 Err(e) => log::warn!("residency: a bad message from the listener: {e}"),
             }
         }
@@ -764,7 +797,7 @@ impl Residency {
 
     /// Evicts idle objects for at least `bytes` (all for `u64::MAX`), if
     /// the tenant is between calls with nothing in flight; else `Busy`.
-    fn on_evict(&self, seq: u32, bytes: u64) {
+    fn on_evict(&self, seq: u32, bytes: u64, force: bool) {
         if !self.serve.raw.try_lock_for(LOCK_WAIT) {
             self.link.send(&FromTenant::Busy { seq });
             return;
@@ -783,7 +816,11 @@ impl Residency {
             let mut st = self.state();
             let mut freed = 0u64;
             let mut saved = 0u64;
-            for v in st.objs.victims(bytes) {
+            let mut victims = st.objs.victims(bytes);
+            if victims.is_empty() && force && self.waiting.load(Ordering::Acquire) {
+                victims = st.objs.victims_forced(bytes);
+            }
+            for v in victims {
                 match st.evict_one(v.key, &self.arena) {
                     Ok(s) => {
                         freed += v.size;
@@ -806,12 +843,14 @@ impl Residency {
             }
             st.markers.extend(looked.pending);
         }
+        // Told before the serving thread can go on: its next request for
+        // room must reach the ledger after the bytes this freed.
+        self.link.send(&answer);
         // SAFETY: this thread took the lock above (try_lock_for succeeded).
         unsafe { self.serve.raw.unlock() };
         for q in done {
             queues::let_go(q);
         }
-        self.link.send(&answer);
         if matches!(answer, FromTenant::Evicted { .. }) {
             let c = self.state().objs.counters;
             self.link.send(&FromTenant::Stats(c));
