@@ -238,7 +238,12 @@ fn per_call(
 
 /// The hooks around one request, as the serve loop runs them (the call
 /// itself left out).
-fn hooked(t: &Tenant, r: Option<&Arc<Residency>>, f: u32, req: &[u8]) -> Result<(), HooksError> {
+fn hooked(
+    t: &mut Tenant,
+    r: Option<&Arc<Residency>>,
+    f: u32,
+    req: &[u8],
+) -> Result<(), HooksError> {
     let frame = Frame::begin(r);
     residency::ready(t, f, req).map_err(HooksError::NotReady)?;
     frame.after(t, req, 0);
@@ -264,23 +269,33 @@ pub fn run(batches: usize, batch: usize) -> Result<HooksResult, HooksError> {
         nix::sys::socket::SockFlag::SOCK_CLOEXEC,
     )?;
     std::thread::spawn(move || ledger(theirs));
-    let with = tenant(Some(ours))?;
-    let without = tenant(None)?;
+    let mut with = tenant(Some(ours))?;
+    let mut without = tenant(None)?;
     let (rw, rn) = (Frame::of(&with), Frame::of(&without));
     let mut r = HooksResult::default();
     for _ in 0..3 {
         // Alternated, the best of three: the machine may be busy.
         let l = per_call(batches, batch, || {
-            hooked(&with, rw.as_ref(), func::clEnqueueNDRangeKernel, &launch)
+            hooked(
+                &mut with,
+                rw.as_ref(),
+                func::clEnqueueNDRangeKernel,
+                &launch,
+            )
         })?;
         let lw = per_call(batches, batch, || {
-            hooked(&without, rn.as_ref(), func::clEnqueueNDRangeKernel, &launch)
+            hooked(
+                &mut without,
+                rn.as_ref(),
+                func::clEnqueueNDRangeKernel,
+                &launch,
+            )
         })?;
         let s = per_call(batches, batch, || {
-            hooked(&with, rw.as_ref(), func::clSetKernelArg, &set)
+            hooked(&mut with, rw.as_ref(), func::clSetKernelArg, &set)
         })?;
         let sw = per_call(batches, batch, || {
-            hooked(&without, rn.as_ref(), func::clSetKernelArg, &set)
+            hooked(&mut without, rn.as_ref(), func::clSetKernelArg, &set)
         })?;
         let best = |old: f64, new: f64| if old == 0.0 { new } else { old.min(new) };
         r.launch_ns = best(r.launch_ns, l);

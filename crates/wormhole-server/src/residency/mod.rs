@@ -167,13 +167,22 @@ impl Drop for Frame<'_> {
 
 /// Before a call runs: makes the memory objects a command uses resident.
 /// Fails the call (`CL_MEM_OBJECT_ALLOCATION_FAILURE`) when the device
-/// could not make room for what must come back.
+/// could not make room for what must come back; data the client streams
+/// after such a request is then drained, as for a request that fails its
+/// own checks, so that the stream stays in step.
 #[inline]
-pub fn ready(t: &Tenant, func: u32, req: &[u8]) -> Result<(), i32> {
-    match &t.residency {
-        Some(r) => r.prepare(t, func, req),
-        None => Ok(()),
+pub fn ready(t: &mut Tenant, func: u32, req: &[u8]) -> Result<(), i32> {
+    let Some(r) = &t.residency else {
+        return Ok(());
+    };
+    let e = match r.prepare(t, func, req) {
+        Ok(()) => return Ok(()),
+        Err(e) => e,
+    };
+    if let Some(n) = uses::incoming(func, req) {
+        t.bulk = Some(crate::opencl::overrides::Bulk::Drain(n));
     }
+    Err(e)
 }
 
 /// This tenant's residency, for its `SIGUSR1` report.

@@ -154,6 +154,22 @@ pub(super) fn of(t: &Tenant, func: u32, req: &[u8]) -> Uses {
     u.unwrap_or(Uses::None)
 }
 
+/// How many bytes the client streams right after this request (a bulk
+/// write's, an unmap's written back), if any.
+pub(super) fn incoming(f: u32, req: &[u8]) -> Option<u64> {
+    let (_, mut d) = header(req)?;
+    match f {
+        func::whEnqueueWriteBufferBulk => d.u64().ok(),
+        func::clEnqueueUnmapMemObject => {
+            let _id = d.u64().ok()?;
+            let data = d.bool().ok()?;
+            let len = d.u64().ok()?;
+            data.then_some(len)
+        }
+        _ => None,
+    }
+}
+
 /// What the post-call hook cares about in a request.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Changed {
@@ -220,4 +236,47 @@ pub(super) fn changed(t: &Tenant, f: u32, mut d: Decoder<'_>) -> Changed {
         _ => None,
     };
     c.unwrap_or(Changed::None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wormhole_wire::Encoder;
+
+    fn frame(f: u32, body: impl FnOnce(&mut Encoder)) -> Vec<u8> {
+        let mut e = Encoder::new();
+        RequestHeader { func: f, flags: 0 }.encode(&mut e);
+        body(&mut e);
+        e.into_vec()
+    }
+
+    /// A request refused for want of room still has its streamed data
+    /// drained: how much follows each kind of request.
+    #[test]
+    fn the_bytes_that_follow_a_request_are_known_before_it_runs() {
+        let bulk = frame(func::whEnqueueWriteBufferBulk, |e| e.u64(1 << 20));
+        assert_eq!(
+            incoming(func::whEnqueueWriteBufferBulk, &bulk),
+            Some(1 << 20)
+        );
+        let unmap = |data: bool| {
+            frame(func::clEnqueueUnmapMemObject, |e| {
+                e.u64(7);
+                e.bool(data);
+                e.u64(4096);
+            })
+        };
+        assert_eq!(
+            incoming(func::clEnqueueUnmapMemObject, &unmap(true)),
+            Some(4096)
+        );
+        assert_eq!(incoming(func::clEnqueueUnmapMemObject, &unmap(false)), None);
+        let read = frame(func::whEnqueueReadBufferBulk, |e| e.u64(1 << 20));
+        assert_eq!(
+            incoming(func::whEnqueueReadBufferBulk, &read),
+            None,
+            "data goes out"
+        );
+        assert_eq!(incoming(func::whEnqueueWriteBufferBulk, &[1, 2]), None);
+    }
 }
