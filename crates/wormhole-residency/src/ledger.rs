@@ -108,6 +108,7 @@ struct Waiting {
     seq: u32,
     bytes: u64,
     restore: bool,
+    retry: bool,
     deadline: u64,
 }
 
@@ -263,8 +264,9 @@ impl Ledger {
 
     /// A request for room. One that retries (its command was given room
     /// once and lost some of it while it waited, to a request ahead of it)
-    /// goes first, so that a command that waited its turn is not sent to
-    /// the back of the line again and again.
+    /// goes ahead of first requests, behind earlier retries, so that a
+    /// command that waited its turn is not sent to the back of the line
+    /// again and again, nor made to give by retries after its own.
     fn need(
         &mut self,
         t: TenantId,
@@ -293,10 +295,18 @@ impl Ledger {
                 seq,
                 bytes,
                 restore,
+                retry,
                 deadline: self.now.saturating_add(self.cfg.need_timeout_ns),
             };
             if retry {
-                self.waiting.push_front(w);
+                // Ahead of first requests, behind earlier retries: a retry
+                // is never forced to give by one that came after it.
+                let at = self
+                    .waiting
+                    .iter()
+                    .position(|x| !x.retry)
+                    .unwrap_or(self.waiting.len());
+                self.waiting.insert(at, w);
             } else {
                 self.waiting.push_back(w);
             }

@@ -15,7 +15,7 @@
 
 use std::ffi::c_void;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -46,7 +46,7 @@ const LOCK_WAIT: Duration = Duration::from_millis(20);
 const DRAIN_WAIT: Duration = Duration::from_millis(20);
 /// How many times a command asks for room for its objects (others may
 /// evict some while it waits) before it fails.
-const MAX_ROUNDS: usize = 8;
+const MAX_ROUNDS: usize = 32;
 /// Kernel arguments past this index are not tracked (a kernel's record
 /// stays small); a command using one keeps whatever else it names
 /// resident, and the argument is taken as written.
@@ -108,7 +108,9 @@ impl ServeLock {
     }
 
     fn leave(&self) {
-        if self.serving.swap(false, Ordering::Relaxed) {
+        // Only the serving thread writes `serving`: no locked swap needed.
+        if self.serving.load(Ordering::Relaxed) {
+            self.serving.store(false, Ordering::Relaxed);
             // SAFETY: the serving thread holds the lock (`serving` was set
             // by its `enter`, and only it clears it).
             unsafe { self.raw.unlock() };
@@ -316,6 +318,19 @@ pub struct Residency {
     is_last: AtomicBool,
     /// The serving thread waits for the ledger (see `make_resident`).
     waiting: AtomicBool,
+    /// Counts what can take an object or a queue out of residency's view
+    /// (an eviction, a queue let go): `prepare`'s shortcut holds only while
+    /// it has not moved.
+    epoch: AtomicU64,
+    last_launch: LastLaunch,
+}
+
+/// The last kernel launch `prepare` let through, and the epoch then.
+#[derive(Default)]
+struct LastLaunch {
+    kernel: AtomicUsize,
+    queue: AtomicUsize,
+    epoch: AtomicU64,
 }
 
 /// What a destructor callback needs.
@@ -443,6 +458,8 @@ impl Residency {
             arena: arena.clone(),
             is_last: AtomicBool::new(false),
             waiting: AtomicBool::new(false),
+            epoch: AtomicU64::new(0),
+            last_launch: LastLaunch::default(),
         });
         r.link.send(&FromTenant::Hello { device_mem: device });
         let reader = r.clone();
@@ -483,10 +500,35 @@ impl Residency {
         if queue == 0 {
             return Ok(());
         }
+        // The same kernel on the same queue as last time, with nothing
+        // evicted, no queue let go and no argument set to another memory
+        // object since: its objects are resident and were marked (dirty,
+        // in use) then; only eviction clears a mark. The LRU order keeps
+        // their first use since the last eviction, which is all it needs.
+        let epoch = self.epoch.load(Ordering::Acquire);
+        if let Uses::Kernel { kernel, .. } = u {
+            if self.is_last.load(Ordering::Acquire)
+                && self.last_launch.kernel.load(Ordering::Relaxed) == kernel
+                && self.last_launch.queue.load(Ordering::Relaxed) == queue
+                && self.last_launch.epoch.load(Ordering::Relaxed) == epoch
+            {
+                return Ok(());
+            }
+        }
+        let r = self.prepare_slowly(&u, queue);
+        if let (Ok(()), Uses::Kernel { kernel, .. }) = (&r, &u) {
+            self.last_launch.kernel.store(*kernel, Ordering::Relaxed);
+            self.last_launch.queue.store(queue, Ordering::Relaxed);
+            self.last_launch.epoch.store(epoch, Ordering::Relaxed);
+        }
+        r
+    }
+
+    fn prepare_slowly(&self, u: &Uses, queue: usize) -> Result<(), i32> {
         let mut st = self.state();
         let mut list = std::mem::take(&mut st.scratch);
         list.clear();
-        st.resolve(&u, &mut list);
+        st.resolve(u, &mut list);
         if list.is_empty() {
             st.scratch = list;
             return Ok(());
@@ -705,6 +747,14 @@ impl Residency {
     /// The tenant let go of a kernel: its arguments are no longer asked.
     pub(crate) fn kernel_gone(&self, kernel: *mut c_void) {
         self.state().kernels.remove(&(kernel as usize));
+        self.forget_launch(kernel as usize);
+    }
+
+    /// The last launch's shortcut no longer holds for `kernel`.
+    fn forget_launch(&self, kernel: usize) {
+        if self.last_launch.kernel.load(Ordering::Relaxed) == kernel {
+            self.last_launch.kernel.store(0, Ordering::Relaxed);
+        }
     }
 
     /// After a call: kernel arguments set or cloned, mappings made or
@@ -760,7 +810,10 @@ impl Residency {
                 // A value that is no memory object (the common case of a
                 // scalar set again and again): at most a slot cleared.
                 (0, Some(s)) => {
-                    s.mem = 0;
+                    if s.mem != 0 {
+                        s.mem = 0;
+                        self.forget_launch(kernel);
+                    }
                     return;
                 }
                 (0, None) => return,
@@ -768,6 +821,7 @@ impl Residency {
             }
         };
         let writes = Some(known.unwrap_or_else(|| arg_writes(kernel, index)));
+        self.forget_launch(kernel);
         let mut st = self.state();
         let args = st.kernels.entry(kernel).or_default();
         if args.len() <= i {
@@ -843,6 +897,8 @@ impl Residency {
             }
             st.markers.extend(looked.pending);
         }
+        // Still under the serve lock: the serving thread's next call sees it.
+        self.epoch.fetch_add(1, Ordering::Release);
         // Told before the serving thread can go on: its next request for
         // room must reach the ledger after the bytes this freed.
         self.link.send(&answer);
