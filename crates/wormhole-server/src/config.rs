@@ -80,6 +80,30 @@ pub struct Config {
     /// it as no larger. An integer, or a size such as "2 GiB". 0: no limit.
     #[serde(deserialize_with = "size")]
     pub tenant_memory: u64,
+    /// Confine each tenant (namespaces, its own uid when the server is
+    /// root, a root of its own, seccomp, Landlock, cgroup limits; see
+    /// docs/wormhole-security.md). Off: tenants are only non-dumpable.
+    pub confine: bool,
+    /// Uids for tenants when the server runs as root, "FIRST-LAST" (one
+    /// each; default 1879048192-1879113727).
+    pub tenant_uids: Option<String>,
+    /// Paths tenants may read besides the system's (/usr, /etc, /opt,
+    /// ...): drivers or libraries installed elsewhere. The directories of
+    /// LD_LIBRARY_PATH, OCL_ICD_VENDORS and cuda_runtime are added.
+    pub tenant_paths: Vec<PathBuf>,
+    /// Memory all of one tenant's processes may use (a cgroup's limit, else
+    /// RLIMIT_DATA): a size, or 0 for none. Default: tenant_memory plus 2
+    /// GiB when that is a size, else three quarters of the host's memory.
+    #[serde(deserialize_with = "opt_size")]
+    pub tenant_process_memory: Option<u64>,
+    /// Most threads and processes one tenant may have (0: no limit).
+    pub tenant_tasks: u64,
+    /// Let one client user's tenants share compiled kernels (a directory
+    /// per user under kernel_cache_dir); off, each tenant compiles alone.
+    pub shared_kernel_cache: bool,
+    /// Where those caches live (default /var/cache/wormhole/kernels for
+    /// root, else $XDG_CACHE_HOME/wormhole/kernels).
+    pub kernel_cache_dir: Option<PathBuf>,
 }
 
 /// Parses a size: bytes, or a number with a unit ("512M", "2 GiB"; units
@@ -103,6 +127,10 @@ pub fn parse_mode(s: &str) -> Result<u32, String> {
 fn mode<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
     // A string, not a TOML integer: 660 would silently be decimal.
     parse_mode(&String::deserialize(d)?).map_err(serde::de::Error::custom)
+}
+
+fn opt_size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    size(d).map(Some)
 }
 
 fn size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
@@ -139,6 +167,13 @@ impl Default for Config {
             shared_buffers: 64 << 30,
             max_tenants: 256,
             tenant_memory: 0,
+            confine: true,
+            tenant_uids: None,
+            tenant_paths: Vec::new(),
+            tenant_process_memory: None,
+            tenant_tasks: 4096,
+            shared_kernel_cache: true,
+            kernel_cache_dir: None,
         }
     }
 }
@@ -158,6 +193,10 @@ impl Config {
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(r) = &self.tenant_uids {
+            r.parse::<wormhole_confine::UidRange>()
+                .map_err(|e| ConfigError::Invalid(format!("tenant_uids: {e}")))?;
+        }
         for (name, v) in [
             ("request_ring", self.request_ring),
             ("reply_ring", self.reply_ring),

@@ -17,6 +17,7 @@
 //! One server exports OpenCL, CUDA or both (`opencl`, `cuda` settings).
 
 pub mod config;
+pub mod confinement;
 pub mod cuda;
 pub mod harness;
 pub mod listen;

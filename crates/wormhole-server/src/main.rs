@@ -65,6 +65,13 @@ struct Cli {
     /// allocations at once (e.g. 2G; units are powers of 1024; 0: no limit).
     #[arg(long, value_name = "SIZE", value_parser = wormhole_server::config::parse_size)]
     tenant_memory: Option<u64>,
+    /// Run tenants without confinement (only non-dumpable): no namespaces,
+    /// uid, seccomp, Landlock or cgroup (see docs/wormhole-security.md).
+    #[arg(long)]
+    no_confine: bool,
+    /// Uids for tenants when the server runs as root, one each.
+    #[arg(long, value_name = "FIRST-LAST")]
+    tenant_uids: Option<String>,
     #[command(subcommand)]
     cmd: Option<Cmd>,
 }
@@ -125,6 +132,12 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     if let Some(n) = cli.tenant_memory {
         c.tenant_memory = n;
     }
+    if cli.no_confine {
+        c.confine = false;
+    }
+    if let Some(r) = &cli.tenant_uids {
+        c.tenant_uids = Some(r.clone());
+    }
     c.validate()?;
     Ok(c)
 }
@@ -164,6 +177,9 @@ fn tenant_args(cli: &Cli) -> Vec<String> {
     if let Some(n) = cli.tenant_memory {
         a.push(format!("--tenant-memory={n}"));
     }
+    if cli.no_confine {
+        a.push("--no-confine".into());
+    }
     a
 }
 
@@ -173,6 +189,14 @@ fn main() -> anyhow::Result<()> {
     let c = config(&cli)?;
     match cli.cmd {
         Some(Cmd::Tenant) => {
+            // First, while this process has one thread and before a byte
+            // of the client's is read or a driver loaded.
+            let confined = wormhole_confine::enter(&wormhole_server::confinement::policy(&c));
+            if confined.missing.is_empty() {
+                log::debug!("tenant confined: {confined}");
+            } else {
+                log::info!("tenant confined: {confined}");
+            }
             // Before any thread starts: reports are taken by a thread of
             // their own (the listener's block is inherited across exec).
             if let Err(e) = wormhole_server::report::block_report_signal() {
@@ -197,6 +221,11 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         None => {
+            // Not dumpable: no process of the same uid (a tenant's kernel
+            // run where confinement is partial) may trace or read it.
+            if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+                log::warn!("making the listener non-dumpable: {e}");
+            }
             // Before any thread starts, and inherited by tenants: SIGUSR1
             // asks for reports (see `report`) and must end no process.
             if let Err(e) = wormhole_server::report::block_report_signal() {
@@ -240,7 +269,9 @@ fn main() -> anyhow::Result<()> {
                         .unwrap_or_default()
                 );
             }
-            listen::run(unix, tcp, tenant_args(&cli), c.max_tenants)?;
+            let spawner =
+                listen::Spawner::new(tenant_args(&cli), wormhole_server::confinement::policy(&c))?;
+            listen::run(unix, tcp, spawner, c.max_tenants)?;
             Ok(())
         }
     }

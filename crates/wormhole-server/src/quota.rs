@@ -111,7 +111,7 @@ impl Quota {
             log::warn!(
                 "tenant {}: memory quota refused {bytes} bytes ({} of {} in use); \
                  further refusals are not logged",
-                std::process::id(),
+                wormhole_confine::host_pid(),
                 self.used(),
                 self.limit
             );

@@ -295,7 +295,7 @@ fn exit_when_client_hangs_up(sock: &impl AsFd, tcp: bool) {
             // Cannot watch: the serve loop still sees the end, later.
             log::warn!(
                 "tenant {}: not watching the client: {e}",
-                std::process::id()
+                wormhole_confine::host_pid()
             );
             return;
         }
@@ -306,7 +306,7 @@ fn exit_when_client_hangs_up(sock: &impl AsFd, tcp: bool) {
     match nix::sys::socket::getsockopt(sock, nix::sys::socket::sockopt::SocketError) {
         Ok(errno) if errno != 0 && errno != libc::ECONNRESET => log::warn!(
             "tenant {}: client lost ({})",
-            std::process::id(),
+            wormhole_confine::host_pid(),
             std::io::Error::from_raw_os_error(errno)
         ),
         // A TCP connection that is closed (POLLHUP; a peer's FIN alone
@@ -317,9 +317,9 @@ fn exit_when_client_hangs_up(sock: &impl AsFd, tcp: bool) {
         // long call).
         Ok(0) if tcp && pfd.revents & libc::POLLHUP != 0 => {
             std::thread::sleep(SERVE_LOOP_GRACE);
-            log::info!("tenant {}: client gone", std::process::id());
+            log::info!("tenant {}: client gone", wormhole_confine::host_pid());
         }
-        _ => log::info!("tenant {}: client gone", std::process::id()),
+        _ => log::info!("tenant {}: client gone", wormhole_confine::host_pid()),
     }
     std::process::exit(0);
 }
@@ -330,7 +330,8 @@ const SERVE_LOOP_GRACE: std::time::Duration = std::time::Duration::from_millis(5
 
 /// Runs a tenant on an accepted connection (fd 3 in the tenant process).
 pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
-    let client = crate::listen::describe_client(fd.as_raw_fd());
+    let client = std::env::var(crate::listen::CLIENT_ENV)
+        .unwrap_or_else(|_| crate::listen::describe_client(fd.as_raw_fd()));
     let is_unix =
         nix::sys::socket::getsockname::<nix::sys::socket::UnixAddr>(fd.as_raw_fd()).is_ok();
     if is_unix {
@@ -391,7 +392,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
             Err(ServeError::Transport(TransportError::Io(e)))
                 if e.kind() == std::io::ErrorKind::TimedOut =>
             {
-                log::warn!("tenant {}: client lost ({e})", std::process::id());
+                log::warn!("tenant {}: client lost ({e})", wormhole_confine::host_pid());
                 Ok(())
             }
             // It closed with our data unread (killed, say), as the watcher
@@ -399,7 +400,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
             Err(ServeError::Transport(TransportError::Io(e)))
                 if e.kind() == std::io::ErrorKind::ConnectionReset =>
             {
-                log::info!("tenant {}: client gone", std::process::id());
+                log::info!("tenant {}: client gone", wormhole_confine::host_pid());
                 Ok(())
             }
             other => other,
