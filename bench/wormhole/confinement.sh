@@ -47,6 +47,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# (and for the servers killed at the end)
+exec 3>&2
 
 # start NAME ARGS...: a server on $work/NAME.sock; its pid in $spid.
 start() {
@@ -124,6 +126,7 @@ echo "== $kills clients killed mid-call beside a survivor"
 timeout 600 "$bin/wormhole-run" --server "unix:$work/confined.sock" -- "$out/whbench" readback 400000 >"$work/survivor" 2>&1 &
 survivor=$!
 killed=0
+# (bash's own "Killed" notices for the victims go to /dev/null.)
 for i in $(seq "$kills"); do
   via confined "$out/whbench" readback 100000000 >/dev/null 2>&1 &
   victim=$!
@@ -133,7 +136,7 @@ for i in $(seq "$kills"); do
   # Its wormhole-run's child (whbench) too: SIGKILL does not propagate.
   pkill -9 -f "whbench readback 100000000" 2>/dev/null || true
   wait "$victim" 2>/dev/null || true
-done
+done 2>/dev/null
 if wait "$survivor"; then s_ok=ok; else s_ok="FAILED ($(tail -n2 "$work/survivor"))"; fi
 settle
 echo "| $killed kills mid-call | survivor $s_ok | tenants left $(tenants) | cgroups left $(cgroups) |" | tee -a "$table"
