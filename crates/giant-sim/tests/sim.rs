@@ -284,7 +284,18 @@ fn cli_writes_labelled_outputs() {
             "--policy",
             "none,fine,budget-best-fit",
         ])
-        .args(["--machines", "100", "--out", out.path().to_str().unwrap()])
+        // Every job of the 150-machine trace (the default sample, 100 / 12,583 of the
+        // jobs, leaves these 100 machines idle), and a threshold the synthetic usage
+        // reaches (at 0.8 no machine ever gets there): else the verdict says "no comparison".
+        .args([
+            "--machines",
+            "100",
+            "--job-sample",
+            "1",
+            "--threshold",
+            "0.4",
+        ])
+        .args(["--out", out.path().to_str().unwrap()])
         .output()
         .unwrap();
     assert!(
@@ -294,7 +305,35 @@ fn cli_writes_labelled_outputs() {
     );
     let csv = std::fs::read_to_string(out.path().join("runs.csv")).unwrap();
     assert_eq!(csv.lines().count(), 4);
-    assert!(csv.lines().next().unwrap().ends_with("usage_source"));
+    // The columns of earlier versions keep their places; new ones come after them.
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let old = "policy,machines,overcommit,seed,simulated_s,mean_cpu,gini,overcommitted,mean_excess,mean_pending,tasks_finished,mean_duration_s,mean_wait_s,mean_stretched_duration_s,migrations,migration_gb,migration_mbit_s,peak_interval_mbit_s,to_first,to_second,balance_per_gb,usage_source";
+    assert_eq!(header[..22].join(","), old);
+    for col in [
+        "start",
+        "orphans_by_type",
+        "usage_model",
+        "comparable",
+        "verdict",
+        "warnings",
+    ] {
+        assert!(header.contains(&col), "{col} missing from {header:?}");
+    }
+    // The synthetic trace starts at time 0 with every task submitted: a cold start on a
+    // live cluster, comparable.
+    let mut rdr = csv::Reader::from_reader(csv.as_bytes());
+    let heads = rdr.headers().unwrap().clone();
+    let col = |name: &str| heads.iter().position(|h| h == name).unwrap();
+    for row in rdr.records() {
+        let row = row.unwrap();
+        assert_eq!(row.len(), heads.len());
+        assert_eq!(&row[col("start")], "cold");
+        assert_eq!(&row[col("comparable")], "true", "{}", &row[col("verdict")]);
+        assert_eq!(&row[col("verdict")], "ok");
+    }
+    let stdout = String::from_utf8_lossy(&st.stdout);
+    assert!(stdout.contains("comparison: ok"), "{stdout}");
+    assert!(String::from_utf8_lossy(&st.stderr).contains("start: cold (auto: first event at 0 s"));
     let st = std::process::Command::new(env!("CARGO_BIN_EXE_giant-sim"))
         .args([
             "run",
