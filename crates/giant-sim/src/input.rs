@@ -9,8 +9,12 @@ use crate::metrics::{OrphanCounts, Summary};
 use crate::usage::UsageModel;
 use crate::warm::{StartPlan, AUTO_LATE_START_US, AUTO_MID_LIFE_SHARE};
 
-/// Below this share of the events' time range (or of rows naming the events' tasks),
-/// usage "overlaps little" and the report warns.
+/// Below this share of the events' time range, the report says how little the usage
+/// covers (the rest of the task-time is modelled).
+pub const PARTIAL_OVERLAP: f64 = 0.9;
+
+/// Below this share of usage rows naming the events' tasks (or above it, of rows that
+/// met no task in a run), the report warns.
 pub const LITTLE_OVERLAP: f64 = 0.5;
 
 /// A gap longer than this between earlier parts and the events is warned about.
@@ -190,7 +194,7 @@ impl InputReport {
                 w.push(format!(
                     "the usage rows ({uf:.0}-{ul:.0} s) overlap none of the events' time range ({ef:.0}-{el:.0} s): they measure no simulated task-time"
                 ));
-            } else if u.time_overlap < LITTLE_OVERLAP {
+            } else if u.time_overlap < PARTIAL_OVERLAP {
                 w.push(format!(
                     "the usage rows ({uf:.0}-{ul:.0} s) overlap only {:.1}% of the events' time range ({ef:.0}-{el:.0} s): the rest of the task-time is modelled",
                     100.0 * u.time_overlap
