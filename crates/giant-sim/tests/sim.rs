@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use giant_sim::driver::feed;
 use giant_sim::model::Simulation;
 use giant_sim::policy::SortKey;
-use giant_sim::usage::UsageModel;
+use giant_sim::usage::{UsageModel, EXCERPT_QUANTILES};
 use giant_sim::{Config, PolicyKind, SimError, Trace};
 use giant_trace::synth::{write_files, SynthConfig};
 use giant_trace::{IterSource, OnError, TaskEvent, TaskUsage, TraceReader};
@@ -255,6 +255,31 @@ fn real_excerpt_reproducible_and_labelled_modelled() {
     assert_eq!(t.events.len(), 803_964);
     assert_eq!(t.usage.len(), 10_000);
     assert!(t.model.samples > 9_000);
+    assert!(!t.model.builtin, "{}", t.model.origin);
+    // The built-in model (for usage files that match too little) is this fit, kept as
+    // 101 quantiles: regenerate src/usage_excerpt.rs if this fails.
+    let fit = UsageModel::fit(&t.events, &t.usage).downsampled(EXCERPT_QUANTILES);
+    let builtin = UsageModel::excerpt();
+    assert_eq!(
+        (
+            &fit.cpu_ratio,
+            &fit.mem_ratio,
+            &fit.peak_ratio,
+            &fit.mai,
+            &fit.burst_ratio
+        ),
+        (
+            &builtin.cpu_ratio,
+            &builtin.mem_ratio,
+            &builtin.peak_ratio,
+            &builtin.mai,
+            &builtin.burst_ratio
+        )
+    );
+    assert_eq!(
+        (fit.samples, fit.burst_mean),
+        (builtin.samples, builtin.burst_mean)
+    );
     let cfg = Config::default();
     let a = t.run(&cfg, PolicyKind::Fine(SortKey::CpuUsage)).unwrap();
     let b = t.run(&cfg, PolicyKind::Fine(SortKey::CpuUsage)).unwrap();
@@ -346,4 +371,34 @@ fn cli_writes_labelled_outputs() {
         .unwrap();
     assert!(!st.status.success());
     assert!(String::from_utf8_lossy(&st.stderr).contains("unknown policy"));
+}
+
+/// A row at 2^63 - 1 µs (the schema's "after the trace") or far past every row before it
+/// is skipped and counted: simulating the gap would tick about 10^11 times.
+#[test]
+fn a_row_far_past_the_others_is_skipped_not_simulated() {
+    let ev = "\
+600000000,,1,0,,0,u,0,0,0.1,0.01,0,0
+1200000000,,1,1,,0,u,0,0,0.1,0.01,0,0
+9223372036854775807,,1,0,,4,u,0,0,0.1,0.01,0,0
+";
+    let us = "4611686018427387904,4611686018727387904,1,1,5,0.05,0.02,0.02,0,0,0.02,0,0,0.1,0,1,0.01,1,0,0.05\n";
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(run_rows(one_machine(), PolicyKind::None, ev, us));
+    });
+    let mut s = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the run did not finish in 60 s");
+    assert_eq!((s.rows, s.rows_far_ahead), (4, 2));
+    assert!((s.simulated_s - 600.0).abs() < 1e-9, "{}", s.simulated_s);
+    assert_eq!((s.tasks_submitted, s.tasks_finished), (2, 0));
+    giant_sim::input::run_warnings(&mut s);
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("2 rows were skipped for coming more than 40 days")),
+        "{:?}",
+        s.warnings
+    );
 }
