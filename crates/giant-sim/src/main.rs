@@ -364,14 +364,21 @@ fn print_table(runs: &[Summary]) {
     }
     let Some(r) = runs.first() else { return };
     println!("usage: {}", r.usage_source);
-    println!(
-        "start: {}: {} tasks taken as running and {} as pending at the start, {} submitted at their SCHEDULE (sampled jobs, placed through admission); measured usage {:.1}% of task-time",
-        r.start,
-        r.warm_running,
-        r.warm_pending,
-        r.warm_scheduled,
-        100.0 * r.real_usage_fraction
-    );
+    if r.start == "cold" {
+        println!(
+            "start: cold; measured usage {:.1}% of task-time",
+            100.0 * r.real_usage_fraction
+        );
+    } else {
+        println!(
+            "start: {}: {} tasks taken as running and {} as pending at the start, {} submitted at their SCHEDULE (sampled jobs, placed through admission); measured usage {:.1}% of task-time",
+            r.start,
+            r.warm_running,
+            r.warm_pending,
+            r.warm_scheduled,
+            100.0 * r.real_usage_fraction
+        );
+    }
     if verdicts.is_empty() {
         println!("comparison: {}", r.verdict);
     }
