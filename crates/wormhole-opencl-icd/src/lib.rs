@@ -15,6 +15,8 @@
 mod callbacks;
 mod custom;
 mod info_cache;
+mod later;
+mod maps;
 mod overrides;
 mod room;
 mod rt;
