@@ -11,6 +11,7 @@ pub mod callbacks;
 pub mod custom;
 pub mod finish;
 pub mod overrides;
+pub mod pending_maps;
 pub mod quota;
 pub mod shared;
 pub mod tenant;
