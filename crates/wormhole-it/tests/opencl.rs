@@ -47,6 +47,21 @@ fn gated() {
 }
 
 #[test]
+fn gated_maps() {
+    check("gated_maps");
+}
+
+#[test]
+fn callbacks() {
+    check("callbacks");
+}
+
+#[test]
+fn image_host_ptr() {
+    check("image_host_ptr");
+}
+
+#[test]
 fn errors() {
     check("errors");
 }

@@ -3,23 +3,27 @@
 //! the client performs them when the gate opens, behind a barrier that
 //! stands for them in the application's queue.
 
+#![allow(non_snake_case)]
+
 use std::collections::HashMap;
 use std::ffi::c_void;
+use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock};
 
 use wormhole_opencl_api::{
-    CL_INVALID_MEM_OBJECT, CL_INVALID_VALUE, CL_MEM_SIZE, CL_MEM_TYPE, CL_SUCCESS,
+    Kind, CL_INVALID_MEM_OBJECT, CL_INVALID_VALUE, CL_MAP_READ, CL_MEM_SIZE, CL_MEM_TYPE,
+    CL_SUCCESS,
 };
 
 use crate::gen;
-use crate::maps::{clEnqueueUnmapMemObject, map_buffer};
+use crate::maps::{clEnqueueUnmapMemObject, map_buffer, Fill};
 use crate::overrides::{
     clCreateUserEvent, clEnqueueReadBuffer, clEnqueueReadBufferRect, clEnqueueReadImage,
     clEnqueueWriteBuffer, clEnqueueWriteBufferRect, clEnqueueWriteImage, clSetUserEventStatus,
     copy_for, image_shape, mem_info, CL_COMPLETE, CL_MEM_OBJECT_BUFFER, CL_QUEUE_CONTEXT,
     CL_QUEUE_DEVICE, CL_TRUE,
 };
-use crate::rt::{fresh_id, info_value};
+use crate::rt::{fresh_id, info_value, obj};
 use crate::waits;
 
 /// What the library would refuse when the transfer is enqueued, checked
@@ -136,8 +140,13 @@ pub(crate) unsafe fn transfer_later(
         map_flags,
         hold,
     };
-    // SAFETY: `user` is ours, `ev` the application's out-slot.
-    unsafe { later.wait_for(done_ev, user, ev) }
+    let stands_for = if map_flags == CL_MAP_READ {
+        CL_COMMAND_READ_BUFFER
+    } else {
+        CL_COMMAND_WRITE_BUFFER
+    };
+    // SAFETY: `ev` is the application's out-slot.
+    unsafe { later.wait_for(done_ev, ev, stands_for) }
 }
 
 /// A transfer completing later, by how: a map of a buffer in shared memory
@@ -162,6 +171,9 @@ enum Later {
         app: usize,
         hold: Hold,
     },
+    /// A map the server enqueued without waiting, whose bytes are fetched
+    /// into the application's mapping ([`map_later`]).
+    Map { fill: Fill, hold: Hold },
 }
 
 /// A transfer to run once its gate opens; the host memory is the
@@ -210,16 +222,20 @@ fn later_transfers() -> std::sync::MutexGuard<'static, HashMap<u64, Later>> {
 impl Later {
     fn hold(&self) -> &Hold {
         match self {
-            Later::Mapped { hold, .. } | Later::Gated { hold, .. } => hold,
+            Later::Mapped { hold, .. } | Later::Gated { hold, .. } | Later::Map { hold, .. } => {
+                hold
+            }
         }
     }
 
     /// Completes the transfer when `cmd` (held by the hold) completes, and
-    /// hands out `user` as its event.
+    /// hands out the hold's barrier as its event, answering
+    /// `CL_EVENT_COMMAND_TYPE` with `stands_for`.
     ///
     /// # Safety
-    /// `user` is the hold's user event; `ev` is NULL or an out-slot.
-    unsafe fn wait_for(self, cmd: *mut c_void, user: *mut c_void, ev: *mut *mut c_void) -> i32 {
+    /// `ev` is NULL or an out-slot.
+    unsafe fn wait_for(self, cmd: *mut c_void, ev: *mut *mut c_void, stands_for: u32) -> i32 {
+        let barrier = self.hold().held[0] as *mut c_void;
         let token = fresh_id();
         later_transfers().insert(token, self);
         // SAFETY: `later_ready` takes the token's entry, at most once.
@@ -241,8 +257,8 @@ impl Later {
             }
             return s;
         }
-        // SAFETY: the caller's contract.
-        unsafe { hand_out(user, ev) };
+        // SAFETY: the caller's contract; the hold's barrier is ours.
+        unsafe { hand_out(barrier, ev, stands_for) };
         CL_SUCCESS
     }
 
@@ -252,6 +268,16 @@ impl Later {
     /// # Safety
     /// Once per transfer, after `cmd` completed or failed.
     unsafe fn complete(self, status: i32) {
+        if let Later::Map { fill, hold } = self {
+            let s = if status == CL_COMPLETE {
+                fill.run()
+            } else {
+                status
+            };
+            // SAFETY: once, after the work.
+            unsafe { hold.finish(s) };
+            return;
+        }
         let mut s = status;
         if status == CL_COMPLETE {
             match &self {
@@ -287,6 +313,7 @@ impl Later {
                         )
                     };
                 }
+                Later::Map { .. } => {}
             }
         }
         // SAFETY: once, after the work.
@@ -320,6 +347,8 @@ impl Later {
                     gen::clReleaseMemObject(mem as *mut c_void);
                 }
             }
+            // SAFETY: set once. The mapping stays the application's.
+            Later::Map { hold, .. } => unsafe { hold.finish(status) },
         }
     }
 }
@@ -523,8 +552,73 @@ pub(crate) unsafe fn transfer_after_gate(
         app: ptr as usize,
         hold,
     };
-    // SAFETY: `user` is ours, `ev` the application's out-slot.
-    unsafe { later.wait_for(marker, user, ev) }
+    // SAFETY: `ev` is the application's out-slot.
+    unsafe { later.wait_for(marker, ev, op.command_type()) }
+}
+
+/// A map the server enqueued without waiting (its event `cmd`, ours):
+/// once it ran, `fill` fetches its bytes into the application's mapping,
+/// and only then does the event handed out for it (a barrier behind a
+/// user event, which later commands of the queue wait for) complete.
+///
+/// # Safety
+/// `ev` is NULL or the application's out-slot; `cmd` is ours (taken).
+pub(crate) unsafe fn map_later(
+    q: *mut c_void,
+    cmd: *mut c_void,
+    fill: Fill,
+    ev: *mut *mut c_void,
+    stands_for: u32,
+) -> i32 {
+    let mut e = CL_SUCCESS;
+    let user = match queue_handle(q, CL_QUEUE_CONTEXT) {
+        // SAFETY: `ctx` is the queue's context.
+        Ok(ctx) => unsafe { clCreateUserEvent(ctx, &mut e) },
+        Err(s) => {
+            e = s;
+            std::ptr::null_mut()
+        }
+    };
+    let hold = match e {
+        // SAFETY: `user` is ours and not set; `cmd` is ours.
+        CL_SUCCESS => unsafe { Hold::behind(q, user, cmd) },
+        e => Err(e),
+    };
+    match hold {
+        // SAFETY: the caller's contract.
+        Ok(hold) => unsafe { Later::Map { fill, hold }.wait_for(cmd, ev, stands_for) },
+        Err(s) => {
+            // SAFETY: our own references.
+            unsafe {
+                gen::clReleaseEvent(cmd);
+                if e == CL_SUCCESS {
+                    drop_user_event(user, s);
+                }
+            }
+            s
+        }
+    }
+}
+
+const CL_COMMAND_READ_BUFFER: u32 = 0x11F3;
+const CL_COMMAND_WRITE_BUFFER: u32 = 0x11F4;
+const CL_COMMAND_READ_IMAGE: u32 = 0x11F6;
+const CL_COMMAND_WRITE_IMAGE: u32 = 0x11F7;
+const CL_COMMAND_READ_BUFFER_RECT: u32 = 0x1201;
+const CL_COMMAND_WRITE_BUFFER_RECT: u32 = 0x1202;
+
+impl GatedOp {
+    /// The command type the transfer has natively.
+    fn command_type(&self) -> u32 {
+        match self {
+            GatedOp::Buffer { write: false, .. } => CL_COMMAND_READ_BUFFER,
+            GatedOp::Buffer { write: true, .. } => CL_COMMAND_WRITE_BUFFER,
+            GatedOp::Image { write: false, .. } => CL_COMMAND_READ_IMAGE,
+            GatedOp::Image { write: true, .. } => CL_COMMAND_WRITE_IMAGE,
+            GatedOp::Rect { write: false, .. } => CL_COMMAND_READ_BUFFER_RECT,
+            GatedOp::Rect { write: true, .. } => CL_COMMAND_WRITE_BUFFER_RECT,
+        }
+    }
 }
 
 /// The user event that stands for a transfer completing later, and the
@@ -578,18 +672,64 @@ impl Hold {
     }
 }
 
-/// Hands `user` out as the transfer's event.
+/// Hands `barrier` out as the transfer's event. A barrier, not the user
+/// event behind it: a command's event passes through every execution
+/// state, and callbacks the application registers for `CL_RUNNING` fire
+/// (PoCL fires none on a user event, which goes from submitted to
+/// complete), and it belongs to the application's queue. Its command type
+/// is answered as the transfer's ([`clGetEventInfo`]).
 ///
 /// # Safety
-/// `user` is an event of ours; `ev` is NULL or an out-slot.
-unsafe fn hand_out(user: *mut c_void, ev: *mut *mut c_void) {
+/// `barrier` is an event of ours; `ev` is NULL or an out-slot.
+unsafe fn hand_out(barrier: *mut c_void, ev: *mut *mut c_void, stands_for: u32) {
     if !ev.is_null() {
-        // SAFETY: the application's own reference to the user event.
+        if let Ok(Some(o)) = obj(barrier, Kind::Event) {
+            o.stands_for.store(stands_for, Ordering::Relaxed);
+        }
+        // SAFETY: the application's own reference to the barrier.
         unsafe {
-            gen::clRetainEvent(user);
-            *ev = user;
+            gen::clRetainEvent(barrier);
+            *ev = barrier;
         }
     }
+}
+
+const CL_EVENT_COMMAND_TYPE: u32 = 0x11D1;
+
+/// `clGetEventInfo`: an event standing for a transfer the client completes
+/// itself answers `CL_EVENT_COMMAND_TYPE` with the transfer's type, as the
+/// transfer's own event natively would; the rest is the library's.
+///
+/// # Safety
+/// As for `clGetEventInfo`.
+pub unsafe extern "C" fn clGetEventInfo(
+    ev: *mut c_void,
+    param: u32,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> i32 {
+    let stands_for = match (param, obj(ev, Kind::Event)) {
+        (CL_EVENT_COMMAND_TYPE, Ok(Some(o))) => o.stands_for.load(Ordering::Relaxed),
+        _ => 0,
+    };
+    if stands_for == 0 {
+        // SAFETY: forwarded contract.
+        return unsafe { gen::clGetEventInfo(ev, param, size, value, size_ret) };
+    }
+    let bytes = stands_for.to_ne_bytes();
+    if !value.is_null() {
+        if size < bytes.len() {
+            return CL_INVALID_VALUE;
+        }
+        // SAFETY: the caller's contract: `value` holds `size` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), value as *mut u8, bytes.len()) };
+    }
+    if !size_ret.is_null() {
+        // SAFETY: the caller's contract.
+        unsafe { *size_ret = bytes.len() };
+    }
+    CL_SUCCESS
 }
 
 /// Sets our user event's status and lets our reference go.

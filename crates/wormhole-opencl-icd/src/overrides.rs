@@ -14,12 +14,14 @@ use wormhole_opencl_api::{
 use wormhole_transport::copy::copy_bulk;
 
 use crate::gen;
+use crate::host_images;
 use crate::later::{fail_later_transfers, transfer_after_gate, transfer_later, GatedOp, Rect};
 use crate::maps::map_buffer;
 use crate::room;
 use crate::rt::{conn, info_value, obj, object_for, Call, Placement};
 use crate::waits;
 
+pub use crate::later::clGetEventInfo;
 pub use crate::maps::{clEnqueueMapBuffer, clEnqueueMapImage, clEnqueueUnmapMemObject};
 
 /// # Safety
@@ -395,11 +397,10 @@ pub unsafe extern "C" fn clCreateBuffer(
     // SAFETY: forwarded contract.
     let m = unsafe { gen::clCreateBuffer(ctx, flags, size, host_ptr, err) };
     remember_host_ptr(m, flags, host_ptr);
+    count_held(m, size as u64);
     let Ok(Some(b)) = obj(m, Kind::Mem) else {
         return m;
     };
-    b.counted.store(size as u64, Ordering::Relaxed);
-    room::created(size as u64);
     // Libraries ask a fresh buffer's size before each transfer (CLBlast
     // does): it is the size it was created with.
     b.info
@@ -413,6 +414,24 @@ pub unsafe extern "C" fn clCreateBuffer(
             b.shape_as_created(c.id, flags, size);
         }
     }
+    m
+}
+
+/// # Safety
+/// As for `clCreateBufferWithProperties`.
+pub unsafe extern "C" fn clCreateBufferWithProperties(
+    ctx: *mut c_void,
+    props: *const u64,
+    flags: u64,
+    size: usize,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    room::before_create(ctx, size);
+    // SAFETY: forwarded contract.
+    let m = unsafe { gen::clCreateBufferWithProperties(ctx, props, flags, size, host_ptr, err) };
+    remember_host_ptr(m, flags, host_ptr);
+    count_held(m, size as u64);
     m
 }
 
@@ -565,8 +584,76 @@ pub unsafe extern "C" fn clCreateImage(
 ) -> *mut c_void {
     // SAFETY: forwarded contract.
     let m = unsafe { gen::clCreateImage(ctx, flags, format, desc, host_ptr, err) };
-    remember_host_ptr(m, flags, host_ptr);
+    // SAFETY: forwarded contract: a format and a description.
+    unsafe {
+        new_image(
+            m,
+            flags,
+            format,
+            host_images::Shape::of_desc(desc),
+            host_ptr,
+        )
+    };
     m
+}
+
+/// # Safety
+/// As for `clCreateImageWithProperties`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clCreateImageWithProperties(
+    ctx: *mut c_void,
+    props: *const u64,
+    flags: u64,
+    format: *const c_void,
+    desc: *const c_void,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    let m =
+        unsafe { gen::clCreateImageWithProperties(ctx, props, flags, format, desc, host_ptr, err) };
+    // SAFETY: forwarded contract: a format and a description.
+    unsafe {
+        new_image(
+            m,
+            flags,
+            format,
+            host_images::Shape::of_desc(desc),
+            host_ptr,
+        )
+    };
+    m
+}
+
+/// Notes what this side keeps of a new image: its USE_HOST_PTR memory and
+/// layout, and its size among the memory the application holds (`room`).
+///
+/// # Safety
+/// `format` is NULL or a `cl_image_format`.
+unsafe fn new_image(
+    m: *mut c_void,
+    flags: u64,
+    format: *const c_void,
+    shape: Option<host_images::Shape>,
+    host_ptr: *mut c_void,
+) {
+    remember_host_ptr(m, flags, host_ptr);
+    if let Some(shape) = shape {
+        // SAFETY: the caller's contract.
+        unsafe {
+            host_images::remember(m, flags, format, shape);
+            count_held(m, shape.bytes(format));
+        }
+    }
+}
+
+/// Counts a new memory object's bytes as held by the application until
+/// its last release (`room`).
+fn count_held(m: *mut c_void, bytes: u64) {
+    if let Ok(Some(o)) = obj(m, Kind::Mem) {
+        o.counted.store(bytes, Ordering::Relaxed);
+        room::created(bytes);
+    }
 }
 
 /// # Safety
@@ -584,7 +671,15 @@ pub unsafe extern "C" fn clCreateImage2D(
 ) -> *mut c_void {
     // SAFETY: forwarded contract.
     let m = unsafe { gen::clCreateImage2D(ctx, flags, format, w, h, row, host_ptr, err) };
-    remember_host_ptr(m, flags, host_ptr);
+    let shape = host_images::Shape {
+        image_type: 0x10F1,
+        width: w,
+        height: h,
+        row_pitch: row,
+        ..Default::default()
+    };
+    // SAFETY: forwarded contract: a format.
+    unsafe { new_image(m, flags, format, Some(shape), host_ptr) };
     m
 }
 
@@ -605,7 +700,17 @@ pub unsafe extern "C" fn clCreateImage3D(
 ) -> *mut c_void {
     // SAFETY: forwarded contract.
     let m = unsafe { gen::clCreateImage3D(ctx, flags, format, w, h, d, row, slice, host_ptr, err) };
-    remember_host_ptr(m, flags, host_ptr);
+    let shape = host_images::Shape {
+        image_type: 0x10F2,
+        width: w,
+        height: h,
+        depth: d,
+        row_pitch: row,
+        slice_pitch: slice,
+        ..Default::default()
+    };
+    // SAFETY: forwarded contract: a format.
+    unsafe { new_image(m, flags, format, Some(shape), host_ptr) };
     m
 }
 

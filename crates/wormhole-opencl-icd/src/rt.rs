@@ -73,6 +73,10 @@ pub struct Obj {
     /// For contexts: the least global memory of their devices (0: not
     /// asked yet; u64::MAX: not known), for `room`.
     pub mem_budget: AtomicU64,
+    /// For events that stand for a command the client completes itself (a
+    /// barrier behind a transfer or map gated on a user event): the
+    /// command type the application's command has natively (0: none).
+    pub stands_for: AtomicU32,
 }
 
 /// Marks `Obj::created_flags` as set (no OpenCL memory flag uses the top bit).
@@ -225,6 +229,7 @@ pub fn object_for(id: u64, kind: Kind, refs: u32) -> *mut c_void {
         created_flags: AtomicU64::new(0),
         counted: AtomicU64::new(0),
         mem_budget: AtomicU64::new(0),
+        stands_for: AtomicU32::new(0),
     }));
     r.by_id.insert(id, obj as usize);
     r.live.insert(obj as usize);
