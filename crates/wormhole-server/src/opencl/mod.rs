@@ -10,6 +10,7 @@ pub mod builds;
 pub mod callbacks;
 pub mod custom;
 pub mod finish;
+pub mod offered;
 pub mod overrides;
 pub mod pending_maps;
 pub mod quota;

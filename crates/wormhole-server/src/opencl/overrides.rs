@@ -211,8 +211,18 @@ pub unsafe fn clGetDeviceInfo(
             rewritten_query(q, |v| filter_extensions(param, v), size, value, size_ret)
         };
     }
+    if param == super::offered::CL_DEVICE_OPENCL_C_FEATURES {
+        // SAFETY: as above.
+        let q = |n, v, r| unsafe { ffi::clGetDeviceInfo(device, param, n, v, r) };
+        // SAFETY: forwarded contract.
+        return unsafe { rewritten_query(q, super::offered::features, size, value, size_ret) };
+    }
     // SAFETY: forwarded as given; buffers are server-owned and sized.
     let s = unsafe { ffi::clGetDeviceInfo(device, param, size, value, size_ret) };
+    if s == CL_SUCCESS {
+        // SAFETY: the library wrote its answer into `value`'s `size` bytes.
+        unsafe { super::offered::withhold(param, value, size) };
+    }
     if s != CL_SUCCESS || value.is_null() || size < 8 {
         return s;
     }
