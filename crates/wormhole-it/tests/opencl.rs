@@ -62,6 +62,11 @@ fn image_host_ptr() {
 }
 
 #[test]
+fn local_answers() {
+    check("local_answers");
+}
+
+#[test]
 fn errors() {
     check("errors");
 }

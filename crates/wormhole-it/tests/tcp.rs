@@ -18,6 +18,7 @@ fn tcp_matches_native() {
         "gated_maps",
         "callbacks",
         "image_host_ptr",
+        "local_answers",
         "waits",
     ]);
 }

@@ -11,8 +11,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock};
 
 use wormhole_opencl_api::{
-    Kind, CL_INVALID_MEM_OBJECT, CL_INVALID_VALUE, CL_MAP_READ, CL_MEM_SIZE, CL_MEM_TYPE,
-    CL_SUCCESS,
+    Kind, CL_INVALID_CONTEXT, CL_INVALID_MEM_OBJECT, CL_INVALID_OPERATION, CL_INVALID_VALUE,
+    CL_MAP_READ, CL_MEM_SIZE, CL_MEM_TYPE, CL_SUCCESS,
 };
 
 use crate::gen;
@@ -20,24 +20,49 @@ use crate::maps::{clEnqueueUnmapMemObject, map_buffer, Fill};
 use crate::overrides::{
     clCreateUserEvent, clEnqueueReadBuffer, clEnqueueReadBufferRect, clEnqueueReadImage,
     clEnqueueWriteBuffer, clEnqueueWriteBufferRect, clEnqueueWriteImage, clSetUserEventStatus,
-    copy_for, image_shape, mem_info, CL_COMPLETE, CL_MEM_OBJECT_BUFFER, CL_QUEUE_CONTEXT,
-    CL_QUEUE_DEVICE, CL_TRUE,
+    copy_for, mem_info, CL_COMPLETE, CL_MEM_OBJECT_BUFFER, CL_QUEUE_CONTEXT, CL_QUEUE_DEVICE,
+    CL_TRUE,
 };
 use crate::rt::{fresh_id, info_value, obj};
 use crate::waits;
 
 /// What the library would refuse when the transfer is enqueued, checked
-/// now: the transfer itself is enqueued later, and its own failure would
-/// reach the application only through the event.
-fn check_gated(mem: *mut c_void, op: GatedOp) -> Result<(), i32> {
+/// now against what this side knows of `mem` (cached answers, mostly): the
+/// transfer itself is enqueued later, and its own failure would reach the
+/// application only through the event. `ctx` is the queue's context.
+fn check_gated(ctx: *mut c_void, mem: *mut c_void, op: GatedOp) -> Result<(), i32> {
+    let (image, write) = match op {
+        GatedOp::Image { write, .. } => (true, write),
+        GatedOp::Buffer { write, .. } | GatedOp::Rect { write, .. } => (false, write),
+    };
+    let ty: u32 = mem_info(mem, CL_MEM_TYPE)?;
+    // CL_MEM_OBJECT_IMAGE2D to CL_MEM_OBJECT_IMAGE1D_BUFFER.
+    let right_kind = if image {
+        (0x10F1..=0x10F6).contains(&ty)
+    } else {
+        ty == CL_MEM_OBJECT_BUFFER
+    };
+    if !right_kind {
+        return Err(CL_INVALID_MEM_OBJECT);
+    }
+    let mem_ctx: *mut c_void = mem_info(mem, CL_MEM_CONTEXT)?;
+    if mem_ctx != ctx {
+        return Err(CL_INVALID_CONTEXT);
+    }
+    let denied = if write {
+        CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS
+    } else {
+        CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS
+    };
+    let flags = match obj(mem, Kind::Mem)?.and_then(|o| o.created_flags()) {
+        Some(f) => f,
+        None => mem_info::<u64>(mem, CL_MEM_FLAGS)?,
+    };
+    if flags & denied != 0 {
+        return Err(CL_INVALID_OPERATION);
+    }
     let end = match op {
-        GatedOp::Image { .. } => {
-            return match image_shape(mem)? {
-                // CL_MEM_OBJECT_IMAGE2D to CL_MEM_OBJECT_IMAGE1D_BUFFER.
-                (0x10F1..=0x10F6, _) => Ok(()),
-                _ => Err(CL_INVALID_MEM_OBJECT),
-            };
-        }
+        GatedOp::Image { origin, region, .. } => return image_box_ok(mem, ty, origin, region),
         GatedOp::Buffer { offset, size, .. } => offset.checked_add(size).map(|e| e as u64),
         GatedOp::Rect { rect: r, .. } => {
             let t = |a: [usize; 3]| a.map(|v| v as u64);
@@ -46,16 +71,55 @@ fn check_gated(mem: *mut c_void, op: GatedOp) -> Result<(), i32> {
                 .and_then(|ext| ext.end(t(r.buffer_origin), 1))
         }
     };
-    let ty: u32 = mem_info(mem, CL_MEM_TYPE)?;
     let len: usize = mem_info(mem, CL_MEM_SIZE)?;
-    if ty != CL_MEM_OBJECT_BUFFER {
-        return Err(CL_INVALID_MEM_OBJECT);
-    }
     match end {
         Some(end) if end <= len as u64 => Ok(()),
         _ => Err(CL_INVALID_VALUE),
     }
 }
+
+/// An image transfer's box lies within the image (array layers count as
+/// an axis) and is not empty, as the server checks a transfer it runs.
+fn image_box_ok(
+    image: *mut c_void,
+    ty: u32,
+    origin: [usize; 3],
+    region: [usize; 3],
+) -> Result<(), i32> {
+    let size = |p: u32| -> Result<usize, i32> {
+        info_value::<usize>(gen::clGetImageInfo, image, p).map(|v| v.max(1))
+    };
+    let (w, h, d, layers) = (
+        size(CL_IMAGE_WIDTH)?,
+        size(CL_IMAGE_HEIGHT)?,
+        size(CL_IMAGE_DEPTH)?,
+        size(CL_IMAGE_ARRAY_SIZE)?,
+    );
+    let dims = match ty {
+        CL_MEM_OBJECT_IMAGE1D_ARRAY => [w, layers, 1],
+        CL_MEM_OBJECT_IMAGE2D_ARRAY => [w, h, layers],
+        _ => [w, h, d],
+    };
+    for i in 0..3 {
+        match origin[i].checked_add(region[i]) {
+            Some(end) if region[i] != 0 && end <= dims[i] => {}
+            _ => return Err(CL_INVALID_VALUE),
+        }
+    }
+    Ok(())
+}
+
+const CL_MEM_FLAGS: u32 = 0x1101;
+const CL_MEM_CONTEXT: u32 = 0x1106;
+const CL_MEM_HOST_WRITE_ONLY: u64 = 1 << 7;
+const CL_MEM_HOST_READ_ONLY: u64 = 1 << 8;
+const CL_MEM_HOST_NO_ACCESS: u64 = 1 << 9;
+const CL_MEM_OBJECT_IMAGE2D_ARRAY: u32 = 0x10F3;
+const CL_MEM_OBJECT_IMAGE1D_ARRAY: u32 = 0x10F5;
+const CL_IMAGE_WIDTH: u32 = 0x1114;
+const CL_IMAGE_HEIGHT: u32 = 0x1115;
+const CL_IMAGE_DEPTH: u32 = 0x1116;
+const CL_IMAGE_ARRAY_SIZE: u32 = 0x1117;
 
 /// A handle a queue knows: its context or device.
 fn queue_handle(q: *mut c_void, param: u32) -> Result<*mut c_void, i32> {
@@ -508,7 +572,7 @@ pub(crate) unsafe fn transfer_after_gate(
         (Ok(c), Ok(d)) => (c, d),
         (Err(s), _) | (_, Err(s)) => return s,
     };
-    if let Err(s) = check_gated(mem, op) {
+    if let Err(s) = check_gated(ctx, mem, op) {
         return s;
     }
     let mut marker = std::ptr::null_mut();

@@ -217,6 +217,10 @@ unsafe fn build(
     user_data: *mut c_void,
     call: impl FnOnce(Option<&mut *mut c_void>) -> i32,
 ) -> i32 {
+    // Whatever comes of it, the program's kernels are this build's now.
+    if let Ok(Some(p)) = obj(program, Kind::Program) {
+        p.shape_as_new_build();
+    }
     if !off_channel(pfn_notify, user_data) {
         return call(None);
     }
@@ -432,6 +436,9 @@ pub unsafe extern "C" fn clCreateBufferWithProperties(
     let m = unsafe { gen::clCreateBufferWithProperties(ctx, props, flags, size, host_ptr, err) };
     remember_host_ptr(m, flags, host_ptr);
     count_held(m, size as u64);
+    if let Ok(Some(o)) = obj(m, Kind::Mem) {
+        o.set_created_flags(flags);
+    }
     m
 }
 
@@ -506,7 +513,7 @@ pub unsafe extern "C" fn clCreateKernel(
     ) {
         // SAFETY: a NUL-terminated name (caller's contract; the kernel was
         // created from it).
-        o.shape_as_kernel_of(p.id, unsafe { CStr::from_ptr(name) }.to_bytes());
+        o.shape_as_kernel_of(p.shape_key(), unsafe { CStr::from_ptr(name) }.to_bytes());
     }
     k
 }
@@ -638,6 +645,9 @@ unsafe fn new_image(
     host_ptr: *mut c_void,
 ) {
     remember_host_ptr(m, flags, host_ptr);
+    if let Ok(Some(o)) = obj(m, Kind::Mem) {
+        o.set_created_flags(flags);
+    }
     if let Some(shape) = shape {
         // SAFETY: the caller's contract.
         unsafe {
