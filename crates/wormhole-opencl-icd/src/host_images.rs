@@ -40,6 +40,8 @@ pub struct Shape {
     pub array_size: usize,
     pub row_pitch: usize,
     pub slice_pitch: usize,
+    /// Made from a buffer's memory (`mem_object`), not memory of its own.
+    pub of_buffer: bool,
 }
 
 impl Shape {
@@ -53,7 +55,8 @@ impl Shape {
         }
         // SAFETY: the caller's contract: a cl_mem_object_type (padded to
         // 8 bytes), then width, height, depth, array size, row and slice
-        // pitch as size_t.
+        // pitch as size_t, two cl_uints, and the buffer or image it is made
+        // from (a pointer).
         unsafe {
             let w = |i: usize| (desc as *const usize).add(i).read_unaligned();
             Some(Shape {
@@ -64,6 +67,7 @@ impl Shape {
                 array_size: w(4),
                 row_pitch: w(5),
                 slice_pitch: w(6),
+                of_buffer: w(8) != 0,
             })
         }
     }
@@ -73,6 +77,9 @@ impl Shape {
     /// # Safety
     /// `format` is NULL or a `cl_image_format`.
     pub unsafe fn bytes(&self, format: *const c_void) -> u64 {
+        if self.of_buffer {
+            return 0;
+        }
         // SAFETY: the caller's contract.
         let elem = unsafe { element_size(format) }.unwrap_or(0);
         [self.width, self.height, self.depth, self.array_size]
