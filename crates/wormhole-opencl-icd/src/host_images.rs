@@ -282,3 +282,61 @@ impl HostLayout {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(image_type: u32, row: usize, slice: usize) -> HostLayout {
+        HostLayout {
+            host: 0x10000,
+            image_type,
+            elem: 4,
+            row,
+            slice,
+        }
+    }
+
+    /// The offsets PoCL returns natively for these maps (`image_host_ptr.c`).
+    #[test]
+    fn a_mapping_starts_at_the_origin_in_the_applications_layout() {
+        let m = layout(IMAGE2D, 64, 0)
+            .mapping([2, 3, 0], [4, 2, 1], 64, 0)
+            .expect("2D");
+        assert_eq!(m.at as usize - 0x10000, 200);
+        assert_eq!((m.row_pitch, m.slice_pitch), (64, 0));
+        let m = layout(IMAGE3D, 20, 80)
+            .mapping([1, 1, 1], [2, 2, 1], 16, 48)
+            .expect("3D");
+        assert_eq!(m.at as usize - 0x10000, 104);
+        assert_eq!((m.row_pitch, m.slice_pitch), (20, 80));
+        // An origin whose offset overflows is refused, not wrapped.
+        assert!(layout(IMAGE2D, 64, 0)
+            .mapping([u64::MAX / 2, 0, 0], [1, 1, 1], 64, 0)
+            .is_err());
+    }
+
+    /// Rows move between the server's tight layout and the application's
+    /// padded one; the bytes between rows stay whose they are.
+    #[test]
+    fn rows_go_across_and_back_leaving_the_gaps() {
+        let m = layout(IMAGE2D, 12, 0)
+            .mapping([0, 0, 0], [2, 3, 1], 8, 0)
+            .expect("mapping");
+        let server: Vec<u8> = (1..=24).collect();
+        let mut host = vec![0xaau8; 36];
+        // SAFETY: `host` holds the host window (3 rows of 12 bytes).
+        unsafe { m.reshape.scatter(&server, host.as_mut_ptr()) };
+        for y in 0..3 {
+            assert_eq!(&host[y * 12..y * 12 + 8], &server[y * 8..y * 8 + 8]);
+            assert_eq!(&host[y * 12 + 8..y * 12 + 12], &[0xaa; 4]);
+        }
+        for b in host.iter_mut().filter(|b| **b != 0xaa) {
+            *b += 100;
+        }
+        let mut back = server.clone();
+        // SAFETY: as above.
+        unsafe { m.reshape.gather(host.as_ptr(), &mut back) };
+        assert_eq!(back, server.iter().map(|b| b + 100).collect::<Vec<_>>());
+    }
+}
