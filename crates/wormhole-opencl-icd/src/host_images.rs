@@ -29,6 +29,7 @@ const IMAGE2D: u32 = 0x10F1;
 const IMAGE3D: u32 = 0x10F2;
 const IMAGE2D_ARRAY: u32 = 0x10F3;
 const IMAGE1D_ARRAY: u32 = 0x10F5;
+const IMAGE1D_BUFFER: u32 = 0x10F6;
 
 /// What an image's creation says about its size and host memory.
 #[derive(Debug, Clone, Copy, Default)]
@@ -228,10 +229,15 @@ pub fn layout(image: *mut c_void) -> Result<Option<HostLayout>, i32> {
     if host == 0 {
         return Ok(None);
     }
+    let image_type: u32 = info_value(gen::clGetMemObjectInfo, image, CL_MEM_TYPE)?;
+    if !(IMAGE2D..=IMAGE1D_BUFFER).contains(&image_type) {
+        // A buffer: the map is the library's to refuse.
+        return Ok(None);
+    }
     let elem: usize = info_value(gen::clGetImageInfo, image, CL_IMAGE_ELEMENT_SIZE)?;
     Ok(Some(HostLayout {
         host,
-        image_type: info_value(gen::clGetMemObjectInfo, image, CL_MEM_TYPE)?,
+        image_type,
         elem: elem as u64,
         row: info_value(gen::clGetImageInfo, image, CL_IMAGE_ROW_PITCH)?,
         slice: info_value(gen::clGetImageInfo, image, CL_IMAGE_SLICE_PITCH)?,
