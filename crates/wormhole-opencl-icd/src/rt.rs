@@ -65,7 +65,8 @@ pub struct Obj {
     /// For queues and buffers: the id of the context they were created in
     /// (0: not known here).
     pub created_in: AtomicU64,
-    /// For buffers from clCreateBuffer: their flags, with [`FLAGS_KNOWN`].
+    /// For memory objects created here (buffers, images; not sub-buffers):
+    /// their flags, with [`FLAGS_KNOWN`].
     created_flags: AtomicU64,
     /// For buffers from clCreateBuffer: their size, counted as held by the
     /// application until its last release (`room`).
@@ -73,6 +74,10 @@ pub struct Obj {
     /// For contexts: the least global memory of their devices (0: not
     /// asked yet; u64::MAX: not known), for `room`.
     pub mem_budget: AtomicU64,
+    /// For events that stand for a command the client completes itself (a
+    /// barrier behind a transfer or map gated on a user event): the
+    /// command type the application's command has natively (0: none).
+    pub stands_for: AtomicU32,
 }
 
 /// Marks `Obj::created_flags` as set (no OpenCL memory flag uses the top bit).
@@ -138,6 +143,18 @@ impl Obj {
         );
     }
 
+    /// Makes calls that name this program shaped by its latest build (or
+    /// compilation): a kernel name or argument that one build has, the
+    /// next, with other options or a failure, may not, so what succeeded
+    /// before tells nothing about it. Kernels take the program's shape
+    /// ([`Obj::shape_as_kernel_of`]).
+    pub fn shape_as_new_build(&self) {
+        static BUILDS: AtomicU64 = AtomicU64::new(0);
+        let n = BUILDS.fetch_add(1, Ordering::Relaxed);
+        self.shape_key
+            .store(shape_of((0x4255_494cu32, self.id, n)), Ordering::Relaxed);
+    }
+
     /// Back to the object itself as its shape: a buffer with sub-buffers
     /// overlaps them, which its twins do not (a copy between it and one of
     /// them can fail where theirs cannot).
@@ -151,7 +168,7 @@ impl Obj {
             .store(flags | FLAGS_KNOWN, Ordering::Relaxed);
     }
 
-    /// A buffer's flags, if clCreateBuffer made it.
+    /// A memory object's flags, if it was created here (see the field).
     pub fn created_flags(&self) -> Option<u64> {
         let f = self.created_flags.load(Ordering::Relaxed);
         (f & FLAGS_KNOWN != 0).then_some(f & !FLAGS_KNOWN)
@@ -225,6 +242,7 @@ pub fn object_for(id: u64, kind: Kind, refs: u32) -> *mut c_void {
         created_flags: AtomicU64::new(0),
         counted: AtomicU64::new(0),
         mem_budget: AtomicU64::new(0),
+        stands_for: AtomicU32::new(0),
     }));
     r.by_id.insert(id, obj as usize);
     r.live.insert(obj as usize);

@@ -722,6 +722,22 @@ pub fn templates() -> Vec<Vec<u8>> {
             .b(true)
             .b(true)
             .done(),
+        // A map that does not wait (pending: the client fetches its bytes
+        // once its event completed), then the fetch.
+        Frame::new(clEnqueueMapBuffer)
+            .h(QUEUE)
+            .h(BUFFER)
+            .u64(1)
+            .u64(0)
+            .u64(64)
+            .u32(0)
+            .b(false)
+            .b(true)
+            .u64(110)
+            .u64(2)
+            .u8(4)
+            .done(),
+        Frame::new(whFetchMapping).u64(2).done(),
     ]
 }
 
@@ -875,9 +891,10 @@ mod tests {
         for round in 0..2 {
             let tpl = templates();
             for (i, f) in tpl.iter().enumerate() {
-                // The unmap template needs the map before it.
+                // The unmap and the fetch need their map before them.
                 let frames: Vec<&[u8]> = match i {
                     UNMAP => vec![&tpl[UNMAP - 1], f],
+                    _ if i == tpl.len() - 1 => vec![&tpl[i - 1], f],
                     _ => vec![f],
                 };
                 let s = h.run(frames.iter().copied());

@@ -16,6 +16,7 @@ pub use super::builds::{
     whLinkProgramStart,
 };
 use super::ffi;
+pub use super::pending_maps::d_whFetchMapping;
 use wormhole_transport::{Channel, TransportError};
 
 use super::tenant::{alloc_zeroed, bad, check_count, opt_vec_ptr, NewSlot, Tenant};
@@ -25,8 +26,8 @@ const CL_TRUE: u32 = 1;
 /// A buffer or image region mapped for a client.
 pub struct Mapping {
     mem: usize,
-    ptr: usize,
-    len: u64,
+    pub(super) ptr: usize,
+    pub(super) len: u64,
 }
 
 /// # Safety
@@ -210,8 +211,18 @@ pub unsafe fn clGetDeviceInfo(
             rewritten_query(q, |v| filter_extensions(param, v), size, value, size_ret)
         };
     }
+    if param == super::offered::CL_DEVICE_OPENCL_C_FEATURES {
+        // SAFETY: as above.
+        let q = |n, v, r| unsafe { ffi::clGetDeviceInfo(device, param, n, v, r) };
+        // SAFETY: forwarded contract.
+        return unsafe { rewritten_query(q, super::offered::features, size, value, size_ret) };
+    }
     // SAFETY: forwarded as given; buffers are server-owned and sized.
     let s = unsafe { ffi::clGetDeviceInfo(device, param, size, value, size_ret) };
+    if s == CL_SUCCESS {
+        // SAFETY: the library wrote its answer into `value`'s `size` bytes.
+        unsafe { super::offered::withhold(param, value, size) };
+    }
     if s != CL_SUCCESS || value.is_null() || size < 8 {
         return s;
     }
@@ -802,7 +813,12 @@ fn publish_mapping(
     len: u64,
     flags: u64,
 ) {
-    let MapTail { id, shared_ok, .. } = req;
+    let MapTail {
+        id,
+        shared_ok,
+        pending,
+        ..
+    } = req;
     // The mapping holds a reference on the memory object, so that the
     // client releasing it cannot free the mapped memory, nor let a new
     // object reuse its address, while we may still write into it on unmap.
@@ -816,12 +832,13 @@ fn publish_mapping(
         },
     );
     // Memory the client maps too needs no bytes sent: it uses it directly.
+    // A pending map's bytes are not there yet: the client fetches them.
     let direct = t
         .shared
         .as_ref()
-        .filter(|_| shared_ok)
+        .filter(|_| shared_ok && !pending)
         .and_then(|sb| sb.arena().offset_of(ptr as *const u8, len as usize));
-    let send = flags & CL_MAP_WRITE_INVALIDATE_REGION == 0 && direct.is_none();
+    let send = !pending && flags & CL_MAP_WRITE_INVALIDATE_REGION == 0 && direct.is_none();
     e.bool(send);
     e.u64(len);
     e.u64(direct.unwrap_or(u64::MAX));
@@ -835,18 +852,22 @@ fn publish_mapping(
 
 /// The end of a map request: the client's fresh id for the mapping,
 /// whether the client maps the arena (else arena memory is sent as bytes),
-/// and whether a map of arena memory may complete later (the client then
-/// learns when from the map's event, and the tenant does not block).
+/// whether a map of arena memory may complete later (the client then
+/// learns when from the map's event, and the tenant does not block), and
+/// whether any other map may too (`pending`: the client fetches its bytes
+/// with `whFetchMapping` once the map's event completed; `pending_maps.rs`).
 #[derive(Clone, Copy)]
 struct MapTail {
     id: u64,
     shared_ok: bool,
     defer: bool,
+    pending: bool,
 }
 
 /// Bits of a map request's last byte.
 const MAP_SHARED_OK: u8 = 1;
 const MAP_DEFER: u8 = 2;
+const MAP_PENDING: u8 = 4;
 
 fn map_tail(t: &Tenant, d: &mut Decoder<'_>) -> Result<MapTail, i32> {
     let id = d.u64().map_err(bad)?;
@@ -854,13 +875,14 @@ fn map_tail(t: &Tenant, d: &mut Decoder<'_>) -> Result<MapTail, i32> {
         return Err(CL_INVALID_VALUE);
     }
     let bits = d.u8().map_err(bad)?;
-    if bits & !(MAP_SHARED_OK | MAP_DEFER) != 0 {
+    if bits & !(MAP_SHARED_OK | MAP_DEFER | MAP_PENDING) != 0 {
         return Err(CL_INVALID_VALUE);
     }
     Ok(MapTail {
         id,
         shared_ok: bits & MAP_SHARED_OK != 0,
         defer: bits & MAP_DEFER != 0,
+        pending: bits & MAP_PENDING != 0,
     })
 }
 
@@ -887,7 +909,11 @@ pub fn d_clEnqueueMapBuffer(
         && tail.shared_ok
         && !ev.ptr().is_null()
         && t.shared.as_ref().is_some_and(|sb| sb.holds(buf));
-    if !defer {
+    let tail = MapTail {
+        pending: tail.pending && !defer && !ev.ptr().is_null(),
+        ..tail
+    };
+    if !defer && !tail.pending {
         // Blocking on the server, a map gated on an open user event would
         // block the tenant for good.
         super::server_blocking(0, &wl)?;
@@ -898,7 +924,7 @@ pub fn d_clEnqueueMapBuffer(
         ffi::clEnqueueMapBuffer(
             q,
             buf,
-            if defer { 0 } else { CL_TRUE },
+            if defer || tail.pending { 0 } else { CL_TRUE },
             flags,
             offset,
             size,
@@ -948,9 +974,15 @@ pub fn d_clEnqueueMapImage(
     let (n, wl, mut ev) = wait_list_and_event(t, d)?;
     let tail = map_tail(t, d)?;
     d.finish().map_err(bad)?;
-    // The client does not say whether the map blocks; gated on an open
-    // user event it would block the tenant for good either way.
-    super::server_blocking(0, &wl)?;
+    let tail = MapTail {
+        pending: tail.pending && !ev.ptr().is_null(),
+        ..tail
+    };
+    if !tail.pending {
+        // Gated on an open user event, a blocking map would block the
+        // tenant for good.
+        super::server_blocking(0, &wl)?;
+    }
     let (o3, r3) = (
         triple(origin).ok_or(CL_INVALID_VALUE)?,
         triple(region).ok_or(CL_INVALID_VALUE)?,
@@ -968,7 +1000,7 @@ pub fn d_clEnqueueMapImage(
         ffi::clEnqueueMapImage(
             q,
             img,
-            CL_TRUE,
+            if tail.pending { 0 } else { CL_TRUE },
             flags,
             o3.as_ptr().cast(),
             r3.as_ptr().cast(),
@@ -998,14 +1030,20 @@ pub fn d_clEnqueueMapImage(
         // SAFETY: the library's live mapping of `img`, made just now.
         unsafe {
             ffi::clEnqueueUnmapMemObject(q, img, ptr, 0, std::ptr::null(), std::ptr::null_mut());
-            ffi::clFinish(q);
+            if !tail.pending {
+                ffi::clFinish(q);
+            }
         }
         e.bool(false);
         e.u64(0);
         e.u64(u64::MAX);
         return Ok(CL_INVALID_VALUE);
     };
-    publish_mapping(t, e, tail, img, ptr, window.extent, flags);
+    // The bytes between the mapped rows are other pixels, which the
+    // client's unmap writes back as they came: they are sent even for a map
+    // that will overwrite the rows.
+    let sent_flags = flags & !CL_MAP_WRITE_INVALIDATE_REGION;
+    publish_mapping(t, e, tail, img, ptr, window.extent, sent_flags);
     Ok(err)
 }
 
