@@ -47,8 +47,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-# (and for the servers killed at the end)
-exec 3>&2
 
 # start NAME ARGS...: a server on $work/NAME.sock; its pid in $spid.
 start() {
