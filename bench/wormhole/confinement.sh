@@ -16,6 +16,7 @@
 # Prints a table; bench/out/confinement.md keeps it. Bounded: every client
 # runs under `timeout`, every wait has a limit.
 #   ROUNDS=5 CLIENTS=64 CALLS=10000 KILLS=50 bench/wormhole/confinement.sh
+# (CLIENTS=0 KILLS=0: the per-call comparison alone.)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -104,6 +105,7 @@ tenants() { pgrep -P "$confined_pid" | wc -l; }
 cgroups() { find /sys/fs/cgroup -maxdepth 8 -type d -name "tenant-$confined_pid-*" 2>/dev/null | wc -l; }
 settle() { for _ in $(seq 300); do [ "$(tenants)" = 0 ] && return 0; sleep 0.1; done; }
 
+if [ "$clients" = 0 ] && [ "$kills" = 0 ]; then echo "== $table"; exit 0; fi
 echo "== $clients clients x $calls calls, at once, on the confined server"
 settle
 base=$(rss "$confined_pid")
