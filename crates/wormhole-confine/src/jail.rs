@@ -246,27 +246,59 @@ fn bind(src: &OwnedFd, target: &Path, read_only: bool) -> Result<(), ConfineErro
     Ok(())
 }
 
-/// Makes `target` (inside the new root) like `src`: a directory, an empty
-/// file to bind a file or node over, or the same symbolic link.
-fn mirror(src: &Path, target: &Path) -> Result<bool, ConfineError> {
-    let meta = src
-        .symlink_metadata()
-        .map_err(|e| ConfineError::path("reading", src, e))?;
+/// What a path to show in the new root is, read before anything is
+/// mounted over it.
+enum Shape {
+    Dir,
+    /// A file or a device node: an empty file is bound over.
+    File,
+    Link(PathBuf),
+}
+
+/// A path to show, held open (O_PATH) from before the staging mount.
+struct Source {
+    path: PathBuf,
+    shape: Shape,
+    read_only: bool,
+    fd: OwnedFd,
+}
+
+fn source(path: PathBuf, read_only: bool) -> Option<Source> {
+    let meta = path.symlink_metadata().ok()?;
+    let shape = if meta.file_type().is_symlink() {
+        Shape::Link(std::fs::read_link(&path).ok()?)
+    } else if meta.is_dir() {
+        Shape::Dir
+    } else {
+        Shape::File
+    };
+    Some(Source {
+        fd: hold(&path).ok()?,
+        path,
+        shape,
+        read_only,
+    })
+}
+
+/// Makes `target` (inside the new root) like `src` and binds it there; a
+/// link is made again instead.
+fn show(src: &Source, target: &Path) -> Result<(), ConfineError> {
     if let Some(parent) = target.parent() {
         std::fs::create_dir_all(parent).map_err(|e| ConfineError::path("making", parent, e))?;
     }
-    if meta.file_type().is_symlink() {
-        let to = std::fs::read_link(src).map_err(|e| ConfineError::path("reading", src, e))?;
-        std::os::unix::fs::symlink(&to, target)
-            .map_err(|e| ConfineError::path("linking", target, e))?;
-        return Ok(false);
+    match &src.shape {
+        Shape::Link(to) => {
+            return std::os::unix::fs::symlink(to, target)
+                .map_err(|e| ConfineError::path("linking", target, e));
+        }
+        Shape::Dir => {
+            std::fs::create_dir_all(target).map_err(|e| ConfineError::path("making", target, e))?
+        }
+        Shape::File => {
+            std::fs::File::create(target).map_err(|e| ConfineError::path("making", target, e))?;
+        }
     }
-    if meta.is_dir() {
-        std::fs::create_dir_all(target).map_err(|e| ConfineError::path("making", target, e))?;
-    } else {
-        std::fs::File::create(target).map_err(|e| ConfineError::path("making", target, e))?;
-    }
-    Ok(true)
+    bind(&src.fd, target, src.read_only)
 }
 
 fn tmpfs(target: &Path, options: &str) -> Result<(), ConfineError> {
@@ -313,39 +345,50 @@ fn new_root(read_paths: &[PathBuf], cache: Option<&Path>) -> Result<(), ConfineE
             None::<&str>,
         ),
     )?;
-    let mut sources: Vec<(PathBuf, bool)> = SYSTEM_PATHS
+    let mut sources: Vec<Source> = SYSTEM_PATHS
         .iter()
-        .map(|p| (PathBuf::from(p), true))
+        .map(PathBuf::from)
         .chain(
             read_paths
                 .iter()
-                .filter_map(|p| std::fs::canonicalize(p).ok())
-                .map(|p| (p, true)),
+                .filter_map(|p| std::fs::canonicalize(p).ok()),
         )
-        .filter(|(p, _)| present(p))
+        .filter_map(|p| source(p, true))
         .collect();
-    sources.extend(device_nodes().into_iter().map(|p| (p, false)));
-    let held: Vec<(PathBuf, bool, OwnedFd)> = sources
-        .into_iter()
-        .filter_map(|(p, ro)| hold(&p).ok().map(|fd| (p, ro, fd)))
-        .collect();
+    sources.extend(device_nodes().into_iter().filter_map(|p| source(p, false)));
     let proc_fd = hold(Path::new("/proc"))?;
     let cache_fd = cache.map(hold).transpose()?;
     let root = Path::new("/tmp");
     tmpfs(root, "mode=0755,size=16m")?;
+    // Past this point a failure takes the staging tmpfs away again, so
+    // that the tenant, running on without a root of its own, sees the
+    // paths under /tmp (its libraries, say) as before.
+    let built = fill_root(root, &sources, &proc_fd, cache_fd.as_ref());
+    if built.is_err() {
+        let _ = umount2(root, MntFlags::MNT_DETACH);
+    }
+    built
+}
+
+/// Binds the sources, the kernel cache, /dev's links, /proc and a private
+/// /tmp into the staging root, and pivots into it.
+fn fill_root(
+    root: &Path,
+    sources: &[Source],
+    proc_fd: &OwnedFd,
+    cache_fd: Option<&OwnedFd>,
+) -> Result<(), ConfineError> {
     // The private /tmp first, so that a read path under /tmp is bound on it.
     tmpfs(&root.join("tmp"), &format!("mode=1777,{TMP_SIZE}"))?;
-    for (path, read_only, fd) in &held {
-        let target = root.join(path.strip_prefix("/").unwrap_or(path));
+    for src in sources {
+        let target = root.join(src.path.strip_prefix("/").unwrap_or(&src.path));
         if present(&target) {
             // Already shown by an earlier bind (a read path under /usr).
             continue;
         }
-        if mirror(path, &target)? {
-            bind(fd, &target, *read_only)?;
-        }
+        show(src, &target)?;
     }
-    if let Some(fd) = &cache_fd {
+    if let Some(fd) = cache_fd {
         let target = root.join("tmp/cache");
         std::fs::create_dir_all(&target).map_err(|e| ConfineError::path("making", &target, e))?;
         bind(fd, &target, false)?;
@@ -366,7 +409,7 @@ fn new_root(read_paths: &[PathBuf], cache: Option<&Path>) -> Result<(), ConfineE
         // processes' entries show there, but closed (non-dumpable, not
         // signalable from this pid namespace).
         log::debug!("a proc of the tenant's own: {e}; binding the host's");
-        bind(&proc_fd, &proc, false)?;
+        bind(proc_fd, &proc, false)?;
     }
     let old = root.join(".old");
     std::fs::create_dir_all(&old).map_err(|e| ConfineError::path("making", &old, e))?;
