@@ -47,10 +47,21 @@ impl Report {
 
 static HOST_PID: OnceLock<u32> = OnceLock::new();
 
+/// Set by a tenant for itself when it starts again inside its new root:
+/// that the root is built, and its pid as the host sees it.
+const STAGE_ENV: &str = "WORMHOLE_TENANT_IN_ROOT";
+const HOST_PID_ENV: &str = "WORMHOLE_TENANT_HOST_PID";
+
 /// This process's id as the host sees it (in a pid namespace of its own a
 /// tenant is process 1 to itself): what logs and reports should show.
 pub fn host_pid() -> u32 {
     *HOST_PID.get_or_init(|| {
+        if let Some(pid) = std::env::var(HOST_PID_ENV)
+            .ok()
+            .and_then(|p| p.parse().ok())
+        {
+            return pid;
+        }
         // The last pid namespace's number is ours, the first the host's:
         // read before /proc is replaced by the namespace's own.
         std::fs::read_to_string("/proc/self/status")
@@ -77,15 +88,19 @@ pub fn enter(policy: &Policy) -> Report {
     // In a pid namespace of its own, the tenant is its first process.
     let in_namespaces = std::process::id() == 1;
     let cache = std::env::var_os(crate::CACHE_ENV).map(PathBuf::from);
-    let tmp = if in_namespaces {
+    let in_root = std::env::var_os(STAGE_ENV).is_some();
+    let tmp = if in_root {
+        std::env::remove_var(STAGE_ENV);
+        report.applied.push(
+            "a root of its own (system libraries, /sys, its own /proc, /dev and /tmp)".into(),
+        );
+        Some(PathBuf::from("/tmp"))
+    } else if in_namespaces {
         match new_root(&policy.read_paths, cache.as_deref()) {
-            Ok(()) => {
-                report.applied.push(
-                    "a root of its own (system libraries, /sys, its own /proc, /dev and /tmp)"
-                        .into(),
-                );
-                Some(PathBuf::from("/tmp"))
-            }
+            // Started again inside it: the dynamic loader took the library
+            // directories it could not reach before (a path closed to this
+            // uid above them) for missing, and would never look there again.
+            Ok(()) => start_again(),
             Err(e) => {
                 report.missing.push(format!("a root of its own ({e})"));
                 None
@@ -115,6 +130,24 @@ pub fn enter(policy: &Policy) -> Report {
     );
     report.note("seccomp", crate::seccomp::install());
     report
+}
+
+/// Executes this program again, inside its new root, with the same
+/// arguments and descriptors (the client's connection has no
+/// close-on-exec). Returns only if that fails.
+fn start_again() -> ! {
+    use std::os::unix::process::CommandExt;
+    std::env::set_var(STAGE_ENV, "1");
+    std::env::set_var(HOST_PID_ENV, host_pid().to_string());
+    let mut args = std::env::args_os();
+    let argv0 = args.next().unwrap_or_default();
+    let err = std::process::Command::new("/proc/self/exe")
+        .arg0(argv0)
+        .args(args)
+        .exec();
+    // Nothing sound to go on with: the root is half what the tenant expects.
+    log::error!("starting again inside the tenant's root: {err}");
+    std::process::exit(111)
 }
 
 fn non_dumpable() -> Result<String, ConfineError> {
@@ -280,6 +313,39 @@ fn source(path: PathBuf, read_only: bool) -> Option<Source> {
     })
 }
 
+/// The read paths the listener opened for us (see `crate::PATHS_ENV`): a
+/// descriptor reaches its directory even where this uid could not walk
+/// the path to it.
+fn handed_paths() -> Option<Vec<Source>> {
+    use std::os::fd::FromRawFd;
+    let list = std::env::var(crate::PATHS_ENV).ok()?;
+    std::env::remove_var(crate::PATHS_ENV);
+    let mut v = Vec::new();
+    for line in list.lines() {
+        let Some((n, path)) = line.split_once('\t') else {
+            continue;
+        };
+        let Ok(n) = n.parse::<i32>() else {
+            continue;
+        };
+        // SAFETY: the listener put an O_PATH descriptor at `n` for us alone
+        // (spawn.rs); it is owned by nothing else in this process.
+        let fd = unsafe { OwnedFd::from_raw_fd(n) };
+        let shape = match std::fs::metadata(format!("/proc/self/fd/{n}")) {
+            Ok(m) if m.is_dir() => Shape::Dir,
+            Ok(_) => Shape::File,
+            Err(_) => continue,
+        };
+        v.push(Source {
+            path: PathBuf::from(path),
+            shape,
+            read_only: true,
+            fd,
+        });
+    }
+    Some(v)
+}
+
 /// Makes `target` (inside the new root) like `src` and binds it there; a
 /// link is made again instead.
 fn show(src: &Source, target: &Path) -> Result<(), ConfineError> {
@@ -348,13 +414,17 @@ fn new_root(read_paths: &[PathBuf], cache: Option<&Path>) -> Result<(), ConfineE
     let mut sources: Vec<Source> = SYSTEM_PATHS
         .iter()
         .map(PathBuf::from)
-        .chain(
-            read_paths
-                .iter()
-                .filter_map(|p| std::fs::canonicalize(p).ok()),
-        )
         .filter_map(|p| source(p, true))
         .collect();
+    match handed_paths() {
+        Some(handed) => sources.extend(handed),
+        None => sources.extend(
+            read_paths
+                .iter()
+                .filter_map(|p| std::fs::canonicalize(p).ok())
+                .filter_map(|p| source(p, true)),
+        ),
+    }
     sources.extend(device_nodes().into_iter().filter_map(|p| source(p, false)));
     let proc_fd = hold(Path::new("/proc"))?;
     let cache_fd = cache.map(hold).transpose()?;

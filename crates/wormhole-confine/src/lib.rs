@@ -40,6 +40,10 @@ use thiserror::Error;
 /// with the other tenants of the same client user: the cache's directory.
 pub const CACHE_ENV: &str = "WORMHOLE_TENANT_CACHE";
 
+/// Set in a tenant's environment when the listener hands it its read paths
+/// as descriptors: lines of "FD<tab>PATH".
+pub const PATHS_ENV: &str = "WORMHOLE_TENANT_PATHS";
+
 /// Set in a tenant's environment where it runs without its own mount
 /// namespace: the private directory the listener made for its temporary
 /// files (compiled kernels), the only place it may write.

@@ -36,6 +36,13 @@ const READY: u8 = b'R';
 /// Most descriptors a tenant is handed.
 const MAX_FDS: usize = 8;
 
+/// Most read paths handed to a tenant as descriptors (the rest it must
+/// reach by path).
+const MAX_PATH_FDS: usize = 32;
+
+/// The first descriptor number of the read paths in the tenant.
+const PATH_FD_BASE: RawFd = 64;
+
 /// What to run as a tenant.
 #[derive(Debug, Clone)]
 pub struct TenantCommand {
@@ -47,6 +54,10 @@ pub struct TenantCommand {
     pub env: Vec<(String, String)>,
     /// Descriptors to hand over: (the listener's, the number in the tenant).
     pub fds: Vec<(RawFd, RawFd)>,
+    /// Files the child opens read-only, before it takes its uid, at the
+    /// given descriptor numbers (a configuration file its uid may not
+    /// reach by path).
+    pub open_files: Vec<(PathBuf, RawFd)>,
     /// The client's user on this host, when known (a Unix socket's peer):
     /// its tenants share a compiled-kernel cache.
     pub client_uid: Option<u32>,
@@ -246,6 +257,24 @@ impl Jailer {
         if let Some(dir) = self.cache_for(cmd.client_uid, gid) {
             env.push((crate::CACHE_ENV.into(), dir.display().to_string()));
         }
+        // The read paths, opened by the child before it takes its uid (as
+        // the listener's user it may walk paths the tenant's uid could not:
+        // a venv in root's home, a directory from mktemp), in its own mount
+        // namespace (a descriptor of another namespace's mount cannot be
+        // bound there).
+        let held = if self.namespaces && self.policy.enabled {
+            resolved_paths(&self.policy.read_paths)
+        } else {
+            Vec::new()
+        };
+        if !held.is_empty() {
+            let list: String = held
+                .iter()
+                .enumerate()
+                .map(|(i, p)| format!("{}\t{}\n", PATH_FD_BASE + i as RawFd, p.display()))
+                .collect();
+            env.push((crate::PATHS_ENV.into(), list));
+        }
         let setuid = if self.namespaces {
             // Root in its namespace: mapped to `uid` outside, and able to
             // build its root before it drops every capability.
@@ -258,7 +287,7 @@ impl Jailer {
         } else {
             CloneFlags::empty()
         };
-        let pid = start(cmd, &env, flags, setuid, |pid| {
+        let pid = start(cmd, &env, &held, flags, setuid, |pid| {
             if self.namespaces {
                 write_maps(pid, uid, gid)?;
             }
@@ -302,6 +331,29 @@ impl Drop for Jailed {
             }
         }
     }
+}
+
+/// The read paths that exist, resolved, without repeats, at most
+/// [`MAX_PATH_FDS`].
+fn resolved_paths(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut held: Vec<PathBuf> = Vec::new();
+    for p in paths {
+        let Ok(real) = std::fs::canonicalize(p) else {
+            continue;
+        };
+        if held.contains(&real) {
+            continue;
+        }
+        if held.len() == MAX_PATH_FDS {
+            log::warn!(
+                "more than {MAX_PATH_FDS} tenant paths: {} is reached by path",
+                real.display()
+            );
+            continue;
+        }
+        held.push(real);
+    }
+    held
 }
 
 /// Whether this process may make the namespaces: one child that exits at
@@ -407,9 +459,17 @@ struct Prepared {
     fds: [(RawFd, RawFd); MAX_FDS],
     nfds: usize,
     top: RawFd,
+    /// Read paths the child opens at `PATH_FD_BASE` onwards.
+    paths: Vec<CString>,
+    /// Files the child opens read-only, and where.
+    files: Vec<(CString, RawFd)>,
 }
 
-fn prepare(cmd: &TenantCommand, extra_env: &[(String, String)]) -> Result<Prepared, ConfineError> {
+fn prepare(
+    cmd: &TenantCommand,
+    extra_env: &[(String, String)],
+    paths: &[PathBuf],
+) -> Result<Prepared, ConfineError> {
     if cmd.fds.len() > MAX_FDS {
         return Err(ConfineError::Exec(std::io::Error::other("too many fds")));
     }
@@ -438,7 +498,13 @@ fn prepare(cmd: &TenantCommand, extra_env: &[(String, String)]) -> Result<Prepar
     };
     let mut fds = [(-1, -1); MAX_FDS];
     fds[..cmd.fds.len()].copy_from_slice(&cmd.fds);
-    let top = cmd.fds.iter().map(|&(_, to)| to).max().unwrap_or(2);
+    let top = cmd
+        .fds
+        .iter()
+        .map(|&(_, to)| to)
+        .chain(cmd.open_files.iter().map(|&(_, to)| to))
+        .max()
+        .unwrap_or(2);
     Ok(Prepared {
         argv: ptrs(&argv_c),
         envp: ptrs(&env_c),
@@ -448,6 +514,15 @@ fn prepare(cmd: &TenantCommand, extra_env: &[(String, String)]) -> Result<Prepar
         fds,
         nfds: cmd.fds.len(),
         top,
+        paths: paths
+            .iter()
+            .map(|p| cstring(p.as_os_str().as_bytes()))
+            .collect::<Result<_, _>>()?,
+        files: cmd
+            .open_files
+            .iter()
+            .map(|(p, n)| Ok((cstring(p.as_os_str().as_bytes())?, *n)))
+            .collect::<Result<_, ConfineError>>()?,
     })
 }
 
@@ -456,13 +531,16 @@ fn prepare(cmd: &TenantCommand, extra_env: &[(String, String)]) -> Result<Prepar
 fn start(
     cmd: &TenantCommand,
     env: &[(String, String)],
+    paths: &[PathBuf],
     flags: CloneFlags,
     setuid: Option<(u32, bool)>,
     setup: impl FnOnce(Pid) -> Result<(), ConfineError>,
 ) -> Result<Pid, ConfineError> {
-    let p = prepare(cmd, env)?;
-    let (go_r, go_w) = pipe_above(p.top)?;
-    let (err_r, err_w) = pipe_above(p.top)?;
+    let p = prepare(cmd, env, paths)?;
+    // The pipes above every number the child places a descriptor at.
+    let floor = p.top.max(PATH_FD_BASE + p.paths.len() as RawFd);
+    let (go_r, go_w) = pipe_above(floor)?;
+    let (err_r, err_w) = pipe_above(floor)?;
     let (go_r_fd, go_w_fd, err_w_fd) = (go_r.as_raw_fd(), go_w.as_raw_fd(), err_w.as_raw_fd());
     let mut stack = vec![0u8; 64 << 10];
     // SAFETY: the child has its own copy of the address space (no
@@ -582,6 +660,35 @@ fn child(
         // A session of its own: a signal to the listener's process group
         // does not reach it, and it has no controlling terminal.
         libc::setsid();
+        // Sources first moved above every target, so that no dup2 below
+        // overwrites a source not yet placed.
+        let mut moved = [-1; MAX_FDS];
+        for (i, &(from, _)) in p.fds[..p.nfds].iter().enumerate() {
+            moved[i] = libc::fcntl(from, libc::F_DUPFD_CLOEXEC, p.top.max(err_w) + 1);
+            if moved[i] < 0 {
+                fail(err_w);
+            }
+        }
+        // Before the uid changes: see `Jailer::spawn`. A path that will not
+        // open leaves its number closed; the tenant skips it.
+        for (i, path) in p.paths.iter().enumerate() {
+            let fd = libc::open(path.as_ptr(), libc::O_PATH);
+            let to = PATH_FD_BASE + i as RawFd;
+            if fd >= 0 && fd != to {
+                libc::dup2(fd, to);
+                libc::close(fd);
+            }
+        }
+        for (path, to) in &p.files {
+            let fd = libc::open(path.as_ptr(), libc::O_RDONLY);
+            if fd < 0 {
+                fail(err_w);
+            }
+            if fd != *to {
+                libc::dup2(fd, *to);
+                libc::close(fd);
+            }
+        }
         if let Some((id, groups)) = setuid {
             // Raw system calls: glibc's wrappers would try to change every
             // thread's ids, and this process has one thread glibc does not
@@ -591,15 +698,6 @@ fn child(
                 || libc::syscall(libc::SYS_setresgid, id, id, id) != 0
                 || libc::syscall(libc::SYS_setresuid, id, id, id) != 0
             {
-                fail(err_w);
-            }
-        }
-        // Sources first moved above every target, so that no dup2 below
-        // overwrites a source not yet placed.
-        let mut moved = [-1; MAX_FDS];
-        for (i, &(from, _)) in p.fds[..p.nfds].iter().enumerate() {
-            moved[i] = libc::fcntl(from, libc::F_DUPFD_CLOEXEC, p.top.max(err_w) + 1);
-            if moved[i] < 0 {
                 fail(err_w);
             }
         }

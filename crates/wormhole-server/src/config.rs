@@ -178,9 +178,33 @@ impl Default for Config {
     }
 }
 
+/// A file's text; `/proc/self/fd/N` is read through descriptor N itself
+/// (from its start), which a tenant holds for a file whose path its uid
+/// may not open again.
+fn read_text(path: &Path) -> std::io::Result<String> {
+    use std::io::{Read, Seek};
+    use std::os::fd::{AsFd, OwnedFd};
+    let fd = path
+        .strip_prefix("/proc/self/fd")
+        .ok()
+        .and_then(|n| n.to_str()?.parse::<i32>().ok());
+    let Some(n) = fd else {
+        return std::fs::read_to_string(path);
+    };
+    // SAFETY: borrowed only to duplicate it; a descriptor that is not open
+    // makes the duplication fail.
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(n) };
+    let own: OwnedFd = borrowed.as_fd().try_clone_to_owned()?;
+    let mut f = std::fs::File::from(own);
+    f.rewind()?;
+    let mut text = String::new();
+    f.read_to_string(&mut text)?;
+    Ok(text)
+}
+
 impl Config {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|err| ConfigError::Read {
+        let text = read_text(path).map_err(|err| ConfigError::Read {
             path: path.into(),
             err,
         })?;

@@ -176,6 +176,10 @@ impl Tenants {
     }
 }
 
+/// The descriptor a tenant finds its configuration file on (opened for it,
+/// read-only, before it takes its own uid).
+pub const CONFIG_FD: RawFd = 5;
+
 /// Set in a tenant's environment: who its client is, as the listener saw
 /// it (in its own namespaces the tenant could only see a pid of 0).
 pub const CLIENT_ENV: &str = "WORMHOLE_CLIENT";
@@ -185,11 +189,16 @@ pub const CLIENT_ENV: &str = "WORMHOLE_CLIENT";
 pub struct Spawner {
     exe: TenantExe,
     args: Vec<String>,
+    config: Option<PathBuf>,
     jailer: wormhole_confine::Jailer,
 }
 
 impl Spawner {
-    pub fn new(args: Vec<String>, policy: wormhole_confine::Policy) -> std::io::Result<Spawner> {
+    pub fn new(
+        args: Vec<String>,
+        config: Option<PathBuf>,
+        policy: wormhole_confine::Policy,
+    ) -> std::io::Result<Spawner> {
         let jailer = wormhole_confine::Jailer::new(policy);
         let support = jailer.support();
         let complete = support.namespaces.is_ok()
@@ -204,6 +213,7 @@ impl Spawner {
         Ok(Spawner {
             exe: TenantExe::open()?,
             args,
+            config: config.map(|p| std::fs::canonicalize(&p).unwrap_or(p)),
             jailer,
         })
     }
@@ -222,6 +232,11 @@ fn spawn_tenant(spawner: &Spawner, fd: RawFd, tenants: &Arc<Tenants>) -> std::io
             (CLIENT_ENV.into(), client.clone()),
         ],
         fds: vec![(fd, TENANT_FD)],
+        open_files: spawner
+            .config
+            .iter()
+            .map(|p| (p.clone(), CONFIG_FD))
+            .collect(),
         client_uid: match peer(fd) {
             Ok(Peer::Unix { uid, .. }) => Some(uid),
             _ => None,

@@ -145,8 +145,10 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
 /// The flags that carry this configuration to a tenant process.
 fn tenant_args(cli: &Cli) -> Vec<String> {
     let mut a = Vec::new();
-    if let Some(p) = &cli.config {
-        a.push(format!("--config={}", p.display()));
+    if cli.config.is_some() {
+        // Opened for the tenant by the listener (see listen::CONFIG_FD): a
+        // tenant of another uid may not reach the file by its path.
+        a.push(format!("--config=/proc/self/fd/{}", listen::CONFIG_FD));
     }
     if let Some(d) = cli.tcp_dead_peer {
         a.push(format!("--tcp-dead-peer={d}"));
@@ -269,8 +271,11 @@ fn main() -> anyhow::Result<()> {
                         .unwrap_or_default()
                 );
             }
-            let spawner =
-                listen::Spawner::new(tenant_args(&cli), wormhole_server::confinement::policy(&c))?;
+            let spawner = listen::Spawner::new(
+                tenant_args(&cli),
+                cli.config.clone(),
+                wormhole_server::confinement::policy(&c),
+            )?;
             listen::run(unix, tcp, spawner, c.max_tenants)?;
             Ok(())
         }
