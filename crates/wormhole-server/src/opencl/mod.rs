@@ -6,11 +6,14 @@
 //! library and never dereference, hence the allowance below.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+pub mod args;
 pub mod builds;
 pub mod callbacks;
 pub mod custom;
 pub mod finish;
+pub mod launch;
 pub mod overrides;
+pub mod programs;
 pub mod quota;
 pub mod shared;
 pub mod tenant;

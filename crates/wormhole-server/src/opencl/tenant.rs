@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::overrides::ArgDecl;
+use super::args::ArgDecl;
 use crate::outbuf::OutBufs;
 
 use wormhole_opencl_api::{
@@ -63,13 +63,13 @@ const MAX_ARG_DECLS: usize = 1 << 16;
 const MAX_CACHED_ARG_INDEX: u32 = 4096;
 
 /// Kernel arguments' declarations, as the library reported them (see
-/// `overrides::clSetKernelArg`), by real kernel and then by index: a
-/// kernel's entries go in one step when the tenant drops the kernel, before
-/// the library can reuse its address.
+/// `args.rs`), by real kernel and then by index: a kernel's entries go in
+/// one step when the tenant drops the kernel, before the library can reuse
+/// its address.
 #[derive(Default)]
 pub struct ArgDecls {
     /// Per kernel, by argument index: `None` where not asked yet.
-    kernels: FxHashMap<usize, Vec<Option<Option<ArgDecl>>>>,
+    kernels: FxHashMap<usize, Vec<Option<ArgDecl>>>,
     /// Slots allocated over all kernels: what the bound counts, so that
     /// memory stays bounded however the indices are spread.
     slots: usize,
@@ -78,13 +78,13 @@ pub struct ArgDecls {
 impl ArgDecls {
     /// The declaration cached for this argument, if it was asked for.
     #[inline]
-    pub fn get(&self, kernel: *mut c_void, index: u32) -> Option<Option<ArgDecl>> {
+    pub fn get(&self, kernel: *mut c_void, index: u32) -> Option<ArgDecl> {
         *self.kernels.get(&(kernel as usize))?.get(index as usize)?
     }
 
     /// Caches a declaration (bounded: a cache that would grow past
     /// `MAX_ARG_DECLS` slots starts again).
-    pub fn insert(&mut self, kernel: *mut c_void, index: u32, d: Option<ArgDecl>) {
+    pub fn insert(&mut self, kernel: *mut c_void, index: u32, d: ArgDecl) {
         if index >= MAX_CACHED_ARG_INDEX {
             return;
         }
@@ -99,6 +99,19 @@ impl ArgDecls {
             slots.resize(need, None);
         }
         slots[index as usize] = Some(d);
+    }
+
+    /// A clone's declarations are its source's.
+    pub fn copy(&mut self, from: *mut c_void, to: *mut c_void) {
+        let Some(slots) = self.kernels.get(&(from as usize)).cloned() else {
+            return;
+        };
+        if self.slots + slots.len() > MAX_ARG_DECLS {
+            return;
+        }
+        self.forget(to);
+        self.slots += slots.len();
+        self.kernels.insert(to as usize, slots);
     }
 
     /// Forgets a kernel's declarations.
@@ -151,6 +164,8 @@ pub struct Tenant {
     out_bufs: OutBufs,
     /// Kernel arguments' declarations (see `ArgDecls`).
     pub arg_decls: ArgDecls,
+    /// What launches must be checked for (`launch.rs`).
+    pub launches: super::launch::Launches,
     /// Whether blocking waits may leave their reply to the completion of
     /// what they wait for (the channel can hold a reply back; `finish.rs`).
     pub replies_held: bool,
@@ -180,6 +195,7 @@ impl Tenant {
             builds: Arc::default(),
             out_bufs: OutBufs::default(),
             arg_decls: ArgDecls::default(),
+            launches: Default::default(),
             replies_held: false,
             reply_when: None,
         };
@@ -388,6 +404,7 @@ impl Tenant {
                 self.reverse.remove(&(e.kind, e.raw));
                 if e.kind == Kind::Kernel {
                     self.arg_decls.forget(e.raw as *mut c_void);
+                    self.launches.forget(e.raw as *mut c_void);
                 }
                 if let Some(c) = e.charge {
                     c.let_go();
@@ -402,6 +419,7 @@ impl Tenant {
     pub fn release_all(&mut self) {
         self.mappings.clear();
         self.arg_decls.clear();
+        self.launches.clear();
         self.reverse.clear();
         // Dependents first, so that no object outlives what it was made from
         // inside this loop (the library counts references either way).
@@ -695,9 +713,9 @@ mod tests {
         let (k1, k2) = (0x40 as *mut c_void, 0x80 as *mut c_void);
         t.insert(5, Kind::Kernel, k1).expect("insert");
         t.insert(6, Kind::Kernel, k2).expect("insert");
-        t.arg_decls.insert(k1, 0, Some(ArgDecl::Local));
-        t.arg_decls.insert(k1, 1, None);
-        t.arg_decls.insert(k2, 0, Some(ArgDecl::Plain));
+        t.arg_decls.insert(k1, 0, ArgDecl::Local);
+        t.arg_decls.insert(k1, 1, ArgDecl::Opaque);
+        t.arg_decls.insert(k2, 0, ArgDecl::Plain);
         t.retained(5, Kind::Kernel);
         t.released(5, Kind::Kernel);
         assert_eq!(t.arg_decls.slots(), 3, "one reference left: kept");
@@ -714,13 +732,13 @@ mod tests {
     fn argument_declarations_are_bounded() {
         let mut c = ArgDecls::default();
         let k = 0x40 as *mut c_void;
-        c.insert(k, MAX_CACHED_ARG_INDEX, Some(ArgDecl::Plain));
+        c.insert(k, MAX_CACHED_ARG_INDEX, ArgDecl::Plain);
         assert!(c.get(k, MAX_CACHED_ARG_INDEX).is_none());
         assert_eq!(c.slots(), 0);
-        c.insert(k, 3, Some(ArgDecl::Plain));
-        c.insert(k, 3, Some(ArgDecl::Local));
+        c.insert(k, 3, ArgDecl::Plain);
+        c.insert(k, 3, ArgDecl::Local);
         assert_eq!(c.slots(), 4);
-        assert!(matches!(c.get(k, 3), Some(Some(ArgDecl::Local))));
+        assert_eq!(c.get(k, 3), Some(ArgDecl::Local));
         assert!(
             c.get(k, 2).is_none(),
             "a slot below one asked for is not known"
@@ -728,7 +746,7 @@ mod tests {
         // Kernels with only a high index each: the bound is on memory.
         let high = MAX_CACHED_ARG_INDEX - 1;
         for i in 0..MAX_ARG_DECLS / MAX_CACHED_ARG_INDEX as usize + 2 {
-            c.insert((0x1000 + i * 8) as *mut c_void, high, None);
+            c.insert((0x1000 + i * 8) as *mut c_void, high, ArgDecl::Opaque);
             assert!(c.slots() <= MAX_ARG_DECLS);
         }
         assert!(c.get(k, 3).is_none(), "a full cache started again");
