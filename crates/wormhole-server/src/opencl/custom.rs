@@ -324,10 +324,21 @@ impl Sources<'_> {
     }
 }
 
+/// A program's sources or binaries are charged to the tenant's quota when
+/// the library has made the program (`quota::charge_program`); one that
+/// cannot fit is refused before the library copies it.
+fn program_fits(t: &Tenant, parts: &[&[u8]]) -> Result<(), i32> {
+    let bytes = parts.iter().map(|p| p.len() as u64).sum();
+    match &t.memory {
+        Some(q) if !q.fits(bytes) => Err(wormhole_opencl_api::CL_OUT_OF_HOST_MEMORY),
+        _ => Ok(()),
+    }
+}
+
 pub mod sources {
     use super::*;
     pub fn decode<'a>(
-        _t: &mut Tenant,
+        t: &mut Tenant,
         d: &mut Decoder<'a>,
         count: &u32,
     ) -> Result<Sources<'a>, i32> {
@@ -343,6 +354,7 @@ pub mod sources {
         let src: Vec<&[u8]> = (0..n)
             .map(|_| d.bytes().map_err(bad))
             .collect::<Result<_, _>>()?;
+        program_fits(t, &src)?;
         // A length of 0 tells the library to read up to a NUL, which the
         // request does not have after an empty string: it would read on
         // into whatever follows. An empty string is given as one.
@@ -409,7 +421,7 @@ impl Binaries<'_> {
 pub mod binaries {
     use super::*;
     pub fn decode<'a>(
-        _t: &mut Tenant,
+        t: &mut Tenant,
         d: &mut Decoder<'a>,
         num_devices: &u32,
     ) -> Result<Binaries<'a>, i32> {
@@ -438,6 +450,7 @@ pub mod binaries {
                 }
             }
         }
+        program_fits(t, &bins)?;
         Ok(Binaries {
             lens: Some(bins.iter().map(|b| b.len()).collect()),
             ptrs: Some(ptrs),

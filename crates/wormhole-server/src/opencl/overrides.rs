@@ -18,7 +18,10 @@ pub use super::builds::{
 };
 use super::ffi;
 pub use super::launch::clCloneKernel;
-pub use super::programs::{clGetKernelArgInfo, clGetProgramBuildInfo, clLinkProgram};
+pub use super::programs::{
+    clCreateProgramWithBinary, clCreateProgramWithSource, clGetKernelArgInfo,
+    clGetProgramBuildInfo, clLinkProgram,
+};
 use wormhole_transport::{Channel, TransportError};
 
 use super::tenant::{alloc_zeroed, bad, check_count, opt_vec_ptr, NewSlot, Tenant};

@@ -239,6 +239,80 @@ pub unsafe fn clLinkProgram(
     p
 }
 
+/// Leaves the bytes a program was made from where `Tenant::insert`, which
+/// runs next, charges them to the quota; only once the library made it,
+/// so that nothing is left for another program to take.
+fn made_from(t: &mut Tenant, program: *mut c_void, err: *mut i32, bytes: u64) -> *mut c_void {
+    // SAFETY: `err` is the decoder's local.
+    if !program.is_null() && unsafe { *err } == CL_SUCCESS {
+        t.program_bytes = Some(bytes);
+    }
+    program
+}
+
+/// # Safety
+/// As for `clCreateProgramWithSource`; `lengths` holds `count` lengths
+/// (the decoder gives every one).
+pub unsafe fn clCreateProgramWithSource(
+    t: &mut Tenant,
+    context: *mut c_void,
+    count: u32,
+    strings: *const *const c_char,
+    lengths: *const usize,
+    err: *mut i32,
+) -> *mut c_void {
+    let bytes = if lengths.is_null() {
+        0
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { std::slice::from_raw_parts(lengths, count as usize) }
+            .iter()
+            .map(|&n| n as u64)
+            .sum()
+    };
+    // SAFETY: forwarded contract.
+    let p = unsafe { ffi::clCreateProgramWithSource(context, count, strings, lengths, err) };
+    made_from(t, p, err, bytes)
+}
+
+/// # Safety
+/// As for `clCreateProgramWithBinary`; `lengths` is NULL or holds
+/// `num_devices` lengths.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn clCreateProgramWithBinary(
+    t: &mut Tenant,
+    context: *mut c_void,
+    num_devices: u32,
+    device_list: *const *mut c_void,
+    lengths: *const usize,
+    binaries: *const *const u8,
+    binary_status: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    let bytes = if lengths.is_null() {
+        0
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { std::slice::from_raw_parts(lengths, num_devices as usize) }
+            .iter()
+            .map(|&n| n as u64)
+            .sum()
+    };
+    // SAFETY: forwarded contract.
+    let p = unsafe {
+        ffi::clCreateProgramWithBinary(
+            context,
+            num_devices,
+            device_list,
+            lengths,
+            binaries,
+            binary_status.cast(),
+            err,
+        )
+    };
+    made_from(t, p, err, bytes)
+}
+
 /// `CL_KERNEL_ARG_INFO_NOT_AVAILABLE` where the application's options for
 /// the kernel's program did not ask for argument information (see the
 /// module's text); otherwise as the library answers. Nothing is written

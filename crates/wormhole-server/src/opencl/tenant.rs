@@ -36,8 +36,8 @@ struct Entry {
     refs: u32,
     /// Never removed (platforms, root devices, aliases we retained).
     pinned: bool,
-    /// A memory object's cost to the tenant's quota.
-    charge: Option<Arc<super::quota::Charge>>,
+    /// A memory object's or program's cost to the tenant's quota.
+    charge: Option<super::quota::Held>,
 }
 
 /// Limits on what one request may make the server allocate.
@@ -166,6 +166,9 @@ pub struct Tenant {
     pub arg_decls: ArgDecls,
     /// What launches must be checked for (`launch.rs`).
     pub launches: super::launch::Launches,
+    /// The bytes of source or binaries of the program just made, for its
+    /// charge (`programs::clCreateProgramWith*`; taken by `insert`).
+    pub program_bytes: Option<u64>,
     /// Whether blocking waits may leave their reply to the completion of
     /// what they wait for (the channel can hold a reply back; `finish.rs`).
     pub replies_held: bool,
@@ -196,6 +199,7 @@ impl Tenant {
             out_bufs: OutBufs::default(),
             arg_decls: ArgDecls::default(),
             launches: Default::default(),
+            program_bytes: None,
             replies_held: false,
             reply_when: None,
         };
@@ -294,15 +298,23 @@ impl Tenant {
     }
 
     /// Records a newly created object under the client's id; a memory
-    /// object past the tenant's quota is released instead and refused.
+    /// object or program past the tenant's quota is released instead and
+    /// refused.
     pub fn insert(&mut self, id: u64, kind: Kind, raw: *mut c_void) -> Result<(), i32> {
+        use super::quota::{charge, charge_program, Held};
         if raw.is_null() {
             return Ok(());
         }
         let charge = match (kind, &self.memory) {
             // SAFETY: the library just made `raw` for this call, whose
             // reference is the only one so far.
-            (Kind::Mem, Some(q)) => unsafe { super::quota::charge(q, raw) }?,
+            (Kind::Mem, Some(q)) => unsafe { charge(q, raw) }?.map(Held::Mem),
+            (Kind::Program, Some(q)) => {
+                let bytes = self.program_bytes.take().unwrap_or(0);
+                // SAFETY: as above.
+                let c = unsafe { charge_program(q, raw, bytes) }?;
+                Some(Held::Program(c))
+            }
             _ => None,
         };
         self.reverse.insert((kind, raw as usize), id);
