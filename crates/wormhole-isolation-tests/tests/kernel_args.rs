@@ -254,8 +254,8 @@ fn kernel_argument_ids_not_held_are_refused() {
 /// Program sources count against `tenant_memory` from their creation
 /// until the client's last release: under 64 MiB, programs of 16 MiB of
 /// source fit four at a time, the rest get `CL_OUT_OF_HOST_MEMORY`, and a
-/// release makes room. Before, 8 sources of 256 MiB held 2.4 GiB in a
-/// tenant under a 1 GiB quota.
+/// release makes room. Before, 8 sources of 256 MiB were all made under a
+/// 1 GiB quota (the tenant at 2.33 GiB).
 #[test]
 fn program_sources_count_against_the_tenants_memory() {
     let prog = compile_c("kernel_args").expect("compile kernel_args.c");
