@@ -729,6 +729,43 @@ mod tests {
         }
     }
 
+    /// A buffer or image released after it was set as a kernel argument
+    /// stays alive for the launch: the tenant holds a reference while it
+    /// is set (PoCL 3.1 takes none, and aborted or crashed at the launch).
+    #[test]
+    fn an_argument_released_after_it_was_set_stays_alive_for_the_launch() {
+        let Some((_turn, mut h)) = test_harness() else {
+            return;
+        };
+        let before = h.seed_refcounts();
+        let tpl = templates();
+        let buffer = Frame::new(func::clCreateBuffer)
+            .h(ids::CONTEXT)
+            .u64(1)
+            .u64(1024)
+            .u8(0)
+            .u64(102)
+            .done();
+        let image = tpl
+            .iter()
+            .find(|f| f.get(..4) == Some(&func::clCreateImage2D.to_le_bytes()[..]))
+            .expect("an image template")
+            .clone();
+        let frames = [
+            buffer,
+            image,
+            templates::set_arg_handle(ids::KERNEL_ALL, 0, 0, 102),
+            templates::set_arg_handle(ids::KERNEL_ALL, 4, 0, 108),
+            Frame::new(func::clReleaseMemObject).h(102).done(),
+            Frame::new(func::clReleaseMemObject).h(108).done(),
+            templates::launch(ids::KERNEL_ALL, None, &[1]),
+            Frame::new(func::clFinish).h(ids::QUEUE).done(),
+        ];
+        let s = h.run(frames.iter().map(|f| f.as_slice()));
+        assert_eq!(s, vec![Some(0); frames.len()]);
+        assert_eq!(h.seed_refcounts(), before);
+    }
+
     /// Found by the fuzzer: PoCL maps an empty box (a zero height) of an image,
     /// and the mapping (with its reference on the image) outlived the
     /// request that failed. The box is refused before the library sees it.

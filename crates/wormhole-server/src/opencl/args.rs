@@ -21,6 +21,7 @@
 
 use std::ffi::c_void;
 
+use rustc_hash::FxHashMap;
 use wormhole_opencl_api::{Kind, CL_INVALID_MEM_OBJECT, CL_SUCCESS};
 
 use super::ffi;
@@ -215,9 +216,109 @@ unsafe fn check(t: &Tenant, decl: ArgDecl, size: usize, value: *const c_void) ->
     }
 }
 
+/// The memory objects and samplers set as kernel arguments, each with a
+/// reference of the tenant's while it is set: the library takes none (at
+/// its launch, PoCL 3.1 aborts on a buffer and crashes on an image that
+/// was released after it was set: natively a use after free, here the
+/// client's request), and takes its own for the commands it runs. The
+/// reference goes when the argument is set again or the tenant lets the
+/// kernel go.
+#[derive(Default)]
+pub struct ArgObjects(FxHashMap<(usize, u32), (Kind, usize)>);
+
+impl ArgObjects {
+    /// Records what argument `index` of `kernel` now holds.
+    fn set(&mut self, kernel: *mut c_void, index: u32, obj: Option<(Kind, *mut c_void)>) {
+        if obj.is_none() && self.0.is_empty() {
+            return;
+        }
+        let key = (kernel as usize, index);
+        if obj.map(|(k, raw)| (k, raw as usize)) == self.0.get(&key).copied() {
+            // Set again to the same object: the reference it holds stays.
+            return;
+        }
+        let old = match obj {
+            Some((kind, raw)) => {
+                super::retain_real(kind, raw);
+                self.0.insert(key, (kind, raw as usize))
+            }
+            None => self.0.remove(&key),
+        };
+        if let Some((kind, raw)) = old {
+            // SAFETY: the reference taken when it was set.
+            unsafe { super::release_real(kind, raw as *mut c_void) };
+        }
+    }
+
+    /// A clone holds its source's arguments.
+    pub fn cloned(&mut self, from: *mut c_void, to: *mut c_void) {
+        let held: Vec<(u32, (Kind, usize))> = self
+            .0
+            .iter()
+            .filter(|((k, _), _)| *k == from as usize)
+            .map(|(&(_, i), &o)| (i, o))
+            .collect();
+        for (i, (kind, raw)) in held {
+            self.set(to, i, Some((kind, raw as *mut c_void)));
+        }
+    }
+
+    /// Drops the references a kernel's arguments hold (the tenant let the
+    /// kernel go; commands that use them hold the library's own).
+    pub fn forget(&mut self, kernel: *mut c_void) {
+        if self.0.is_empty() {
+            return;
+        }
+        let mine: Vec<(usize, u32)> = self
+            .0
+            .keys()
+            .filter(|(k, _)| *k == kernel as usize)
+            .copied()
+            .collect();
+        for key in mine {
+            if let Some((kind, raw)) = self.0.remove(&key) {
+                // SAFETY: the reference taken when it was set.
+                unsafe { super::release_real(kind, raw as *mut c_void) };
+            }
+        }
+    }
+
+    /// Drops every reference (the harness's teardown).
+    pub fn clear(&mut self) {
+        for (_, (kind, raw)) in self.0.drain() {
+            // SAFETY: the reference taken when it was set.
+            unsafe { super::release_real(kind, raw as *mut c_void) };
+        }
+    }
+}
+
+/// The object an accepted value makes the library follow, if any.
+///
+/// # Safety
+/// `value` is NULL or holds `size` bytes.
+unsafe fn followed(
+    t: &Tenant,
+    decl: ArgDecl,
+    size: usize,
+    value: *const c_void,
+) -> Option<(Kind, *mut c_void)> {
+    if !matches!(
+        decl,
+        ArgDecl::Mem { .. } | ArgDecl::Sampler | ArgDecl::Opaque
+    ) {
+        return None;
+    }
+    // SAFETY: the caller's contract.
+    let h = unsafe { handle(size, value) }.filter(|h| !h.is_null())?;
+    [Kind::Mem, Kind::Sampler]
+        .into_iter()
+        .find(|&k| t.holds(k, h))
+        .map(|k| (k, h))
+}
+
 /// `clSetKernelArg` with the checks above; a value the library accepts for
 /// a `__local` argument is recorded for the launch's bound
-/// ([`super::launch`]).
+/// ([`super::launch`]), an object for [`ArgObjects`].
 ///
 /// # Safety
 /// `value` is NULL or holds `size` bytes; `kernel` comes from the tenant's
@@ -244,6 +345,11 @@ pub unsafe fn clSetKernelArg(
         Err(e) => e,
     };
     super::launch::arg_set(t, kernel, index, decl, size, s, probed);
+    if s == CL_SUCCESS {
+        // SAFETY: the caller's contract.
+        let obj = unsafe { followed(t, decl, size, value) };
+        t.arg_objects.set(kernel, index, obj);
+    }
     s
 }
 

@@ -335,6 +335,7 @@ pub unsafe fn clCloneKernel(t: &mut Tenant, source: *mut c_void, err: *mut i32) 
             l.unset.insert(to, u);
         }
         t.arg_decls.copy(source, k);
+        t.arg_objects.cloned(source, k);
     }
     k
 }

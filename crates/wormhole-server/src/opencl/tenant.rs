@@ -166,6 +166,8 @@ pub struct Tenant {
     pub arg_decls: ArgDecls,
     /// What launches must be checked for (`launch.rs`).
     pub launches: super::launch::Launches,
+    /// Objects kept alive as kernel arguments (`args.rs`).
+    pub arg_objects: super::args::ArgObjects,
     /// The bytes of source or binaries of the program just made, for its
     /// charge (`programs::clCreateProgramWith*`; taken by `insert`).
     pub program_bytes: Option<u64>,
@@ -199,6 +201,7 @@ impl Tenant {
             out_bufs: OutBufs::default(),
             arg_decls: ArgDecls::default(),
             launches: Default::default(),
+            arg_objects: Default::default(),
             program_bytes: None,
             replies_held: false,
             reply_when: None,
@@ -417,6 +420,7 @@ impl Tenant {
                 if e.kind == Kind::Kernel {
                     self.arg_decls.forget(e.raw as *mut c_void);
                     self.launches.forget(e.raw as *mut c_void);
+                    self.arg_objects.forget(e.raw as *mut c_void);
                 }
                 if let Some(c) = e.charge {
                     c.let_go();
@@ -432,6 +436,7 @@ impl Tenant {
         self.mappings.clear();
         self.arg_decls.clear();
         self.launches.clear();
+        self.arg_objects.clear();
         self.reverse.clear();
         // Dependents first, so that no object outlives what it was made from
         // inside this loop (the library counts references either way).
