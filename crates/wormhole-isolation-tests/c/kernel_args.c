@@ -218,6 +218,25 @@ static int args(int argc, char **argv) {
         if (wanted(argc, argv, cases[i].name))
             set_case(cases[i].name, i, cases[i].index, cases[i].size, cases[i].value);
 
+    /* Objects released after they were set: natively a use after free at
+     * the launch (PoCL aborts on the buffer, crashes on the image). */
+    if (wanted(argc, argv, "released_after_set")) {
+        valid_args(0);
+        cl_mem tmp = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 64, NULL, &e);
+        CHECK(e);
+        cl_image_format f2 = {CL_RGBA, CL_UNSIGNED_INT8};
+        cl_mem tmp_img = clCreateImage2D(ctx, CL_MEM_READ_ONLY, &f2, 4, 4, 0, NULL, &e);
+        CHECK(e);
+        CHECK(clSetKernelArg(k, 0, sizeof tmp, &tmp));
+        CHECK(clSetKernelArg(k, 4, sizeof tmp_img, &tmp_img));
+        CHECK(clReleaseMemObject(tmp));
+        CHECK(clReleaseMemObject(tmp_img));
+        size_t g = 1;
+        cl_int l = clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, NULL);
+        cl_int f = clFinish(q);
+        printf("released_after_set: launch %d finish %d\n", l, f);
+    }
+
     size_t max3[3] = {SIZE_MAX, SIZE_MAX, SIZE_MAX}, one = 1, two = 2, top = SIZE_MAX;
     size_t big[2] = {(size_t)1 << 33, (size_t)1 << 31};
     if (wanted(argc, argv, "dim0"))

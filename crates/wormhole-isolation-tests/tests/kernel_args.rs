@@ -31,7 +31,8 @@ fn neighbour_ok(b: &mut Session, round: &mut u8) {
 /// (each case's launch writes its own number, 105 + case), local memory
 /// past the device's and work sizes past `size_t` refused at the launch
 /// with the specification's codes, rectangles past the buffer with
-/// `CL_INVALID_VALUE`.
+/// `CL_INVALID_VALUE`; a buffer and an image released after they were set
+/// are still there for the launch.
 const EXPECTED: &[&str] = &[
     "arginfo: -19",
     "options: 0 '' 1",
@@ -53,6 +54,7 @@ const EXPECTED: &[&str] = &[
     "image_released: set -38 launch 0 value 120",
     "image_buffer: set -50 launch 0 value 121",
     "image_sampler: set -38 launch 0 value 122",
+    "released_after_set: launch 0 finish 0",
     "dim0: launch -53",
     "dim4: launch -53",
     "size_max_cubed: launch -63",
