@@ -308,12 +308,14 @@ impl Tenant {
         if raw.is_null() {
             return Ok(());
         }
+        // Taken whatever the quota, so that it never outlives its program.
+        let program_bytes = self.program_bytes.take();
         let charge = match (kind, &self.memory) {
             // SAFETY: the library just made `raw` for this call, whose
             // reference is the only one so far.
             (Kind::Mem, Some(q)) => unsafe { charge(q, raw) }?.map(Held::Mem),
             (Kind::Program, Some(q)) => {
-                let bytes = self.program_bytes.take().unwrap_or(0);
+                let bytes = program_bytes.unwrap_or(0);
                 // SAFETY: as above.
                 let c = unsafe { charge_program(q, raw, bytes) }?;
                 Some(Held::Program(c))
