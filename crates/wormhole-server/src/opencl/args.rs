@@ -345,7 +345,9 @@ pub unsafe fn clSetKernelArg(
         Err(e) => e,
     };
     super::launch::arg_set(t, kernel, index, decl, size, s, probed);
-    if s == CL_SUCCESS {
+    // A scalar or `__local` argument never names an object, so never held
+    // one: nothing to do (the common case of a loop of launches).
+    if s == CL_SUCCESS && !matches!(decl, ArgDecl::Plain | ArgDecl::Local) {
         // SAFETY: the caller's contract.
         let obj = unsafe { followed(t, decl, size, value) };
         t.arg_objects.set(kernel, index, obj);

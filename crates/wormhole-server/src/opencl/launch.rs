@@ -116,10 +116,12 @@ pub fn arg_set(
     let l = &mut t.launches;
     let k = kernel as usize;
     if status == CL_SUCCESS {
-        if let Some(u) = l.unset.get_mut(&k) {
-            u.retain(|&i| i != index);
-            if u.is_empty() {
-                l.unset.remove(&k);
+        if !l.unset.is_empty() {
+            if let Some(u) = l.unset.get_mut(&k) {
+                u.retain(|&i| i != index);
+                if u.is_empty() {
+                    l.unset.remove(&k);
+                }
             }
         }
         if decl == ArgDecl::Local {
