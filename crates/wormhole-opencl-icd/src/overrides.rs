@@ -836,6 +836,41 @@ unsafe fn rect_shortcut(
     Some(unsafe { transfer_after_gate(q, buf, GatedOp::Rect { write, rect }, ptr, n, wl, ev) })
 }
 
+/// Refuses a rectangle that ends past its buffer, as the library does
+/// before it touches the host memory: a write would otherwise read the
+/// application's memory for the whole window (a region of 64 x 2^40 bytes
+/// past the end of any buffer crashed the application instead of getting
+/// `CL_INVALID_VALUE`). What cannot be judged here (NULL arguments, a size
+/// unknown) is the library's to refuse.
+///
+/// # Safety
+/// `origin` and `region` are NULL or three size_t each.
+unsafe fn rect_inside(
+    buf: *mut c_void,
+    origin: *const c_void,
+    region: *const c_void,
+    row: usize,
+    slice: usize,
+) -> Result<(), i32> {
+    if origin.is_null() || region.is_null() {
+        return Ok(());
+    }
+    let Ok(size) = mem_info::<usize>(buf, CL_MEM_SIZE) else {
+        return Ok(());
+    };
+    // SAFETY: the caller's contract.
+    let [o, r] = [origin, region].map(|p| unsafe { (p as *const [u64; 3]).read_unaligned() });
+    if r.contains(&0) {
+        // The library's own refusal, with its own code.
+        return Ok(());
+    }
+    match wormhole_opencl_api::rect_extent(r, 1, row as u64, slice as u64).and_then(|e| e.end(o, 1))
+    {
+        Some(end) if end <= size as u64 => Ok(()),
+        _ => Err(CL_INVALID_VALUE),
+    }
+}
+
 /// The two rectangle transfers differ only in direction and in whether the
 /// host pointer is const.
 macro_rules! rect_transfer {
@@ -867,6 +902,18 @@ macro_rules! rect_transfer {
                 host_slice_pitch,
             ];
             let app = ptr as *mut c_void;
+            // SAFETY: forwarded contract.
+            if let Err(e) = unsafe {
+                rect_inside(
+                    buf,
+                    buffer_origin,
+                    region,
+                    buffer_row_pitch,
+                    buffer_slice_pitch,
+                )
+            } {
+                return e;
+            }
             // SAFETY: forwarded contract.
             let shortcut = unsafe {
                 rect_shortcut(q, buf, $write, blocking, geometry, pitches, app, n, wl, ev)

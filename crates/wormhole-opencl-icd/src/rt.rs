@@ -191,6 +191,9 @@ struct Registry {
     by_id: FxHashMap<u64, usize>,
     live: FxHashSet<usize>,
     quarantine: VecDeque<usize>,
+    /// The memory objects and samplers in the quarantine: a kernel argument
+    /// naming one is a handle the application released (see [`arg_object`]).
+    released_args: FxHashMap<usize, Kind>,
 }
 
 fn registry() -> MutexGuard<'static, Registry> {
@@ -200,6 +203,7 @@ fn registry() -> MutexGuard<'static, Registry> {
             by_id: FxHashMap::default(),
             live: FxHashSet::default(),
             quarantine: VecDeque::new(),
+            released_args: FxHashMap::default(),
         })
     });
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -322,13 +326,32 @@ impl Checked {
     }
 }
 
-/// Like [`obj`], for any kind: used to recognise handles in kernel arguments.
-pub fn any_obj(p: *mut c_void) -> Option<&'static Obj> {
-    if p.is_null() || !registry().live.contains(&(p as usize)) {
-        return None;
+/// What a pointer-sized kernel argument's bytes are to us.
+pub enum ArgObject {
+    /// One of the application's objects.
+    Live(&'static Obj),
+    /// A memory object or sampler the application released (its memory
+    /// is still in the quarantine, so nothing else can have its address).
+    Released(Kind),
+    /// Anything else: bytes.
+    Bytes,
+}
+
+/// Like [`obj`], for any kind, and for released memory objects and
+/// samplers too: used to recognise handles in kernel arguments.
+pub fn arg_object(p: *mut c_void) -> ArgObject {
+    if p.is_null() {
+        return ArgObject::Bytes;
     }
-    // SAFETY: registered, hence a live Obj.
-    Some(unsafe { &*(p as *const Obj) })
+    let r = registry();
+    if r.live.contains(&(p as usize)) {
+        // SAFETY: registered, hence a live Obj.
+        return ArgObject::Live(unsafe { &*(p as *const Obj) });
+    }
+    match r.released_args.get(&(p as usize)) {
+        Some(&k) => ArgObject::Released(k),
+        None => ArgObject::Bytes,
+    }
 }
 
 /// Counts a retain. An object with no count (platforms, root devices,
@@ -369,11 +392,17 @@ pub fn released(p: *mut c_void, kind: Kind) {
         // of a crash. Bounded, so that objects released in a loop (events)
         // do not leak.
         r.quarantine.push_back(p as usize);
+        if matches!(kind, Kind::Mem | Kind::Sampler) {
+            r.released_args.insert(p as usize, kind);
+        }
         let evicted = if r.quarantine.len() > QUARANTINE {
             r.quarantine.pop_front()
         } else {
             None
         };
+        if let Some(old) = evicted {
+            r.released_args.remove(&old);
+        }
         drop(r);
         if let Some(old) = evicted {
             // SAFETY: unregistered when it entered the quarantine, so no
@@ -1259,5 +1288,44 @@ impl Reply<'_> {
 
     pub fn adopt(&mut self, id: u64, kind: Kind) -> *mut c_void {
         object_for(id, kind, 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kernel argument naming a memory object or sampler the application
+    /// released is known as one while the object's memory is quarantined
+    /// (nothing else can have its address then), and as bytes after.
+    #[test]
+    fn a_released_handle_is_known_until_its_memory_can_be_reused() {
+        let mem = object_for(1 << 40, Kind::Mem, 1);
+        let smp = object_for((1 << 40) + 1, Kind::Sampler, 1);
+        let ev = object_for((1 << 40) + 2, Kind::Event, 1);
+        assert!(matches!(arg_object(mem), ArgObject::Live(o) if o.kind == Kind::Mem));
+        for (p, k) in [(mem, Kind::Mem), (smp, Kind::Sampler), (ev, Kind::Event)] {
+            released(p, k);
+        }
+        assert!(matches!(arg_object(mem), ArgObject::Released(Kind::Mem)));
+        assert!(matches!(
+            arg_object(smp),
+            ArgObject::Released(Kind::Sampler)
+        ));
+        assert!(
+            matches!(arg_object(ev), ArgObject::Bytes),
+            "only memory objects and samplers are kernel arguments"
+        );
+        // Releases of other objects push them out of the quarantine.
+        for i in 0..QUARANTINE as u64 {
+            let e = object_for((1 << 41) + i, Kind::Event, 1);
+            released(e, Kind::Event);
+        }
+        assert!(matches!(
+            arg_object(mem),
+            ArgObject::Bytes | ArgObject::Live(_)
+        ));
+        assert!(!registry().released_args.contains_key(&(mem as usize)));
+        assert!(registry().released_args.len() <= QUARANTINE);
     }
 }

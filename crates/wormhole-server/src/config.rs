@@ -76,10 +76,12 @@ pub struct Config {
     /// told the server is full and let go. 0: no limit.
     pub max_tenants: usize,
     /// Most bytes of memory objects (OpenCL buffers and images, CUDA
-    /// allocations) one tenant may hold at once; devices are described to
-    /// it as no larger. An integer, or a size such as "2 GiB". 0: no limit.
-    #[serde(deserialize_with = "size")]
-    pub tenant_memory: u64,
+    /// allocations) and program sources and binaries one tenant may hold
+    /// at once; devices are described to it as no larger. "device" (the
+    /// default): the largest global memory of the devices it exports; an
+    /// integer, or a size such as "2 GiB"; 0: no limit.
+    #[serde(deserialize_with = "tenant_memory")]
+    pub tenant_memory: TenantMemory,
     /// Confine each tenant (namespaces, its own uid when the server is
     /// root, a root of its own, seccomp, Landlock, cgroup limits; see
     /// docs/wormhole-security.md). Off: tenants are only non-dumpable.
@@ -115,6 +117,35 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .map_err(|e| format!("{s:?} is not a size ({e})"))
 }
 
+/// How much memory one tenant may hold (`tenant_memory`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TenantMemory {
+    /// As much as the largest device the tenant exports has.
+    #[default]
+    Device,
+    /// At most this many bytes; 0: no limit.
+    Bytes(u64),
+}
+
+impl std::fmt::Display for TenantMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TenantMemory::Device => f.write_str("device"),
+            TenantMemory::Bytes(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// Parses `tenant_memory`: "device", or a size as [`parse_size`] reads it.
+pub fn parse_tenant_memory(s: &str) -> Result<TenantMemory, String> {
+    if s.trim().eq_ignore_ascii_case("device") {
+        return Ok(TenantMemory::Device);
+    }
+    parse_size(s)
+        .map(TenantMemory::Bytes)
+        .map_err(|e| format!("{e}, nor \"device\""))
+}
+
 /// Parses a file mode written in octal ("0660", "660", "0o660").
 pub fn parse_mode(s: &str) -> Result<u32, String> {
     let digits = s.strip_prefix("0o").unwrap_or(s);
@@ -130,10 +161,6 @@ fn mode<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
 }
 
 fn opt_size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    size(d).map(Some)
-}
-
-fn size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Size {
@@ -141,8 +168,21 @@ fn size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         Text(String),
     }
     match Size::deserialize(d)? {
-        Size::Bytes(n) => Ok(n),
-        Size::Text(s) => parse_size(&s).map_err(serde::de::Error::custom),
+        Size::Bytes(n) => Ok(Some(n)),
+        Size::Text(s) => parse_size(&s).map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
+fn tenant_memory<'de, D: serde::Deserializer<'de>>(d: D) -> Result<TenantMemory, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Size {
+        Bytes(u64),
+        Text(String),
+    }
+    match Size::deserialize(d)? {
+        Size::Bytes(n) => Ok(TenantMemory::Bytes(n)),
+        Size::Text(s) => parse_tenant_memory(&s).map_err(serde::de::Error::custom),
     }
 }
 
@@ -166,7 +206,7 @@ impl Default for Config {
             cuda_runtime: None,
             shared_buffers: 64 << 30,
             max_tenants: 256,
-            tenant_memory: 0,
+            tenant_memory: TenantMemory::Device,
             confine: true,
             tenant_uids: None,
             tenant_paths: Vec::new(),
@@ -271,11 +311,40 @@ mod tests {
         assert_eq!(c.handoff, HandoffMode::Spin);
         assert_eq!(c.platforms, vec!["Portable".to_string()]);
         assert!(c.opencl && !c.cuda);
-        assert_eq!(c.tenant_memory, 0, "no quota unless asked");
+        assert_eq!(c.tenant_memory, TenantMemory::Device, "the device's size");
         std::fs::write(&p, "tenant_memory = \"2 GiB\"\n").expect("write");
-        assert_eq!(Config::load(&p).expect("load").tenant_memory, 2 << 30);
+        assert_eq!(
+            Config::load(&p).expect("load").tenant_memory,
+            TenantMemory::Bytes(2 << 30)
+        );
         std::fs::write(&p, "tenant_memory = 4096\n").expect("write");
-        assert_eq!(Config::load(&p).expect("load").tenant_memory, 4096);
+        assert_eq!(
+            Config::load(&p).expect("load").tenant_memory,
+            TenantMemory::Bytes(4096)
+        );
+        std::fs::write(&p, "tenant_memory = 0\n").expect("write");
+        assert_eq!(
+            Config::load(&p).expect("load").tenant_memory,
+            TenantMemory::Bytes(0),
+            "no limit"
+        );
+        std::fs::write(&p, "tenant_memory = \"device\"\n").expect("write");
+        assert_eq!(
+            Config::load(&p).expect("load").tenant_memory,
+            TenantMemory::Device
+        );
+        // The flag's form, which tenants are started with, reads back.
+        for m in [
+            TenantMemory::Device,
+            TenantMemory::Bytes(0),
+            TenantMemory::Bytes(10 << 20),
+        ] {
+            assert_eq!(parse_tenant_memory(&m.to_string()), Ok(m));
+        }
+        assert_eq!(
+            parse_tenant_memory("10M"),
+            Ok(TenantMemory::Bytes(10 << 20))
+        );
         std::fs::write(&p, "tenant_memory = \"lots\"\n").expect("write");
         assert!(matches!(Config::load(&p), Err(ConfigError::Parse { .. })));
         assert_eq!(c.socket_mode, 0o600, "only the server's user by default");

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use wormhole_confine::Policy;
 
-use crate::config::Config;
+use crate::config::{Config, TenantMemory};
 
 /// Environment variables naming libraries or driver files a tenant loads
 /// from outside the system's directories: their paths become readable.
@@ -67,8 +67,12 @@ fn process_memory(c: &Config) -> Option<u64> {
     match c.tenant_process_memory {
         Some(0) => None,
         Some(n) => Some(n),
-        None if c.tenant_memory > 0 => Some(c.tenant_memory.saturating_add(2 << 30)),
-        None => host_memory().map(|m| m / 4 * 3),
+        None => match c.tenant_memory {
+            TenantMemory::Bytes(n) if n > 0 => Some(n.saturating_add(2 << 30)),
+            // The device's size is known only to the tenant, which loads
+            // the driver; the listener, which sets the limit, does not.
+            _ => host_memory().map(|m| m / 4 * 3),
+        },
     }
 }
 
@@ -92,7 +96,7 @@ mod tests {
     #[test]
     fn the_process_limit_follows_the_quota_or_the_host() {
         let mut c = Config {
-            tenant_memory: 1 << 30,
+            tenant_memory: TenantMemory::Bytes(1 << 30),
             ..Default::default()
         };
         assert_eq!(process_memory(&c), Some(3 << 30));
@@ -101,7 +105,7 @@ mod tests {
         c.tenant_process_memory = Some(5 << 30);
         assert_eq!(process_memory(&c), Some(5 << 30));
         c.tenant_process_memory = None;
-        c.tenant_memory = 0;
+        c.tenant_memory = TenantMemory::Bytes(0);
         let host = host_memory().expect("/proc/meminfo");
         assert_eq!(process_memory(&c), Some(host / 4 * 3));
     }

@@ -61,10 +61,11 @@ struct Cli {
     /// more are told the server is full.
     #[arg(long, value_name = "N")]
     max_tenants: Option<usize>,
-    /// Most memory one tenant may hold in buffers, images and CUDA
-    /// allocations at once (e.g. 2G; units are powers of 1024; 0: no limit).
-    #[arg(long, value_name = "SIZE", value_parser = wormhole_server::config::parse_size)]
-    tenant_memory: Option<u64>,
+    /// Most memory one tenant may hold in buffers, images, CUDA
+    /// allocations and program sources at once (e.g. 2G; units are powers
+    /// of 1024; "device", the default: the largest device's; 0: no limit).
+    #[arg(long, value_name = "SIZE", value_parser = wormhole_server::config::parse_tenant_memory)]
+    tenant_memory: Option<wormhole_server::config::TenantMemory>,
     /// Run tenants without confinement (only non-dumpable): no namespaces,
     /// uid, seccomp, Landlock or cgroup (see docs/wormhole-security.md).
     #[arg(long)]

@@ -233,9 +233,12 @@ fn tenant_state(
     notify: Arc<dyn Notify>,
     client: String,
 ) -> (Tenant, Option<cuda::CudaTenant>) {
-    let quota = (config.tenant_memory > 0).then(|| Arc::new(Quota::new(config.tenant_memory)));
+    let platforms = export(config);
+    let quota = Quota::for_tenant(config.tenant_memory, || {
+        opencl::largest_device_memory(&platforms)
+    });
     crate::report::tenant_reporter(client, quota.clone());
-    let mut t = Tenant::new(export(config), limits(config), Some(notify));
+    let mut t = Tenant::new(platforms, limits(config), Some(notify));
     t.memory = quota.clone();
     let cu = config.cuda.then(|| {
         cuda::set_runtime_path(config.cuda_runtime.clone());

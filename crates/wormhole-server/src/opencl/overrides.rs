@@ -11,12 +11,18 @@ use wormhole_opencl_api::{
 };
 use wormhole_wire::{Decoder, Encoder};
 
+pub use super::args::clSetKernelArg;
 pub use super::builds::{
     whBuildProgramResult, whBuildProgramStart, whCompileProgramStart, whLinkProgramResult,
     whLinkProgramStart,
 };
 use super::ffi;
+pub use super::launch::clCloneKernel;
 pub use super::pending_maps::d_whFetchMapping;
+pub use super::programs::{
+    clCreateProgramWithBinary, clCreateProgramWithSource, clGetKernelArgInfo,
+    clGetProgramBuildInfo, clLinkProgram,
+};
 use wormhole_transport::{Channel, TransportError};
 
 use super::tenant::{alloc_zeroed, bad, check_count, opt_vec_ptr, NewSlot, Tenant};
@@ -482,7 +488,9 @@ pub(crate) unsafe fn queue_supported(device: *mut c_void, props: u64) -> Result<
 
 /// One fixed-size value from a library info query: `query(size, out)` makes
 /// the call with `out` holding `size` bytes. Its status if it failed.
-fn scalar_info<T: Default>(query: impl FnOnce(usize, *mut c_void) -> i32) -> Result<T, i32> {
+pub(crate) fn scalar_info<T: Default>(
+    query: impl FnOnce(usize, *mut c_void) -> i32,
+) -> Result<T, i32> {
     let mut v = T::default();
     match query(std::mem::size_of::<T>(), &mut v as *mut T as *mut c_void) {
         CL_SUCCESS => Ok(v),
@@ -634,16 +642,7 @@ pub unsafe fn unmap_all(t: &mut Tenant, queue: *mut c_void) {
     unsafe { ffi::clFinish(queue) };
 }
 
-const CL_KERNEL_ARG_ADDRESS_QUALIFIER: u32 = 0x1196;
-const CL_KERNEL_ARG_TYPE_NAME: u32 = 0x1198;
-const CL_KERNEL_ARG_ADDRESS_GLOBAL: u32 = 0x119B;
-const CL_KERNEL_ARG_ADDRESS_LOCAL: u32 = 0x119C;
-const CL_KERNEL_ARG_ADDRESS_CONSTANT: u32 = 0x119D;
-const CL_KERNEL_ARG_INFO_NOT_AVAILABLE: i32 = -19;
-const CL_INVALID_ARG_VALUE: i32 = -50;
 const CL_INVALID_EVENT_WAIT_LIST: i32 = -57;
-const CL_INVALID_ARG_SIZE: i32 = -51;
-const CL_INVALID_SAMPLER: i32 = -41;
 const CL_MEM_TYPE: u32 = 0x1100;
 const CL_MEM_OBJECT_BUFFER: u32 = 0x10F0;
 const CL_MEM_OBJECT_IMAGE2D_ARRAY: u32 = 0x10F3;
@@ -652,140 +651,6 @@ const CL_IMAGE_WIDTH: u32 = 0x1114;
 const CL_IMAGE_HEIGHT: u32 = 0x1115;
 const CL_IMAGE_DEPTH: u32 = 0x1116;
 const CL_IMAGE_ARRAY_SIZE: u32 = 0x1117;
-const HANDLE_SIZE: usize = std::mem::size_of::<usize>();
-
-/// What a kernel argument is declared as, from the kernel's argument info.
-#[derive(Clone, Copy)]
-pub enum ArgDecl {
-    /// `__global`/`__constant`: a memory object; `image` for image types.
-    Mem {
-        image: bool,
-    },
-    Local,
-    Sampler,
-    Plain,
-}
-
-fn arg_decl(kernel: *mut c_void, index: u32) -> Result<Option<ArgDecl>, i32> {
-    // SAFETY: a kernel from the table; `out` holds `n` bytes, the size of
-    // the cl_kernel_arg_address_qualifier asked for.
-    let q = match scalar_info::<u32>(|n, out| unsafe {
-        ffi::clGetKernelArgInfo(
-            kernel,
-            index,
-            CL_KERNEL_ARG_ADDRESS_QUALIFIER,
-            n,
-            out,
-            std::ptr::null_mut(),
-        )
-    }) {
-        Err(CL_KERNEL_ARG_INFO_NOT_AVAILABLE) => return Ok(None),
-        r => r?,
-    };
-    let mut name = [0u8; 64];
-    // SAFETY: a buffer of the size passed; a name that does not fit is an
-    // error and leaves the buffer as it was (zeroed).
-    unsafe {
-        ffi::clGetKernelArgInfo(
-            kernel,
-            index,
-            CL_KERNEL_ARG_TYPE_NAME,
-            name.len(),
-            name.as_mut_ptr().cast(),
-            std::ptr::null_mut(),
-        )
-    };
-    let name = name.split(|&b| b == 0).next().unwrap_or(&[]);
-    Ok(Some(match q {
-        CL_KERNEL_ARG_ADDRESS_GLOBAL | CL_KERNEL_ARG_ADDRESS_CONSTANT => ArgDecl::Mem {
-            image: name.starts_with(b"image"),
-        },
-        CL_KERNEL_ARG_ADDRESS_LOCAL => ArgDecl::Local,
-        _ if name == b"sampler_t" => ArgDecl::Sampler,
-        _ => ArgDecl::Plain,
-    }))
-}
-
-/// The library takes a memory object or sampler argument's bytes as a
-/// handle and dereferences it, so those bytes must be NULL or an object of
-/// the right kind (and, for memory, the right type) that this tenant holds:
-/// a client could otherwise make the library follow any address, or use a
-/// sampler as a buffer. Vendors without argument info get the call as is.
-///
-/// # Safety
-/// `value` is NULL or holds `size` bytes.
-pub unsafe fn clSetKernelArg(
-    t: &mut Tenant,
-    kernel: *mut c_void,
-    index: u32,
-    size: usize,
-    value: *const c_void,
-) -> i32 {
-    // A kernel's declarations never change: asked once per argument (two
-    // argument-info queries), then taken from the tenant's cache, which
-    // forgets a kernel when the tenant lets it go.
-    let decl = match t.arg_decls.get(kernel, index) {
-        Some(d) => d,
-        None => match arg_decl(kernel, index) {
-            Ok(d) => {
-                t.arg_decls.insert(kernel, index, d);
-                d
-            }
-            Err(e) => return e,
-        },
-    };
-    let handle = || -> Option<*mut c_void> {
-        if value.is_null() || size != HANDLE_SIZE {
-            return None;
-        }
-        // SAFETY: `value` holds `size` = pointer-sized bytes (caller's
-        // contract); they may be unaligned.
-        Some(unsafe { std::ptr::read_unaligned(value as *const *mut c_void) })
-    };
-    match decl {
-        Some(ArgDecl::Mem { image }) => {
-            if size != HANDLE_SIZE {
-                return CL_INVALID_ARG_SIZE;
-            }
-            match handle() {
-                None => {}
-                Some(h) if h.is_null() => {}
-                Some(h) if !t.holds(Kind::Mem, h) => return CL_INVALID_MEM_OBJECT,
-                Some(h) => {
-                    let mut ty: u32 = 0;
-                    // SAFETY: a memory object this tenant holds; `ty` is a
-                    // cl_mem_object_type.
-                    let s = unsafe {
-                        ffi::clGetMemObjectInfo(
-                            h,
-                            CL_MEM_TYPE,
-                            4,
-                            &mut ty as *mut u32 as *mut c_void,
-                            std::ptr::null_mut(),
-                        )
-                    };
-                    if s != CL_SUCCESS || (ty == CL_MEM_OBJECT_BUFFER) == image {
-                        return CL_INVALID_ARG_VALUE;
-                    }
-                }
-            }
-        }
-        Some(ArgDecl::Local) if !value.is_null() => return CL_INVALID_ARG_VALUE,
-        Some(ArgDecl::Sampler) => {
-            if size != HANDLE_SIZE {
-                return CL_INVALID_ARG_SIZE;
-            }
-            match handle() {
-                Some(h) if t.holds(Kind::Sampler, h) => {}
-                _ => return CL_INVALID_SAMPLER,
-            }
-        }
-        _ => {}
-    }
-    // SAFETY: `value` is NULL or holds `size` bytes, checked above to be a
-    // held object wherever the library will dereference it.
-    unsafe { ffi::clSetKernelArg(kernel, index, size, value) }
-}
 
 /// The tail every enqueue shares: the wait list's length and events, and
 /// the slot for the command's event.
