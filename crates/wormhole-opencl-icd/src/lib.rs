@@ -15,6 +15,7 @@
 mod callbacks;
 mod custom;
 mod host_images;
+mod includes;
 mod info_cache;
 mod later;
 mod maps;

@@ -144,7 +144,7 @@ pub unsafe extern "C" fn clBuildProgram(
 ) -> i32 {
     // SAFETY: forwarded contract.
     unsafe {
-        build(program, pfn_notify, user_data, |ev| match ev {
+        build(program, pfn_notify, user_data, options, |ev| match ev {
             None => gen::clBuildProgram(
                 program,
                 num_devices,
@@ -176,7 +176,7 @@ pub unsafe extern "C" fn clCompileProgram(
 ) -> i32 {
     // SAFETY: forwarded contract.
     unsafe {
-        build(program, pfn_notify, user_data, |ev| match ev {
+        build(program, pfn_notify, user_data, options, |ev| match ev {
             None => gen::clCompileProgram(
                 program,
                 num_devices,
@@ -210,13 +210,17 @@ pub unsafe extern "C" fn clCompileProgram(
 ///
 /// # Safety
 /// `call` makes the application's call with its arguments; `pfn_notify`
-/// and `user_data` are the application's for `program`.
+/// and `user_data` are the application's for `program`; `options` is NULL
+/// or a C string.
 unsafe fn build(
     program: *mut c_void,
     pfn_notify: *mut c_void,
     user_data: *mut c_void,
+    options: *const c_char,
     call: impl FnOnce(Option<&mut *mut c_void>) -> i32,
 ) -> i32 {
+    // SAFETY: the caller's contract on `options`.
+    unsafe { crate::includes::send(options) };
     // Whatever comes of it, the program's kernels are this build's now.
     if let Ok(Some(p)) = obj(program, Kind::Program) {
         p.shape_as_new_build();

@@ -324,6 +324,7 @@ fn exit_when_client_hangs_up(sock: &impl AsFd, tcp: bool) {
         }
         _ => log::info!("tenant {}: client gone", wormhole_confine::host_pid()),
     }
+    crate::opencl::includes::remove_kept();
     std::process::exit(0);
 }
 

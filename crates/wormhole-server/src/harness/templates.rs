@@ -335,6 +335,15 @@ pub fn templates() -> Vec<Vec<u8>> {
             .u8(4)
             .done(),
         Frame::new(whFetchMapping).u64(2).done(),
+        // An include directory of two headers, one in a subdirectory.
+        Frame::new(whIncludeDir)
+            .bytes(b"/client/include")
+            .u32(2)
+            .bytes(b"a.h")
+            .bytes(b"#define A 1\n")
+            .bytes(b"sub/b.h")
+            .bytes(b"#define B 2\n")
+            .done(),
     ];
     v.extend(argument_templates());
     v

@@ -427,7 +427,7 @@ unsafe fn start(
         ffi::clRetainEvent(ev);
         Job {
             devices: list(device_list, num_devices),
-            options: super::programs::thread_options(options),
+            options: super::programs::thread_options(t, options),
             event: ev as usize,
             builds: t.builds.clone(),
             work,

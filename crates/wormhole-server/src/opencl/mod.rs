@@ -11,6 +11,7 @@ pub mod builds;
 pub mod callbacks;
 pub mod custom;
 pub mod finish;
+pub mod includes;
 pub mod launch;
 pub mod offered;
 pub mod overrides;

@@ -17,6 +17,7 @@ pub use super::builds::{
     whLinkProgramStart,
 };
 use super::ffi;
+pub use super::includes::d_whIncludeDir;
 pub use super::launch::clCloneKernel;
 pub use super::pending_maps::d_whFetchMapping;
 pub use super::programs::{

@@ -170,7 +170,8 @@ pub unsafe fn clGetProgramBuildInfo(
         Ok(v) => v,
         Err(e) => return e,
     };
-    let shown = as_given(&text);
+    let restored = super::includes::restore(t, as_given(&text));
+    let shown = &restored[..];
     let need = shown.len() + 1;
     if !value.is_null() {
         if size < need {
@@ -387,14 +388,29 @@ unsafe fn kernel_asked(kernel: *mut c_void, max: u64) -> bool {
     }
 }
 
+/// The application's options with the include directories it sent
+/// pointing at this tenant's copies (`includes.rs`).
+pub fn with_includes(t: &Tenant, options: &Option<CString>) -> Option<CString> {
+    let app = options.as_ref()?;
+    Some(super::includes::rewrite(t, app).unwrap_or_else(|| app.clone()))
+}
+
+/// What the library is given for a build or compilation: the
+/// application's options with its include directories ours, and
+/// [`ARG_INFO`].
+pub fn for_library(t: &Tenant, options: &Option<CString>) -> Result<Options, i32> {
+    with_arg_info(&with_includes(t, options))
+}
+
 /// The options a thread of the tenant's own builds with (`builds.rs`):
-/// the application's and [`ARG_INFO`].
+/// as [`for_library`].
 ///
 /// # Safety
 /// `options` is NULL or a C string.
-pub unsafe fn thread_options(options: *const c_char) -> Option<CString> {
+pub unsafe fn thread_options(t: &Tenant, options: *const c_char) -> Option<CString> {
     // SAFETY: the caller's contract.
     let app = (!options.is_null()).then(|| unsafe { CStr::from_ptr(options) }.to_owned());
+    let app = with_includes(t, &app);
     match with_arg_info(&app) {
         Ok(o) => o.into_inner(),
         Err(_) => app,

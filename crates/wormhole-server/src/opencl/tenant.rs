@@ -164,6 +164,8 @@ pub struct Tenant {
     out_bufs: OutBufs,
     /// Kernel arguments' declarations (see `ArgDecls`).
     pub arg_decls: ArgDecls,
+    /// Header directories the client sent for its builds.
+    pub includes: super::includes::IncludeDirs,
     /// What launches must be checked for (`launch.rs`).
     pub launches: super::launch::Launches,
     /// Objects kept alive as kernel arguments (`args.rs`).
@@ -200,6 +202,7 @@ impl Tenant {
             builds: Arc::default(),
             out_bufs: OutBufs::default(),
             arg_decls: ArgDecls::default(),
+            includes: Default::default(),
             launches: Default::default(),
             arg_objects: Default::default(),
             program_bytes: None,
