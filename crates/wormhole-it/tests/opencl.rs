@@ -67,6 +67,11 @@ fn local_answers() {
 }
 
 #[test]
+fn includes() {
+    check("includes");
+}
+
+#[test]
 fn errors() {
     check("errors");
 }
