@@ -90,7 +90,7 @@ typedef struct {
     cl_device_id device;
     cl_context ctx;
     cl_command_queue q;
-    char device_version[128];
+    char device_version[512]; /* PoCL-remote's is 140 characters */
     int cl_major, cl_minor;
 } env_t;
 

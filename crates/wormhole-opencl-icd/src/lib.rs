@@ -14,6 +14,7 @@
 
 mod callbacks;
 mod custom;
+mod event_state;
 mod host_images;
 mod includes;
 mod info_cache;

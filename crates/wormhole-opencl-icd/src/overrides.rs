@@ -21,7 +21,7 @@ use crate::room;
 use crate::rt::{conn, info_value, obj, object_for, Call, Placement};
 use crate::waits;
 
-pub use crate::later::clGetEventInfo;
+pub use crate::event_state::clGetEventInfo;
 pub use crate::maps::{clEnqueueMapBuffer, clEnqueueMapImage, clEnqueueUnmapMemObject};
 
 /// # Safety
@@ -1457,6 +1457,7 @@ pub unsafe extern "C" fn clSetUserEventStatus(ev: *mut c_void, status: i32) -> i
                 waits::user_event_set();
             }
         }
+        crate::event_state::note_status(ev, status);
         if status < 0 {
             fail_later_transfers();
         }
@@ -1467,7 +1468,7 @@ pub unsafe extern "C" fn clSetUserEventStatus(ev: *mut c_void, status: i32) -> i
 /// # Safety
 /// As for `clWaitForEvents`.
 pub unsafe extern "C" fn clWaitForEvents(n: u32, list: *const *mut c_void) -> i32 {
-    if waits::free_channel() && n > 0 && !list.is_null() {
+    let s = if waits::free_channel() && n > 0 && !list.is_null() {
         // SAFETY: forwarded contract: `list` holds `n` events.
         let events = unsafe { std::slice::from_raw_parts(list, n as usize) };
         if let Err(e) = waits::timed(|| waits::wait(events)) {
@@ -1475,10 +1476,18 @@ pub unsafe extern "C" fn clWaitForEvents(n: u32, list: *const *mut c_void) -> i3
         }
         // The call below then returns at once, with its own status.
         // SAFETY: forwarded contract.
-        return unsafe { gen::clWaitForEvents(n, list) };
+        unsafe { gen::clWaitForEvents(n, list) }
+    } else {
+        // SAFETY: forwarded contract.
+        waits::timed(|| unsafe { gen::clWaitForEvents(n, list) })
+    };
+    if s == CL_SUCCESS && n > 0 && !list.is_null() {
+        // SAFETY: forwarded contract: `list` holds `n` events.
+        crate::event_state::note_all_complete(unsafe {
+            std::slice::from_raw_parts(list, n as usize)
+        });
     }
-    // SAFETY: forwarded contract.
-    waits::timed(|| unsafe { gen::clWaitForEvents(n, list) })
+    s
 }
 
 /// # Safety

@@ -78,6 +78,9 @@ pub struct Obj {
     /// barrier behind a transfer or map gated on a user event): the
     /// command type the application's command has natively (0: none).
     pub stands_for: AtomicU32,
+    /// For events: the status the server said it ended with
+    /// (`event_state::NOT_ENDED` until then).
+    pub ended: std::sync::atomic::AtomicI32,
 }
 
 /// Marks `Obj::created_flags` as set (no OpenCL memory flag uses the top bit).
@@ -247,6 +250,7 @@ pub fn object_for(id: u64, kind: Kind, refs: u32) -> *mut c_void {
         counted: AtomicU64::new(0),
         mem_budget: AtomicU64::new(0),
         stands_for: AtomicU32::new(0),
+        ended: std::sync::atomic::AtomicI32::new(crate::event_state::NOT_ENDED),
     }));
     r.by_id.insert(id, obj as usize);
     r.live.insert(obj as usize);

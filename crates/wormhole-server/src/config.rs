@@ -28,6 +28,19 @@ pub enum HandoffMode {
     SameCore,
 }
 
+/// Who publishes the reply of a blocking wait over shared memory: the
+/// library's worker from the completion callback (`on`), or the tenant's
+/// thread once the wait returns (`off`); `auto`: the worker where idle
+/// CPUs halt at once (`halting.rs` says why).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum HeldReplies {
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
 /// Everything the server can be told.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -53,6 +66,7 @@ pub struct Config {
     pub handoff: HandoffMode,
     /// Most polls before sleeping, in spin mode (the budget adapts below it).
     pub spin_polls: u32,
+    pub held_replies: HeldReplies,
     /// Export only platforms whose name contains one of these (all if empty).
     pub platforms: Vec<String>,
     /// Largest buffer one request may make the server allocate, in bytes.
@@ -197,6 +211,7 @@ impl Default for Config {
             tcp_dead_peer: wormhole_transport::stream::DEFAULT_DEAD_PEER.as_secs(),
             handoff: HandoffMode::Futex,
             spin_polls: 20_000,
+            held_replies: HeldReplies::Auto,
             platforms: Vec::new(),
             max_alloc: 4 << 30,
             request_ring: 2 << 20,
@@ -279,6 +294,16 @@ impl Config {
             request: self.request_ring,
             reply: self.reply_ring,
             notify: 64 << 10,
+        }
+    }
+
+    /// Whether blocking waits' replies are published by the library's
+    /// worker (`held_replies`, with `auto` decided for this machine).
+    pub fn hold_replies(&self) -> bool {
+        match self.held_replies {
+            HeldReplies::On => true,
+            HeldReplies::Off => false,
+            HeldReplies::Auto => crate::halting::idle_cpus_halt_at_once(),
         }
     }
 

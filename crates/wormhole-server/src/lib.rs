@@ -19,6 +19,7 @@
 pub mod config;
 pub mod confinement;
 pub mod cuda;
+pub mod halting;
 pub mod harness;
 pub mod listen;
 pub mod opencl;

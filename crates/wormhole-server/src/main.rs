@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use wormhole_server::config::{Config, HandoffMode};
+use wormhole_server::config::{Config, HandoffMode, HeldReplies};
 use wormhole_server::{listen, serve};
 
 #[derive(Parser, Debug)]
@@ -38,6 +38,11 @@ struct Cli {
     /// How a tenant waits for requests.
     #[arg(long, value_enum)]
     handoff: Option<HandoffMode>,
+    /// Who publishes a blocking wait's reply over shared memory: the
+    /// library's worker (on), the tenant's thread (off), or auto (the
+    /// worker where idle CPUs halt at once).
+    #[arg(long, value_enum)]
+    held_replies: Option<HeldReplies>,
     /// Do not print the listening banner.
     #[arg(long, short)]
     quiet: bool,
@@ -112,6 +117,9 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     if let Some(h) = cli.handoff {
         c.handoff = h;
     }
+    if let Some(h) = cli.held_replies {
+        c.held_replies = h;
+    }
     if !cli.platforms.is_empty() {
         c.platforms = cli.platforms.clone();
     }
@@ -161,6 +169,14 @@ fn tenant_args(cli: &Cli) -> Vec<String> {
             HandoffMode::SameCore => "same-core",
         };
         a.push(format!("--handoff={name}"));
+    }
+    if let Some(h) = cli.held_replies {
+        let name = match h {
+            HeldReplies::Auto => "auto",
+            HeldReplies::On => "on",
+            HeldReplies::Off => "off",
+        };
+        a.push(format!("--held-replies={name}"));
     }
     for p in &cli.platforms {
         a.push(format!("--platform={p}"));

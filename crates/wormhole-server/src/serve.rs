@@ -365,7 +365,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
         let notify = Arc::new(NotifySender::new(region.clone()));
         let (mut t, mut cu) = tenant_state(config, notify, client.clone());
         t.shared = arena.map(opencl::shared::SharedBuffers::new);
-        t.replies_held = true;
+        t.replies_held = config.hold_replies();
         let mut chan = ShmChannel::new(region, Side::Server, config.handoff(), None);
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
         serve(&mut chan, &mut t, cu.as_mut())
