@@ -63,13 +63,7 @@ echo "$TARGET/debug/libwormhole_opencl.so" > "$ICD_DIR/wormhole.icd"
 SOCK=$WORK/wh-$$.sock
 export POCL_CACHE_DIR=$WORK/pocl-cache   # kernels compiled once, shared by both runs
 mkdir -p "$POCL_CACHE_DIR"
-# Confined tenants read only the system's paths, and pyopencl's kernels
-# include headers from its venv and the tests' folder: the server is told of
-# them (tenant_paths), as one serving pyopencl users would be. The file must
-# be readable by the tenants' own uids.
-printf 'tenant_paths = ["%s", "%s"]\n' "$VENV" "$TESTS" > "$WORK/server.toml"
-chmod 644 "$WORK/server.toml"
-"$TARGET/debug/wormhole-server" --config "$WORK/server.toml" --socket "$SOCK" > "$WORK/server.log" 2>&1 &
+"$TARGET/debug/wormhole-server" --socket "$SOCK" > "$WORK/server.log" 2>&1 &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null || true; rm -f "$SOCK"' EXIT
 for _ in $(seq 100); do [ -S "$SOCK" ] && break; sleep 0.1; done
