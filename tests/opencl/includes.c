@@ -90,6 +90,6 @@ int main(void) {
     rmdir(sub);
     rmdir(dir);
     env_done(&t);
-    printf("done\n");
+    printf("includes: done\n");
     return 0;
 }
