@@ -3,10 +3,11 @@
 # docs/wormhole-security.md): bad input from one tenant while another is
 # served, kill -9 of a client mid-call, a blocked client whose tenant dies,
 # idle CPU, no server / bad greeting. Installs what it needs (Debian), builds
-# the server, the ICD and the test crate, runs the tests. Optionally a
-# 30-second smoke run of each fuzz target (WORMHOLE_FUZZ_SMOKE=1, needs
-# nightly and cargo-fuzz; skipped otherwise: building the sanitizer-
-# instrumented fuzzers from scratch takes longer than this script's budget).
+# the server, the ICD and the test crate, runs the tests. Optionally a short
+# smoke run of every fuzz target (WORMHOLE_FUZZ_SMOKE=1, scripts/fuzz-smoke.sh:
+# needs nightly and cargo-fuzz; skipped otherwise, since building the
+# sanitizer-instrumented fuzzers from scratch takes longer than this script's
+# budget; scripts/fuzz-build.sh, which test.sh runs, checks they build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,14 +32,9 @@ fi
 cargo build -p wormhole-server -p wormhole-opencl-icd -p wormhole-isolation-tests
 cargo test -p wormhole-isolation-tests -p wormhole-server
 
-if [ "${WORMHOLE_FUZZ_SMOKE:-0}" = 1 ] && cargo +nightly --version >/dev/null 2>&1 \
-    && cargo fuzz --version >/dev/null 2>&1; then
-    for target in dispatch transport ring; do
-        echo "== smoke fuzz: $target (30 s) =="
-        ASAN_OPTIONS=detect_leaks=0 cargo +nightly fuzz run --fuzz-dir fuzz/wormhole "$target" -- \
-            -max_total_time=30 -rss_limit_mb=4096 -detect_leaks=0
-    done
+if [ "${WORMHOLE_FUZZ_SMOKE:-0}" = 1 ]; then
+    ./scripts/fuzz-smoke.sh
 else
-    echo "smoke fuzz skipped (set WORMHOLE_FUZZ_SMOKE=1 with nightly and cargo-fuzz installed;" \
-        "docs/wormhole-security.md has the 10-minute run)"
+    echo "smoke fuzz skipped (WORMHOLE_FUZZ_SMOKE=1 runs scripts/fuzz-smoke.sh: every target a few" \
+        "seconds, with nightly and cargo-fuzz; docs/wormhole-security.md has the 10-minute runs)"
 fi

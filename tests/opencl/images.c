@@ -150,11 +150,10 @@ static void dims(env_t *t) {
     size_t mo[3] = {1, 1, 0}, mr[3] = {2, 2, 1}, rp = 0;
     unsigned char *mp = clEnqueueMapImage(t->q, ui, CL_TRUE, CL_MAP_READ, mo, mr, &rp, NULL, 0, NULL, NULL, &e);
     CHECK_ERR(e, "map use_host_ptr image");
-    /* Through Wormhole, an image map is a copy, not host memory (see
-     * docs/wormhole-opencl.md, "Differences from native"). */
-    printf("~use_host_ptr image: map inside host memory %d\n", mp == uh + 32 + 4);
+    /* Inside the application's memory, at the origin's offset. */
+    printf("use_host_ptr image: map inside host memory %d\n", mp == uh + 32 + 4);
     printf("use_host_ptr image: map value ok %d\n", mp[0] == uh[36]);
-    printf("~use_host_ptr image: map row pitch %zu\n", rp);
+    printf("use_host_ptr image: map row pitch %zu\n", rp);
     CHECK(clEnqueueUnmapMemObject(t->q, ui, mp, 0, NULL, NULL));
     CHECK(clReleaseMemObject(ui));
     free(uh);

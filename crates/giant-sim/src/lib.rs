@@ -14,16 +14,20 @@
 
 mod config;
 pub mod driver;
+pub mod input;
 pub mod metrics;
 pub mod model;
 pub mod output;
 pub mod plot;
 pub mod policy;
 pub mod usage;
+mod usage_excerpt;
+pub mod verdict;
+pub mod warm;
 
 pub use config::{Config, TRACE_MACHINES};
 pub use driver::Trace;
-pub use metrics::Summary;
+pub use metrics::{OrphanCounts, Summary};
 pub use policy::PolicyKind;
 
 /// CPU time consumed by the calling thread, seconds: throughput per core that other

@@ -5,10 +5,12 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
-use giant_sim::driver::feed;
+use giant_sim::driver::{census_of, feed, LoadOptions};
+use giant_sim::input::{run_warnings, InputReport};
 use giant_sim::model::Simulation;
 use giant_sim::usage::UsageModel;
-use giant_sim::{output, plot, Config, PolicyKind, Summary, Trace};
+use giant_sim::warm::{self, StartMode};
+use giant_sim::{output, plot, verdict, Config, PolicyKind, Summary, Trace};
 use giant_trace::synth::{SynthConfig, SynthTrace};
 use giant_trace::{Chain, OnError, RowSource, TaskEvent, TaskUsage, TraceError, TraceReader};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -46,6 +48,21 @@ struct TraceArgs {
     /// Skip and count malformed lines instead of stopping at the first one.
     #[arg(long)]
     skip_bad: bool,
+    #[command(flatten)]
+    start: StartArgs,
+}
+
+#[derive(Args, Clone)]
+struct StartArgs {
+    /// How runs start: auto (warm when the events begin after 900 s or over 1% of their
+    /// tasks are first seen mid-life), warm (rebuild the tasks present at the first
+    /// event), or cold (empty cluster).
+    #[arg(long, default_value = "auto")]
+    start: StartMode,
+    /// Earlier task_events parts, in time order, read only to rebuild the tasks present
+    /// when the trace begins (implies a warm start unless --start cold).
+    #[arg(long, num_args = 1..)]
+    history: Vec<PathBuf>,
 }
 
 #[derive(Args, Clone)]
@@ -192,6 +209,8 @@ struct StreamArgs {
     /// Skip rows of jobs outside the job sample after reading only their job ID.
     #[arg(long)]
     filter_jobs: bool,
+    #[command(flatten)]
+    start: StartArgs,
 }
 
 #[derive(Args)]
@@ -243,7 +262,11 @@ fn load(t: &TraceArgs) -> Result<Trace> {
         OnError::Fail
     };
     let started = Instant::now();
-    let trace = Trace::load(&t.trace, on_error)?;
+    let opts = LoadOptions {
+        start: t.start.start,
+        history: t.start.history.clone(),
+    };
+    let trace = Trace::load_with(&t.trace, on_error, &opts)?;
     eprintln!(
         "read {} task_events + {} task_usage rows from {} files in {:.2}s{}",
         trace.events.len(),
@@ -256,6 +279,7 @@ fn load(t: &TraceArgs) -> Result<Trace> {
             String::new()
         }
     );
+    eprint!("{}", trace.input);
     Ok(trace)
 }
 
@@ -276,28 +300,97 @@ fn sweep_runs(trace: &Trace, runs: &[(Config, PolicyKind)]) -> Result<Vec<Summar
     Ok(out)
 }
 
+fn print_row(name: &str, r: &Summary) {
+    println!(
+        "{:<24} {:>5} {:>5.2} {:>8.4} {:>8.4} {:>8.4} {:>9} {:>9.3} {:>8.3} {:>8.0}",
+        name,
+        r.machines,
+        r.overcommit,
+        r.mean_cpu,
+        r.gini,
+        r.overcommitted,
+        r.migrations,
+        r.migration_gb,
+        r.migration_mbit_s,
+        r.mean_stretched_duration_s
+    );
+}
+
+/// The numbers of the table, without the policy's name.
+fn same_numbers(a: &Summary, b: &Summary) -> bool {
+    (
+        a.machines,
+        a.overcommit,
+        a.seed,
+        a.mean_cpu,
+        a.gini,
+        a.overcommitted,
+    ) == (
+        b.machines,
+        b.overcommit,
+        b.seed,
+        b.mean_cpu,
+        b.gini,
+        b.overcommitted,
+    ) && (a.migrations, a.migration_gb, a.mean_stretched_duration_s)
+        == (b.migrations, b.migration_gb, b.mean_stretched_duration_s)
+}
+
+/// The table, one row per run; a block of runs (same cluster) whose numbers are all equal
+/// is one row, said to be so. Then usage, the start, and the verdict of each block.
 fn print_table(runs: &[Summary]) {
     println!(
         "{:<24} {:>5} {:>5} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}",
         "policy", "mach", "oc", "meanCPU", "gini", "over", "migr", "GB", "Mbit/s", "dur_s"
     );
-    for r in runs {
+    let mut verdicts: Vec<String> = Vec::new();
+    for block in runs
+        .chunk_by(|a, b| (a.machines, a.overcommit, a.seed) == (b.machines, b.overcommit, b.seed))
+    {
+        if block.len() > 1 && block.iter().all(|r| same_numbers(r, &block[0])) {
+            print_row(&format!("(all {} identical)", block.len()), &block[0]);
+        } else {
+            for r in block {
+                print_row(&r.policy, r);
+            }
+        }
+        let r = &block[0];
+        if !r.comparable {
+            verdicts.push(format!(
+                "comparison: NONE on this input ({} machines, overcommit {}): {}; mean CPU {:.4}, {:.0} tasks running, overload at {} of {} ticks",
+                r.machines, r.overcommit, r.verdict, r.mean_cpu, r.mean_running, r.overload_ticks, r.ticks
+            ));
+        }
+    }
+    let Some(r) = runs.first() else { return };
+    println!("usage: {}", r.usage_source);
+    if r.start == "cold" {
         println!(
-            "{:<24} {:>5} {:>5.2} {:>8.4} {:>8.4} {:>8.4} {:>9} {:>9.3} {:>8.3} {:>8.0}",
-            r.policy,
-            r.machines,
-            r.overcommit,
-            r.mean_cpu,
-            r.gini,
-            r.overcommitted,
-            r.migrations,
-            r.migration_gb,
-            r.migration_mbit_s,
-            r.mean_stretched_duration_s
+            "start: cold; measured usage {:.1}% of task-time",
+            100.0 * r.real_usage_fraction
+        );
+    } else {
+        println!(
+            "start: {}: {} tasks taken as running and {} as pending at the start, {} submitted at their SCHEDULE (sampled jobs, placed through admission); measured usage {:.1}% of task-time",
+            r.start,
+            r.warm_running,
+            r.warm_pending,
+            r.warm_scheduled,
+            100.0 * r.real_usage_fraction
         );
     }
-    if let Some(r) = runs.first() {
-        println!("usage: {}", r.usage_source);
+    if verdicts.is_empty() {
+        println!("comparison: {}", r.verdict);
+    }
+    for v in verdicts {
+        println!("{v}");
+    }
+    let mut seen: Vec<&String> = Vec::new();
+    for w in runs.iter().flat_map(|r| &r.warnings) {
+        if !seen.contains(&w) {
+            seen.push(w);
+            println!("WARNING: {w}");
+        }
     }
 }
 
@@ -477,6 +570,29 @@ fn cmd_stream(a: StreamArgs) -> Result<()> {
     };
     let cfg = a.model.config();
     let mut sim = Simulation::new(cfg.clone(), policy, UsageModel::default())?;
+    let mut report = None;
+    if a.start.start != StartMode::Cold || !a.start.history.is_empty() {
+        // A pass over the events (outside the timed stream) decides the start.
+        let census = census_of(&a.events, on_error)?;
+        let history = if a.start.history.is_empty() {
+            None
+        } else {
+            Some(census_of(&a.start.history, on_error)?)
+        };
+        let plan = warm::plan(a.start.start, &census, history.as_ref());
+        if let Some(w) = &plan.warm {
+            sim.warm_start(w);
+        }
+        let r = InputReport::new(
+            &census,
+            history.as_ref(),
+            None,
+            &plan,
+            &UsageModel::default(),
+        );
+        eprint!("{r}");
+        report = Some(r);
+    }
     // Rows seen by the filter (all rows with a readable job ID) when --filter-jobs is on.
     let seen = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let make = || -> Option<giant_trace::JobFilter> {
@@ -500,9 +616,14 @@ fn cmd_stream(a: StreamArgs) -> Result<()> {
         &mut open_all::<TaskUsage>(&a.usage, on_error, &mk_us),
         cfg.end_s.map(|s| s * 1_000_000),
     )?;
-    let s = sim.finish(Some(end));
+    let mut s = sim.finish(Some(end));
     let secs = started.elapsed().as_secs_f64();
     let cpu = giant_sim::thread_cpu_seconds() - cpu0;
+    match &report {
+        Some(r) => r.annotate(&mut s),
+        None => run_warnings(&mut s),
+    }
+    verdict::judge_one(&mut s);
     print_table(std::slice::from_ref(&s));
     let rows = if a.filter_jobs {
         seen.load(std::sync::atomic::Ordering::Relaxed)
@@ -589,7 +710,9 @@ fn cmd_synth(a: SynthArgs) -> Result<()> {
         );
         return Ok(());
     }
-    let s = sim.finish(Some(last));
+    let mut s = sim.finish(Some(last));
+    run_warnings(&mut s);
+    verdict::judge_one(&mut s);
     print_table(std::slice::from_ref(&s));
     if let Some(dir) = &a.out {
         output::write_runs(dir, "synth", std::slice::from_ref(&s), true, true)?;

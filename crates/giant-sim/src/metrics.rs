@@ -109,9 +109,118 @@ pub struct Summary {
     pub real_usage_fraction: f64,
     /// "real", "modelled", or "mixed: X% of task-time modelled".
     pub usage_source: String,
+    /// How the run started: "cold", or the warm start's source.
+    pub start: String,
+    /// Tasks put on the cluster as running at a warm start (sampled jobs).
+    pub warm_running: u64,
+    /// Tasks put on the cluster as pending at a warm start.
+    pub warm_pending: u64,
+    /// Unknown tasks submitted at their SCHEDULE (warm start only).
+    pub warm_scheduled: u64,
+    /// Finished tasks whose durations enter the means (warm-start tasks are censored).
+    pub tasks_timed: u64,
+    /// Events naming a task the run did not know, by type, left ignored.
+    pub orphans_by_type: OrphanCounts,
+    /// Usage rows (sampled jobs) naming no pending or running task.
+    pub usage_rows_ignored: u64,
+    /// Usage rows (sampled jobs) from before the events' first time, skipped.
+    pub usage_rows_before_events: u64,
+    /// Rows (both tables) skipped for coming more than 40 days after every row before.
+    pub rows_far_ahead: u64,
+    /// What modelled usage is drawn from (fitted on this trace's rows, or built in).
+    pub usage_model: String,
+    /// Time-mean number of running tasks.
+    pub mean_running: f64,
+    /// Rebalancing ticks.
+    pub ticks: u64,
+    /// Ticks at which some machine was over the warning threshold (any policy).
+    pub overload_ticks: u64,
+    /// Time of the first and last task event, seconds.
+    pub events_s: Option<(f64, f64)>,
+    /// Time range of the usage rows given, seconds.
+    pub usage_s: Option<(f64, f64)>,
+    /// Whether the input supports a comparison of policies (see [`crate::verdict`]).
+    pub comparable: bool,
+    /// "ok", or why the policies cannot be compared on this input.
+    pub verdict: String,
+    /// Warnings about the input and the run.
+    pub warnings: Vec<String>,
     /// Per-interval samples.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<Interval>,
+}
+
+/// Event counts by type (SUBMIT aside, which is never an orphan).
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct OrphanCounts {
+    /// SCHEDULE.
+    pub schedule: u64,
+    /// EVICT.
+    pub evict: u64,
+    /// FAIL.
+    pub fail: u64,
+    /// FINISH.
+    pub finish: u64,
+    /// KILL.
+    pub kill: u64,
+    /// LOST.
+    pub lost: u64,
+    /// UPDATE_PENDING.
+    pub update_pending: u64,
+    /// UPDATE_RUNNING.
+    pub update_running: u64,
+}
+
+impl OrphanCounts {
+    /// From counts indexed by event code (0 = SUBMIT, ignored).
+    pub fn from_codes(c: &[u64; giant_trace::census::EVENT_TYPES]) -> Self {
+        Self {
+            schedule: c[1],
+            evict: c[2],
+            fail: c[3],
+            finish: c[4],
+            kill: c[5],
+            lost: c[6],
+            update_pending: c[7],
+            update_running: c[8],
+        }
+    }
+
+    /// Sum over types.
+    pub fn total(&self) -> u64 {
+        self.pairs().iter().map(|(_, n)| n).sum()
+    }
+
+    /// (name, count) in code order.
+    pub fn pairs(&self) -> [(&'static str, u64); 8] {
+        [
+            ("SCHEDULE", self.schedule),
+            ("EVICT", self.evict),
+            ("FAIL", self.fail),
+            ("FINISH", self.finish),
+            ("KILL", self.kill),
+            ("LOST", self.lost),
+            ("UPDATE_PENDING", self.update_pending),
+            ("UPDATE_RUNNING", self.update_running),
+        ]
+    }
+}
+
+impl std::fmt::Display for OrphanCounts {
+    /// `SCHEDULE 464, EVICT 2,310, ...` (types with a count only), or `none`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut first = true;
+        for (name, n) in self.pairs() {
+            if n > 0 {
+                write!(f, "{}{name} {n}", if first { "" } else { ", " })?;
+                first = false;
+            }
+        }
+        if first {
+            write!(f, "none")?;
+        }
+        Ok(())
+    }
 }
 
 impl Summary {

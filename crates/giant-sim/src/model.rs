@@ -9,9 +9,10 @@ use giant_trace::synth::{mix64, SplitMix64};
 use giant_trace::{EventType, TaskEvent, TaskUsage, TRACE_START_US};
 use rustc_hash::FxHashMap;
 
-use crate::metrics::{gini, Interval, Summary};
+use crate::metrics::{gini, Interval, OrphanCounts, Summary};
 use crate::policy::{Candidate, CellView, Move, PolicyKind};
 use crate::usage::{task_key, window_key, Modelled, UsageModel};
+use crate::warm::WarmStart;
 use crate::{Config, SimError};
 
 const US: u64 = 1_000_000;
@@ -57,6 +58,9 @@ struct Task {
     stretch_mark: f64,
     /// Stretch accumulated on previous machines (seconds of contended run time).
     stretch_acc: f64,
+    /// Present when the run began (warm start) or first seen being scheduled: its real
+    /// submit and start are unknown, so its duration is left out of the means.
+    censored: bool,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -126,6 +130,9 @@ pub struct Simulation {
     last_tick: u64,
     next_sample: u64,
     arrived_since_tick: bool,
+    /// Warm start: a SCHEDULE for an unknown task submits it (it waited before the events).
+    warm: bool,
+    start_label: String,
     // Interval accumulators.
     iv_migrations: u64,
     iv_bytes: f64,
@@ -143,10 +150,21 @@ struct Totals {
     rows: u64,
     events_used: u64,
     orphan_events: u64,
+    /// Events naming a task the run does not know (and left so), by event code.
+    orphans: [u64; giant_trace::census::EVENT_TYPES],
     usage_used: u64,
     usage_ignored: u64,
+    usage_before: u64,
+    far_ahead: u64,
     submitted: u64,
     finished: u64,
+    /// Finished tasks whose duration is known (not censored).
+    timed: u64,
+    warm_running: u64,
+    warm_pending: u64,
+    warm_scheduled: u64,
+    ticks: u64,
+    overload_ticks: u64,
     duration_s: f64,
     stretched_s: f64,
     wait_s: f64,
@@ -186,6 +204,8 @@ impl Simulation {
             last_tick: 0,
             next_sample: 0,
             arrived_since_tick: false,
+            warm: false,
+            start_label: "cold".into(),
             iv_migrations: 0,
             iv_bytes: 0.0,
             iv_rank: [0; 2],
@@ -269,23 +289,97 @@ impl Simulation {
                     // Already pending or running: a duplicate submit changes nothing.
                     return;
                 }
-                self.submit(e);
+                self.submit(e, false);
             }
-            EventType::Schedule => {}
+            EventType::Schedule => {
+                if self.index.contains_key(&key) {
+                    // The model places and admits tasks itself.
+                } else if self.warm {
+                    self.tot.warm_scheduled += 1;
+                    self.submit(e, true);
+                } else {
+                    self.tot.orphans[e.event_type as usize] += 1;
+                }
+            }
             EventType::UpdatePending | EventType::UpdateRunning => {
                 if let Some(&id) = self.index.get(&key) {
                     self.update_request(id, e);
                 } else {
-                    self.tot.orphan_events += 1;
+                    self.orphan(e.event_type);
                 }
             }
             _ => {
                 if let Some(id) = self.index.remove(&key) {
                     self.end(id);
                 } else {
-                    self.tot.orphan_events += 1;
+                    self.orphan(e.event_type);
                 }
             }
+        }
+    }
+
+    fn orphan(&mut self, kind: EventType) {
+        self.tot.orphan_events += 1;
+        self.tot.orphans[kind as usize] += 1;
+    }
+
+    /// Starts the clock at the events' first time, so that usage rows that begin
+    /// earlier neither start it nor add empty samples (the driver calls it).
+    pub fn begin_at(&mut self, t: u64) {
+        self.start_clock(t);
+    }
+
+    /// Counts a row skipped for being far ahead of every row before it
+    /// ([`crate::driver::MAX_GAP_US`]).
+    pub fn skip_far_ahead(&mut self) {
+        self.tot.rows += 1;
+        self.tot.far_ahead += 1;
+    }
+
+    /// When the clock started (µs), if it has.
+    pub fn clock_start(&self) -> Option<u64> {
+        self.tot.first_us
+    }
+
+    /// Counts a usage row from before the events' first time (no task can be known).
+    pub fn usage_before_events(&mut self, u: &TaskUsage) {
+        self.tot.rows += 1;
+        if self.sampled(u.job_id) {
+            self.tot.usage_before += 1;
+        }
+    }
+
+    /// Puts the tasks of a warm start on the cluster at its time (before any row),
+    /// through the usual placement and admission, running ones first; from then on a
+    /// SCHEDULE for an unknown task submits it. Tasks of unsampled jobs are skipped.
+    pub fn warm_start(&mut self, w: &WarmStart) {
+        self.warm = true;
+        self.start_label.clone_from(&w.label);
+        self.advance(w.at_us);
+        for t in &w.tasks {
+            if !self.sampled(t.job) || self.index.contains_key(&(t.job, t.index)) {
+                continue;
+            }
+            if t.running {
+                self.tot.warm_running += 1;
+            } else {
+                self.tot.warm_pending += 1;
+            }
+            let e = TaskEvent {
+                time: w.at_us,
+                missing_info: None,
+                job_id: t.job,
+                task_index: t.index,
+                machine_id: None,
+                event_type: EventType::Submit,
+                scheduling_class: 0,
+                priority: t.priority,
+                cpu_request: Some(t.cpu_request),
+                memory_request: Some(t.memory_request),
+                disk_request: None,
+                different_machines: None,
+            };
+            self.submit(&e, true);
         }
     }
 
@@ -313,7 +407,9 @@ impl Simulation {
         t.peak = peak;
         t.mai = mai;
         if t.state == State::Running {
-            self.tot.real_task_s += (end - u.start_time) as f64 / US as f64;
+            // A row that began before the clock (before the events) counts from now.
+            let from = u.start_time.max(self.now);
+            self.tot.real_task_s += end.saturating_sub(from) as f64 / US as f64;
         }
         self.set_cpu(id, cpu);
     }
@@ -351,7 +447,7 @@ impl Simulation {
         Some(id)
     }
 
-    fn submit(&mut self, e: &TaskEvent) {
+    fn submit(&mut self, e: &TaskEvent, censored: bool) {
         self.tot.submitted += 1;
         self.arrived_since_tick = true;
         let cpu_req = e.cpu_request.unwrap_or(0.0).max(0.0);
@@ -379,6 +475,7 @@ impl Simulation {
             start_us: 0,
             stretch_mark: 0.0,
             stretch_acc: 0.0,
+            censored,
         };
         let id = match self.free.pop() {
             Some(id) => {
@@ -499,11 +596,14 @@ impl Simulation {
             let t = &self.tasks[id as usize];
             self.tot.finished += 1;
             let run = (now - t.start_us) as f64 / US as f64;
-            let wait = (t.start_us - t.submit_us) as f64 / US as f64;
             self.tot.run_s += run;
-            self.tot.wait_s += wait;
-            self.tot.duration_s += run + wait;
-            self.tot.stretched_s += t.stretch_acc + wait;
+            if !t.censored {
+                let wait = (t.start_us - t.submit_us) as f64 / US as f64;
+                self.tot.timed += 1;
+                self.tot.wait_s += wait;
+                self.tot.duration_s += run + wait;
+                self.tot.stretched_s += t.stretch_acc + wait;
+            }
             self.admit(mi);
         } else {
             let mi = self.tasks[id as usize].machine as usize;
@@ -539,11 +639,18 @@ impl Simulation {
     }
 
     fn rebalance(&mut self) {
+        let cap = self.cfg.cpu_capacity;
+        let limit = self.cfg.warning_threshold * cap;
+        // Counted for every policy, `none` included: a run with no overloaded tick gives
+        // the policies nothing to do, and the outputs say so.
+        self.tot.ticks += 1;
+        if !self.machines.iter().any(|m| m.cpu > limit) {
+            return;
+        }
+        self.tot.overload_ticks += 1;
         if self.policy == PolicyKind::None {
             return;
         }
-        let cap = self.cfg.cpu_capacity;
-        let limit = self.cfg.warning_threshold * cap;
         let cell = self.cfg.cell_size as usize;
         let bytes_per_unit = self.cfg.memory_unit_gib * (1u64 << 30) as f64;
         let tick_s = (self.now - self.last_tick) as f64 / US as f64;
@@ -720,7 +827,7 @@ impl Simulation {
         } else {
             0.0
         };
-        let fin = self.tot.finished.max(1) as f64;
+        let fin = self.tot.timed.max(1) as f64;
         Summary {
             policy: self.policy.name().to_string(),
             machines: self.cfg.machines,
@@ -731,6 +838,7 @@ impl Simulation {
             events_used: self.tot.events_used,
             usage_rows_used: self.tot.usage_used,
             orphan_events: self.tot.orphan_events,
+            orphans_by_type: OrphanCounts::from_codes(&self.tot.orphans),
             tasks_submitted: self.tot.submitted,
             tasks_finished: self.tot.finished,
             mean_cpu: avg(|i| i.mean_cpu),
@@ -765,6 +873,23 @@ impl Simulation {
                     100.0 * (1.0 - real_frac)
                 )
             },
+            start: std::mem::take(&mut self.start_label),
+            warm_running: self.tot.warm_running,
+            warm_pending: self.tot.warm_pending,
+            warm_scheduled: self.tot.warm_scheduled,
+            tasks_timed: self.tot.timed,
+            usage_rows_ignored: self.tot.usage_ignored,
+            usage_rows_before_events: self.tot.usage_before,
+            rows_far_ahead: self.tot.far_ahead,
+            usage_model: self.model.describe(),
+            mean_running: avg(|i| i.running as f64),
+            ticks: self.tot.ticks,
+            overload_ticks: self.tot.overload_ticks,
+            events_s: None,
+            usage_s: None,
+            comparable: true,
+            verdict: String::new(),
+            warnings: Vec::new(),
             intervals: std::mem::take(&mut self.intervals),
         }
     }

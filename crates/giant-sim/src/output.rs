@@ -22,8 +22,20 @@ fn write(path: &Path, text: &str) -> Result<(), SimError> {
     })
 }
 
-/// Header of [`summaries_csv`].
-pub const SUMMARY_HEADER: &str = "policy,machines,overcommit,seed,simulated_s,mean_cpu,gini,overcommitted,mean_excess,mean_pending,tasks_finished,mean_duration_s,mean_wait_s,mean_stretched_duration_s,migrations,migration_gb,migration_mbit_s,peak_interval_mbit_s,to_first,to_second,balance_per_gb,usage_source";
+/// Header of [`summaries_csv`]. Columns after `usage_source` were added later (the
+/// earlier ones keep their places): how the run started, what it made of its input, and
+/// whether the input supports a comparison.
+pub const SUMMARY_HEADER: &str = "policy,machines,overcommit,seed,simulated_s,mean_cpu,gini,overcommitted,mean_excess,mean_pending,tasks_finished,mean_duration_s,mean_wait_s,mean_stretched_duration_s,migrations,migration_gb,migration_mbit_s,peak_interval_mbit_s,to_first,to_second,balance_per_gb,usage_source,\
+start,warm_running,warm_pending,warm_scheduled,tasks_timed,orphan_events,orphans_by_type,usage_rows_used,usage_rows_ignored,usage_rows_before_events,rows_far_ahead,real_usage_fraction,usage_model,events_first_s,events_last_s,usage_first_s,usage_last_s,mean_running,ticks,overload_ticks,comparable,verdict,warnings";
+
+/// A CSV field in quotes (inner quotes doubled).
+fn quoted(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+fn range_cols(r: Option<(f64, f64)>) -> String {
+    r.map_or(",".into(), |(a, b)| format!("{a:.0},{b:.0}"))
+}
 
 /// One row per run. `balance_per_gb` is against the `none` run with the same machines
 /// and overcommit, when present.
@@ -47,6 +59,33 @@ pub fn summaries_csv(runs: &[Summary]) -> String {
             r.mean_excess, r.mean_pending, r.tasks_finished, r.mean_duration_s, r.mean_wait_s,
             r.mean_stretched_duration_s, r.migrations, r.migration_gb, r.migration_mbit_s,
             r.peak_interval_mbit_s, r.to_first, r.to_second, r.balance_per_gb(base), r.usage_source
+        );
+        // Continues the line above.
+        s.pop();
+        let _ = writeln!(
+            s,
+            ",{},{},{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{:.1},{},{},{},{},{}",
+            quoted(&r.start),
+            r.warm_running,
+            r.warm_pending,
+            r.warm_scheduled,
+            r.tasks_timed,
+            r.orphan_events,
+            quoted(&r.orphans_by_type.to_string()),
+            r.usage_rows_used,
+            r.usage_rows_ignored,
+            r.usage_rows_before_events,
+            r.rows_far_ahead,
+            r.real_usage_fraction,
+            quoted(&r.usage_model),
+            range_cols(r.events_s),
+            range_cols(r.usage_s),
+            r.mean_running,
+            r.ticks,
+            r.overload_ticks,
+            r.comparable,
+            quoted(&r.verdict),
+            quoted(&r.warnings.join("; "))
         );
     }
     s

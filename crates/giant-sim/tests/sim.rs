@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use giant_sim::driver::feed;
 use giant_sim::model::Simulation;
 use giant_sim::policy::SortKey;
-use giant_sim::usage::UsageModel;
+use giant_sim::usage::{UsageModel, EXCERPT_QUANTILES};
 use giant_sim::{Config, PolicyKind, SimError, Trace};
 use giant_trace::synth::{write_files, SynthConfig};
 use giant_trace::{IterSource, OnError, TaskEvent, TaskUsage, TraceReader};
@@ -206,13 +206,17 @@ fn synthetic_dir() -> tempfile::TempDir {
 fn deterministic_per_seed_and_consistent_accounting() {
     let dir = synthetic_dir();
     let t = Trace::load(dir.path(), OnError::Fail).unwrap();
+    // The synthetic usage never takes a machine over the default threshold (0.8): at it,
+    // no policy would move anything and the accounting below would check nothing.
     let cfg = Config {
         machines: 100,
         job_sample: Some(0.5),
+        warning_threshold: 0.4,
         ..Config::default()
     };
     for p in PolicyKind::ALL {
         let a = t.run(&cfg, p).unwrap();
+        assert_eq!(a.verdict, "ok", "{}", p.name());
         let b = t.run(&cfg, p).unwrap();
         assert_eq!(a, b, "{}", p.name());
         assert_eq!(a.to_first + a.to_second, a.migrations, "{}", p.name());
@@ -221,6 +225,8 @@ fn deterministic_per_seed_and_consistent_accounting() {
         assert!(a.real_usage_fraction > 0.99, "{}", a.usage_source);
         if p == PolicyKind::None {
             assert_eq!(a.migrations, 0);
+        } else {
+            assert!(a.migrations > 0, "{}", p.name());
         }
         if p == PolicyKind::Coarse {
             assert_eq!(a.to_second, 0, "coarse only uses the least-loaded node");
@@ -255,6 +261,31 @@ fn real_excerpt_reproducible_and_labelled_modelled() {
     assert_eq!(t.events.len(), 803_964);
     assert_eq!(t.usage.len(), 10_000);
     assert!(t.model.samples > 9_000);
+    assert!(!t.model.builtin, "{}", t.model.origin);
+    // The built-in model (for usage files that match too little) is this fit, kept as
+    // 101 quantiles: regenerate src/usage_excerpt.rs if this fails.
+    let fit = UsageModel::fit(&t.events, &t.usage).downsampled(EXCERPT_QUANTILES);
+    let builtin = UsageModel::excerpt();
+    assert_eq!(
+        (
+            &fit.cpu_ratio,
+            &fit.mem_ratio,
+            &fit.peak_ratio,
+            &fit.mai,
+            &fit.burst_ratio
+        ),
+        (
+            &builtin.cpu_ratio,
+            &builtin.mem_ratio,
+            &builtin.peak_ratio,
+            &builtin.mai,
+            &builtin.burst_ratio
+        )
+    );
+    assert_eq!(
+        (fit.samples, fit.burst_mean),
+        (builtin.samples, builtin.burst_mean)
+    );
     let cfg = Config::default();
     let a = t.run(&cfg, PolicyKind::Fine(SortKey::CpuUsage)).unwrap();
     let b = t.run(&cfg, PolicyKind::Fine(SortKey::CpuUsage)).unwrap();
@@ -284,7 +315,18 @@ fn cli_writes_labelled_outputs() {
             "--policy",
             "none,fine,budget-best-fit",
         ])
-        .args(["--machines", "100", "--out", out.path().to_str().unwrap()])
+        // Every job of the 150-machine trace (the default sample, 100 / 12,583 of the
+        // jobs, leaves these 100 machines idle), and a threshold the synthetic usage
+        // reaches (at 0.8 no machine ever gets there): else the verdict says "no comparison".
+        .args([
+            "--machines",
+            "100",
+            "--job-sample",
+            "1",
+            "--threshold",
+            "0.4",
+        ])
+        .args(["--out", out.path().to_str().unwrap()])
         .output()
         .unwrap();
     assert!(
@@ -294,7 +336,35 @@ fn cli_writes_labelled_outputs() {
     );
     let csv = std::fs::read_to_string(out.path().join("runs.csv")).unwrap();
     assert_eq!(csv.lines().count(), 4);
-    assert!(csv.lines().next().unwrap().ends_with("usage_source"));
+    // The columns of earlier versions keep their places; new ones come after them.
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let old = "policy,machines,overcommit,seed,simulated_s,mean_cpu,gini,overcommitted,mean_excess,mean_pending,tasks_finished,mean_duration_s,mean_wait_s,mean_stretched_duration_s,migrations,migration_gb,migration_mbit_s,peak_interval_mbit_s,to_first,to_second,balance_per_gb,usage_source";
+    assert_eq!(header[..22].join(","), old);
+    for col in [
+        "start",
+        "orphans_by_type",
+        "usage_model",
+        "comparable",
+        "verdict",
+        "warnings",
+    ] {
+        assert!(header.contains(&col), "{col} missing from {header:?}");
+    }
+    // The synthetic trace starts at time 0 with every task submitted: a cold start on a
+    // live cluster, comparable.
+    let mut rdr = csv::Reader::from_reader(csv.as_bytes());
+    let heads = rdr.headers().unwrap().clone();
+    let col = |name: &str| heads.iter().position(|h| h == name).unwrap();
+    for row in rdr.records() {
+        let row = row.unwrap();
+        assert_eq!(row.len(), heads.len());
+        assert_eq!(&row[col("start")], "cold");
+        assert_eq!(&row[col("comparable")], "true", "{}", &row[col("verdict")]);
+        assert_eq!(&row[col("verdict")], "ok");
+    }
+    let stdout = String::from_utf8_lossy(&st.stdout);
+    assert!(stdout.contains("comparison: ok"), "{stdout}");
+    assert!(String::from_utf8_lossy(&st.stderr).contains("start: cold (auto: first event at 0 s"));
     let st = std::process::Command::new(env!("CARGO_BIN_EXE_giant-sim"))
         .args([
             "run",
@@ -307,4 +377,34 @@ fn cli_writes_labelled_outputs() {
         .unwrap();
     assert!(!st.status.success());
     assert!(String::from_utf8_lossy(&st.stderr).contains("unknown policy"));
+}
+
+/// A row at 2^63 - 1 µs (the schema's "after the trace") or far past every row before it
+/// is skipped and counted: simulating the gap would tick about 10^11 times.
+#[test]
+fn a_row_far_past_the_others_is_skipped_not_simulated() {
+    let ev = "\
+600000000,,1,0,,0,u,0,0,0.1,0.01,0,0
+1200000000,,1,1,,0,u,0,0,0.1,0.01,0,0
+9223372036854775807,,1,0,,4,u,0,0,0.1,0.01,0,0
+";
+    let us = "4611686018427387904,4611686018727387904,1,1,5,0.05,0.02,0.02,0,0,0.02,0,0,0.1,0,1,0.01,1,0,0.05\n";
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(run_rows(one_machine(), PolicyKind::None, ev, us));
+    });
+    let mut s = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the run did not finish in 60 s");
+    assert_eq!((s.rows, s.rows_far_ahead), (4, 2));
+    assert!((s.simulated_s - 600.0).abs() < 1e-9, "{}", s.simulated_s);
+    assert_eq!((s.tasks_submitted, s.tasks_finished), (2, 0));
+    giant_sim::input::run_warnings(&mut s);
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("2 rows were skipped for coming more than 40 days")),
+        "{:?}",
+        s.warnings
+    );
 }

@@ -15,6 +15,7 @@
 //! assert_eq!(ev.cpu_request, Some(0.125));
 //! ```
 
+pub mod census;
 pub mod num;
 mod quick;
 mod reader;
@@ -24,6 +25,7 @@ pub mod synth;
 
 use std::path::{Path, PathBuf};
 
+pub use census::{Census, UsageSurvey};
 pub use reader::{
     open_maybe_gz, read_all, JobFilter, LineReader, OnError, ReadAll, TraceReader, MAX_LINE,
 };

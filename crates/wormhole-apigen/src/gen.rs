@@ -472,7 +472,10 @@ pub fn gen_client(api: &Api) -> String {
             }
             Slot::Local(n) => format!("overrides::{n} as *const c_void"),
             Slot::Unsupported(_, StubRet::Int) => "unsupported_int as *const c_void".into(),
-            Slot::Unsupported(_, StubRet::Ptr) => "unsupported_ptr as *const c_void".into(),
+            Slot::Unsupported(_, StubRet::Ptr(None)) => "unsupported_ptr as *const c_void".into(),
+            Slot::Unsupported(_, StubRet::Ptr(Some(n))) => {
+                format!("unsupported_ptr_err{n} as *const c_void")
+            }
             Slot::Unsupported(_, StubRet::Void) => "unsupported_void as *const c_void".into(),
         };
         let _ = writeln!(o, "        {e},");

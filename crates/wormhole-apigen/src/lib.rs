@@ -90,7 +90,9 @@ pub enum Slot {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StubRet {
     Int,
-    Ptr,
+    /// Returns NULL; `Some(n)`: and sets `*errcode_ret`, its `n`th argument
+    /// (counting from 1), to the status a function not forwarded returns.
+    Ptr(Option<u8>),
     Void,
 }
 

@@ -650,7 +650,19 @@ pub fn parse(src: &str) -> Result<Api, ParseError> {
                     let slot = if p.eat("!") {
                         match p.ident()?.as_str() {
                             "int" => Slot::Unsupported(name, StubRet::Int),
-                            "ptr" => Slot::Unsupported(name, StubRet::Ptr),
+                            "ptr" if p.eat("(") => {
+                                let n = p.number()?;
+                                p.expect(")")?;
+                                match u8::try_from(n) {
+                                    Ok(n @ 1..=8) => Slot::Unsupported(name, StubRet::Ptr(Some(n))),
+                                    _ => {
+                                        return p.err(format!(
+                                            "`{name}`: errcode_ret must be one of the first 8 arguments"
+                                        ))
+                                    }
+                                }
+                            }
+                            "ptr" => Slot::Unsupported(name, StubRet::Ptr(None)),
                             "void" => Slot::Unsupported(name, StubRet::Void),
                             "local" => Slot::Local(name),
                             o => return p.err(format!("unknown slot marker `{o}`")),
@@ -752,7 +764,7 @@ mod tests {
              s: out usize?, e: out new event?, oh: out [device; a]?, err: errcode, st: str?,\n\
              cb: callback event(ud), ud: userdata, c: custom foo(*const c_void; a, h) server=f(v_c.arg(), (1, 2))) -> new context;\n\
              fn g(q: queue, e: out new event?) -> status flush;\n\
-             dispatch { f x!int y!ptr z!local }",
+             dispatch { f x!int y!ptr z!local w!ptr(3) }",
         )
         .expect("parse");
         let f = &api.funcs[0];
@@ -779,7 +791,13 @@ mod tests {
             vec!["m::ok(v_a, (1, 2))".to_string(), "m::also(v_a)".to_string()]
         );
         assert!(parse("fn f(a: u32) -> status check=nocall;").is_err());
-        assert_eq!(api.dispatch.len(), 4);
+        assert_eq!(api.dispatch.len(), 5);
+        assert_eq!(
+            api.dispatch[4],
+            Slot::Unsupported("w".into(), StubRet::Ptr(Some(3)))
+        );
+        assert!(parse("dispatch { w!ptr(9) }").is_err());
+        assert!(parse("dispatch { w!ptr(0) }").is_err());
     }
 
     #[test]

@@ -62,6 +62,54 @@ fn artifact(name: &str) -> Result<PathBuf, TestError> {
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
+/// Compiles `c/<name>.c` of this crate (an OpenCL program in C, linked with
+/// the system's libOpenCL) into a fresh temporary directory; `$CC`, or
+/// `cc`. The directory goes with the returned guard.
+pub fn compile_c(name: &str) -> Result<CProgram, TestError> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("c")
+        .join(format!("{name}.c"));
+    let dir = std::env::temp_dir().join(format!(
+        "wh-isolation-c-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir)?;
+    let bin = dir.join(name);
+    let out = Command::new(std::env::var_os("CC").unwrap_or_else(|| "cc".into()))
+        .args([
+            "-O1",
+            "-Wall",
+            "-Werror",
+            "-Wno-deprecated-declarations",
+            "-o",
+        ])
+        .arg(&bin)
+        .arg(&src)
+        .arg("-lOpenCL")
+        .output()?;
+    if !out.status.success() {
+        return Err(TestError::Protocol(format!(
+            "compiling {}: {}",
+            src.display(),
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(CProgram { dir, bin })
+}
+
+/// A compiled C program and the directory it lives in (removed on drop).
+pub struct CProgram {
+    dir: PathBuf,
+    pub bin: PathBuf,
+}
+
+impl Drop for CProgram {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// A running `wormhole-server` in a private directory; killed (with its
 /// tenants) and cleaned up on drop.
 pub struct Server {

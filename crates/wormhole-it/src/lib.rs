@@ -152,12 +152,12 @@ pub struct Server {
 impl Server {
     /// Starts a server and waits (bounded) until it accepts connections.
     pub fn start(a: &Artifacts, dir: &Path) -> Result<Server, HarnessError> {
-        Self::start_with(a, dir, None, &[], &[], None)
+        Self::start_with(a, dir, None, &[], &[], None, None)
     }
 
     /// Like [`Server::start`], with extra command-line arguments.
     pub fn start_args(a: &Artifacts, dir: &Path, args: &[&str]) -> Result<Server, HarnessError> {
-        Self::start_with(a, dir, None, args, &[], None)
+        Self::start_with(a, dir, None, args, &[], None, None)
     }
 
     /// Like [`Server::start`], with extra variables in the server's
@@ -167,7 +167,7 @@ impl Server {
         dir: &Path,
         env: &[(&str, &str)],
     ) -> Result<Server, HarnessError> {
-        Self::start_with(a, dir, None, &[], env, None)
+        Self::start_with(a, dir, None, &[], env, None, None)
     }
 
     /// Like [`Server::start`], also listening on TCP on loopback; returns
@@ -187,7 +187,7 @@ impl Server {
             .and_then(|l| l.local_addr())
             .map_err(io("finding a free port"))?
             .port();
-        let s = Self::start_with(a, dir, Some(port), args, &[], None)?;
+        let s = Self::start_with(a, dir, Some(port), args, &[], None, None)?;
         let deadline = Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             if Instant::now() > deadline {
@@ -206,7 +206,21 @@ impl Server {
         netns: &str,
         args: &[&str],
     ) -> Result<Server, HarnessError> {
-        Self::start_with(a, dir, None, args, &[], Some(netns))
+        Self::start_with(a, dir, None, args, &[], Some(netns), None)
+    }
+
+    /// Like [`Server::start_args`], run as another user (`uid`, `gid`; the
+    /// caller must be root): from a copy of the binary in `dir`, which is
+    /// given to that user (the build's own directory may be closed to it),
+    /// with `dir` as its home.
+    pub fn start_as(
+        a: &Artifacts,
+        dir: &Path,
+        uid: u32,
+        gid: u32,
+        args: &[&str],
+    ) -> Result<Server, HarnessError> {
+        Self::start_with(a, dir, None, args, &[], None, Some((uid, gid)))
     }
 
     fn start_with(
@@ -216,18 +230,35 @@ impl Server {
         args: &[&str],
         env: &[(&str, &str)],
         netns: Option<&str>,
+        user: Option<(u32, u32)>,
     ) -> Result<Server, HarnessError> {
         let socket = dir.join("server.sock");
         let log = dir.join("server.log");
         let logf = std::fs::File::create(&log).map_err(io("creating the server log"))?;
+        let mut exe = a.server.clone();
+        if let Some((uid, gid)) = user {
+            exe = dir.join("wormhole-server");
+            std::fs::copy(&a.server, &exe).map_err(io("copying the server"))?;
+            for p in [dir, &exe, &log] {
+                std::os::unix::fs::chown(p, Some(uid), Some(gid))
+                    .map_err(io(format!("giving {} to uid {uid}", p.display())))?;
+            }
+        }
         let mut cmd = match netns {
             Some(ns) => {
                 let mut c = Command::new("ip");
-                c.args(["netns", "exec", ns]).arg(&a.server);
+                c.args(["netns", "exec", ns]).arg(&exe);
                 c
             }
-            None => Command::new(&a.server),
+            None => Command::new(&exe),
         };
+        if let Some((uid, gid)) = user {
+            use std::os::unix::process::CommandExt;
+            cmd.uid(uid)
+                .gid(gid)
+                .env("HOME", dir)
+                .env_remove("XDG_CACHE_HOME");
+        }
         // The server offers what the native runs use (WORMHOLE_IT_NATIVE_ICD).
         cmd.env("OCL_ICD_VENDORS", native_icd()?);
         cmd.args(args).envs(env.iter().copied());

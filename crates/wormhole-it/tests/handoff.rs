@@ -5,7 +5,7 @@
 #[test]
 fn handoff_spin_matches_native() {
     wormhole_it::native_vs_wormhole_server_args(
-        &["events", "gated", "large"],
+        &["events", "gated", "callbacks", "large"],
         &["--handoff", "spin"],
     );
 }
@@ -21,12 +21,19 @@ fn handoff_same_core_matches_native() {
 #[test]
 fn without_shared_buffers_matches_native() {
     wormhole_it::native_vs_wormhole_server_args(
-        &["buffers", "gated", "large"],
+        &[
+            "buffers",
+            "gated",
+            "gated_maps",
+            "callbacks",
+            "image_host_ptr",
+            "large",
+        ],
         &["--no-shared-buffers"],
     );
 }
 
 #[test]
 fn a_client_that_cannot_map_the_arena_matches_native() {
-    wormhole_it::native_vs_wormhole_without_client_arena(&["buffers", "large"]);
+    wormhole_it::native_vs_wormhole_without_client_arena(&["buffers", "gated_maps", "large"]);
 }

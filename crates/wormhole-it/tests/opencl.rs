@@ -47,6 +47,31 @@ fn gated() {
 }
 
 #[test]
+fn gated_maps() {
+    check("gated_maps");
+}
+
+#[test]
+fn callbacks() {
+    check("callbacks");
+}
+
+#[test]
+fn image_host_ptr() {
+    check("image_host_ptr");
+}
+
+#[test]
+fn local_answers() {
+    check("local_answers");
+}
+
+#[test]
+fn includes() {
+    check("includes");
+}
+
+#[test]
 fn errors() {
     check("errors");
 }

@@ -1,12 +1,24 @@
 //! The same programs through Wormhole's TCP transport (no shared memory).
 //! `events` includes event and memory-destructor callbacks, which over TCP
-//! come back in band on the call stream; `gated`, transfers that complete
-//! after the call returns, which such a callback carries out.
+//! come back in band on the call stream; `gated`, `gated_maps` and
+//! `callbacks`, transfers and maps that complete after the call returns,
+//! which such a callback carries out.
 
 #[test]
 fn tcp_matches_native() {
     wormhole_it::native_vs_wormhole_tcp(&[
-        "buffers", "images", "kernels", "programs", "errors", "platform", "events", "gated",
+        "buffers",
+        "images",
+        "kernels",
+        "programs",
+        "errors",
+        "platform",
+        "events",
+        "gated",
+        "gated_maps",
+        "callbacks",
+        "image_host_ptr",
+        "local_answers",
         "waits",
     ]);
 }

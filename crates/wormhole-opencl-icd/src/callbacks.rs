@@ -171,6 +171,9 @@ fn deliver(frame: &[u8]) -> Result<(), wormhole_wire::WireError> {
     match (what, r.kind) {
         (notify::EVENT_CALLBACK, CallbackKind::Event) => {
             let status = d.i32()?;
+            // An end the server saw (complete or failed) is the event's
+            // for good; a callback for an earlier state is not.
+            crate::event_state::note_status(r.obj as *mut c_void, status);
             // SAFETY: the application registered this function for event
             // callbacks, with OpenCL's signature.
             let f: EventFn = unsafe { std::mem::transmute::<usize, EventFn>(r.pfn) };

@@ -11,7 +11,7 @@ use wormhole_opencl_api::{
     IMAGE_DESC_LEN,
 };
 
-use crate::rt::{any_obj, obj, object_for, Call, Reply};
+use crate::rt::{arg_object, obj, object_for, ArgObject, Call, Reply};
 use wormhole_opencl_api::CL_INVALID_VALUE;
 
 /// Rewrites ids in custom info values into our objects.
@@ -511,7 +511,14 @@ pub mod kernel_arg {
             // SAFETY: caller's contract: `size` (pointer-sized) bytes, with
             // no promise of alignment (the size may be wrong for the value).
             let h = unsafe { std::ptr::read_unaligned(p as *const *mut c_void) };
-            if let Some(o) = any_obj(h) {
+            let o = match arg_object(h) {
+                ArgObject::Live(o) => Some(o),
+                // Natively a use after free, which the library may follow:
+                // refused here as the handle it no longer is.
+                ArgObject::Released(k) => return Err(k.invalid()),
+                ArgObject::Bytes => None,
+            };
+            if let Some(o) = o {
                 let tag = match o.kind {
                     Kind::Mem => Some(0u8),
                     Kind::Sampler => Some(1),
@@ -565,6 +572,8 @@ pub mod rect_out {
     use super::*;
     /// # Safety
     /// As the API requires of a rectangular read.
+    /// (The buffer's side of the rectangle is the server's to check.)
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn put(
         c: &mut Call,
         p: *mut c_void,
@@ -572,6 +581,10 @@ pub mod rect_out {
         origin: *const c_void,
         row: usize,
         slice: usize,
+        _buffer: *mut c_void,
+        _buffer_origin: *const c_void,
+        _buffer_row: usize,
+        _buffer_slice: usize,
     ) -> Result<(), i32> {
         // SAFETY: caller's contract.
         c.enc
@@ -580,6 +593,7 @@ pub mod rect_out {
     }
     /// # Safety
     /// As for `put`.
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn take(
         _s: (),
         r: &mut Reply,
@@ -588,6 +602,10 @@ pub mod rect_out {
         origin: *const c_void,
         row: usize,
         slice: usize,
+        _buffer: *mut c_void,
+        _buffer_origin: *const c_void,
+        _buffer_row: usize,
+        _buffer_slice: usize,
     ) -> Result<(), i32> {
         let data = r.opt_bytes()?;
         // SAFETY: caller's contract.

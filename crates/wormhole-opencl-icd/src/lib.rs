@@ -14,7 +14,12 @@
 
 mod callbacks;
 mod custom;
+mod event_state;
+mod host_images;
+mod includes;
 mod info_cache;
+mod later;
+mod maps;
 mod overrides;
 mod room;
 mod rt;
@@ -34,6 +39,9 @@ pub mod gen {
     use crate::overrides;
     use crate::rt::{adopt_id, adopt_new, released, retained, set_errcode, Call};
     use crate::{unsupported_int, unsupported_ptr, unsupported_void};
+    use crate::{
+        unsupported_ptr_err3, unsupported_ptr_err4, unsupported_ptr_err5, unsupported_ptr_err6,
+    };
 
     include!(concat!(env!("OUT_DIR"), "/client_gen.rs"));
 }
@@ -47,6 +55,32 @@ extern "C" fn unsupported_ptr() -> *mut c_void {
 }
 
 extern "C" fn unsupported_void() {}
+
+/// Stubs for creations that are not forwarded, which return NULL and say
+/// why through `errcode_ret`, their `N`th argument (`!ptr(N)` in the
+/// description): a program that checks the code, and not the handle, must
+/// not read success. The arguments before it are all pointers or integers
+/// (cl_context, cl_mem_flags, GL and D3D names, ...), which the C calling
+/// conventions we run on (x86-64 System V, AArch64) pass in integer
+/// registers whatever their width, so each is read as a `usize` and
+/// ignored; only `errcode_ret` is touched.
+macro_rules! unsupported_ptr_err {
+    ($name:ident, $($skip:ident),*) => {
+        /// # Safety
+        /// The last argument is NULL or the caller's writable `cl_int`.
+        unsafe extern "C" fn $name($($skip: usize,)* errcode_ret: *mut i32) -> *mut c_void {
+            $(let _ = $skip;)*
+            // SAFETY: the caller's contract.
+            unsafe { rt::set_errcode(errcode_ret, wormhole_opencl_api::CL_INVALID_OPERATION) };
+            std::ptr::null_mut()
+        }
+    };
+}
+
+unsupported_ptr_err!(unsupported_ptr_err3, a, b);
+unsupported_ptr_err!(unsupported_ptr_err4, a, b, c);
+unsupported_ptr_err!(unsupported_ptr_err5, a, b, c, d);
+unsupported_ptr_err!(unsupported_ptr_err6, a, b, c, d, e);
 
 /// The ICD entry point: our platforms.
 ///

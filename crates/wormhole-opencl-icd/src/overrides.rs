@@ -3,22 +3,26 @@
 //! functions of the dispatch table.
 #![allow(non_snake_case)]
 
-use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::Ordering;
-use std::sync::{Mutex, OnceLock};
 
 use wormhole_opencl_api::{
-    func, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_MEM_OBJECT, CL_INVALID_VALUE, CL_MAP_READ,
-    CL_MAP_WRITE, CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_SIZE, CL_MEM_TYPE, CL_MEM_USE_HOST_PTR,
-    CL_OUT_OF_HOST_MEMORY, CL_OUT_OF_RESOURCES, CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS,
+    func, Kind, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_VALUE, CL_MAP_READ,
+    CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_SIZE, CL_MEM_TYPE, CL_MEM_USE_HOST_PTR,
+    CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS,
 };
 use wormhole_transport::copy::copy_bulk;
 
 use crate::gen;
+use crate::host_images;
+use crate::later::{fail_later_transfers, transfer_after_gate, transfer_later, GatedOp, Rect};
+use crate::maps::map_buffer;
 use crate::room;
-use crate::rt::{conn, fresh_id, info_value, obj, object_for, set_errcode, Call, Placement, Reply};
+use crate::rt::{conn, info_value, obj, object_for, Call, Placement};
 use crate::waits;
+
+pub use crate::event_state::clGetEventInfo;
+pub use crate::maps::{clEnqueueMapBuffer, clEnqueueMapImage, clEnqueueUnmapMemObject};
 
 /// # Safety
 /// As for `clGetPlatformIDs`.
@@ -140,7 +144,7 @@ pub unsafe extern "C" fn clBuildProgram(
 ) -> i32 {
     // SAFETY: forwarded contract.
     unsafe {
-        build(program, pfn_notify, user_data, |ev| match ev {
+        build(program, pfn_notify, user_data, options, |ev| match ev {
             None => gen::clBuildProgram(
                 program,
                 num_devices,
@@ -172,7 +176,7 @@ pub unsafe extern "C" fn clCompileProgram(
 ) -> i32 {
     // SAFETY: forwarded contract.
     unsafe {
-        build(program, pfn_notify, user_data, |ev| match ev {
+        build(program, pfn_notify, user_data, options, |ev| match ev {
             None => gen::clCompileProgram(
                 program,
                 num_devices,
@@ -206,13 +210,21 @@ pub unsafe extern "C" fn clCompileProgram(
 ///
 /// # Safety
 /// `call` makes the application's call with its arguments; `pfn_notify`
-/// and `user_data` are the application's for `program`.
+/// and `user_data` are the application's for `program`; `options` is NULL
+/// or a C string.
 unsafe fn build(
     program: *mut c_void,
     pfn_notify: *mut c_void,
     user_data: *mut c_void,
+    options: *const c_char,
     call: impl FnOnce(Option<&mut *mut c_void>) -> i32,
 ) -> i32 {
+    // SAFETY: the caller's contract on `options`.
+    unsafe { crate::includes::send(options) };
+    // Whatever comes of it, the program's kernels are this build's now.
+    if let Ok(Some(p)) = obj(program, Kind::Program) {
+        p.shape_as_new_build();
+    }
     if !off_channel(pfn_notify, user_data) {
         return call(None);
     }
@@ -393,11 +405,10 @@ pub unsafe extern "C" fn clCreateBuffer(
     // SAFETY: forwarded contract.
     let m = unsafe { gen::clCreateBuffer(ctx, flags, size, host_ptr, err) };
     remember_host_ptr(m, flags, host_ptr);
+    count_held(m, size as u64);
     let Ok(Some(b)) = obj(m, Kind::Mem) else {
         return m;
     };
-    b.counted.store(size as u64, Ordering::Relaxed);
-    room::created(size as u64);
     // Libraries ask a fresh buffer's size before each transfer (CLBlast
     // does): it is the size it was created with.
     b.info
@@ -410,6 +421,27 @@ pub unsafe extern "C" fn clCreateBuffer(
         if host_ptr.is_null() {
             b.shape_as_created(c.id, flags, size);
         }
+    }
+    m
+}
+
+/// # Safety
+/// As for `clCreateBufferWithProperties`.
+pub unsafe extern "C" fn clCreateBufferWithProperties(
+    ctx: *mut c_void,
+    props: *const u64,
+    flags: u64,
+    size: usize,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    room::before_create(ctx, size);
+    // SAFETY: forwarded contract.
+    let m = unsafe { gen::clCreateBufferWithProperties(ctx, props, flags, size, host_ptr, err) };
+    remember_host_ptr(m, flags, host_ptr);
+    count_held(m, size as u64);
+    if let Ok(Some(o)) = obj(m, Kind::Mem) {
+        o.set_created_flags(flags);
     }
     m
 }
@@ -485,7 +517,7 @@ pub unsafe extern "C" fn clCreateKernel(
     ) {
         // SAFETY: a NUL-terminated name (caller's contract; the kernel was
         // created from it).
-        o.shape_as_kernel_of(p.id, unsafe { CStr::from_ptr(name) }.to_bytes());
+        o.shape_as_kernel_of(p.shape_key(), unsafe { CStr::from_ptr(name) }.to_bytes());
     }
     k
 }
@@ -563,8 +595,79 @@ pub unsafe extern "C" fn clCreateImage(
 ) -> *mut c_void {
     // SAFETY: forwarded contract.
     let m = unsafe { gen::clCreateImage(ctx, flags, format, desc, host_ptr, err) };
-    remember_host_ptr(m, flags, host_ptr);
+    // SAFETY: forwarded contract: a format and a description.
+    unsafe {
+        new_image(
+            m,
+            flags,
+            format,
+            host_images::Shape::of_desc(desc),
+            host_ptr,
+        )
+    };
     m
+}
+
+/// # Safety
+/// As for `clCreateImageWithProperties`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clCreateImageWithProperties(
+    ctx: *mut c_void,
+    props: *const u64,
+    flags: u64,
+    format: *const c_void,
+    desc: *const c_void,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    let m =
+        unsafe { gen::clCreateImageWithProperties(ctx, props, flags, format, desc, host_ptr, err) };
+    // SAFETY: forwarded contract: a format and a description.
+    unsafe {
+        new_image(
+            m,
+            flags,
+            format,
+            host_images::Shape::of_desc(desc),
+            host_ptr,
+        )
+    };
+    m
+}
+
+/// Notes what this side keeps of a new image: its USE_HOST_PTR memory and
+/// layout, and its size among the memory the application holds (`room`).
+///
+/// # Safety
+/// `format` is NULL or a `cl_image_format`.
+unsafe fn new_image(
+    m: *mut c_void,
+    flags: u64,
+    format: *const c_void,
+    shape: Option<host_images::Shape>,
+    host_ptr: *mut c_void,
+) {
+    remember_host_ptr(m, flags, host_ptr);
+    if let Ok(Some(o)) = obj(m, Kind::Mem) {
+        o.set_created_flags(flags);
+    }
+    if let Some(shape) = shape {
+        // SAFETY: the caller's contract.
+        unsafe {
+            host_images::remember(m, flags, format, shape);
+            count_held(m, shape.bytes(format));
+        }
+    }
+}
+
+/// Counts a new memory object's bytes as held by the application until
+/// its last release (`room`).
+fn count_held(m: *mut c_void, bytes: u64) {
+    if let Ok(Some(o)) = obj(m, Kind::Mem) {
+        o.counted.store(bytes, Ordering::Relaxed);
+        room::created(bytes);
+    }
 }
 
 /// # Safety
@@ -582,7 +685,15 @@ pub unsafe extern "C" fn clCreateImage2D(
 ) -> *mut c_void {
     // SAFETY: forwarded contract.
     let m = unsafe { gen::clCreateImage2D(ctx, flags, format, w, h, row, host_ptr, err) };
-    remember_host_ptr(m, flags, host_ptr);
+    let shape = host_images::Shape {
+        image_type: 0x10F1,
+        width: w,
+        height: h,
+        row_pitch: row,
+        ..Default::default()
+    };
+    // SAFETY: forwarded contract: a format.
+    unsafe { new_image(m, flags, format, Some(shape), host_ptr) };
     m
 }
 
@@ -603,18 +714,28 @@ pub unsafe extern "C" fn clCreateImage3D(
 ) -> *mut c_void {
     // SAFETY: forwarded contract.
     let m = unsafe { gen::clCreateImage3D(ctx, flags, format, w, h, d, row, slice, host_ptr, err) };
-    remember_host_ptr(m, flags, host_ptr);
+    let shape = host_images::Shape {
+        image_type: 0x10F2,
+        width: w,
+        height: h,
+        depth: d,
+        row_pitch: row,
+        slice_pitch: slice,
+        ..Default::default()
+    };
+    // SAFETY: forwarded contract: a format.
+    unsafe { new_image(m, flags, format, Some(shape), host_ptr) };
     m
 }
 
 /// One fixed-size answer of `clGetMemObjectInfo`; `T` is the type the API
 /// gives `param`.
-fn mem_info<T: Copy + Default>(mem: *mut c_void, param: u32) -> Result<T, i32> {
+pub(crate) fn mem_info<T: Copy + Default>(mem: *mut c_void, param: u32) -> Result<T, i32> {
     info_value(gen::clGetMemObjectInfo, mem, param)
 }
 
 /// An image's type and element size, which size its transfers' windows.
-fn image_shape(image: *mut c_void) -> Result<(u32, u64), i32> {
+pub(crate) fn image_shape(image: *mut c_void) -> Result<(u32, u64), i32> {
     let elem: usize = info_value(gen::clGetImageInfo, image, CL_IMAGE_ELEMENT_SIZE)?;
     Ok((mem_info::<u32>(image, CL_MEM_TYPE)?, elem as u64))
 }
@@ -719,6 +840,41 @@ unsafe fn rect_shortcut(
     Some(unsafe { transfer_after_gate(q, buf, GatedOp::Rect { write, rect }, ptr, n, wl, ev) })
 }
 
+/// Refuses a rectangle that ends past its buffer, as the library does
+/// before it touches the host memory: a write would otherwise read the
+/// application's memory for the whole window (a region of 64 x 2^40 bytes
+/// past the end of any buffer crashed the application instead of getting
+/// `CL_INVALID_VALUE`). What cannot be judged here (NULL arguments, a size
+/// unknown) is the library's to refuse.
+///
+/// # Safety
+/// `origin` and `region` are NULL or three size_t each.
+unsafe fn rect_inside(
+    buf: *mut c_void,
+    origin: *const c_void,
+    region: *const c_void,
+    row: usize,
+    slice: usize,
+) -> Result<(), i32> {
+    if origin.is_null() || region.is_null() {
+        return Ok(());
+    }
+    let Ok(size) = mem_info::<usize>(buf, CL_MEM_SIZE) else {
+        return Ok(());
+    };
+    // SAFETY: the caller's contract.
+    let [o, r] = [origin, region].map(|p| unsafe { (p as *const [u64; 3]).read_unaligned() });
+    if r.contains(&0) {
+        // The library's own refusal, with its own code.
+        return Ok(());
+    }
+    match wormhole_opencl_api::rect_extent(r, 1, row as u64, slice as u64).and_then(|e| e.end(o, 1))
+    {
+        Some(end) if end <= size as u64 => Ok(()),
+        _ => Err(CL_INVALID_VALUE),
+    }
+}
+
 /// The two rectangle transfers differ only in direction and in whether the
 /// host pointer is const.
 macro_rules! rect_transfer {
@@ -750,6 +906,18 @@ macro_rules! rect_transfer {
                 host_slice_pitch,
             ];
             let app = ptr as *mut c_void;
+            // SAFETY: forwarded contract.
+            if let Err(e) = unsafe {
+                rect_inside(
+                    buf,
+                    buffer_origin,
+                    region,
+                    buffer_row_pitch,
+                    buffer_slice_pitch,
+                )
+            } {
+                return e;
+            }
             // SAFETY: forwarded contract.
             let shortcut = unsafe {
                 rect_shortcut(q, buf, $write, blocking, geometry, pitches, app, n, wl, ev)
@@ -848,331 +1016,6 @@ macro_rules! image_transfer {
 image_transfer!(clEnqueueReadImage, false, *mut c_void);
 image_transfer!(clEnqueueWriteImage, true, *const c_void);
 
-/// One mapping handed to the application.
-struct Mapped {
-    id: u64,
-    len: usize,
-    flags: u64,
-    /// Allocated here (freed on unmap), or the application's host pointer.
-    owned: Option<std::alloc::Layout>,
-    /// The buffer's own storage, in memory shared with the server: nothing
-    /// to write back.
-    direct: bool,
-}
-
-fn maps() -> std::sync::MutexGuard<'static, HashMap<usize, Vec<Mapped>>> {
-    static M: OnceLock<Mutex<HashMap<usize, Vec<Mapped>>>> = OnceLock::new();
-    M.get_or_init(|| Mutex::new(HashMap::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-}
-
-/// Where a mapping lives on this side: inside the application's host
-/// buffer for USE_HOST_PTR buffers (as the API requires), else fresh memory.
-fn map_memory(
-    host: usize,
-    offset: usize,
-    len: usize,
-) -> Result<(*mut u8, Option<std::alloc::Layout>), i32> {
-    if host != 0 {
-        return Ok(((host + offset) as *mut u8, None));
-    }
-    let layout =
-        std::alloc::Layout::from_size_align(len.max(1), 128).map_err(|_| CL_INVALID_VALUE)?;
-    // SAFETY: a non-zero-sized layout.
-    let p = unsafe { std::alloc::alloc_zeroed(layout) };
-    if p.is_null() {
-        return Err(CL_OUT_OF_HOST_MEMORY);
-    }
-    Ok((p, Some(layout)))
-}
-
-/// Reads a map's reply: whether the mapped bytes follow and the mapping's
-/// length; receives the bytes straight into the memory handed to the
-/// application.
-fn finish_map(
-    r: &mut Reply<'_>,
-    host: usize,
-    offset: usize,
-    id: u64,
-    flags: u64,
-) -> Result<*mut c_void, i32> {
-    let raw = r.opt_flag()?;
-    let (mut len, mut at) = (0u64, u64::MAX);
-    // SAFETY: local out-values.
-    unsafe {
-        r.out_u64(&mut len)?;
-        r.out_u64(&mut at)?;
-    }
-    let len = usize::try_from(len).map_err(|_| CL_OUT_OF_HOST_MEMORY)?;
-    let shared = match at {
-        u64::MAX => None,
-        at => Some(
-            crate::rt::arena()
-                .and_then(|a| a.ptr_at(at, len))
-                .ok_or(CL_OUT_OF_RESOURCES)?,
-        ),
-    };
-    let (p, owned, direct) = match shared {
-        Some(sp) if host == 0 => (sp, None, true),
-        _ => {
-            let (p, owned) = map_memory(host, offset, len)?;
-            if let Some(sp) = shared {
-                // A USE_HOST_PTR mapping must be the application's memory.
-                // SAFETY: both span `len` bytes (checked against the arena;
-                // the host buffer from `offset`, as the API promises).
-                unsafe { copy_bulk(p, sp, len) };
-            } else if raw {
-                // SAFETY: `p` spans `len` bytes (just allocated, or the
-                // application's host buffer from `offset`, as the API promises).
-                r.recv_raw(unsafe { std::slice::from_raw_parts_mut(p, len) })?;
-            }
-            (p, owned, false)
-        }
-    };
-    maps().entry(p as usize).or_default().push(Mapped {
-        id,
-        len,
-        flags,
-        owned,
-        direct,
-    });
-    Ok(p as *mut c_void)
-}
-
-/// # Safety
-/// As for `clEnqueueMapBuffer`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn clEnqueueMapBuffer(
-    q: *mut c_void,
-    buf: *mut c_void,
-    blocking: u32,
-    flags: u64,
-    offset: usize,
-    size: usize,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-    err: *mut i32,
-) -> *mut c_void {
-    // SAFETY: forwarded contract.
-    if let Err(e) = unsafe { settle_for(blocking, q, n, wl) } {
-        // SAFETY: forwarded contract.
-        unsafe { set_errcode(err, e) };
-        return std::ptr::null_mut();
-    }
-    let r = map_buffer(q, buf, flags, offset, size, n, wl, ev, false);
-    let (v, e) = match r {
-        Ok(v) => (v, CL_SUCCESS),
-        Err(e) => (std::ptr::null_mut(), e),
-    };
-    // SAFETY: forwarded contract.
-    unsafe { set_errcode(err, e) };
-    v
-}
-
-/// The last byte of a map request: whether we map the arena, and whether
-/// the server may answer before the map is done (`defer`: only for arena
-/// memory, whose bytes we then read once the map's event completes).
-fn map_tail_bits(defer: bool) -> u8 {
-    u8::from(crate::rt::arena().is_some()) | if defer { 2 } else { 0 }
-}
-
-/// What every map request ends with: the wait list, the event slot, a
-/// fresh id for the mapping and [`map_tail_bits`]. Returns the event's id
-/// (if asked for) and the mapping's.
-///
-/// # Safety
-/// `wl` holds `n` events.
-unsafe fn map_request_tail(
-    c: &mut Call<'_>,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-    defer: bool,
-) -> Result<(Option<u64>, u64), i32> {
-    c.enc.u32(n);
-    // SAFETY: the caller's contract.
-    unsafe { c.handles(wl, n as usize, Kind::Event)? };
-    let n_ev = c.out_new(ev);
-    let id = fresh_id();
-    c.enc.u64(id);
-    c.enc.u8(map_tail_bits(defer));
-    Ok((n_ev, id))
-}
-
-/// A buffer map; see [`map_tail_bits`] for `defer`.
-#[allow(clippy::too_many_arguments)]
-fn map_buffer(
-    q: *mut c_void,
-    buf: *mut c_void,
-    flags: u64,
-    offset: usize,
-    size: usize,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-    defer: bool,
-) -> Result<*mut c_void, i32> {
-    let mut c = Call::begin(func::clEnqueueMapBuffer)?;
-    c.handle(q, Kind::Queue)?;
-    c.handle(buf, Kind::Mem)?;
-    c.enc.u64(flags);
-    c.enc.usize(offset);
-    c.enc.usize(size);
-    // SAFETY: the caller's contract: `wl` holds `n` events.
-    let (n_ev, id) = unsafe { map_request_tail(&mut c, n, wl, ev, defer) }?;
-    let host = obj(buf, Kind::Mem)?.map_or(0, |o| o.host_ptr.load(Ordering::Relaxed));
-    let mut r = c.finish()?;
-    let status = r.status();
-    let p = if r.has_outputs() && status == CL_SUCCESS {
-        finish_map(&mut r, host, offset, id, flags)?
-    } else {
-        std::ptr::null_mut()
-    };
-    // SAFETY: the caller's contract: `ev` is NULL or writable.
-    unsafe { r.out_new(n_ev, ev, Kind::Event, status) };
-    if status != CL_SUCCESS {
-        return Err(status);
-    }
-    Ok(p)
-}
-
-/// # Safety
-/// As for `clEnqueueMapImage`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn clEnqueueMapImage(
-    q: *mut c_void,
-    image: *mut c_void,
-    blocking: u32,
-    flags: u64,
-    origin: *const c_void,
-    region: *const c_void,
-    row_pitch: *mut usize,
-    slice_pitch: *mut usize,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-    err: *mut i32,
-) -> *mut c_void {
-    let run = || -> Result<*mut c_void, i32> {
-        if origin.is_null() || region.is_null() || row_pitch.is_null() {
-            return Err(CL_INVALID_VALUE);
-        }
-        // SAFETY: forwarded contract.
-        unsafe { settle_for(blocking, q, n, wl) }?;
-        let mut c = Call::begin(func::clEnqueueMapImage)?;
-        c.handle(q, Kind::Queue)?;
-        c.handle(image, Kind::Mem)?;
-        c.enc.u64(flags);
-        // SAFETY: 3 size_t each (checked non-NULL above).
-        let (o, rg) = unsafe {
-            (
-                std::slice::from_raw_parts(origin as *const u8, 24),
-                std::slice::from_raw_parts(region as *const u8, 24),
-            )
-        };
-        c.enc.bytes(o);
-        c.enc.bytes(rg);
-        // SAFETY: forwarded contract: `wl` holds `n` events.
-        let (n_ev, id) = unsafe { map_request_tail(&mut c, n, wl, ev, false) }?;
-        let mut r = c.finish()?;
-        let status = r.status();
-        let (mut row, mut slice) = (0usize, 0usize);
-        let mut p = std::ptr::null_mut();
-        if r.has_outputs() {
-            // SAFETY: local out-values.
-            unsafe {
-                r.out_usize(&mut row)?;
-                r.out_usize(&mut slice)?;
-            }
-            if status == CL_SUCCESS {
-                p = finish_map(&mut r, 0, 0, id, flags)?;
-            }
-        }
-        // SAFETY: forwarded contract.
-        unsafe { r.out_new(n_ev, ev, Kind::Event, status) };
-        if status != CL_SUCCESS {
-            return Err(status);
-        }
-        // SAFETY: checked non-NULL above; slice_pitch may be NULL.
-        unsafe {
-            *row_pitch = row;
-            if !slice_pitch.is_null() {
-                *slice_pitch = slice;
-            }
-        }
-        Ok(p)
-    };
-    let (v, e) = match run() {
-        Ok(v) => (v, CL_SUCCESS),
-        Err(e) => (std::ptr::null_mut(), e),
-    };
-    // SAFETY: forwarded contract.
-    unsafe { set_errcode(err, e) };
-    v
-}
-
-/// # Safety
-/// As for `clEnqueueUnmapMemObject`.
-pub unsafe extern "C" fn clEnqueueUnmapMemObject(
-    q: *mut c_void,
-    mem: *mut c_void,
-    ptr: *mut c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    let run = || -> Result<i32, i32> {
-        obj(mem, Kind::Mem)?;
-        let m = {
-            let mut all = maps();
-            let list = all.get_mut(&(ptr as usize)).ok_or(CL_INVALID_VALUE)?;
-            let m = list.pop().ok_or(CL_INVALID_VALUE)?;
-            if list.is_empty() {
-                all.remove(&(ptr as usize));
-            }
-            m
-        };
-        let mut c = Call::begin(func::clEnqueueUnmapMemObject)?;
-        // What the server needs to follow the stream comes first.
-        c.enc.u64(m.id);
-        let write_back =
-            !m.direct && m.flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION) != 0;
-        c.enc.bool(write_back);
-        c.enc.u64(m.len as u64);
-        if write_back {
-            // SAFETY: the mapping spans `m.len` bytes at `ptr` and stays
-            // allocated until the call is finished.
-            unsafe { c.attach_raw(ptr as *const u8, m.len) };
-        }
-        c.handle(q, Kind::Queue)?;
-        c.handle(mem, Kind::Mem)?;
-        c.enc.u32(n);
-        // SAFETY: forwarded contract.
-        unsafe { c.handles(wl, n as usize, Kind::Event)? };
-        let n_ev = c.out_new(ev);
-        let mut r = c.finish()?;
-        let status = r.status();
-        // SAFETY: forwarded contract.
-        unsafe { r.out_new(n_ev, ev, Kind::Event, status) };
-        drop(r);
-        if status == CL_SUCCESS {
-            if let Some(layout) = m.owned {
-                // SAFETY: allocated in `map_memory` with this layout; the
-                // application gave the mapping back.
-                unsafe { std::alloc::dealloc(ptr as *mut u8, layout) };
-            }
-        } else {
-            maps().entry(ptr as usize).or_default().push(m);
-        }
-        Ok(status)
-    };
-    match run() {
-        Ok(s) | Err(s) => s,
-    }
-}
-
 /// # Safety
 /// `name` is NULL or a NUL-terminated string.
 pub unsafe extern "C" fn clGetExtensionFunctionAddress(name: *const c_char) -> *mut c_void {
@@ -1196,11 +1039,11 @@ pub unsafe extern "C" fn clGetExtensionFunctionAddressForPlatform(
     unsafe { clGetExtensionFunctionAddress(name) }
 }
 
-const CL_QUEUE_CONTEXT: u32 = 0x1090;
-const CL_QUEUE_DEVICE: u32 = 0x1091;
-const CL_MEM_OBJECT_BUFFER: u32 = 0x10F0;
-const CL_TRUE: u32 = 1;
-const CL_COMPLETE: i32 = 0;
+pub(crate) const CL_QUEUE_CONTEXT: u32 = 0x1090;
+pub(crate) const CL_QUEUE_DEVICE: u32 = 0x1091;
+pub(crate) const CL_MEM_OBJECT_BUFFER: u32 = 0x10F0;
+pub(crate) const CL_TRUE: u32 = 1;
+pub(crate) const CL_COMPLETE: i32 = 0;
 
 /// Transfers at least this large stream through the channel outside the
 /// frame (see `whEnqueueWriteBufferBulk`), or, into buffers in memory shared
@@ -1271,7 +1114,7 @@ unsafe fn transfer_via_map(
 ///
 /// # Safety
 /// Both point to `size` bytes of distinct memory.
-unsafe fn copy_for(map_flags: u64, mapped: *mut u8, app: *mut u8, size: usize) {
+pub(crate) unsafe fn copy_for(map_flags: u64, mapped: *mut u8, app: *mut u8, size: usize) {
     // SAFETY: the caller's contract.
     unsafe {
         if map_flags == CL_MAP_READ {
@@ -1318,7 +1161,7 @@ unsafe fn settle(q: *mut c_void, n: u32, wl: *const *mut c_void) -> Result<(), i
 ///
 /// # Safety
 /// `wl` holds `n` events (the caller's contract).
-unsafe fn settle_for(
+pub(crate) unsafe fn settle_for(
     blocking: u32,
     q: *mut c_void,
     n: u32,
@@ -1333,588 +1176,6 @@ unsafe fn settle_for(
         let _ = unsafe { settle(q, n, wl) };
     }
     Ok(())
-}
-
-/// What the library would refuse when the transfer is enqueued, checked
-/// now: the transfer itself is enqueued later, and its own failure would
-/// reach the application only through the event.
-fn check_gated(mem: *mut c_void, op: GatedOp) -> Result<(), i32> {
-    let end = match op {
-        GatedOp::Image { .. } => {
-            return match image_shape(mem)? {
-                // CL_MEM_OBJECT_IMAGE2D to CL_MEM_OBJECT_IMAGE1D_BUFFER.
-                (0x10F1..=0x10F6, _) => Ok(()),
-                _ => Err(CL_INVALID_MEM_OBJECT),
-            };
-        }
-        GatedOp::Buffer { offset, size, .. } => offset.checked_add(size).map(|e| e as u64),
-        GatedOp::Rect { rect: r, .. } => {
-            let t = |a: [usize; 3]| a.map(|v| v as u64);
-            let [row, slice, ..] = r.pitches;
-            wormhole_opencl_api::rect_extent(t(r.region), 1, row as u64, slice as u64)
-                .and_then(|ext| ext.end(t(r.buffer_origin), 1))
-        }
-    };
-    let ty: u32 = mem_info(mem, CL_MEM_TYPE)?;
-    let len: usize = mem_info(mem, CL_MEM_SIZE)?;
-    if ty != CL_MEM_OBJECT_BUFFER {
-        return Err(CL_INVALID_MEM_OBJECT);
-    }
-    match end {
-        Some(end) if end <= len as u64 => Ok(()),
-        _ => Err(CL_INVALID_VALUE),
-    }
-}
-
-/// A handle a queue knows: its context or device.
-fn queue_handle(q: *mut c_void, param: u32) -> Result<*mut c_void, i32> {
-    // The client library checks `q` before anything is sent.
-    info_value(gen::clGetCommandQueueInfo, q, param)
-}
-
-/// A transfer that completes after we return: a map the server does not
-/// wait for, whose event fires a callback (on the notifier thread) that
-/// copies, unmaps and completes a user event standing for the transfer. A
-/// barrier on that user event keeps later commands of the queue after the
-/// copy, as they would be after the transfer.
-///
-/// # Safety
-/// As for [`transfer_via_map`]; `ptr` stays valid until the transfer
-/// completes (the API's rule for non-blocking transfers).
-#[allow(clippy::too_many_arguments)]
-unsafe fn transfer_later(
-    q: *mut c_void,
-    buf: *mut c_void,
-    map_flags: u64,
-    offset: usize,
-    size: usize,
-    ptr: *mut u8,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    let ctx = match queue_handle(q, CL_QUEUE_CONTEXT) {
-        Ok(c) => c,
-        Err(s) => return s,
-    };
-    let mut e = CL_SUCCESS;
-    // SAFETY: `ctx` is the queue's context.
-    let user = unsafe { clCreateUserEvent(ctx, &mut e) };
-    if e != CL_SUCCESS {
-        return e;
-    }
-    let mut done_ev = std::ptr::null_mut();
-    let m = match map_buffer(q, buf, map_flags, offset, size, n, wl, &mut done_ev, true) {
-        Ok(m) => m as *mut u8,
-        Err(e) => {
-            // SAFETY: our user event, never handed out.
-            unsafe { drop_user_event(user, e) };
-            return e;
-        }
-    };
-    // SAFETY: handles the application holds; our references keep them for
-    // the callback.
-    unsafe {
-        gen::clRetainCommandQueue(q);
-        gen::clRetainMemObject(buf);
-    }
-    // SAFETY: `user` is ours and not set.
-    let hold = match unsafe { Hold::behind(q, user, done_ev) } {
-        Ok(h) => h,
-        Err(s) => {
-            // SAFETY: the map and references are ours.
-            unsafe {
-                clEnqueueUnmapMemObject(
-                    q,
-                    buf,
-                    m.cast(),
-                    0,
-                    std::ptr::null(),
-                    std::ptr::null_mut(),
-                );
-                gen::clReleaseEvent(done_ev);
-                gen::clReleaseCommandQueue(q);
-                gen::clReleaseMemObject(buf);
-                drop_user_event(user, s);
-            }
-            return s;
-        }
-    };
-    let later = Later::Mapped {
-        q: q as usize,
-        buf: buf as usize,
-        mapped: m as usize,
-        app: ptr as usize,
-        size,
-        map_flags,
-        hold,
-    };
-    // SAFETY: `user` is ours, `ev` the application's out-slot.
-    unsafe { later.wait_for(done_ev, user, ev) }
-}
-
-/// A transfer completing later, by how: a map of a buffer in shared memory
-/// to copy from or into ([`transfer_later`]), or a transfer to run once its
-/// gate opens ([`transfer_after_gate`]). Addresses are integers: it
-/// completes on another thread.
-enum Later {
-    Mapped {
-        q: usize,
-        buf: usize,
-        mapped: usize,
-        app: usize,
-        size: usize,
-        map_flags: u64,
-        hold: Hold,
-    },
-    Gated {
-        ctx: usize,
-        dev: usize,
-        mem: usize,
-        op: GatedOp,
-        app: usize,
-        hold: Hold,
-    },
-}
-
-/// A transfer to run once its gate opens; the host memory is the
-/// application's, at `app` in [`Later::Gated`].
-#[derive(Clone, Copy)]
-enum GatedOp {
-    Buffer {
-        write: bool,
-        offset: usize,
-        size: usize,
-    },
-    Image {
-        write: bool,
-        origin: [usize; 3],
-        region: [usize; 3],
-        row: usize,
-        slice: usize,
-    },
-    Rect {
-        write: bool,
-        rect: Rect,
-    },
-}
-
-/// A buffer rectangle transfer's geometry: buffer origin, host origin,
-/// region, then buffer row and slice pitch, host row and slice pitch.
-#[derive(Clone, Copy)]
-struct Rect {
-    buffer_origin: [usize; 3],
-    host_origin: [usize; 3],
-    region: [usize; 3],
-    pitches: [usize; 4],
-}
-
-/// Transfers completing later, by the token their callback carries. PoCL
-/// 3.1 calls no `CL_COMPLETE` callback of a failed command, so a user event
-/// set to a failure also looks here for the transfers it failed
-/// ([`fail_later_transfers`]). Whoever takes an entry out completes it.
-fn later_transfers() -> std::sync::MutexGuard<'static, HashMap<u64, Later>> {
-    static L: OnceLock<Mutex<HashMap<u64, Later>>> = OnceLock::new();
-    L.get_or_init(|| Mutex::new(HashMap::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-}
-
-impl Later {
-    fn hold(&self) -> &Hold {
-        match self {
-            Later::Mapped { hold, .. } | Later::Gated { hold, .. } => hold,
-        }
-    }
-
-    /// Completes the transfer when `cmd` (held by the hold) completes, and
-    /// hands out `user` as its event.
-    ///
-    /// # Safety
-    /// `user` is the hold's user event; `ev` is NULL or an out-slot.
-    unsafe fn wait_for(self, cmd: *mut c_void, user: *mut c_void, ev: *mut *mut c_void) -> i32 {
-        let token = fresh_id();
-        later_transfers().insert(token, self);
-        // SAFETY: `later_ready` takes the token's entry, at most once.
-        let s = unsafe {
-            gen::clSetEventCallback(
-                cmd,
-                CL_COMPLETE,
-                later_ready as *mut c_void,
-                token as *mut c_void,
-            )
-        };
-        if s != CL_SUCCESS {
-            // No way to learn when to complete it: undo, and let the queue
-            // go on (the application gets the error, not the event).
-            let l = later_transfers().remove(&token);
-            if let Some(l) = l {
-                // SAFETY: taken out once.
-                unsafe { l.finish(CL_COMPLETE) };
-            }
-            return s;
-        }
-        // SAFETY: the caller's contract.
-        unsafe { hand_out(user, ev) };
-        CL_SUCCESS
-    }
-
-    /// Performs what is left once `cmd` completed with `status`, then
-    /// [`Later::finish`]es with the transfer's status.
-    ///
-    /// # Safety
-    /// Once per transfer, after `cmd` completed or failed.
-    unsafe fn complete(self, status: i32) {
-        let mut s = status;
-        if status == CL_COMPLETE {
-            match &self {
-                Later::Mapped {
-                    mapped,
-                    app,
-                    size,
-                    map_flags,
-                    ..
-                } => {
-                    // SAFETY: the map is done and lasts until the unmap in
-                    // `finish`; the application keeps its memory until the
-                    // transfer completes.
-                    unsafe { copy_for(*map_flags, *mapped as *mut u8, *app as *mut u8, *size) };
-                }
-                Later::Gated {
-                    ctx,
-                    dev,
-                    mem,
-                    op,
-                    app,
-                    ..
-                } => {
-                    // SAFETY: what `transfer_after_gate` was given, kept alive
-                    // by our references.
-                    s = unsafe {
-                        transfer_now(
-                            *ctx as *mut c_void,
-                            *dev as *mut c_void,
-                            *mem as *mut c_void,
-                            *op,
-                            *app as *mut c_void,
-                        )
-                    };
-                }
-            }
-        }
-        // SAFETY: once, after the work.
-        unsafe { self.finish(s) };
-    }
-
-    /// Gives back what the transfer held (its mapping, our references) and
-    /// sets its user event: `CL_COMPLETE`, or the transfer's failure. An
-    /// undone transfer finishes as complete, so that the queue goes on.
-    ///
-    /// # Safety
-    /// Once per transfer.
-    unsafe fn finish(self, status: i32) {
-        match self {
-            Later::Mapped {
-                q,
-                buf,
-                mapped,
-                hold,
-                ..
-            } => {
-                // SAFETY: our mapping, given back once; then our references
-                // go.
-                unsafe { unmap_held(q, buf, mapped, &hold, status) };
-            }
-            Later::Gated { ctx, mem, hold, .. } => {
-                // SAFETY: set once; then our references go.
-                unsafe {
-                    hold.finish(status);
-                    gen::clReleaseContext(ctx as *mut c_void);
-                    gen::clReleaseMemObject(mem as *mut c_void);
-                }
-            }
-        }
-    }
-}
-
-/// Gives a mapping of ours back, completes the hold with `status`, and
-/// lets our references to the queue and buffer go. The unmap gets an event
-/// we hold until then, as the hold's commands do.
-///
-/// # Safety
-/// Once per mapping; `q` and `buf` are references of ours.
-unsafe fn unmap_held(q: usize, buf: usize, mapped: usize, hold: &Hold, status: i32) {
-    let (q, buf) = (q as *mut c_void, buf as *mut c_void);
-    let mut unmapped = std::ptr::null_mut();
-    // SAFETY: the caller's contract.
-    unsafe {
-        let s = clEnqueueUnmapMemObject(
-            q,
-            buf,
-            mapped as *mut c_void,
-            0,
-            std::ptr::null(),
-            &mut unmapped,
-        );
-        hold.finish(status);
-        if s == CL_SUCCESS {
-            gen::clReleaseEvent(unmapped);
-        }
-        gen::clReleaseCommandQueue(q);
-        gen::clReleaseMemObject(buf);
-    }
-}
-
-/// Runs a gated transfer, blocking, on a queue of our own: in order and
-/// with no wait list, it runs now.
-///
-/// # Safety
-/// The handles are live; the application keeps the memory at `app` until
-/// the transfer completes.
-unsafe fn transfer_now(
-    ctx: *mut c_void,
-    dev: *mut c_void,
-    mem: *mut c_void,
-    op: GatedOp,
-    app: *mut c_void,
-) -> i32 {
-    let mut e = CL_SUCCESS;
-    // SAFETY: the context and device of the application's queue.
-    let q = unsafe { gen::clCreateCommandQueue(ctx, dev, 0, &mut e) };
-    if e != CL_SUCCESS {
-        return e;
-    }
-    let (none, no_ev) = (std::ptr::null(), std::ptr::null_mut());
-    // SAFETY: the caller's contract; blocking, so complete on return.
-    let s = unsafe {
-        match op {
-            GatedOp::Buffer {
-                write: true,
-                offset,
-                size,
-            } => clEnqueueWriteBuffer(q, mem, CL_TRUE, offset, size, app, 0, none, no_ev),
-            GatedOp::Buffer {
-                write: false,
-                offset,
-                size,
-            } => clEnqueueReadBuffer(q, mem, CL_TRUE, offset, size, app, 0, none, no_ev),
-            GatedOp::Rect { write, rect: r } => {
-                let (bo, ho, rg) = (
-                    r.buffer_origin.as_ptr().cast(),
-                    r.host_origin.as_ptr().cast(),
-                    r.region.as_ptr().cast(),
-                );
-                let [brp, bsp, hrp, hsp] = r.pitches;
-                if write {
-                    clEnqueueWriteBufferRect(
-                        q, mem, CL_TRUE, bo, ho, rg, brp, bsp, hrp, hsp, app, 0, none, no_ev,
-                    )
-                } else {
-                    clEnqueueReadBufferRect(
-                        q, mem, CL_TRUE, bo, ho, rg, brp, bsp, hrp, hsp, app, 0, none, no_ev,
-                    )
-                }
-            }
-            GatedOp::Image {
-                write,
-                origin,
-                region,
-                row,
-                slice,
-            } => {
-                let (o, r) = (origin.as_ptr().cast(), region.as_ptr().cast());
-                if write {
-                    clEnqueueWriteImage(q, mem, CL_TRUE, o, r, row, slice, app, 0, none, no_ev)
-                } else {
-                    clEnqueueReadImage(q, mem, CL_TRUE, o, r, row, slice, app, 0, none, no_ev)
-                }
-            }
-        }
-    };
-    // SAFETY: our own queue.
-    unsafe { gen::clReleaseCommandQueue(q) };
-    s
-}
-
-/// The callback of the command a transfer completing later waits for.
-unsafe extern "C" fn later_ready(_ev: *mut c_void, status: i32, data: *mut c_void) {
-    let l = later_transfers().remove(&(data as u64));
-    if let Some(l) = l {
-        // SAFETY: taken out once, after its command completed.
-        unsafe { l.complete(status) };
-    }
-}
-
-/// After a user event was set to a failure: completes, with their
-/// command's failure, the transfers whose command it failed.
-fn fail_later_transfers() {
-    let cmds: Vec<(u64, usize)> = later_transfers()
-        .iter()
-        .map(|(t, l)| (*t, l.hold().held[1]))
-        .collect();
-    for (token, cmd) in cmds {
-        // The hold keeps `cmd` alive.
-        if let Ok(st @ ..0) = waits::event_status(cmd as *mut c_void) {
-            let l = later_transfers().remove(&token);
-            if let Some(l) = l {
-                // SAFETY: taken out once; its command failed.
-                unsafe { l.complete(st) };
-            }
-        }
-    }
-}
-
-/// A transfer that completes after we return, of a buffer that is not in
-/// memory shared with the server (over TCP, without shared buffers, on
-/// other devices): a marker with the transfer's wait list fires a callback
-/// (on the notifier thread) that performs the transfer, blocking, on a queue
-/// of our own, and completes a user event standing for it. A barrier on that
-/// event keeps later commands of the queue after the transfer.
-///
-/// # Safety
-/// As for `clEnqueueReadBuffer` (`write` false) or `clEnqueueWriteBuffer`;
-/// `ptr` stays valid until the transfer completes (the API's rule for
-/// non-blocking transfers).
-#[allow(clippy::too_many_arguments)]
-unsafe fn transfer_after_gate(
-    q: *mut c_void,
-    mem: *mut c_void,
-    op: GatedOp,
-    ptr: *mut c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    let (ctx, dev) = match (
-        queue_handle(q, CL_QUEUE_CONTEXT),
-        queue_handle(q, CL_QUEUE_DEVICE),
-    ) {
-        (Ok(c), Ok(d)) => (c, d),
-        (Err(s), _) | (_, Err(s)) => return s,
-    };
-    if let Err(s) = check_gated(mem, op) {
-        return s;
-    }
-    let mut marker = std::ptr::null_mut();
-    // SAFETY: forwarded contract; a valid out-slot for the marker.
-    let s = unsafe { gen::clEnqueueMarkerWithWaitList(q, n, wl, &mut marker) };
-    if s != CL_SUCCESS {
-        return s;
-    }
-    let mut e = CL_SUCCESS;
-    // SAFETY: `ctx` is the queue's context.
-    let user = unsafe { clCreateUserEvent(ctx, &mut e) };
-    let hold = match e {
-        // SAFETY: `user` is ours and not set; `marker` is ours.
-        CL_SUCCESS => unsafe { Hold::behind(q, user, marker) },
-        e => Err(e),
-    };
-    let hold = match hold {
-        Ok(h) => h,
-        Err(s) => {
-            // SAFETY: our own references.
-            unsafe {
-                gen::clReleaseEvent(marker);
-                if e == CL_SUCCESS {
-                    drop_user_event(user, s);
-                }
-            }
-            return s;
-        }
-    };
-    // SAFETY: handles the application holds; our references keep them for
-    // the callback.
-    unsafe {
-        gen::clRetainContext(ctx);
-        gen::clRetainMemObject(mem);
-    }
-    let later = Later::Gated {
-        ctx: ctx as usize,
-        dev: dev as usize,
-        mem: mem as usize,
-        op,
-        app: ptr as usize,
-        hold,
-    };
-    // SAFETY: `user` is ours, `ev` the application's out-slot.
-    unsafe { later.wait_for(marker, user, ev) }
-}
-
-/// The user event that stands for a transfer completing later, and the
-/// events we hold until it is set: the barrier that keeps the queue's later
-/// commands behind it, and the command whose callback completes it. PoCL
-/// 3.1 aborts when a command fails whose event nobody holds any more (these
-/// fail when what the transfer waits for fails).
-struct Hold {
-    user: usize,
-    held: [usize; 2],
-}
-
-impl Hold {
-    /// Enqueues the barrier behind `user`; `cmd` is the command whose
-    /// callback will set `user` (our reference, which the hold takes).
-    ///
-    /// # Safety
-    /// `user` is a user event of ours, not yet set; `cmd` an event of ours.
-    unsafe fn behind(q: *mut c_void, user: *mut c_void, cmd: *mut c_void) -> Result<Hold, i32> {
-        let on = [user];
-        let mut barrier = std::ptr::null_mut();
-        // SAFETY: one event in the list; a valid out-slot.
-        let s = unsafe { gen::clEnqueueBarrierWithWaitList(q, 1, on.as_ptr(), &mut barrier) };
-        if s != CL_SUCCESS {
-            return Err(s);
-        }
-        Ok(Hold {
-            user: user as usize,
-            held: [barrier as usize, cmd as usize],
-        })
-    }
-
-    /// Sets the user event (`CL_COMPLETE`, or the transfer's failure) and
-    /// lets every reference go.
-    ///
-    /// # Safety
-    /// Once per hold.
-    unsafe fn finish(&self, status: i32) {
-        let status = if status == CL_SUCCESS {
-            CL_COMPLETE
-        } else {
-            status.min(-1)
-        };
-        // SAFETY: our events (the caller's contract).
-        unsafe {
-            drop_user_event(self.user as *mut c_void, status);
-            for e in self.held {
-                gen::clReleaseEvent(e as *mut c_void);
-            }
-        }
-    }
-}
-
-/// Hands `user` out as the transfer's event.
-///
-/// # Safety
-/// `user` is an event of ours; `ev` is NULL or an out-slot.
-unsafe fn hand_out(user: *mut c_void, ev: *mut *mut c_void) {
-    if !ev.is_null() {
-        // SAFETY: the application's own reference to the user event.
-        unsafe {
-            gen::clRetainEvent(user);
-            *ev = user;
-        }
-    }
-}
-
-/// Sets our user event's status and lets our reference go.
-///
-/// # Safety
-/// `user` is a user event of ours, whose status is not set yet.
-unsafe fn drop_user_event(user: *mut c_void, status: i32) {
-    // SAFETY: the caller's contract.
-    unsafe {
-        clSetUserEventStatus(user, status);
-        gen::clReleaseEvent(user);
-    }
 }
 
 /// What a buffer read or write does before it is forwarded as such:
@@ -2207,6 +1468,7 @@ pub unsafe extern "C" fn clSetUserEventStatus(ev: *mut c_void, status: i32) -> i
                 waits::user_event_set();
             }
         }
+        crate::event_state::note_status(ev, status);
         if status < 0 {
             fail_later_transfers();
         }
@@ -2217,7 +1479,7 @@ pub unsafe extern "C" fn clSetUserEventStatus(ev: *mut c_void, status: i32) -> i
 /// # Safety
 /// As for `clWaitForEvents`.
 pub unsafe extern "C" fn clWaitForEvents(n: u32, list: *const *mut c_void) -> i32 {
-    if waits::free_channel() && n > 0 && !list.is_null() {
+    let s = if waits::free_channel() && n > 0 && !list.is_null() {
         // SAFETY: forwarded contract: `list` holds `n` events.
         let events = unsafe { std::slice::from_raw_parts(list, n as usize) };
         if let Err(e) = waits::timed(|| waits::wait(events)) {
@@ -2225,10 +1487,18 @@ pub unsafe extern "C" fn clWaitForEvents(n: u32, list: *const *mut c_void) -> i3
         }
         // The call below then returns at once, with its own status.
         // SAFETY: forwarded contract.
-        return unsafe { gen::clWaitForEvents(n, list) };
+        unsafe { gen::clWaitForEvents(n, list) }
+    } else {
+        // SAFETY: forwarded contract.
+        waits::timed(|| unsafe { gen::clWaitForEvents(n, list) })
+    };
+    if s == CL_SUCCESS && n > 0 && !list.is_null() {
+        // SAFETY: forwarded contract: `list` holds `n` events.
+        crate::event_state::note_all_complete(unsafe {
+            std::slice::from_raw_parts(list, n as usize)
+        });
     }
-    // SAFETY: forwarded contract.
-    waits::timed(|| unsafe { gen::clWaitForEvents(n, list) })
+    s
 }
 
 /// # Safety

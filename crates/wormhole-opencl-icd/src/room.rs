@@ -4,7 +4,7 @@
 //! made the buffer; if the device (or the tenant's quota, which the device
 //! then reports as its size) has no room for it, the failure surfaces at a
 //! later call, where the application is not looking for it. So once the
-//! buffers the application holds, with the new one, pass half of the
+//! buffers and images the application holds, with the new one, pass half of the
 //! smallest `CL_DEVICE_GLOBAL_MEM_SIZE` of the context's devices, each
 //! creation waits for its answer and fails where it would natively. Half,
 //! because the server still counts buffers the application released while
@@ -25,15 +25,17 @@ const CL_DEVICE_GLOBAL_MEM_SIZE: u32 = 0x101F;
 /// allows), the devices are not asked.
 const SMALL: u64 = 1 << 20;
 
-/// Bytes in buffers from `clCreateBuffer` that the application holds.
+/// Bytes in memory objects created here (buffers, images) that the
+/// application holds.
 static HELD: AtomicU64 = AtomicU64::new(0);
 
-/// Counts a buffer the application now holds.
+/// Counts a memory object the application now holds.
 pub fn created(size: u64) {
     HELD.fetch_add(size, Ordering::Relaxed);
 }
 
-/// Stops counting a buffer the application released for the last time.
+/// Stops counting a memory object the application released for the last
+/// time.
 pub fn released(size: u64) {
     // Never below zero, even if counts raced.
     let _ = HELD.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| {

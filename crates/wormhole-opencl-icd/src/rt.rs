@@ -65,7 +65,8 @@ pub struct Obj {
     /// For queues and buffers: the id of the context they were created in
     /// (0: not known here).
     pub created_in: AtomicU64,
-    /// For buffers from clCreateBuffer: their flags, with [`FLAGS_KNOWN`].
+    /// For memory objects created here (buffers, images; not sub-buffers):
+    /// their flags, with [`FLAGS_KNOWN`].
     created_flags: AtomicU64,
     /// For buffers from clCreateBuffer: their size, counted as held by the
     /// application until its last release (`room`).
@@ -73,6 +74,13 @@ pub struct Obj {
     /// For contexts: the least global memory of their devices (0: not
     /// asked yet; u64::MAX: not known), for `room`.
     pub mem_budget: AtomicU64,
+    /// For events that stand for a command the client completes itself (a
+    /// barrier behind a transfer or map gated on a user event): the
+    /// command type the application's command has natively (0: none).
+    pub stands_for: AtomicU32,
+    /// For events: the status the server said it ended with
+    /// (`event_state::NOT_ENDED` until then).
+    pub ended: std::sync::atomic::AtomicI32,
 }
 
 /// Marks `Obj::created_flags` as set (no OpenCL memory flag uses the top bit).
@@ -138,6 +146,18 @@ impl Obj {
         );
     }
 
+    /// Makes calls that name this program shaped by its latest build (or
+    /// compilation): a kernel name or argument that one build has, the
+    /// next, with other options or a failure, may not, so what succeeded
+    /// before tells nothing about it. Kernels take the program's shape
+    /// ([`Obj::shape_as_kernel_of`]).
+    pub fn shape_as_new_build(&self) {
+        static BUILDS: AtomicU64 = AtomicU64::new(0);
+        let n = BUILDS.fetch_add(1, Ordering::Relaxed);
+        self.shape_key
+            .store(shape_of((0x4255_494cu32, self.id, n)), Ordering::Relaxed);
+    }
+
     /// Back to the object itself as its shape: a buffer with sub-buffers
     /// overlaps them, which its twins do not (a copy between it and one of
     /// them can fail where theirs cannot).
@@ -151,7 +171,7 @@ impl Obj {
             .store(flags | FLAGS_KNOWN, Ordering::Relaxed);
     }
 
-    /// A buffer's flags, if clCreateBuffer made it.
+    /// A memory object's flags, if it was created here (see the field).
     pub fn created_flags(&self) -> Option<u64> {
         let f = self.created_flags.load(Ordering::Relaxed);
         (f & FLAGS_KNOWN != 0).then_some(f & !FLAGS_KNOWN)
@@ -174,6 +194,9 @@ struct Registry {
     by_id: FxHashMap<u64, usize>,
     live: FxHashSet<usize>,
     quarantine: VecDeque<usize>,
+    /// The memory objects and samplers in the quarantine: a kernel argument
+    /// naming one is a handle the application released (see [`arg_object`]).
+    released_args: FxHashMap<usize, Kind>,
 }
 
 fn registry() -> MutexGuard<'static, Registry> {
@@ -183,6 +206,7 @@ fn registry() -> MutexGuard<'static, Registry> {
             by_id: FxHashMap::default(),
             live: FxHashSet::default(),
             quarantine: VecDeque::new(),
+            released_args: FxHashMap::default(),
         })
     });
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -225,6 +249,8 @@ pub fn object_for(id: u64, kind: Kind, refs: u32) -> *mut c_void {
         created_flags: AtomicU64::new(0),
         counted: AtomicU64::new(0),
         mem_budget: AtomicU64::new(0),
+        stands_for: AtomicU32::new(0),
+        ended: std::sync::atomic::AtomicI32::new(crate::event_state::NOT_ENDED),
     }));
     r.by_id.insert(id, obj as usize);
     r.live.insert(obj as usize);
@@ -304,13 +330,32 @@ impl Checked {
     }
 }
 
-/// Like [`obj`], for any kind: used to recognise handles in kernel arguments.
-pub fn any_obj(p: *mut c_void) -> Option<&'static Obj> {
-    if p.is_null() || !registry().live.contains(&(p as usize)) {
-        return None;
+/// What a pointer-sized kernel argument's bytes are to us.
+pub enum ArgObject {
+    /// One of the application's objects.
+    Live(&'static Obj),
+    /// A memory object or sampler the application released (its memory
+    /// is still in the quarantine, so nothing else can have its address).
+    Released(Kind),
+    /// Anything else: bytes.
+    Bytes,
+}
+
+/// Like [`obj`], for any kind, and for released memory objects and
+/// samplers too: used to recognise handles in kernel arguments.
+pub fn arg_object(p: *mut c_void) -> ArgObject {
+    if p.is_null() {
+        return ArgObject::Bytes;
     }
-    // SAFETY: registered, hence a live Obj.
-    Some(unsafe { &*(p as *const Obj) })
+    let r = registry();
+    if r.live.contains(&(p as usize)) {
+        // SAFETY: registered, hence a live Obj.
+        return ArgObject::Live(unsafe { &*(p as *const Obj) });
+    }
+    match r.released_args.get(&(p as usize)) {
+        Some(&k) => ArgObject::Released(k),
+        None => ArgObject::Bytes,
+    }
 }
 
 /// Counts a retain. An object with no count (platforms, root devices,
@@ -351,11 +396,17 @@ pub fn released(p: *mut c_void, kind: Kind) {
         // of a crash. Bounded, so that objects released in a loop (events)
         // do not leak.
         r.quarantine.push_back(p as usize);
+        if matches!(kind, Kind::Mem | Kind::Sampler) {
+            r.released_args.insert(p as usize, kind);
+        }
         let evicted = if r.quarantine.len() > QUARANTINE {
             r.quarantine.pop_front()
         } else {
             None
         };
+        if let Some(old) = evicted {
+            r.released_args.remove(&old);
+        }
         drop(r);
         if let Some(old) = evicted {
             // SAFETY: unregistered when it entered the quarantine, so no
@@ -1241,5 +1292,44 @@ impl Reply<'_> {
 
     pub fn adopt(&mut self, id: u64, kind: Kind) -> *mut c_void {
         object_for(id, kind, 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kernel argument naming a memory object or sampler the application
+    /// released is known as one while the object's memory is quarantined
+    /// (nothing else can have its address then), and as bytes after.
+    #[test]
+    fn a_released_handle_is_known_until_its_memory_can_be_reused() {
+        let mem = object_for(1 << 40, Kind::Mem, 1);
+        let smp = object_for((1 << 40) + 1, Kind::Sampler, 1);
+        let ev = object_for((1 << 40) + 2, Kind::Event, 1);
+        assert!(matches!(arg_object(mem), ArgObject::Live(o) if o.kind == Kind::Mem));
+        for (p, k) in [(mem, Kind::Mem), (smp, Kind::Sampler), (ev, Kind::Event)] {
+            released(p, k);
+        }
+        assert!(matches!(arg_object(mem), ArgObject::Released(Kind::Mem)));
+        assert!(matches!(
+            arg_object(smp),
+            ArgObject::Released(Kind::Sampler)
+        ));
+        assert!(
+            matches!(arg_object(ev), ArgObject::Bytes),
+            "only memory objects and samplers are kernel arguments"
+        );
+        // Releases of other objects push them out of the quarantine.
+        for i in 0..QUARANTINE as u64 {
+            let e = object_for((1 << 41) + i, Kind::Event, 1);
+            released(e, Kind::Event);
+        }
+        assert!(matches!(
+            arg_object(mem),
+            ArgObject::Bytes | ArgObject::Live(_)
+        ));
+        assert!(!registry().released_args.contains_key(&(mem as usize)));
+        assert!(registry().released_args.len() <= QUARANTINE);
     }
 }

@@ -23,7 +23,6 @@ use wormhole_opencl_api::CL_SUCCESS;
 use crate::gen;
 
 const CL_COMPLETE: i32 = 0;
-const CL_EVENT_COMMAND_EXECUTION_STATUS: u32 = 0x11D3;
 const CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST: i32 = -14;
 
 /// Waits are long, for [`free_channel`], when a moving average of the last
@@ -82,7 +81,7 @@ pub fn timed<T>(f: impl FnOnce() -> T) -> T {
 
 /// An event's execution status (negative: it failed).
 pub fn event_status(e: *mut c_void) -> Result<i32, i32> {
-    crate::rt::info_value(gen::clGetEventInfo, e, CL_EVENT_COMMAND_EXECUTION_STATUS)
+    crate::event_state::status(e)
 }
 
 /// Whether all `events` completed (`Ok(true)`), or one failed.

@@ -28,6 +28,19 @@ pub enum HandoffMode {
     SameCore,
 }
 
+/// Who publishes the reply of a blocking wait over shared memory: the
+/// library's worker from the completion callback (`on`), or the tenant's
+/// thread once the wait returns (`off`); `auto`: the worker where idle
+/// CPUs halt at once (`halting.rs` says why).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum HeldReplies {
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
 /// Everything the server can be told.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -53,6 +66,7 @@ pub struct Config {
     pub handoff: HandoffMode,
     /// Most polls before sleeping, in spin mode (the budget adapts below it).
     pub spin_polls: u32,
+    pub held_replies: HeldReplies,
     /// Export only platforms whose name contains one of these (all if empty).
     pub platforms: Vec<String>,
     /// Largest buffer one request may make the server allocate, in bytes.
@@ -76,10 +90,36 @@ pub struct Config {
     /// told the server is full and let go. 0: no limit.
     pub max_tenants: usize,
     /// Most bytes of memory objects (OpenCL buffers and images, CUDA
-    /// allocations) one tenant may hold at once; devices are described to
-    /// it as no larger. An integer, or a size such as "2 GiB". 0: no limit.
-    #[serde(deserialize_with = "size")]
-    pub tenant_memory: u64,
+    /// allocations) and program sources and binaries one tenant may hold
+    /// at once; devices are described to it as no larger. "device" (the
+    /// default): the largest global memory of the devices it exports; an
+    /// integer, or a size such as "2 GiB"; 0: no limit.
+    #[serde(deserialize_with = "tenant_memory")]
+    pub tenant_memory: TenantMemory,
+    /// Confine each tenant (namespaces, its own uid when the server is
+    /// root, a root of its own, seccomp, Landlock, cgroup limits; see
+    /// docs/wormhole-security.md). Off: tenants are only non-dumpable.
+    pub confine: bool,
+    /// Uids for tenants when the server runs as root, "FIRST-LAST" (one
+    /// each; default 1879048192-1879113727).
+    pub tenant_uids: Option<String>,
+    /// Paths tenants may read besides the system's (/usr, /etc, /opt,
+    /// ...): drivers or libraries installed elsewhere. The directories of
+    /// LD_LIBRARY_PATH, OCL_ICD_VENDORS and cuda_runtime are added.
+    pub tenant_paths: Vec<PathBuf>,
+    /// Memory all of one tenant's processes may use (a cgroup's limit, else
+    /// RLIMIT_DATA): a size, or 0 for none. Default: tenant_memory plus 2
+    /// GiB when that is a size, else three quarters of the host's memory.
+    #[serde(deserialize_with = "opt_size")]
+    pub tenant_process_memory: Option<u64>,
+    /// Most threads and processes one tenant may have (0: no limit).
+    pub tenant_tasks: u64,
+    /// Let one client user's tenants share compiled kernels (a directory
+    /// per user under kernel_cache_dir); off, each tenant compiles alone.
+    pub shared_kernel_cache: bool,
+    /// Where those caches live (default /var/cache/wormhole/kernels for
+    /// root, else $XDG_CACHE_HOME/wormhole/kernels).
+    pub kernel_cache_dir: Option<PathBuf>,
     /// Delay storing (docs/delay-storing.md): the memory one device lends
     /// all tenants together, in bytes or a size (0: the device's own, as its
     /// library reports it). Set, or with `oversubscribe`, the listener keeps
@@ -129,6 +169,35 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
         .map_err(|e| format!("{s:?} is not a size ({e})"))
 }
 
+/// How much memory one tenant may hold (`tenant_memory`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TenantMemory {
+    /// As much as the largest device the tenant exports has.
+    #[default]
+    Device,
+    /// At most this many bytes; 0: no limit.
+    Bytes(u64),
+}
+
+impl std::fmt::Display for TenantMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TenantMemory::Device => f.write_str("device"),
+            TenantMemory::Bytes(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+/// Parses `tenant_memory`: "device", or a size as [`parse_size`] reads it.
+pub fn parse_tenant_memory(s: &str) -> Result<TenantMemory, String> {
+    if s.trim().eq_ignore_ascii_case("device") {
+        return Ok(TenantMemory::Device);
+    }
+    parse_size(s)
+        .map(TenantMemory::Bytes)
+        .map_err(|e| format!("{e}, nor \"device\""))
+}
+
 /// Parses a file mode written in octal ("0660", "660", "0o660").
 pub fn parse_mode(s: &str) -> Result<u32, String> {
     let digits = s.strip_prefix("0o").unwrap_or(s);
@@ -144,6 +213,10 @@ fn mode<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
 }
 
 fn size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    opt_size(d).map(|s| s.unwrap_or(0))
+}
+
+fn opt_size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Size {
@@ -151,8 +224,21 @@ fn size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         Text(String),
     }
     match Size::deserialize(d)? {
-        Size::Bytes(n) => Ok(n),
-        Size::Text(s) => parse_size(&s).map_err(serde::de::Error::custom),
+        Size::Bytes(n) => Ok(Some(n)),
+        Size::Text(s) => parse_size(&s).map(Some).map_err(serde::de::Error::custom),
+    }
+}
+
+fn tenant_memory<'de, D: serde::Deserializer<'de>>(d: D) -> Result<TenantMemory, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Size {
+        Bytes(u64),
+        Text(String),
+    }
+    match Size::deserialize(d)? {
+        Size::Bytes(n) => Ok(TenantMemory::Bytes(n)),
+        Size::Text(s) => parse_tenant_memory(&s).map_err(serde::de::Error::custom),
     }
 }
 
@@ -167,6 +253,7 @@ impl Default for Config {
             tcp_dead_peer: wormhole_transport::stream::DEFAULT_DEAD_PEER.as_secs(),
             handoff: HandoffMode::Futex,
             spin_polls: 20_000,
+            held_replies: HeldReplies::Auto,
             platforms: Vec::new(),
             max_alloc: 4 << 30,
             request_ring: 2 << 20,
@@ -176,7 +263,14 @@ impl Default for Config {
             cuda_runtime: None,
             shared_buffers: 64 << 30,
             max_tenants: 256,
-            tenant_memory: 0,
+            tenant_memory: TenantMemory::Device,
+            confine: true,
+            tenant_uids: None,
+            tenant_paths: Vec::new(),
+            tenant_process_memory: None,
+            tenant_tasks: 4096,
+            shared_kernel_cache: true,
+            kernel_cache_dir: None,
             device_memory: 0,
             oversubscribe: false,
             residency: ResidencyMode::Delay,
@@ -186,9 +280,33 @@ impl Default for Config {
     }
 }
 
+/// A file's text; `/proc/self/fd/N` is read through descriptor N itself
+/// (from its start), which a tenant holds for a file whose path its uid
+/// may not open again.
+fn read_text(path: &Path) -> std::io::Result<String> {
+    use std::io::{Read, Seek};
+    use std::os::fd::{AsFd, OwnedFd};
+    let fd = path
+        .strip_prefix("/proc/self/fd")
+        .ok()
+        .and_then(|n| n.to_str()?.parse::<i32>().ok());
+    let Some(n) = fd else {
+        return std::fs::read_to_string(path);
+    };
+    // SAFETY: borrowed only to duplicate it; a descriptor that is not open
+    // makes the duplication fail.
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(n) };
+    let own: OwnedFd = borrowed.as_fd().try_clone_to_owned()?;
+    let mut f = std::fs::File::from(own);
+    f.rewind()?;
+    let mut text = String::new();
+    f.read_to_string(&mut text)?;
+    Ok(text)
+}
+
 impl Config {
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|err| ConfigError::Read {
+        let text = read_text(path).map_err(|err| ConfigError::Read {
             path: path.into(),
             err,
         })?;
@@ -201,6 +319,10 @@ impl Config {
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(r) = &self.tenant_uids {
+            r.parse::<wormhole_confine::UidRange>()
+                .map_err(|e| ConfigError::Invalid(format!("tenant_uids: {e}")))?;
+        }
         for (name, v) in [
             ("request_ring", self.request_ring),
             ("reply_ring", self.reply_ring),
@@ -233,6 +355,16 @@ impl Config {
         }
     }
 
+    /// Whether blocking waits' replies are published by the library's
+    /// worker (`held_replies`, with `auto` decided for this machine).
+    pub fn hold_replies(&self) -> bool {
+        match self.held_replies {
+            HeldReplies::On => true,
+            HeldReplies::Off => false,
+            HeldReplies::Auto => crate::halting::idle_cpus_halt_at_once(),
+        }
+    }
+
     pub fn handoff(&self) -> wormhole_transport::Handoff {
         match self.handoff {
             HandoffMode::Futex => wormhole_transport::Handoff::Futex,
@@ -262,11 +394,40 @@ mod tests {
         assert_eq!(c.handoff, HandoffMode::Spin);
         assert_eq!(c.platforms, vec!["Portable".to_string()]);
         assert!(c.opencl && !c.cuda);
-        assert_eq!(c.tenant_memory, 0, "no quota unless asked");
+        assert_eq!(c.tenant_memory, TenantMemory::Device, "the device's size");
         std::fs::write(&p, "tenant_memory = \"2 GiB\"\n").expect("write");
-        assert_eq!(Config::load(&p).expect("load").tenant_memory, 2 << 30);
+        assert_eq!(
+            Config::load(&p).expect("load").tenant_memory,
+            TenantMemory::Bytes(2 << 30)
+        );
         std::fs::write(&p, "tenant_memory = 4096\n").expect("write");
-        assert_eq!(Config::load(&p).expect("load").tenant_memory, 4096);
+        assert_eq!(
+            Config::load(&p).expect("load").tenant_memory,
+            TenantMemory::Bytes(4096)
+        );
+        std::fs::write(&p, "tenant_memory = 0\n").expect("write");
+        assert_eq!(
+            Config::load(&p).expect("load").tenant_memory,
+            TenantMemory::Bytes(0),
+            "no limit"
+        );
+        std::fs::write(&p, "tenant_memory = \"device\"\n").expect("write");
+        assert_eq!(
+            Config::load(&p).expect("load").tenant_memory,
+            TenantMemory::Device
+        );
+        // The flag's form, which tenants are started with, reads back.
+        for m in [
+            TenantMemory::Device,
+            TenantMemory::Bytes(0),
+            TenantMemory::Bytes(10 << 20),
+        ] {
+            assert_eq!(parse_tenant_memory(&m.to_string()), Ok(m));
+        }
+        assert_eq!(
+            parse_tenant_memory("10M"),
+            Ok(TenantMemory::Bytes(10 << 20))
+        );
         std::fs::write(&p, "tenant_memory = \"lots\"\n").expect("write");
         assert!(matches!(Config::load(&p), Err(ConfigError::Parse { .. })));
         assert_eq!(c.socket_mode, 0o600, "only the server's user by default");

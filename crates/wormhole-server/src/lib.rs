@@ -19,7 +19,9 @@
 //! One server exports OpenCL, CUDA or both (`opencl`, `cuda` settings).
 
 pub mod config;
+pub mod confinement;
 pub mod cuda;
+pub mod halting;
 pub mod harness;
 pub mod listen;
 pub mod opencl;

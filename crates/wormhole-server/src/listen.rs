@@ -7,9 +7,7 @@ use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixListener;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,13 +75,12 @@ impl TenantExe {
     }
 }
 
-/// `f` on a descriptor above [`TENANT_FD`] and residency's: a tenant's
-/// connection (and its link to the device's ledger, and its store) is put
-/// on those in the child before exec, which would replace the binary if it
+/// `f` on a descriptor above every number a tenant finds one on (its
+/// connection, its configuration, residency's link and store): those are
+/// placed in the child before exec, which would replace the binary if it
 /// were there (a server started with stdin closed can get one).
 fn above_tenant_fd(f: std::fs::File) -> std::io::Result<std::fs::File> {
-    // Residency's descriptors go on the next numbers (crate::residency).
-    const LAST_PLACED: RawFd = crate::residency::STORE_FD;
+    const LAST_PLACED: RawFd = max_fd(max_fd(TENANT_FD, CONFIG_FD), crate::residency::STORE_FD);
     if f.as_raw_fd() > LAST_PLACED {
         return Ok(f);
     }
@@ -95,6 +92,14 @@ fn above_tenant_fd(f: std::fs::File) -> std::io::Result<std::fs::File> {
     }
     // SAFETY: `fd` was just returned to us and is owned by nothing else.
     Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
+const fn max_fd(a: RawFd, b: RawFd) -> RawFd {
+    if a > b {
+        a
+    } else {
+        b
+    }
 }
 
 /// How many tenant processes live, against the most that may.
@@ -181,50 +186,92 @@ impl Tenants {
     }
 }
 
-fn spawn_tenant(
-    exe: &TenantExe,
-    fd: RawFd,
-    config_args: &[String],
-    tenants: &Arc<Tenants>,
-) -> std::io::Result<()> {
-    let mut cmd = Command::new(&exe.path);
-    cmd.arg0("wormhole-server")
-        .args(config_args)
-        .arg("tenant")
-        .env(IN_SERVER_ENV, "1");
+/// The descriptor a tenant finds its configuration file on (opened for it,
+/// read-only, before it takes its own uid).
+pub const CONFIG_FD: RawFd = 5;
+
+/// Set in a tenant's environment: who its client is, as the listener saw
+/// it (in its own namespaces the tenant could only see a pid of 0).
+pub const CLIENT_ENV: &str = "WORMHOLE_CLIENT";
+
+/// How tenants are started: the binary, the flags that carry the
+/// configuration, and the jailer that confines each one.
+pub struct Spawner {
+    exe: TenantExe,
+    args: Vec<String>,
+    config: Option<PathBuf>,
+    jailer: wormhole_confine::Jailer,
+}
+
+impl Spawner {
+    pub fn new(
+        args: Vec<String>,
+        config: Option<PathBuf>,
+        policy: wormhole_confine::Policy,
+    ) -> std::io::Result<Spawner> {
+        let jailer = wormhole_confine::Jailer::new(policy);
+        let support = jailer.support();
+        let complete = support.namespaces.is_ok()
+            && support.uids.is_ok()
+            && support.cgroup.is_ok()
+            && support.landlock.is_ok();
+        if support.enabled && !complete {
+            log::warn!("tenant confinement: {support}");
+        } else {
+            log::info!("tenant confinement: {support}");
+        }
+        Ok(Spawner {
+            exe: TenantExe::open()?,
+            args,
+            config: config.map(|p| std::fs::canonicalize(&p).unwrap_or(p)),
+            jailer,
+        })
+    }
+}
+
+fn spawn_tenant(spawner: &Spawner, fd: RawFd, tenants: &Arc<Tenants>) -> std::io::Result<()> {
+    let client = describe_client(fd);
+    let mut args = spawner.args.clone();
+    args.push("tenant".into());
     // Delay storing: the link to the device's ledger (and a store file).
     let link = crate::residency::spawn::TenantLink::new().map_err(std::io::Error::other)?;
-    let more = link.as_ref().map_or([(-1, -1); 2], |l| l.child_fds());
-    // SAFETY: dup2 and signal are async-signal-safe; they run in the child
-    // between fork and exec and touch only the descriptor table and the
-    // signal dispositions. The new descriptors have no close-on-exec flag,
-    // unlike every other one we hold.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::dup2(fd, TENANT_FD) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            for (from, to) in more {
-                if from >= 0 && libc::dup2(from, to) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-            // SIG_IGN survives exec: without this the tenant's OpenCL
-            // library could not wait for its own children (PoCL's linker
-            // fails with ECHILD and every kernel build fails).
-            if libc::signal(libc::SIGCHLD, libc::SIG_DFL) == libc::SIG_ERR {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let client = describe_client(fd);
-    let mut child = cmd.spawn()?;
-    let pid = child.id();
+    let mut fds = vec![(fd, TENANT_FD)];
+    fds.extend(
+        link.iter()
+            .flat_map(|l| l.child_fds())
+            .filter(|&(from, _)| from >= 0),
+    );
+    let cmd = wormhole_confine::TenantCommand {
+        exe: spawner.exe.path.clone(),
+        argv0: "wormhole-server".into(),
+        args,
+        env: vec![
+            (IN_SERVER_ENV.into(), "1".into()),
+            (CLIENT_ENV.into(), client.clone()),
+        ],
+        fds,
+        open_files: spawner
+            .config
+            .iter()
+            .map(|p| (p.clone(), CONFIG_FD))
+            .collect(),
+        client_uid: match peer(fd) {
+            Ok(Peer::Unix { uid, .. }) => Some(uid),
+            _ => None,
+        },
+    };
+    let jailed = spawner
+        .jailer
+        .spawn(&cmd)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    let pid = jailed.pid;
     if let Some(l) = link {
         l.started(pid);
     }
-    log::info!("tenant process {pid} started for {client}");
+    log::info!(
+        "tenant process {pid} (uid {}) started for {client}",
+        jailed.uid
+    );
     tenants
         .pids
         .lock()
@@ -233,26 +280,25 @@ fn spawn_tenant(
     // Reap it when it exits (no zombies), and only then give its place
     // back. Not SIGCHLD = SIG_IGN: that is inherited across exec, and a
     // tenant's OpenCL library waits for its own children (PoCL runs the
-    // linker), which then fails with ECHILD; it also makes a failed spawn
-    // panic in std.
+    // linker), which then fails with ECHILD.
     let tenants = tenants.clone();
     let reaper = std::thread::Builder::new()
         .name(format!("reap-{pid}"))
         .spawn(move || {
             // Wait for the end without reaping, so that the id leaves the
             // set (under its lock) while it is still this child's.
-            let _ = nix::sys::wait::waitid(
-                nix::sys::wait::Id::Pid(nix::unistd::Pid::from_raw(pid as i32)),
-                nix::sys::wait::WaitPidFlag::WEXITED | nix::sys::wait::WaitPidFlag::WNOWAIT,
-            );
+            jailed.wait_for_end();
             let status = {
                 let mut pids = tenants.pids.lock().unwrap_or_else(|e| e.into_inner());
                 pids.remove(&pid);
-                child.wait()
+                jailed.reap()
             };
+            // Its cgroup, uid and temporary directory go back before its
+            // place does.
+            drop(jailed);
             tenants.leave();
             match status {
-                Ok(st) => log::info!("tenant process {pid} ({client}) ended ({st})"),
+                Ok(st) => log::info!("tenant process {pid} ({client}) ended ({st:?})"),
                 Err(e) => log::info!("tenant process {pid} ({client}) ended (wait: {e})"),
             }
         });
@@ -268,28 +314,43 @@ fn spawn_tenant(
 /// process's pid and uid (from the kernel, not the client's word), or a
 /// TCP peer's address.
 pub fn describe_client(fd: RawFd) -> String {
+    match peer(fd) {
+        Ok(Peer::Unix { pid, uid }) => format!("unix client pid {pid} uid {uid}"),
+        Ok(Peer::Tcp(a)) => format!("tcp client {a}"),
+        Err(e) => format!("a client ({e})"),
+    }
+}
+
+enum Peer {
+    Unix { pid: i32, uid: u32 },
+    Tcp(String),
+}
+
+fn peer(fd: RawFd) -> nix::Result<Peer> {
     use nix::sys::socket::{getpeername, getsockopt, sockopt::PeerCredentials, SockaddrStorage};
     // SAFETY: `fd` is the accepted connection, open for this call's length.
     let sock = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
     match getpeername::<SockaddrStorage>(fd) {
         // (A TCP socket answers SO_PEERCRED too, with nobody's credentials.)
-        Ok(a) if a.as_unix_addr().is_some() => match getsockopt(&sock, PeerCredentials) {
-            Ok(c) => format!("unix client pid {} uid {}", c.pid(), c.uid()),
-            Err(e) => format!("a unix client ({e})"),
-        },
-        Ok(a) => format!("tcp client {a}"),
-        Err(e) => format!("a client ({e})"),
+        Ok(a) if a.as_unix_addr().is_some() => {
+            getsockopt(&sock, PeerCredentials).map(|c| Peer::Unix {
+                pid: c.pid(),
+                uid: c.uid(),
+            })
+        }
+        Ok(a) => Ok(Peer::Tcp(a.to_string())),
+        Err(e) => Err(e),
     }
 }
 
 /// Starts a tenant for a connection, if the limit leaves a place; a
 /// failure costs only that client.
-fn start_tenant(exe: &TenantExe, fd: RawFd, args: &[String], tenants: &Arc<Tenants>) {
+fn start_tenant(spawner: &Spawner, fd: RawFd, tenants: &Arc<Tenants>) {
     if !tenants.admit() {
         tenants.refuse(fd);
         return;
     }
-    if let Err(e) = spawn_tenant(exe, fd, args, tenants) {
+    if let Err(e) = spawn_tenant(spawner, fd, tenants) {
         tenants.live.fetch_sub(1, Ordering::SeqCst);
         log::error!("starting a tenant: {e}");
     }
@@ -300,8 +361,7 @@ fn start_tenant(exe: &TenantExe, fd: RawFd, args: &[String], tenants: &Arc<Tenan
 fn authenticated_tenant(
     mut s: TcpStream,
     token: &Token,
-    exe: &TenantExe,
-    args: &[String],
+    spawner: &Spawner,
     tenants: &Arc<Tenants>,
 ) {
     let peer = s
@@ -316,7 +376,7 @@ fn authenticated_tenant(
     match passed {
         // The tenant inherits the socket and its timeouts: clear them.
         Ok(true) => match timed(&s, None) {
-            Ok(()) => start_tenant(exe, s.as_raw_fd(), args, tenants),
+            Ok(()) => start_tenant(spawner, s.as_raw_fd(), tenants),
             Err(e) => log::warn!("tcp client {peer}: {e}"),
         },
         Ok(false) => log::warn!("tcp client {peer}: wrong token, refused"),
@@ -410,22 +470,21 @@ impl AcceptPace {
     }
 }
 
-/// Accepts clients forever. `config_args` are passed to each tenant. TCP
+/// Accepts clients forever, starting each one's tenant with `spawner`. TCP
 /// clients must answer the token challenge first when there is a token.
 /// At most `max_tenants` clients are served at once (0: no limit); others
 /// are told so and let go.
 pub fn run(
     unix: UnixListener,
     tcp: Option<(TcpListener, Option<Token>)>,
-    config_args: Vec<String>,
+    spawner: Spawner,
     max_tenants: usize,
 ) -> Result<(), ListenError> {
-    let exe = Arc::new(TenantExe::open()?);
-    let args = Arc::new(config_args);
+    let spawner = Arc::new(spawner);
     let tenants = Arc::new(Tenants::new(max_tenants));
     crate::report::listener_reporter(tenants.clone());
     if let Some((tcp, token)) = tcp {
-        let (exe, args, tenants) = (exe.clone(), args.clone(), tenants.clone());
+        let (spawner, tenants) = (spawner.clone(), tenants.clone());
         let token = token.map(Arc::new);
         let pending = Arc::new(AtomicUsize::new(0));
         std::thread::spawn(move || {
@@ -441,7 +500,7 @@ pub fn run(
                 pace.succeeded();
                 let _ = s.set_nodelay(true);
                 let Some(token) = token.clone() else {
-                    start_tenant(&exe, s.as_raw_fd(), &args, &tenants);
+                    start_tenant(&spawner, s.as_raw_fd(), &tenants);
                     continue;
                 };
                 if pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING_AUTH {
@@ -449,10 +508,10 @@ pub fn run(
                     log::warn!("too many TCP clients answering the token challenge: one dropped");
                     continue;
                 }
-                let (exe, args, pending, tenants) =
-                    (exe.clone(), args.clone(), pending.clone(), tenants.clone());
+                let (spawner, pending, tenants) =
+                    (spawner.clone(), pending.clone(), tenants.clone());
                 std::thread::spawn(move || {
-                    authenticated_tenant(s, &token, &exe, &args, &tenants);
+                    authenticated_tenant(s, &token, &spawner, &tenants);
                     pending.fetch_sub(1, Ordering::SeqCst);
                 });
             }
@@ -463,7 +522,7 @@ pub fn run(
         match conn {
             Ok(s) => {
                 pace.succeeded();
-                start_tenant(&exe, s.as_raw_fd(), &args, &tenants);
+                start_tenant(&spawner, s.as_raw_fd(), &tenants);
             }
             Err(e) => pace.failed("unix", &e),
         }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use wormhole_server::config::{Config, HandoffMode, ResidencyMode};
+use wormhole_server::config::{Config, HandoffMode, HeldReplies, ResidencyMode};
 use wormhole_server::{listen, serve};
 
 #[derive(Parser, Debug)]
@@ -38,6 +38,11 @@ struct Cli {
     /// How a tenant waits for requests.
     #[arg(long, value_enum)]
     handoff: Option<HandoffMode>,
+    /// Who publishes a blocking wait's reply over shared memory: the
+    /// library's worker (on), the tenant's thread (off), or auto (the
+    /// worker where idle CPUs halt at once).
+    #[arg(long, value_enum)]
+    held_replies: Option<HeldReplies>,
     /// Do not print the listening banner.
     #[arg(long, short)]
     quiet: bool,
@@ -61,10 +66,18 @@ struct Cli {
     /// more are told the server is full.
     #[arg(long, value_name = "N")]
     max_tenants: Option<usize>,
-    /// Most memory one tenant may hold in buffers, images and CUDA
-    /// allocations at once (e.g. 2G; units are powers of 1024; 0: no limit).
-    #[arg(long, value_name = "SIZE", value_parser = wormhole_server::config::parse_size)]
-    tenant_memory: Option<u64>,
+    /// Most memory one tenant may hold in buffers, images, CUDA
+    /// allocations and program sources at once (e.g. 2G; units are powers
+    /// of 1024; "device", the default: the largest device's; 0: no limit).
+    #[arg(long, value_name = "SIZE", value_parser = wormhole_server::config::parse_tenant_memory)]
+    tenant_memory: Option<wormhole_server::config::TenantMemory>,
+    /// Run tenants without confinement (only non-dumpable): no namespaces,
+    /// uid, seccomp, Landlock or cgroup (see docs/wormhole-security.md).
+    #[arg(long)]
+    no_confine: bool,
+    /// Uids for tenants when the server runs as root, one each.
+    #[arg(long, value_name = "FIRST-LAST")]
+    tenant_uids: Option<String>,
     /// Delay storing: the memory one device lends all tenants together
     /// (e.g. 8G; 0: the device's own). Tenants are counted against it.
     #[arg(long, value_name = "SIZE", value_parser = wormhole_server::config::parse_size)]
@@ -122,6 +135,9 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     if let Some(h) = cli.handoff {
         c.handoff = h;
     }
+    if let Some(h) = cli.held_replies {
+        c.held_replies = h;
+    }
     if !cli.platforms.is_empty() {
         c.platforms = cli.platforms.clone();
     }
@@ -158,6 +174,12 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     if let Some(n) = cli.store_size {
         c.store_size = n;
     }
+    if cli.no_confine {
+        c.confine = false;
+    }
+    if let Some(r) = &cli.tenant_uids {
+        c.tenant_uids = Some(r.clone());
+    }
     c.validate()?;
     Ok(c)
 }
@@ -165,8 +187,10 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
 /// The flags that carry this configuration to a tenant process.
 fn tenant_args(cli: &Cli) -> Vec<String> {
     let mut a = Vec::new();
-    if let Some(p) = &cli.config {
-        a.push(format!("--config={}", p.display()));
+    if cli.config.is_some() {
+        // Opened for the tenant by the listener (see listen::CONFIG_FD): a
+        // tenant of another uid may not reach the file by its path.
+        a.push(format!("--config=/proc/self/fd/{}", listen::CONFIG_FD));
     }
     if let Some(d) = cli.tcp_dead_peer {
         a.push(format!("--tcp-dead-peer={d}"));
@@ -178,6 +202,14 @@ fn tenant_args(cli: &Cli) -> Vec<String> {
             HandoffMode::SameCore => "same-core",
         };
         a.push(format!("--handoff={name}"));
+    }
+    if let Some(h) = cli.held_replies {
+        let name = match h {
+            HeldReplies::Auto => "auto",
+            HeldReplies::On => "on",
+            HeldReplies::Off => "off",
+        };
+        a.push(format!("--held-replies={name}"));
     }
     for p in &cli.platforms {
         a.push(format!("--platform={p}"));
@@ -217,6 +249,9 @@ fn tenant_args(cli: &Cli) -> Vec<String> {
     if let Some(n) = cli.store_size {
         a.push(format!("--store-size={n}"));
     }
+    if cli.no_confine {
+        a.push("--no-confine".into());
+    }
     a
 }
 
@@ -226,6 +261,14 @@ fn main() -> anyhow::Result<()> {
     let c = config(&cli)?;
     match cli.cmd {
         Some(Cmd::Tenant) => {
+            // First, while this process has one thread and before a byte
+            // of the client's is read or a driver loaded.
+            let confined = wormhole_confine::enter(&wormhole_server::confinement::policy(&c));
+            if confined.missing.is_empty() {
+                log::debug!("tenant confined: {confined}");
+            } else {
+                log::info!("tenant confined: {confined}");
+            }
             // Before any thread starts: reports are taken by a thread of
             // their own (the listener's block is inherited across exec).
             if let Err(e) = wormhole_server::report::block_report_signal() {
@@ -253,6 +296,11 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         None => {
+            // Not dumpable: no process of the same uid (a tenant's kernel
+            // run where confinement is partial) may trace or read it.
+            if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+                log::warn!("making the listener non-dumpable: {e}");
+            }
             // Before any thread starts, and inherited by tenants: SIGUSR1
             // asks for reports (see `report`) and must end no process.
             if let Err(e) = wormhole_server::report::block_report_signal() {
@@ -297,7 +345,12 @@ fn main() -> anyhow::Result<()> {
                 );
             }
             wormhole_server::residency::arbiter::install(&c)?;
-            listen::run(unix, tcp, tenant_args(&cli), c.max_tenants)?;
+            let spawner = listen::Spawner::new(
+                tenant_args(&cli),
+                cli.config.clone(),
+                wormhole_server::confinement::policy(&c),
+            )?;
+            listen::run(unix, tcp, spawner, c.max_tenants)?;
             Ok(())
         }
     }

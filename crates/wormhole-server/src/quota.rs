@@ -42,6 +42,25 @@ impl Quota {
         }
     }
 
+    /// The quota a tenant gets from the `tenant_memory` setting: none for
+    /// 0; for `device`, the size `device_bytes` finds (the largest device
+    /// the tenant exports), or the host's memory where it finds none.
+    pub fn for_tenant(
+        setting: crate::config::TenantMemory,
+        device_bytes: impl FnOnce() -> u64,
+    ) -> Option<std::sync::Arc<Quota>> {
+        use crate::config::TenantMemory;
+        let limit = match setting {
+            TenantMemory::Bytes(0) => return None,
+            TenantMemory::Bytes(n) => n,
+            TenantMemory::Device => match device_bytes() {
+                0 => host_memory()?,
+                n => n,
+            },
+        };
+        Some(std::sync::Arc::new(Quota::new(limit)))
+    }
+
     pub fn limit(&self) -> u64 {
         self.limit
     }
@@ -111,7 +130,7 @@ impl Quota {
             log::warn!(
                 "tenant {}: memory quota refused {bytes} bytes ({} of {} in use); \
                  further refusals are not logged",
-                std::process::id(),
+                wormhole_confine::host_pid(),
                 self.used(),
                 self.limit
             );
@@ -146,6 +165,21 @@ impl Quota {
     }
 }
 
+/// The host's physical memory, if the system says.
+fn host_memory() -> Option<u64> {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let (pages, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let n = u64::try_from(pages)
+        .ok()?
+        .checked_mul(u64::try_from(page).ok()?)?;
+    (n > 0).then_some(n)
+}
+
 /// Subtracts, never below zero, whatever a caller gets wrong.
 fn sub(counter: &AtomicU64, bytes: u64) {
     let _ = counter.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
@@ -174,6 +208,18 @@ mod tests {
         assert_eq!(q.used(), 0, "never below zero");
         assert_eq!(q.clamp(1 << 40), 100);
         assert_eq!(q.clamp(7), 7);
+    }
+
+    #[test]
+    fn the_setting_gives_the_devices_size_a_size_or_no_limit() {
+        use crate::config::TenantMemory;
+        let limit = |s, dev: u64| Quota::for_tenant(s, || dev).map(|q| q.limit());
+        assert_eq!(limit(TenantMemory::Device, 13 << 30), Some(13 << 30));
+        assert_eq!(limit(TenantMemory::Bytes(1 << 20), 13 << 30), Some(1 << 20));
+        assert_eq!(limit(TenantMemory::Bytes(0), 13 << 30), None);
+        // No device to go by: the host's memory bounds it still.
+        assert_eq!(limit(TenantMemory::Device, 0), host_memory());
+        assert!(host_memory().is_some_and(|n| n > 0));
     }
 
     #[test]

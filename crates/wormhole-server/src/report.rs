@@ -62,7 +62,7 @@ pub fn tenant_reporter(client: String, quota: Option<Arc<Quota>>) {
         };
         log::warn!(
             "tenant {} ({client}): {} calls in {} s, {memory}",
-            std::process::id(),
+            wormhole_confine::host_pid(),
             CALLS.load(Ordering::Relaxed),
             since.elapsed().as_secs()
         );

@@ -240,9 +240,12 @@ fn tenant_state(
     notify: Arc<dyn Notify>,
     client: String,
 ) -> (Tenant, Option<cuda::CudaTenant>) {
-    let quota = (config.tenant_memory > 0).then(|| Arc::new(Quota::new(config.tenant_memory)));
+    let platforms = export(config);
+    let quota = Quota::for_tenant(config.tenant_memory, || {
+        opencl::largest_device_memory(&platforms)
+    });
     crate::report::tenant_reporter(client, quota.clone());
-    let mut t = Tenant::new(export(config), limits(config), Some(notify));
+    let mut t = Tenant::new(platforms, limits(config), Some(notify));
     t.memory = quota.clone();
     let cu = config.cuda.then(|| {
         cuda::set_runtime_path(config.cuda_runtime.clone());
@@ -302,7 +305,7 @@ fn exit_when_client_hangs_up(sock: &impl AsFd, tcp: bool) {
             // Cannot watch: the serve loop still sees the end, later.
             log::warn!(
                 "tenant {}: not watching the client: {e}",
-                std::process::id()
+                wormhole_confine::host_pid()
             );
             return;
         }
@@ -313,7 +316,7 @@ fn exit_when_client_hangs_up(sock: &impl AsFd, tcp: bool) {
     match nix::sys::socket::getsockopt(sock, nix::sys::socket::sockopt::SocketError) {
         Ok(errno) if errno != 0 && errno != libc::ECONNRESET => log::warn!(
             "tenant {}: client lost ({})",
-            std::process::id(),
+            wormhole_confine::host_pid(),
             std::io::Error::from_raw_os_error(errno)
         ),
         // A TCP connection that is closed (POLLHUP; a peer's FIN alone
@@ -324,10 +327,11 @@ fn exit_when_client_hangs_up(sock: &impl AsFd, tcp: bool) {
         // long call).
         Ok(0) if tcp && pfd.revents & libc::POLLHUP != 0 => {
             std::thread::sleep(SERVE_LOOP_GRACE);
-            log::info!("tenant {}: client gone", std::process::id());
+            log::info!("tenant {}: client gone", wormhole_confine::host_pid());
         }
-        _ => log::info!("tenant {}: client gone", std::process::id()),
+        _ => log::info!("tenant {}: client gone", wormhole_confine::host_pid()),
     }
+    crate::opencl::includes::remove_kept();
     std::process::exit(0);
 }
 
@@ -337,7 +341,8 @@ const SERVE_LOOP_GRACE: std::time::Duration = std::time::Duration::from_millis(5
 
 /// Runs a tenant on an accepted connection (fd 3 in the tenant process).
 pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
-    let client = crate::listen::describe_client(fd.as_raw_fd());
+    let client = std::env::var(crate::listen::CLIENT_ENV)
+        .unwrap_or_else(|_| crate::listen::describe_client(fd.as_raw_fd()));
     let is_unix =
         nix::sys::socket::getsockname::<nix::sys::socket::UnixAddr>(fd.as_raw_fd()).is_ok();
     if is_unix {
@@ -367,7 +372,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
         let notify = Arc::new(NotifySender::new(region.clone()));
         let (mut t, mut cu) = tenant_state(config, notify, client.clone());
         t.shared = arena.map(opencl::shared::SharedBuffers::new);
-        t.replies_held = true;
+        t.replies_held = config.hold_replies();
         crate::residency::attach(&mut t, config);
         let mut chan = ShmChannel::new(region, Side::Server, config.handoff(), None);
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
@@ -400,7 +405,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
             Err(ServeError::Transport(TransportError::Io(e)))
                 if e.kind() == std::io::ErrorKind::TimedOut =>
             {
-                log::warn!("tenant {}: client lost ({e})", std::process::id());
+                log::warn!("tenant {}: client lost ({e})", wormhole_confine::host_pid());
                 Ok(())
             }
             // It closed with our data unread (killed, say), as the watcher
@@ -408,7 +413,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
             Err(ServeError::Transport(TransportError::Io(e)))
                 if e.kind() == std::io::ErrorKind::ConnectionReset =>
             {
-                log::info!("tenant {}: client gone", std::process::id());
+                log::info!("tenant {}: client gone", wormhole_confine::host_pid());
                 Ok(())
             }
             other => other,

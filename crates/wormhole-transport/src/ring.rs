@@ -941,6 +941,7 @@ mod tests {
     /// `EARLY_WAKE_RECORDS` records; same-core never does (the consumer
     /// would run on the producer's CPU and only preempt it).
     #[test]
+    #[cfg_attr(miri, ignore = "Miri has no sched_getcpu")]
     fn a_long_batch_wakes_a_sleeping_consumer_early() {
         for (handoff, wakes) in [
             (Handoff::Futex, true),
@@ -970,6 +971,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "thousands of laps: hours under Miri")]
     fn records_stream_across_many_laps_in_order() {
         for handoff in [Handoff::Futex, Handoff::Spin { polls: 1000 }] {
             let (mem, mut p, mut c) = ring(handoff);
@@ -1013,6 +1015,7 @@ mod tests {
     /// aligned, across many laps of a ring whose records are large enough
     /// for the streaming loop.
     #[test]
+    #[cfg_attr(miri, ignore = "megabytes copied byte by byte: hours under Miri")]
     fn a_bulk_transfer_arrives_whole_at_an_unaligned_destination() {
         const CAP: usize = 1 << 20;
         let mut mem: Vec<Page> = (0..CAP / 4096 + 1).map(|_| Page([0; 4096])).collect();
@@ -1047,6 +1050,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "thousands of laps: hours under Miri")]
     fn frames_behind_their_length_stream_across_many_laps() {
         let (mem, mut p, mut c) = ring(Handoff::Futex);
         // Up to 1,500 bytes: small frames take the one-record path, large

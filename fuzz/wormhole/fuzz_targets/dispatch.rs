@@ -1,8 +1,9 @@
 //! The server's request path: arbitrary bytes as request frames, decoded
 //! and dispatched by a real tenant on the real OpenCL platform, seeded with
-//! a context, queue, buffers, image, sampler, program, kernel and event so
-//! that valid ids exist. Even first byte: raw frames; odd: mutated valid
-//! frames (see `wormhole_server::harness`).
+//! a context, queue, buffers, image, sampler, programs, kernels (one taking
+//! every kind of argument, one from a binary without argument information)
+//! and event so that valid ids exist. Even first byte: raw frames; odd:
+//! mutated template frames (see `wormhole_server::harness`).
 #![no_main]
 
 use std::cell::RefCell;

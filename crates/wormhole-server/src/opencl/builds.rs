@@ -33,6 +33,7 @@ pub const MAX_BUILD_THREADS: usize = 4;
 const CL_COMPLETE: i32 = 0;
 const CL_INVALID_EVENT: i32 = -58;
 const CL_INVALID_PROGRAM: i32 = -44;
+const CL_INVALID_LINKER_OPTIONS: i32 = -67;
 const CL_PROGRAM_CONTEXT: u32 = 0x1161;
 
 /// How a job ended: its status and, for a link, the program it made
@@ -131,7 +132,9 @@ impl Work {
     }
 }
 
-/// What one job needs, as plain values a thread can take.
+/// What one job needs, as plain values a thread can take. The options are
+/// the application's with kernel-argument information asked for
+/// (`programs.rs`).
 #[derive(Clone)]
 struct Job {
     work: Work,
@@ -206,17 +209,32 @@ impl Job {
                     let programs: Vec<*mut c_void> =
                         inputs.iter().map(|&p| p as *mut c_void).collect();
                     let mut err = CL_SUCCESS;
-                    linked = ffi::clLinkProgram(
-                        *context as *mut c_void,
-                        devices.len() as u32,
-                        list,
-                        options,
-                        programs.len() as u32,
-                        programs.as_ptr(),
-                        std::ptr::null_mut(),
-                        std::ptr::null_mut(),
-                        &mut err,
-                    ) as usize;
+                    let link = |options: *const c_char, err: &mut i32| {
+                        ffi::clLinkProgram(
+                            *context as *mut c_void,
+                            devices.len() as u32,
+                            list,
+                            options,
+                            programs.len() as u32,
+                            programs.as_ptr(),
+                            std::ptr::null_mut(),
+                            std::ptr::null_mut(),
+                            err,
+                        ) as usize
+                    };
+                    linked = link(options, &mut err);
+                    // As `programs::clLinkProgram`: a library that refuses
+                    // the added option links with the application's alone.
+                    if linked == 0 && err == CL_INVALID_LINKER_OPTIONS && self.options.is_some() {
+                        let app = self
+                            .options
+                            .as_deref()
+                            .and_then(super::programs::without_arg_info);
+                        linked = link(
+                            app.as_ref().map_or(std::ptr::null(), |o| o.as_ptr()),
+                            &mut err,
+                        );
+                    }
                     err
                 }
             }
@@ -409,7 +427,7 @@ unsafe fn start(
         ffi::clRetainEvent(ev);
         Job {
             devices: list(device_list, num_devices),
-            options: (!options.is_null()).then(|| CStr::from_ptr(options).to_owned()),
+            options: super::programs::thread_options(t, options),
             event: ev as usize,
             builds: t.builds.clone(),
             work,

@@ -9,9 +9,8 @@ use std::ffi::{c_char, c_void, CString};
 use wormhole_opencl_api::{
     func, image_element_size, image_host_size, image_window, rect_extent, triple, Kind,
     CL_CONTEXT_PLATFORM, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_ARG_SIZE, CL_INVALID_HOST_PTR,
-    CL_INVALID_IMAGE_FORMAT_DESCRIPTOR, CL_INVALID_MEM_OBJECT, CL_INVALID_SAMPLER,
-    CL_INVALID_VALUE, CL_MEM_COPY_HOST_PTR, CL_MEM_TYPE, CL_MEM_USE_HOST_PTR, CL_SUCCESS,
-    IMAGE_DESC_LEN,
+    CL_INVALID_IMAGE_FORMAT_DESCRIPTOR, CL_INVALID_VALUE, CL_MEM_COPY_HOST_PTR, CL_MEM_TYPE,
+    CL_MEM_USE_HOST_PTR, CL_SUCCESS, IMAGE_DESC_LEN,
 };
 use wormhole_wire::{Decoder, Encoder};
 
@@ -325,10 +324,21 @@ impl Sources<'_> {
     }
 }
 
+/// A program's sources or binaries are charged to the tenant's quota when
+/// the library has made the program (`quota::charge_program`); one that
+/// cannot fit is refused before the library copies it.
+fn program_fits(t: &Tenant, parts: &[&[u8]]) -> Result<(), i32> {
+    let bytes = parts.iter().map(|p| p.len() as u64).sum();
+    match &t.memory {
+        Some(q) if !q.fits(bytes) => Err(wormhole_opencl_api::CL_OUT_OF_HOST_MEMORY),
+        _ => Ok(()),
+    }
+}
+
 pub mod sources {
     use super::*;
     pub fn decode<'a>(
-        _t: &mut Tenant,
+        t: &mut Tenant,
         d: &mut Decoder<'a>,
         count: &u32,
     ) -> Result<Sources<'a>, i32> {
@@ -344,6 +354,7 @@ pub mod sources {
         let src: Vec<&[u8]> = (0..n)
             .map(|_| d.bytes().map_err(bad))
             .collect::<Result<_, _>>()?;
+        program_fits(t, &src)?;
         // A length of 0 tells the library to read up to a NUL, which the
         // request does not have after an empty string: it would read on
         // into whatever follows. An empty string is given as one.
@@ -410,7 +421,7 @@ impl Binaries<'_> {
 pub mod binaries {
     use super::*;
     pub fn decode<'a>(
-        _t: &mut Tenant,
+        t: &mut Tenant,
         d: &mut Decoder<'a>,
         num_devices: &u32,
     ) -> Result<Binaries<'a>, i32> {
@@ -439,6 +450,7 @@ pub mod binaries {
                 }
             }
         }
+        program_fits(t, &bins)?;
         Ok(Binaries {
             lens: Some(bins.iter().map(|b| b.len()).collect()),
             ptrs: Some(ptrs),
@@ -513,54 +525,6 @@ pub mod header_names {
     }
 }
 
-const CL_KERNEL_ARG_ADDRESS_QUALIFIER: u32 = 0x1196;
-const CL_KERNEL_ARG_TYPE_NAME: u32 = 0x1198;
-const CL_KERNEL_ARG_ADDRESS_GLOBAL: u32 = 0x119B;
-const CL_KERNEL_ARG_ADDRESS_CONSTANT: u32 = 0x119D;
-
-/// Rejects plain (non-zero) bytes for an argument that takes a memory
-/// object or a sampler: they would be a pointer in the client's address
-/// space (a forged or released handle), which the library would
-/// dereference here. Where the library gives no argument information the
-/// bytes go through, as they would natively.
-fn check_not_object(kernel: *mut c_void, index: u32) -> Result<(), i32> {
-    let mut q: u32 = 0;
-    // SAFETY: `kernel` came from the tenant's table; `q` is a cl_uint.
-    let s = unsafe {
-        super::ffi::clGetKernelArgInfo(
-            kernel,
-            index,
-            CL_KERNEL_ARG_ADDRESS_QUALIFIER,
-            4,
-            &mut q as *mut u32 as *mut c_void,
-            std::ptr::null_mut(),
-        )
-    };
-    if s != CL_SUCCESS {
-        return Ok(());
-    }
-    if q == CL_KERNEL_ARG_ADDRESS_GLOBAL || q == CL_KERNEL_ARG_ADDRESS_CONSTANT {
-        return Err(CL_INVALID_MEM_OBJECT);
-    }
-    let mut name = [0u8; 16];
-    let mut len = 0usize;
-    // SAFETY: as above; `name` holds 16 bytes, as passed.
-    let s = unsafe {
-        super::ffi::clGetKernelArgInfo(
-            kernel,
-            index,
-            CL_KERNEL_ARG_TYPE_NAME,
-            name.len(),
-            name.as_mut_ptr().cast(),
-            &mut len,
-        )
-    };
-    if s == CL_SUCCESS && name.starts_with(b"sampler_t\0") {
-        return Err(CL_INVALID_SAMPLER);
-    }
-    Ok(())
-}
-
 /// A kernel argument: NULL (local memory), plain bytes, or a handle.
 pub struct KernelArg<'a> {
     bytes: Option<&'a [u8]>,
@@ -589,8 +553,8 @@ pub mod kernel_arg {
         t: &mut Tenant,
         d: &mut Decoder<'a>,
         size: &usize,
-        kernel: &*mut c_void,
-        index: &u32,
+        _kernel: &*mut c_void,
+        _index: &u32,
     ) -> Result<KernelArg<'a>, i32> {
         let mut a = KernelArg {
             bytes: None,
@@ -601,11 +565,11 @@ pub mod kernel_arg {
             0 => {}
             1 => {
                 let b = d.bytes().map_err(bad)?;
+                // Whether bytes may stand where the kernel takes an object
+                // is for `args::clSetKernelArg`, which knows the kernel's
+                // declarations.
                 if b.len() != *size {
                     return Err(CL_INVALID_ARG_SIZE);
-                }
-                if *size == std::mem::size_of::<usize>() && b.iter().any(|&x| x != 0) {
-                    check_not_object(*kernel, *index)?;
                 }
                 a.bytes = Some(b);
             }
@@ -693,6 +657,11 @@ fn rect(region: &Option<&[u8]>, row: usize, slice: usize) -> Option<u64> {
 
 pub mod rect_out {
     use super::*;
+    /// The host window of a rectangular read. The rectangle is checked
+    /// against the buffer first (as the call's `check=` does again), so
+    /// that one past it gets the library's `CL_INVALID_VALUE`, not the
+    /// `CL_OUT_OF_HOST_MEMORY` of a window too large to allocate.
+    #[allow(clippy::too_many_arguments)]
     pub fn decode<'a>(
         t: &mut Tenant,
         d: &mut Decoder<'a>,
@@ -700,7 +669,25 @@ pub mod rect_out {
         _host_origin: &Option<&[u8]>,
         row: &usize,
         slice: &usize,
+        buffer: &*mut c_void,
+        buffer_origin: &Option<&[u8]>,
+        buffer_row: &usize,
+        buffer_slice: &usize,
     ) -> Result<Window<'a>, i32> {
+        let short = |b: &Option<&[u8]>| b.is_some_and(|b| b.len() < 24);
+        if !short(region) && !short(buffer_origin) {
+            // SAFETY: `buffer` came from the table; origin and region are
+            // NULL or 24 bytes (checked just above).
+            unsafe {
+                super::super::overrides::buffer_rect_ok(
+                    *buffer,
+                    super::super::tenant::opt_ptr(*buffer_origin),
+                    super::super::tenant::opt_ptr(*region),
+                    *buffer_row,
+                    *buffer_slice,
+                )
+            }?;
+        }
         window_out(t, d, rect(region, *row, *slice))
     }
 }

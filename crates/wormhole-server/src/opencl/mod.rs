@@ -6,11 +6,17 @@
 //! library and never dereference, hence the allowance below.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+pub mod args;
 pub mod builds;
 pub mod callbacks;
 pub mod custom;
 pub mod finish;
+pub mod includes;
+pub mod launch;
+pub mod offered;
 pub mod overrides;
+pub mod pending_maps;
+pub mod programs;
 pub mod quota;
 pub mod shared;
 pub mod tenant;
@@ -190,6 +196,32 @@ pub unsafe fn refcount(kind: Kind, raw: *mut c_void) -> u32 {
         };
     }
     n
+}
+
+/// The largest global memory of the devices of `platforms` (0 for none):
+/// what a tenant's memory quota is by default (`tenant_memory`).
+pub fn largest_device_memory(platforms: &[*mut c_void]) -> u64 {
+    const CL_DEVICE_GLOBAL_MEM_SIZE: u32 = 0x101F;
+    let mut largest = 0;
+    for &p in platforms {
+        let mut devices = [std::ptr::null_mut(); 64];
+        let mut n = 0u32;
+        // SAFETY: room for 64 device handles, as passed.
+        let s = unsafe {
+            ffi::clGetDeviceIDs(p, u64::from(u32::MAX), 64, devices.as_mut_ptr(), &mut n)
+        };
+        if s != CL_SUCCESS {
+            continue;
+        }
+        for &d in devices.iter().take(n as usize) {
+            // SAFETY: a device the library just named; the answer is one
+            // cl_ulong.
+            let bytes =
+                unsafe { info_value::<u64>(ffi::clGetDeviceInfo, d, CL_DEVICE_GLOBAL_MEM_SIZE) };
+            largest = largest.max(bytes.unwrap_or(0));
+        }
+    }
+    largest
 }
 
 const CL_PLATFORM_NAME: u32 = 0x0902;

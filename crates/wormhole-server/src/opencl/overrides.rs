@@ -11,11 +11,19 @@ use wormhole_opencl_api::{
 };
 use wormhole_wire::{Decoder, Encoder};
 
+pub use super::args::clSetKernelArg;
 pub use super::builds::{
     whBuildProgramResult, whBuildProgramStart, whCompileProgramStart, whLinkProgramResult,
     whLinkProgramStart,
 };
 use super::ffi;
+pub use super::includes::d_whIncludeDir;
+pub use super::launch::clCloneKernel;
+pub use super::pending_maps::d_whFetchMapping;
+pub use super::programs::{
+    clCreateProgramWithBinary, clCreateProgramWithSource, clGetKernelArgInfo,
+    clGetProgramBuildInfo, clLinkProgram,
+};
 use wormhole_transport::{Channel, TransportError};
 
 use super::tenant::{alloc_zeroed, bad, check_count, opt_vec_ptr, NewSlot, Tenant};
@@ -25,8 +33,8 @@ const CL_TRUE: u32 = 1;
 /// A buffer or image region mapped for a client.
 pub struct Mapping {
     mem: usize,
-    ptr: usize,
-    len: u64,
+    pub(super) ptr: usize,
+    pub(super) len: u64,
 }
 
 impl Mapping {
@@ -217,8 +225,18 @@ pub unsafe fn clGetDeviceInfo(
             rewritten_query(q, |v| filter_extensions(param, v), size, value, size_ret)
         };
     }
+    if param == super::offered::CL_DEVICE_OPENCL_C_FEATURES {
+        // SAFETY: as above.
+        let q = |n, v, r| unsafe { ffi::clGetDeviceInfo(device, param, n, v, r) };
+        // SAFETY: forwarded contract.
+        return unsafe { rewritten_query(q, super::offered::features, size, value, size_ret) };
+    }
     // SAFETY: forwarded as given; buffers are server-owned and sized.
     let s = unsafe { ffi::clGetDeviceInfo(device, param, size, value, size_ret) };
+    if s == CL_SUCCESS {
+        // SAFETY: the library wrote its answer into `value`'s `size` bytes.
+        unsafe { super::offered::withhold(param, value, size) };
+    }
     if s != CL_SUCCESS || value.is_null() || size < 8 {
         return s;
     }
@@ -478,7 +496,9 @@ pub(crate) unsafe fn queue_supported(device: *mut c_void, props: u64) -> Result<
 
 /// One fixed-size value from a library info query: `query(size, out)` makes
 /// the call with `out` holding `size` bytes. Its status if it failed.
-fn scalar_info<T: Default>(query: impl FnOnce(usize, *mut c_void) -> i32) -> Result<T, i32> {
+pub(crate) fn scalar_info<T: Default>(
+    query: impl FnOnce(usize, *mut c_void) -> i32,
+) -> Result<T, i32> {
     let mut v = T::default();
     match query(std::mem::size_of::<T>(), &mut v as *mut T as *mut c_void) {
         CL_SUCCESS => Ok(v),
@@ -630,16 +650,7 @@ pub unsafe fn unmap_all(t: &mut Tenant, queue: *mut c_void) {
     unsafe { ffi::clFinish(queue) };
 }
 
-const CL_KERNEL_ARG_ADDRESS_QUALIFIER: u32 = 0x1196;
-const CL_KERNEL_ARG_TYPE_NAME: u32 = 0x1198;
-const CL_KERNEL_ARG_ADDRESS_GLOBAL: u32 = 0x119B;
-const CL_KERNEL_ARG_ADDRESS_LOCAL: u32 = 0x119C;
-const CL_KERNEL_ARG_ADDRESS_CONSTANT: u32 = 0x119D;
-const CL_KERNEL_ARG_INFO_NOT_AVAILABLE: i32 = -19;
-const CL_INVALID_ARG_VALUE: i32 = -50;
 const CL_INVALID_EVENT_WAIT_LIST: i32 = -57;
-const CL_INVALID_ARG_SIZE: i32 = -51;
-const CL_INVALID_SAMPLER: i32 = -41;
 const CL_MEM_TYPE: u32 = 0x1100;
 const CL_MEM_OBJECT_BUFFER: u32 = 0x10F0;
 const CL_MEM_OBJECT_IMAGE2D_ARRAY: u32 = 0x10F3;
@@ -648,140 +659,6 @@ const CL_IMAGE_WIDTH: u32 = 0x1114;
 const CL_IMAGE_HEIGHT: u32 = 0x1115;
 const CL_IMAGE_DEPTH: u32 = 0x1116;
 const CL_IMAGE_ARRAY_SIZE: u32 = 0x1117;
-const HANDLE_SIZE: usize = std::mem::size_of::<usize>();
-
-/// What a kernel argument is declared as, from the kernel's argument info.
-#[derive(Clone, Copy)]
-pub enum ArgDecl {
-    /// `__global`/`__constant`: a memory object; `image` for image types.
-    Mem {
-        image: bool,
-    },
-    Local,
-    Sampler,
-    Plain,
-}
-
-fn arg_decl(kernel: *mut c_void, index: u32) -> Result<Option<ArgDecl>, i32> {
-    // SAFETY: a kernel from the table; `out` holds `n` bytes, the size of
-    // the cl_kernel_arg_address_qualifier asked for.
-    let q = match scalar_info::<u32>(|n, out| unsafe {
-        ffi::clGetKernelArgInfo(
-            kernel,
-            index,
-            CL_KERNEL_ARG_ADDRESS_QUALIFIER,
-            n,
-            out,
-            std::ptr::null_mut(),
-        )
-    }) {
-        Err(CL_KERNEL_ARG_INFO_NOT_AVAILABLE) => return Ok(None),
-        r => r?,
-    };
-    let mut name = [0u8; 64];
-    // SAFETY: a buffer of the size passed; a name that does not fit is an
-    // error and leaves the buffer as it was (zeroed).
-    unsafe {
-        ffi::clGetKernelArgInfo(
-            kernel,
-            index,
-            CL_KERNEL_ARG_TYPE_NAME,
-            name.len(),
-            name.as_mut_ptr().cast(),
-            std::ptr::null_mut(),
-        )
-    };
-    let name = name.split(|&b| b == 0).next().unwrap_or(&[]);
-    Ok(Some(match q {
-        CL_KERNEL_ARG_ADDRESS_GLOBAL | CL_KERNEL_ARG_ADDRESS_CONSTANT => ArgDecl::Mem {
-            image: name.starts_with(b"image"),
-        },
-        CL_KERNEL_ARG_ADDRESS_LOCAL => ArgDecl::Local,
-        _ if name == b"sampler_t" => ArgDecl::Sampler,
-        _ => ArgDecl::Plain,
-    }))
-}
-
-/// The library takes a memory object or sampler argument's bytes as a
-/// handle and dereferences it, so those bytes must be NULL or an object of
-/// the right kind (and, for memory, the right type) that this tenant holds:
-/// a client could otherwise make the library follow any address, or use a
-/// sampler as a buffer. Vendors without argument info get the call as is.
-///
-/// # Safety
-/// `value` is NULL or holds `size` bytes.
-pub unsafe fn clSetKernelArg(
-    t: &mut Tenant,
-    kernel: *mut c_void,
-    index: u32,
-    size: usize,
-    value: *const c_void,
-) -> i32 {
-    // A kernel's declarations never change: asked once per argument (two
-    // argument-info queries), then taken from the tenant's cache, which
-    // forgets a kernel when the tenant lets it go.
-    let decl = match t.arg_decls.get(kernel, index) {
-        Some(d) => d,
-        None => match arg_decl(kernel, index) {
-            Ok(d) => {
-                t.arg_decls.insert(kernel, index, d);
-                d
-            }
-            Err(e) => return e,
-        },
-    };
-    let handle = || -> Option<*mut c_void> {
-        if value.is_null() || size != HANDLE_SIZE {
-            return None;
-        }
-        // SAFETY: `value` holds `size` = pointer-sized bytes (caller's
-        // contract); they may be unaligned.
-        Some(unsafe { std::ptr::read_unaligned(value as *const *mut c_void) })
-    };
-    match decl {
-        Some(ArgDecl::Mem { image }) => {
-            if size != HANDLE_SIZE {
-                return CL_INVALID_ARG_SIZE;
-            }
-            match handle() {
-                None => {}
-                Some(h) if h.is_null() => {}
-                Some(h) if !t.holds(Kind::Mem, h) => return CL_INVALID_MEM_OBJECT,
-                Some(h) => {
-                    let mut ty: u32 = 0;
-                    // SAFETY: a memory object this tenant holds; `ty` is a
-                    // cl_mem_object_type.
-                    let s = unsafe {
-                        ffi::clGetMemObjectInfo(
-                            h,
-                            CL_MEM_TYPE,
-                            4,
-                            &mut ty as *mut u32 as *mut c_void,
-                            std::ptr::null_mut(),
-                        )
-                    };
-                    if s != CL_SUCCESS || (ty == CL_MEM_OBJECT_BUFFER) == image {
-                        return CL_INVALID_ARG_VALUE;
-                    }
-                }
-            }
-        }
-        Some(ArgDecl::Local) if !value.is_null() => return CL_INVALID_ARG_VALUE,
-        Some(ArgDecl::Sampler) => {
-            if size != HANDLE_SIZE {
-                return CL_INVALID_ARG_SIZE;
-            }
-            match handle() {
-                Some(h) if t.holds(Kind::Sampler, h) => {}
-                _ => return CL_INVALID_SAMPLER,
-            }
-        }
-        _ => {}
-    }
-    // SAFETY: `value` is NULL or holds `size` bytes, checked above to be a
-    // held object wherever the library will dereference it.
-    unsafe { ffi::clSetKernelArg(kernel, index, size, value) }
-}
 
 /// The tail every enqueue shares: the wait list's length and events, and
 /// the slot for the command's event.
@@ -809,7 +686,12 @@ fn publish_mapping(
     len: u64,
     flags: u64,
 ) {
-    let MapTail { id, shared_ok, .. } = req;
+    let MapTail {
+        id,
+        shared_ok,
+        pending,
+        ..
+    } = req;
     // The mapping holds a reference on the memory object, so that the
     // client releasing it cannot free the mapped memory, nor let a new
     // object reuse its address, while we may still write into it on unmap.
@@ -823,12 +705,13 @@ fn publish_mapping(
         },
     );
     // Memory the client maps too needs no bytes sent: it uses it directly.
+    // A pending map's bytes are not there yet: the client fetches them.
     let direct = t
         .shared
         .as_ref()
-        .filter(|_| shared_ok)
+        .filter(|_| shared_ok && !pending)
         .and_then(|sb| sb.arena().offset_of(ptr as *const u8, len as usize));
-    let send = flags & CL_MAP_WRITE_INVALIDATE_REGION == 0 && direct.is_none();
+    let send = !pending && flags & CL_MAP_WRITE_INVALIDATE_REGION == 0 && direct.is_none();
     e.bool(send);
     e.u64(len);
     e.u64(direct.unwrap_or(u64::MAX));
@@ -842,18 +725,22 @@ fn publish_mapping(
 
 /// The end of a map request: the client's fresh id for the mapping,
 /// whether the client maps the arena (else arena memory is sent as bytes),
-/// and whether a map of arena memory may complete later (the client then
-/// learns when from the map's event, and the tenant does not block).
+/// whether a map of arena memory may complete later (the client then
+/// learns when from the map's event, and the tenant does not block), and
+/// whether any other map may too (`pending`: the client fetches its bytes
+/// with `whFetchMapping` once the map's event completed; `pending_maps.rs`).
 #[derive(Clone, Copy)]
 struct MapTail {
     id: u64,
     shared_ok: bool,
     defer: bool,
+    pending: bool,
 }
 
 /// Bits of a map request's last byte.
 const MAP_SHARED_OK: u8 = 1;
 const MAP_DEFER: u8 = 2;
+const MAP_PENDING: u8 = 4;
 
 fn map_tail(t: &Tenant, d: &mut Decoder<'_>) -> Result<MapTail, i32> {
     let id = d.u64().map_err(bad)?;
@@ -861,13 +748,14 @@ fn map_tail(t: &Tenant, d: &mut Decoder<'_>) -> Result<MapTail, i32> {
         return Err(CL_INVALID_VALUE);
     }
     let bits = d.u8().map_err(bad)?;
-    if bits & !(MAP_SHARED_OK | MAP_DEFER) != 0 {
+    if bits & !(MAP_SHARED_OK | MAP_DEFER | MAP_PENDING) != 0 {
         return Err(CL_INVALID_VALUE);
     }
     Ok(MapTail {
         id,
         shared_ok: bits & MAP_SHARED_OK != 0,
         defer: bits & MAP_DEFER != 0,
+        pending: bits & MAP_PENDING != 0,
     })
 }
 
@@ -894,7 +782,11 @@ pub fn d_clEnqueueMapBuffer(
         && tail.shared_ok
         && !ev.ptr().is_null()
         && t.shared.as_ref().is_some_and(|sb| sb.holds(buf));
-    if !defer {
+    let tail = MapTail {
+        pending: tail.pending && !defer && !ev.ptr().is_null(),
+        ..tail
+    };
+    if !defer && !tail.pending {
         // Blocking on the server, a map gated on an open user event would
         // block the tenant for good.
         super::server_blocking(0, &wl)?;
@@ -905,7 +797,7 @@ pub fn d_clEnqueueMapBuffer(
         ffi::clEnqueueMapBuffer(
             q,
             buf,
-            if defer { 0 } else { CL_TRUE },
+            if defer || tail.pending { 0 } else { CL_TRUE },
             flags,
             offset,
             size,
@@ -955,9 +847,15 @@ pub fn d_clEnqueueMapImage(
     let (n, wl, mut ev) = wait_list_and_event(t, d)?;
     let tail = map_tail(t, d)?;
     d.finish().map_err(bad)?;
-    // The client does not say whether the map blocks; gated on an open
-    // user event it would block the tenant for good either way.
-    super::server_blocking(0, &wl)?;
+    let tail = MapTail {
+        pending: tail.pending && !ev.ptr().is_null(),
+        ..tail
+    };
+    if !tail.pending {
+        // Gated on an open user event, a blocking map would block the
+        // tenant for good.
+        super::server_blocking(0, &wl)?;
+    }
     let (o3, r3) = (
         triple(origin).ok_or(CL_INVALID_VALUE)?,
         triple(region).ok_or(CL_INVALID_VALUE)?,
@@ -975,7 +873,7 @@ pub fn d_clEnqueueMapImage(
         ffi::clEnqueueMapImage(
             q,
             img,
-            CL_TRUE,
+            if tail.pending { 0 } else { CL_TRUE },
             flags,
             o3.as_ptr().cast(),
             r3.as_ptr().cast(),
@@ -1005,14 +903,20 @@ pub fn d_clEnqueueMapImage(
         // SAFETY: the library's live mapping of `img`, made just now.
         unsafe {
             ffi::clEnqueueUnmapMemObject(q, img, ptr, 0, std::ptr::null(), std::ptr::null_mut());
-            ffi::clFinish(q);
+            if !tail.pending {
+                ffi::clFinish(q);
+            }
         }
         e.bool(false);
         e.u64(0);
         e.u64(u64::MAX);
         return Ok(CL_INVALID_VALUE);
     };
-    publish_mapping(t, e, tail, img, ptr, window.extent, flags);
+    // The bytes between the mapped rows are other pixels, which the
+    // client's unmap writes back as they came: they are sent even for a map
+    // that will overwrite the rows.
+    let sent_flags = flags & !CL_MAP_WRITE_INVALIDATE_REGION;
+    publish_mapping(t, e, tail, img, ptr, window.extent, sent_flags);
     Ok(err)
 }
 

@@ -1,12 +1,13 @@
-//! Charging a tenant's OpenCL memory objects to its quota
-//! ([`crate::quota`]): from creation until the library destroys them.
+//! Charging a tenant's OpenCL objects to its quota ([`crate::quota`]):
+//! memory objects from creation until the library destroys them, programs'
+//! sources and binaries until the client's last release.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use wormhole_opencl_api::{
-    Kind, CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES, CL_SUCCESS,
+    Kind, CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_HOST_MEMORY, CL_OUT_OF_RESOURCES, CL_SUCCESS,
 };
 
 use super::{ffi, info_value, release_real};
@@ -106,4 +107,65 @@ pub unsafe fn charge(quota: &Arc<Quota>, mem: *mut c_void) -> Result<Option<Arc<
         return refuse(CL_OUT_OF_RESOURCES);
     }
     Ok(Some(charge))
+}
+
+/// What a program's source or binaries cost its tenant, from its creation
+/// until the client's last release (dropping this gives them back). The
+/// library keeps its copy of them as long as the program lives, which
+/// kernels and commands may make longer; what it compiles from them (and a
+/// link makes) is not counted: asking the library for a linked program's
+/// binaries makes PoCL compile them, seconds on the tenant's thread.
+#[derive(Debug)]
+pub struct ProgramCharge {
+    quota: Arc<Quota>,
+    bytes: u64,
+}
+
+impl Drop for ProgramCharge {
+    fn drop(&mut self) {
+        self.quota.release(self.bytes);
+    }
+}
+
+/// Charges a program the library just made from `bytes` of source or
+/// binaries; past the quota the program is released and the creation
+/// fails with `CL_OUT_OF_HOST_MEMORY`, the code PoCL gives a creation it
+/// has no memory for.
+///
+/// # Safety
+/// `program` is a live program on which the caller holds the only
+/// reference it will hand out.
+pub unsafe fn charge_program(
+    quota: &Arc<Quota>,
+    program: *mut c_void,
+    bytes: u64,
+) -> Result<ProgramCharge, i32> {
+    if quota.charge(bytes) {
+        return Ok(ProgramCharge {
+            quota: quota.clone(),
+            bytes,
+        });
+    }
+    // SAFETY: the caller's reference, which nobody else has seen.
+    unsafe { release_real(Kind::Program, program) };
+    Err(CL_OUT_OF_HOST_MEMORY)
+}
+
+/// What an object in the tenant's table costs it.
+#[derive(Debug)]
+pub enum Held {
+    /// A memory object, until the library destroys it.
+    Mem(Arc<Charge>),
+    /// A program's source and binaries, until the client lets go.
+    Program(ProgramCharge),
+}
+
+impl Held {
+    /// The client released its last reference.
+    pub fn let_go(self) {
+        match self {
+            Held::Mem(c) => c.let_go(),
+            Held::Program(p) => drop(p),
+        }
+    }
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::overrides::ArgDecl;
+use super::args::ArgDecl;
 use crate::outbuf::OutBufs;
 
 use wormhole_opencl_api::{
@@ -36,8 +36,8 @@ struct Entry {
     refs: u32,
     /// Never removed (platforms, root devices, aliases we retained).
     pinned: bool,
-    /// A memory object's cost to the tenant's quota.
-    charge: Option<Arc<super::quota::Charge>>,
+    /// A memory object's or program's cost to the tenant's quota.
+    charge: Option<super::quota::Held>,
 }
 
 /// Limits on what one request may make the server allocate.
@@ -63,13 +63,13 @@ const MAX_ARG_DECLS: usize = 1 << 16;
 const MAX_CACHED_ARG_INDEX: u32 = 4096;
 
 /// Kernel arguments' declarations, as the library reported them (see
-/// `overrides::clSetKernelArg`), by real kernel and then by index: a
-/// kernel's entries go in one step when the tenant drops the kernel, before
-/// the library can reuse its address.
+/// `args.rs`), by real kernel and then by index: a kernel's entries go in
+/// one step when the tenant drops the kernel, before the library can reuse
+/// its address.
 #[derive(Default)]
 pub struct ArgDecls {
     /// Per kernel, by argument index: `None` where not asked yet.
-    kernels: FxHashMap<usize, Vec<Option<Option<ArgDecl>>>>,
+    kernels: FxHashMap<usize, Vec<Option<ArgDecl>>>,
     /// Slots allocated over all kernels: what the bound counts, so that
     /// memory stays bounded however the indices are spread.
     slots: usize,
@@ -78,13 +78,13 @@ pub struct ArgDecls {
 impl ArgDecls {
     /// The declaration cached for this argument, if it was asked for.
     #[inline]
-    pub fn get(&self, kernel: *mut c_void, index: u32) -> Option<Option<ArgDecl>> {
+    pub fn get(&self, kernel: *mut c_void, index: u32) -> Option<ArgDecl> {
         *self.kernels.get(&(kernel as usize))?.get(index as usize)?
     }
 
     /// Caches a declaration (bounded: a cache that would grow past
     /// `MAX_ARG_DECLS` slots starts again).
-    pub fn insert(&mut self, kernel: *mut c_void, index: u32, d: Option<ArgDecl>) {
+    pub fn insert(&mut self, kernel: *mut c_void, index: u32, d: ArgDecl) {
         if index >= MAX_CACHED_ARG_INDEX {
             return;
         }
@@ -99,6 +99,19 @@ impl ArgDecls {
             slots.resize(need, None);
         }
         slots[index as usize] = Some(d);
+    }
+
+    /// A clone's declarations are its source's.
+    pub fn copy(&mut self, from: *mut c_void, to: *mut c_void) {
+        let Some(slots) = self.kernels.get(&(from as usize)).cloned() else {
+            return;
+        };
+        if self.slots + slots.len() > MAX_ARG_DECLS {
+            return;
+        }
+        self.forget(to);
+        self.slots += slots.len();
+        self.kernels.insert(to as usize, slots);
     }
 
     /// Forgets a kernel's declarations.
@@ -151,6 +164,15 @@ pub struct Tenant {
     out_bufs: OutBufs,
     /// Kernel arguments' declarations (see `ArgDecls`).
     pub arg_decls: ArgDecls,
+    /// Header directories the client sent for its builds.
+    pub includes: super::includes::IncludeDirs,
+    /// What launches must be checked for (`launch.rs`).
+    pub launches: super::launch::Launches,
+    /// Objects kept alive as kernel arguments (`args.rs`).
+    pub arg_objects: super::args::ArgObjects,
+    /// The bytes of source or binaries of the program just made, for its
+    /// charge (`programs::clCreateProgramWith*`; taken by `insert`).
+    pub program_bytes: Option<u64>,
     /// Whether blocking waits may leave their reply to the completion of
     /// what they wait for (the channel can hold a reply back; `finish.rs`).
     pub replies_held: bool,
@@ -183,6 +205,10 @@ impl Tenant {
             builds: Arc::default(),
             out_bufs: OutBufs::default(),
             arg_decls: ArgDecls::default(),
+            includes: Default::default(),
+            launches: Default::default(),
+            arg_objects: Default::default(),
+            program_bytes: None,
             replies_held: false,
             reply_when: None,
             residency: None,
@@ -282,15 +308,25 @@ impl Tenant {
     }
 
     /// Records a newly created object under the client's id; a memory
-    /// object past the tenant's quota is released instead and refused.
+    /// object or program past the tenant's quota is released instead and
+    /// refused.
     pub fn insert(&mut self, id: u64, kind: Kind, raw: *mut c_void) -> Result<(), i32> {
+        use super::quota::{charge, charge_program, Held};
         if raw.is_null() {
             return Ok(());
         }
+        // Taken whatever the quota, so that it never outlives its program.
+        let program_bytes = self.program_bytes.take();
         let charge = match (kind, &self.memory) {
             // SAFETY: the library just made `raw` for this call, whose
             // reference is the only one so far.
-            (Kind::Mem, Some(q)) => unsafe { super::quota::charge(q, raw) }?,
+            (Kind::Mem, Some(q)) => unsafe { charge(q, raw) }?.map(Held::Mem),
+            (Kind::Program, Some(q)) => {
+                let bytes = program_bytes.unwrap_or(0);
+                // SAFETY: as above.
+                let c = unsafe { charge_program(q, raw, bytes) }?;
+                Some(Held::Program(c))
+            }
             _ => None,
         };
         if let (Kind::Mem, Some(r)) = (kind, &self.residency) {
@@ -404,6 +440,8 @@ impl Tenant {
                     if let Some(r) = &self.residency {
                         r.kernel_gone(e.raw as *mut c_void);
                     }
+                    self.launches.forget(e.raw as *mut c_void);
+                    self.arg_objects.forget(e.raw as *mut c_void);
                 }
                 if let Some(c) = e.charge {
                     c.let_go();
@@ -418,6 +456,8 @@ impl Tenant {
     pub fn release_all(&mut self) {
         self.mappings.clear();
         self.arg_decls.clear();
+        self.launches.clear();
+        self.arg_objects.clear();
         self.reverse.clear();
         // Dependents first, so that no object outlives what it was made from
         // inside this loop (the library counts references either way).
@@ -711,9 +751,9 @@ mod tests {
         let (k1, k2) = (0x40 as *mut c_void, 0x80 as *mut c_void);
         t.insert(5, Kind::Kernel, k1).expect("insert");
         t.insert(6, Kind::Kernel, k2).expect("insert");
-        t.arg_decls.insert(k1, 0, Some(ArgDecl::Local));
-        t.arg_decls.insert(k1, 1, None);
-        t.arg_decls.insert(k2, 0, Some(ArgDecl::Plain));
+        t.arg_decls.insert(k1, 0, ArgDecl::Local);
+        t.arg_decls.insert(k1, 1, ArgDecl::Opaque);
+        t.arg_decls.insert(k2, 0, ArgDecl::Plain);
         t.retained(5, Kind::Kernel);
         t.released(5, Kind::Kernel);
         assert_eq!(t.arg_decls.slots(), 3, "one reference left: kept");
@@ -730,13 +770,13 @@ mod tests {
     fn argument_declarations_are_bounded() {
         let mut c = ArgDecls::default();
         let k = 0x40 as *mut c_void;
-        c.insert(k, MAX_CACHED_ARG_INDEX, Some(ArgDecl::Plain));
+        c.insert(k, MAX_CACHED_ARG_INDEX, ArgDecl::Plain);
         assert!(c.get(k, MAX_CACHED_ARG_INDEX).is_none());
         assert_eq!(c.slots(), 0);
-        c.insert(k, 3, Some(ArgDecl::Plain));
-        c.insert(k, 3, Some(ArgDecl::Local));
+        c.insert(k, 3, ArgDecl::Plain);
+        c.insert(k, 3, ArgDecl::Local);
         assert_eq!(c.slots(), 4);
-        assert!(matches!(c.get(k, 3), Some(Some(ArgDecl::Local))));
+        assert_eq!(c.get(k, 3), Some(ArgDecl::Local));
         assert!(
             c.get(k, 2).is_none(),
             "a slot below one asked for is not known"
@@ -744,7 +784,7 @@ mod tests {
         // Kernels with only a high index each: the bound is on memory.
         let high = MAX_CACHED_ARG_INDEX - 1;
         for i in 0..MAX_ARG_DECLS / MAX_CACHED_ARG_INDEX as usize + 2 {
-            c.insert((0x1000 + i * 8) as *mut c_void, high, None);
+            c.insert((0x1000 + i * 8) as *mut c_void, high, ArgDecl::Opaque);
             assert!(c.slots() <= MAX_ARG_DECLS);
         }
         assert!(c.get(k, 3).is_none(), "a full cache started again");

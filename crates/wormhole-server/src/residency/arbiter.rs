@@ -59,7 +59,7 @@ impl Arbiter {
             budget: config.device_memory,
             oversubscribe: config.oversubscribe,
             policy,
-            tenant_cap: config.tenant_memory,
+            tenant_cap: super::quota_bytes(config),
             ..LedgerConfig::default()
         });
         // SAFETY: eventfd takes no pointers; a new descriptor or -1.

@@ -396,7 +396,7 @@ fn arg_writes(kernel: usize, index: u32) -> bool {
 
 impl Residency {
     /// Starts residency on `sock`, the link the listener passed (fd 4), with
-    /// the store it passed (fd 5) or a memory file, of `store_size` bytes or
+    /// the store it passed (fd 6) or a memory file, of `store_size` bytes or
     /// else `cap` (the most the tenant may hold). Buffers go in `shared`, or,
     /// where the client maps no arena (TCP, shared buffers off), in an
     /// arena of the tenant's own.

@@ -36,14 +36,14 @@ use thiserror::Error;
 
 pub use local::Residency;
 
-use crate::config::Config;
+use crate::config::{Config, TenantMemory};
 use crate::opencl::tenant::Tenant;
 
 /// Where a tenant finds its end of the socket pair to its device's ledger.
 pub const ARBITER_FD: RawFd = 4;
 /// Where a tenant finds its store file, when the listener opened one in
-/// `store_dir`.
-pub const STORE_FD: RawFd = 5;
+/// `store_dir` (5 is the configuration file's, `listen::CONFIG_FD`).
+pub const STORE_FD: RawFd = 6;
 
 #[derive(Debug, Error)]
 pub enum ResidencyError {
@@ -75,6 +75,15 @@ pub fn claim_fds(config: &Config) {
     }
 }
 
+/// A tenant's `tenant_memory` in bytes, 0 for none; "device" (the
+/// device's own size) is none here, since the ledger's budget is never more.
+pub(crate) fn quota_bytes(config: &Config) -> u64 {
+    match config.tenant_memory {
+        TenantMemory::Bytes(n) => n,
+        TenantMemory::Device => 0,
+    }
+}
+
 /// The most one tenant may hold resident: its `tenant_memory`, and never
 /// more than the device lends all tenants (what its store must hold at
 /// most, and what the ledger lets it hold).
@@ -83,7 +92,7 @@ fn tenant_cap(config: &Config) -> u64 {
         0 => local::device_memory(&config.platforms),
         b => b,
     };
-    match (config.tenant_memory, budget) {
+    match (quota_bytes(config), budget) {
         (0, b) | (b, 0) => b,
         (q, b) => q.min(b),
     }

@@ -203,10 +203,11 @@ pub(super) fn changed(t: &Tenant, f: u32, mut d: Decoder<'_>) -> Changed {
             // An argument declared as no memory object (a scalar, local
             // memory, a sampler) never names one: nothing to note. The
             // declaration was asked for by the call that just ran.
-            if let Some(Some(decl)) = t.arg_decls.get(kernel as *mut std::ffi::c_void, index) {
-                if !matches!(decl, crate::opencl::overrides::ArgDecl::Mem { .. }) {
-                    return None;
-                }
+            use crate::opencl::args::ArgDecl;
+            if let Some(ArgDecl::Local | ArgDecl::Sampler | ArgDecl::Plain) =
+                t.arg_decls.get(kernel as *mut std::ffi::c_void, index)
+            {
+                return None;
             }
             let _size = d.usize().ok()?;
             let mem = match d.u8().ok()? {

@@ -1,0 +1,69 @@
+//! An event's end is answered by the client once the server said it
+//! (`wormhole-opencl-icd/src/event_state.rs`): the same answers as
+//! natively, and no round trip per query of a completed event.
+
+use wormhole_it::{check_pair, compile, native_vs_wormhole, run_env, Artifacts, Route, Server};
+
+/// Queries of one completed event that `event_ends.c` makes at its end.
+const STATUS_QUERIES: u64 = 1000;
+
+/// The round trips the client counted, from its `WORMHOLE_LOG` exit line
+/// ("N calls forwarded, M of them round trips (f n, ...), K batched"): the
+/// total and those of `clGetEventInfo`.
+fn round_trips(stderr: &str) -> Option<(u64, u64)> {
+    let line = stderr
+        .lines()
+        .rev()
+        .find(|l| l.contains("of them round trips"))?;
+    let (_, after) = line.split_once(" calls forwarded, ")?;
+    let total = after.split_whitespace().next()?.parse().ok()?;
+    let listed = after.split_once('(')?.1.split_once(')')?.0;
+    let event_info = listed
+        .split(", ")
+        .find_map(|e| e.strip_prefix("clGetEventInfo "))
+        .map_or(Some(0), |n| n.parse().ok())?;
+    Some((total, event_info))
+}
+
+#[test]
+fn ended_events_answer_as_natively_without_round_trips() {
+    native_vs_wormhole("event_ends");
+
+    let a = Artifacts::get().expect("artifacts");
+    let dir = wormhole_it::TempDir::new("event-ends").expect("scratch");
+    let bin = compile("event_ends", dir.path()).expect("compile");
+    let server = Server::start(a, dir.path()).expect("server");
+    let log = std::ffi::OsStr::new("1");
+    let native = wormhole_it::run(&bin, Route::Native, None, dir.path()).expect("native run");
+    let remote = run_env(
+        &bin,
+        Route::Wormhole,
+        Some(&server),
+        dir.path(),
+        &[("WORMHOLE_LOG", log)],
+    )
+    .expect("remoted run");
+    check_pair("event_ends", &native, &remote, &server.log_text());
+    let (total, event_info) = round_trips(&remote.stderr)
+        .unwrap_or_else(|| panic!("no round-trip count in:\n{}", remote.stderr));
+    assert!(
+        total < STATUS_QUERIES / 10,
+        "{total} round trips for {STATUS_QUERIES} queries of a completed event:\n{}",
+        remote.stderr
+    );
+    assert!(
+        event_info < 20,
+        "{event_info} clGetEventInfo round trips:\n{}",
+        remote.stderr
+    );
+}
+
+#[test]
+fn the_round_trip_count_is_read_from_the_clients_line() {
+    let line = "wormhole: 50 calls forwarded, 44 of them round trips (clGetEventInfo 8, \
+                clFinish 2), 6 batched";
+    assert_eq!(round_trips(line), Some((44, 8)));
+    let without = "wormhole: 5 calls forwarded, 3 of them round trips (clFinish 3), 2 batched";
+    assert_eq!(round_trips(without), Some((3, 0)));
+    assert_eq!(round_trips("nothing here"), None);
+}

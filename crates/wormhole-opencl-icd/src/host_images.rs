@@ -1,0 +1,348 @@
+//! Images created with `CL_MEM_USE_HOST_PTR`. The server cannot use the
+//! application's memory, so it holds a copy (`host_flags` on its side); but
+//! a map of such an image must return the application's memory: `host_ptr`
+//! plus the origin's offset, with the row and slice pitches the application
+//! gave (programs rely on it, and the specification says so). The mapped
+//! bytes come in the server's layout and are laid into the application's
+//! rows here, and written back from them on unmap.
+//!
+//! The application's pitches are known from the creation: they are kept as
+//! the image's `CL_IMAGE_ROW_PITCH` and `CL_IMAGE_SLICE_PITCH` answers,
+//! which natively are those pitches too.
+
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+
+use wormhole_opencl_api::{
+    func, image_element_size, image_window, ImageWindow, Kind, CL_IMAGE_ELEMENT_SIZE,
+    CL_INVALID_VALUE, CL_MEM_TYPE,
+};
+
+use crate::gen;
+use crate::rt::{info_value, obj};
+
+const CL_IMAGE_ROW_PITCH: u32 = 0x1112;
+const CL_IMAGE_SLICE_PITCH: u32 = 0x1113;
+const CL_MEM_USE_HOST_PTR: u64 = 1 << 3;
+
+const IMAGE2D: u32 = 0x10F1;
+const IMAGE3D: u32 = 0x10F2;
+const IMAGE2D_ARRAY: u32 = 0x10F3;
+const IMAGE1D_ARRAY: u32 = 0x10F5;
+const IMAGE1D_BUFFER: u32 = 0x10F6;
+
+/// What an image's creation says about its size and host memory.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Shape {
+    pub image_type: u32,
+    pub width: usize,
+    pub height: usize,
+    pub depth: usize,
+    pub array_size: usize,
+    pub row_pitch: usize,
+    pub slice_pitch: usize,
+    /// Made from a buffer's memory (`mem_object`), not memory of its own.
+    pub of_buffer: bool,
+}
+
+impl Shape {
+    /// From a `cl_image_desc`.
+    ///
+    /// # Safety
+    /// `desc` is NULL or a `cl_image_desc`.
+    pub unsafe fn of_desc(desc: *const c_void) -> Option<Shape> {
+        if desc.is_null() {
+            return None;
+        }
+        // SAFETY: the caller's contract: a cl_mem_object_type (padded to
+        // 8 bytes), then width, height, depth, array size, row and slice
+        // pitch as size_t, two cl_uints, and the buffer or image it is made
+        // from (a pointer).
+        unsafe {
+            let w = |i: usize| (desc as *const usize).add(i).read_unaligned();
+            Some(Shape {
+                image_type: (desc as *const u32).read_unaligned(),
+                width: w(1),
+                height: w(2),
+                depth: w(3),
+                array_size: w(4),
+                row_pitch: w(5),
+                slice_pitch: w(6),
+                of_buffer: w(8) != 0,
+            })
+        }
+    }
+
+    /// The bytes the image's pixels take (a bound for `room`).
+    ///
+    /// # Safety
+    /// `format` is NULL or a `cl_image_format`.
+    pub unsafe fn bytes(&self, format: *const c_void) -> u64 {
+        if self.of_buffer {
+            return 0;
+        }
+        // SAFETY: the caller's contract.
+        let elem = unsafe { element_size(format) }.unwrap_or(0);
+        [self.width, self.height, self.depth, self.array_size]
+            .iter()
+            .fold(elem, |n, &d| n.saturating_mul(d.max(1) as u64))
+    }
+}
+
+/// The size of one pixel of `format`.
+///
+/// # Safety
+/// `format` is NULL or a `cl_image_format`.
+unsafe fn element_size(format: *const c_void) -> Option<u64> {
+    if format.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's contract: two cl_uints.
+    let (order, ty) = unsafe {
+        (
+            (format as *const u32).read_unaligned(),
+            (format as *const u32).add(1).read_unaligned(),
+        )
+    };
+    image_element_size(order, ty)
+}
+
+/// Notes the application's pitches of a new USE_HOST_PTR image (the
+/// API's defaults for zero ones) as the image's pitch answers.
+///
+/// # Safety
+/// `format` is NULL or a `cl_image_format`.
+pub unsafe fn remember(image: *mut c_void, flags: u64, format: *const c_void, shape: Shape) {
+    if flags & CL_MEM_USE_HOST_PTR == 0 {
+        return;
+    }
+    let Ok(Some(o)) = obj(image, Kind::Mem) else {
+        return;
+    };
+    // SAFETY: the caller's contract.
+    let Some(elem) = (unsafe { element_size(format) }) else {
+        return;
+    };
+    let Some(row) = (match shape.row_pitch {
+        0 => shape.width.checked_mul(elem as usize),
+        r => Some(r),
+    }) else {
+        return;
+    };
+    let slice = match (shape.image_type, shape.slice_pitch) {
+        (IMAGE3D | IMAGE2D_ARRAY, 0) => row.checked_mul(shape.height),
+        (IMAGE1D_ARRAY, 0) => Some(row),
+        (IMAGE3D | IMAGE2D_ARRAY | IMAGE1D_ARRAY, s) => Some(s),
+        _ => Some(0),
+    };
+    let Some(slice) = slice else { return };
+    o.info
+        .know(func::clGetImageInfo, CL_IMAGE_ROW_PITCH, &row.to_le_bytes());
+    o.info.know(
+        func::clGetImageInfo,
+        CL_IMAGE_SLICE_PITCH,
+        &slice.to_le_bytes(),
+    );
+}
+
+/// How a map's bytes lie in the server's mapping and in the application's
+/// memory: the same rows, different pitches.
+#[derive(Debug, Clone, Copy)]
+pub struct Reshape {
+    region: [u64; 3],
+    server: ImageWindow,
+    host: ImageWindow,
+}
+
+impl Reshape {
+    /// Lays the region's rows of `src` (the server's layout, `server.extent`
+    /// bytes) into the application's memory at `dst`; the bytes between
+    /// rows there are the application's and stay as they are.
+    ///
+    /// # Safety
+    /// `dst` holds the host window's extent.
+    pub unsafe fn scatter(&self, src: &[u8], dst: *mut u8) {
+        self.rows(|s, h, n| {
+            if let Some(part) = src.get(s..s + n) {
+                // SAFETY: `h + n <= host.extent` (the windows' arithmetic),
+                // within `dst` (the caller's contract).
+                unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), dst.add(h), n) };
+            }
+        });
+    }
+
+    /// The reverse of [`Reshape::scatter`]: the region's rows from the
+    /// application's memory into `dst`, the server's layout; the bytes
+    /// between rows there keep what the server sent (they are not the
+    /// mapping's, and must go back as they came).
+    ///
+    /// # Safety
+    /// `src` holds the host window's extent.
+    pub unsafe fn gather(&self, src: *const u8, dst: &mut [u8]) {
+        self.rows(|s, h, n| {
+            if let Some(part) = dst.get_mut(s..s + n) {
+                // SAFETY: as in `scatter`, the other way.
+                unsafe { std::ptr::copy_nonoverlapping(src.add(h), part.as_mut_ptr(), n) };
+            }
+        });
+    }
+
+    /// Calls `f(server offset, host offset, bytes)` for each row.
+    fn rows(&self, mut f: impl FnMut(usize, usize, usize)) {
+        let n = self.server.row_bytes as usize;
+        for z in 0..self.region[2] {
+            for y in 0..self.region[1] {
+                let s = z * self.server.zstep + y * self.server.ystep;
+                let h = z * self.host.zstep + y * self.host.ystep;
+                f(s as usize, h as usize, n);
+            }
+        }
+    }
+}
+
+/// Where a map of a USE_HOST_PTR image lies in the application's memory.
+pub struct HostMapping {
+    pub at: *mut u8,
+    pub row_pitch: usize,
+    pub slice_pitch: usize,
+    pub reshape: Reshape,
+}
+
+/// A USE_HOST_PTR image's memory as the application laid it out.
+#[derive(Debug, Clone, Copy)]
+pub struct HostLayout {
+    host: usize,
+    image_type: u32,
+    elem: u64,
+    row: usize,
+    slice: usize,
+}
+
+/// `image`'s layout in the application's memory; `None` if it is not a
+/// USE_HOST_PTR image. Asks (cached) queries: not while a call holds the
+/// channel.
+pub fn layout(image: *mut c_void) -> Result<Option<HostLayout>, i32> {
+    let Some(o) = obj(image, Kind::Mem)? else {
+        return Ok(None);
+    };
+    let host = o.host_ptr.load(Ordering::Relaxed);
+    if host == 0 {
+        return Ok(None);
+    }
+    let image_type: u32 = info_value(gen::clGetMemObjectInfo, image, CL_MEM_TYPE)?;
+    if !(IMAGE2D..=IMAGE1D_BUFFER).contains(&image_type) {
+        // A buffer: the map is the library's to refuse.
+        return Ok(None);
+    }
+    let elem: usize = info_value(gen::clGetImageInfo, image, CL_IMAGE_ELEMENT_SIZE)?;
+    Ok(Some(HostLayout {
+        host,
+        image_type,
+        elem: elem as u64,
+        row: info_value(gen::clGetImageInfo, image, CL_IMAGE_ROW_PITCH)?,
+        slice: info_value(gen::clGetImageInfo, image, CL_IMAGE_SLICE_PITCH)?,
+    }))
+}
+
+impl HostLayout {
+    /// Where a map at `origin` of `region` lies, whose mapping the server
+    /// laid out with `server_row` and `server_slice` as its pitches.
+    pub fn mapping(
+        &self,
+        origin: [u64; 3],
+        region: [u64; 3],
+        server_row: usize,
+        server_slice: usize,
+    ) -> Result<HostMapping, i32> {
+        let window = |r: usize, s: usize| {
+            image_window(self.image_type, region, self.elem, r as u64, s as u64)
+        };
+        let (Some(server), Some(host)) = (
+            window(server_row, server_slice),
+            window(self.row, self.slice),
+        ) else {
+            return Err(CL_INVALID_VALUE);
+        };
+        let offset = origin[0]
+            .checked_mul(self.elem)
+            .zip(origin[1].checked_mul(host.ystep))
+            .zip(origin[2].checked_mul(host.zstep))
+            .and_then(|((x, y), z)| x.checked_add(y)?.checked_add(z))
+            .and_then(|off| usize::try_from(off).ok())
+            .and_then(|off| self.host.checked_add(off))
+            .ok_or(CL_INVALID_VALUE)?;
+        Ok(HostMapping {
+            at: offset as *mut u8,
+            row_pitch: self.row,
+            // A 1D or 2D image has no slices: its maps say 0, as natively.
+            slice_pitch: if self.image_type == IMAGE2D || server_slice == 0 {
+                0
+            } else {
+                self.slice
+            },
+            reshape: Reshape {
+                region,
+                server,
+                host,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout(image_type: u32, row: usize, slice: usize) -> HostLayout {
+        HostLayout {
+            host: 0x10000,
+            image_type,
+            elem: 4,
+            row,
+            slice,
+        }
+    }
+
+    /// The offsets PoCL returns natively for these maps (`image_host_ptr.c`).
+    #[test]
+    fn a_mapping_starts_at_the_origin_in_the_applications_layout() {
+        let m = layout(IMAGE2D, 64, 0)
+            .mapping([2, 3, 0], [4, 2, 1], 64, 0)
+            .expect("2D");
+        assert_eq!(m.at as usize - 0x10000, 200);
+        assert_eq!((m.row_pitch, m.slice_pitch), (64, 0));
+        let m = layout(IMAGE3D, 20, 80)
+            .mapping([1, 1, 1], [2, 2, 1], 16, 48)
+            .expect("3D");
+        assert_eq!(m.at as usize - 0x10000, 104);
+        assert_eq!((m.row_pitch, m.slice_pitch), (20, 80));
+        // An origin whose offset overflows is refused, not wrapped.
+        assert!(layout(IMAGE2D, 64, 0)
+            .mapping([u64::MAX / 2, 0, 0], [1, 1, 1], 64, 0)
+            .is_err());
+    }
+
+    /// Rows move between the server's tight layout and the application's
+    /// padded one; the bytes between rows stay whose they are.
+    #[test]
+    fn rows_go_across_and_back_leaving_the_gaps() {
+        let m = layout(IMAGE2D, 12, 0)
+            .mapping([0, 0, 0], [2, 3, 1], 8, 0)
+            .expect("mapping");
+        let server: Vec<u8> = (1..=24).collect();
+        let mut host = vec![0xaau8; 36];
+        // SAFETY: `host` holds the host window (3 rows of 12 bytes).
+        unsafe { m.reshape.scatter(&server, host.as_mut_ptr()) };
+        for y in 0..3 {
+            assert_eq!(&host[y * 12..y * 12 + 8], &server[y * 8..y * 8 + 8]);
+            assert_eq!(&host[y * 12 + 8..y * 12 + 12], &[0xaa; 4]);
+        }
+        for b in host.iter_mut().filter(|b| **b != 0xaa) {
+            *b += 100;
+        }
+        let mut back = server.clone();
+        // SAFETY: as above.
+        unsafe { m.reshape.gather(host.as_ptr(), &mut back) };
+        assert_eq!(back, server.iter().map(|b| b + 100).collect::<Vec<_>>());
+    }
+}
