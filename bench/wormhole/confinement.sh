@@ -90,13 +90,22 @@ table=$out/confinement.md
 {
   echo "Confinement, $(date -u +%Y-%m-%d' '%H:%M' UTC'), $(nproc) CPUs, $(lscpu | sed -n 's/^Model name:[[:space:]]*//p' | head -n1), commit $(git rev-parse --short HEAD)"
   echo
-  echo "| measure (median of $rounds) | confined | --no-confine | ratio |"
-  echo "| --- | ---: | ---: | ---: |"
+  echo "| measure (median of $rounds) | confined | --no-confine | ratio of medians | median of the rounds' ratios (quartiles) |"
+  echo "| --- | ---: | ---: | ---: | ---: |"
   for m in event_info:"null call (ns)" readback:"launch + 4-byte read (ns)" callheavy:"call-heavy wall (s)" start:"clinfo -l, tenant start (ms)"; do
     key=${m%%:*}; label=${m#*:}
     c=$(tr ' ' '\n' <<<"${samples[confined.$key]}" | grep . | median)
     o=$(tr ' ' '\n' <<<"${samples[open.$key]}" | grep . | median)
-    echo "| $label | $c | $o | $(awk -v c="$c" -v o="$o" 'BEGIN {printf "%.3f", c / o}') |"
+    # Each round measured both back to back: its ratio sees the same
+    # moment's noise, so their spread says how far the medians can be read.
+    paired=$(paste -d' ' <(tr ' ' '\n' <<<"${samples[confined.$key]}" | grep .) \
+                         <(tr ' ' '\n' <<<"${samples[open.$key]}" | grep .) |
+      awk '$2 > 0 {print $1 / $2}' | sort -g |
+      awk '{v[NR]=$1} END {if (NR==0) {print "nan"; exit}
+           lo=v[int((NR+3)/4)]; hi=v[int((3*NR+3)/4)];
+           md=(NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2);
+           printf "%.3f (%.3f-%.3f)", md, lo, hi}')
+    echo "| $label | $c | $o | $(awk -v c="$c" -v o="$o" 'BEGIN {printf "%.3f", c / o}') | $paired |"
   done
 } | tee "$table"
 
