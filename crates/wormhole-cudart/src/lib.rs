@@ -1,5 +1,6 @@
 //! Wormhole's CUDA runtime client: everything behind the libcudart
-//! stand-ins (`wormhole-cudart-12`, `wormhole-cudart-13`), which only add
+//! stand-ins (`wormhole-cudart-12`, `wormhole-cudart-13`, see
+//! `wormhole-cuda-stand-ins`), which only add
 //! the ELF exports with NVIDIA's soname and symbol versions.
 //!
 //! Every function of `cuda.api` is here: generated stubs (`gen`) marshal a
@@ -92,6 +93,28 @@ pub mod solver {
         include!(concat!(env!("OUT_DIR"), "/solver_client_gen.rs"));
         include!(concat!(env!("OUT_DIR"), "/solver_forward_gen.rs"));
     }
+}
+
+/// The body of a libcudart stand-in (`wormhole-cuda-stand-ins`) of CUDA
+/// major `$major`, beside its generated exports.
+#[macro_export]
+macro_rules! stand_in {
+    ($major:literal) => {
+        /// Present only in Wormhole's stand-ins, so a server never mistakes
+        /// one for the real runtime it should load.
+        #[no_mangle]
+        pub static wormhole_cudart_stub: u32 = $major;
+
+        extern "C" fn init() {
+            $crate::MAJOR.store($major, ::std::sync::atomic::Ordering::Relaxed);
+        }
+
+        /// Runs when the library is loaded, before the program's own
+        /// constructors (which register its kernels).
+        #[used]
+        #[link_section = ".init_array"]
+        static INIT: extern "C" fn() = init;
+    };
 }
 
 /// `cudaHostFn_t`: a host function run in stream order (may be NULL).
