@@ -860,7 +860,7 @@ fn ffi_dlopen(o: &mut String, api: &Api) {
 /// ELF exports for a library that stands in for another: for every
 /// function the client implements, a trampoline (in `global_asm!`) that
 /// jumps to the Rust function under `path` (`PATH::gen::NAME`, or
-/// `PATH::overrides::NAME` for hand-written ones) and carries the symbol
+/// `PATH::manual::NAME` for hand-written ones) and carries the symbol
 /// version `node` (e.g. `libcudart.so.13`), as the real library's do, so
 /// programs linked against the real library bind to ours.
 ///
@@ -871,8 +871,17 @@ fn ffi_dlopen(o: &mut String, api: &Api) {
 pub fn gen_exports(api: &Api, path: &str, node: &str) -> String {
     exports_to(api, node, |f, variant| match variant {
         Some(sfx) if ptsz_stream(f).is_some() => format!("{path}::gen::{}{sfx}", f.name),
-        _ => format!("{path}::{}::{}", impl_module(f), f.name),
+        _ => format!("{path}::{}::{}", client_module(f), f.name),
     })
+}
+
+/// The client crate's public module that implements a function: its
+/// generated stubs, or the hand-written ones (`manual`).
+fn client_module(f: &Func) -> &'static str {
+    match impl_module(f) {
+        "overrides" => "manual",
+        generated => generated,
+    }
 }
 
 /// The stream argument of a `ptsz` function, which its `_ptsz` variant

@@ -5,23 +5,19 @@
 //!
 //! Every function of `cuda.api` is here: generated stubs (`gen`) marshal a
 //! call, send it to a Wormhole server over shared memory (or TCP) and
-//! unmarshal the reply; `overrides` holds the hand-written ones (memory,
-//! copies, kernel registration and launch, errors). The server is found as
+//! unmarshal the reply; `manual` holds the hand-written ones, a module per
+//! concern (memory, copies, registration, launches, streams, devices, …). The server is found as
 //! the OpenCL client finds it (`WORMHOLE_SERVER`); with none, every call
 //! returns what the native runtime returns on a machine without the NVIDIA
 //! driver (cudaErrorInsufficientDriver).
 
 pub mod driver;
-pub mod host;
 pub mod libs;
 pub mod lt;
-pub mod mem3d;
-pub mod overrides;
-pub mod pools;
-pub mod refused;
+pub mod manual;
 pub mod rt;
 
-pub use mem3d::{Extent, Memcpy3DParms, PitchedPtr};
+pub use manual::mem3d::{Extent, Memcpy3DParms, PitchedPtr};
 pub use rt::MAJOR;
 
 /// The generated stubs.
@@ -32,8 +28,8 @@ pub mod gen {
     use wormhole_cuda_api::{cudaErrorNotSupported, cudaSuccess};
     use wormhole_cuda_api::{func, Kind};
 
-    use crate::overrides;
-    use crate::overrides as custom;
+    use crate::manual as overrides;
+    use crate::manual as custom;
     use crate::rt::{adopt_new, released, retained, set_errcode, Call};
 
     include!(concat!(env!("OUT_DIR"), "/client_gen.rs"));

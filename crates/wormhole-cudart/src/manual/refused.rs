@@ -9,7 +9,7 @@
 //! - **Graphs:** stream capture is not forwarded, so no stream ever
 //!   captures (cudaStreamIsCapturing says so) and no graph exists.
 //! - **Cooperative launches:** refused as the extensible launch refuses
-//!   them (`overrides::cudaLaunchKernelExC`).
+//!   them (`launches::cudaLaunchKernelExC`).
 //! - **Managed and mapped memory:** no address can be both the client's
 //!   memory and the device's, which is in another process or on another
 //!   host.

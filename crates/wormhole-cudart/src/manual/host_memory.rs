@@ -17,7 +17,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use wormhole_cuda_api::*;
 
-use crate::overrides::current_device;
+use crate::manual::devices::current_device;
 use crate::rt::note;
 
 /// cudaErrorHostMemoryAlreadyRegistered, cudaErrorHostMemoryNotRegistered.
@@ -70,7 +70,7 @@ pub unsafe extern "C" fn cudaMallocHost(ptr: *mut *mut c_void, size: usize) -> i
     if ptr.is_null() {
         return note(cudaErrorInvalidValue);
     }
-    let init = crate::overrides::init_status();
+    let init = crate::manual::devices::init_status();
     if init != cudaSuccess {
         return note(init);
     }

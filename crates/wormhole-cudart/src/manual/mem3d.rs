@@ -88,7 +88,8 @@ pub unsafe extern "C" fn cudaMalloc3D(pitched: *mut PitchedPtr, extent: Extent) 
     };
     let (mut ptr, mut pitch) = (std::ptr::null_mut(), 0usize);
     // SAFETY: two valid out-pointers.
-    let s = unsafe { crate::overrides::cudaMallocPitch(&mut ptr, &mut pitch, extent.width, rows) };
+    let s =
+        unsafe { crate::manual::memory::cudaMallocPitch(&mut ptr, &mut pitch, extent.width, rows) };
     if s == cudaSuccess {
         // SAFETY: checked non-NULL; the caller's contract.
         unsafe {
@@ -158,10 +159,10 @@ unsafe fn memcpy3d(p: *const Memcpy3DParms, stream: Option<*mut c_void>) -> i32 
         // SAFETY: the slices of the caller's valid pitched blocks.
         unsafe {
             match stream {
-                None => crate::overrides::cudaMemcpy2D(
+                None => crate::manual::copies::cudaMemcpy2D(
                     dst, dpitch, src, spitch, e.width, e.height, p.kind,
                 ),
-                Some(s) => crate::overrides::cudaMemcpy2DAsync(
+                Some(s) => crate::manual::copies::cudaMemcpy2DAsync(
                     dst, dpitch, src, spitch, e.width, e.height, p.kind, s,
                 ),
             }

@@ -108,7 +108,7 @@ pub unsafe extern "C" fn cudaDeviceGetDefaultMemPool(pool: *mut *mut c_void, dev
     if pool.is_null() {
         return note(cudaErrorInvalidValue);
     }
-    let n = match crate::overrides::device_count() {
+    let n = match crate::manual::devices::device_count() {
         Ok(n) => n,
         Err(s) => return note(s),
     };
@@ -215,7 +215,7 @@ pub unsafe extern "C" fn cudaMemPoolSetAccess(
     };
     let mut n = 0;
     if descs.iter().any(|d| d.id != device) {
-        n = match crate::overrides::device_count() {
+        n = match crate::manual::devices::device_count() {
             Ok(n) => n,
             Err(s) => return note(s),
         };
