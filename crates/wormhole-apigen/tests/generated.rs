@@ -43,11 +43,31 @@ use Part::*;
 const DESCRIPTIONS: &[(&str, &str, &[Part])] = &[
     ("opencl", OPENCL, &[Common, Client, Server]),
     ("cuda", CUDA, &[Common, Client, Server, Exports]),
-    ("cublas", CUBLAS, &[Common, Client, Server, ForwardTable, Forwarders]),
-    ("cublaslt", CUBLASLT, &[Common, Client, Server, ForwardTable, Forwarders]),
-    ("curand", CURAND, &[Common, Client, Server, ForwardTable, Forwarders]),
-    ("cusolver", CUSOLVER, &[Common, Client, Server, ForwardTable, Forwarders]),
-    ("driver", DRIVER, &[Common, Client, ForwardTable, Forwarders]),
+    (
+        "cublas",
+        CUBLAS,
+        &[Common, Client, Server, ForwardTable, Forwarders],
+    ),
+    (
+        "cublaslt",
+        CUBLASLT,
+        &[Common, Client, Server, ForwardTable, Forwarders],
+    ),
+    (
+        "curand",
+        CURAND,
+        &[Common, Client, Server, ForwardTable, Forwarders],
+    ),
+    (
+        "cusolver",
+        CUSOLVER,
+        &[Common, Client, Server, ForwardTable, Forwarders],
+    ),
+    (
+        "driver",
+        DRIVER,
+        &[Common, Client, ForwardTable, Forwarders],
+    ),
 ];
 
 fn generate(name: &str, src: &str, part: Part) -> (String, String) {
