@@ -8,15 +8,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
-cargo build --release -q -p wormhole-server -p wormhole-cudart-12 -p wormhole-cudart-13 \
-  -p wormhole-cublas-12 -p wormhole-cublas-13 -p wormhole-curand-10 -p wormhole-cuda-driver-1 -p wormhole-cublaslt-13 \
-  -p wormhole-cusolver-11 -p wormhole-cusolver-12
+# Every stand-in of crates/wormhole-cuda-stand-ins' table.
+mapfile -t stand_ins < <(scripts/cuda-stand-ins.sh --packages)
+mapfile -t stand_in_files < <(scripts/cuda-stand-ins.sh --files)
+cargo build --release -q -p wormhole-server "${stand_ins[@]/#/--package=}"
 b=target/gpu-bundle
 rm -rf "$b"; mkdir -p "$b/ocl"
-for f in wormhole-server libwormhole_cudart12.so libwormhole_cudart13.so \
-         libwormhole_cublas12.so libwormhole_cublas13.so libwormhole_curand10.so \
-         libwormhole_cuda_driver1.so libwormhole_cublaslt13.so \
-         libwormhole_cusolver11.so libwormhole_cusolver12.so; do
+for f in wormhole-server "${stand_in_files[@]}"; do
   strip -o "$b/$f" "target/release/$f"
 done
 cp -L "$(ldconfig -p | awk '$1 == "libOpenCL.so.1" { print $NF; exit }')" "$b/ocl/libOpenCL.so.1"

@@ -21,10 +21,11 @@ cd "$(dirname "$0")/.."
 command -v readelf >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq binutils >/dev/null; }
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
-cargo build -p wormhole-server -p wormhole-cudart-12 -p wormhole-cudart-13 \
-  -p wormhole-cublas-12 -p wormhole-cublas-13 -p wormhole-curand-10 -p wormhole-cuda-driver-1 \
-  -p wormhole-cublaslt-13 -p wormhole-cusolver-11 -p wormhole-cusolver-12
-cargo test -p wormhole-apigen -p wormhole-cuda-api -p wormhole-cudart -p wormhole-cuda-forward -p wormhole-server
+# Every stand-in of crates/wormhole-cuda-stand-ins' table.
+mapfile -t stand_ins < <(scripts/cuda-stand-ins.sh --packages)
+cargo build -p wormhole-server "${stand_ins[@]/#/--package=}"
+cargo test -p wormhole-apigen -p wormhole-cuda-api -p wormhole-cudart -p wormhole-cuda-forward \
+  -p wormhole-cuda-stand-ins -p wormhole-server
 
 work=$(mktemp -d /tmp/wormhole-cuda-test.XXXXXX)
 server_pid=""

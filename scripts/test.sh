@@ -39,7 +39,7 @@ for t in scripts/test-*.sh; do
   fi
 done
 # Crates whose tests a script above already ran.
-covered=(giant-trace giant-sim giant-rebalance vnet-core vnet-api vnetd vnetctl wormhole-opencl-api wormhole-it wormhole-isolation-tests wormhole-server wormhole-bench wormhole-apigen wormhole-cuda-api wormhole-cudart)
+covered=(giant-trace giant-sim giant-rebalance vnet-core vnet-api vnetd vnetctl wormhole-opencl-api wormhole-it wormhole-isolation-tests wormhole-server wormhole-bench wormhole-apigen wormhole-cuda-api wormhole-cudart wormhole-cuda-forward wormhole-cuda-stand-ins)
 excludes=()
 for c in "${covered[@]}"; do excludes+=(--exclude "$c"); done
 echo "== cargo test (remaining crates) =="

@@ -14,7 +14,7 @@
 # Without one: the server runs on the CPU stand-in (examples/cuda/
 # cpu_device.c), which runs no PyTorch kernel but has a CPU SGEMM, and the
 # client gets Wormhole's libcuda.so.1 stand-in for the few driver calls
-# PyTorch makes itself (crates/wormhole-cuda-driver-1), as a client without
+# PyTorch makes itself (wormhole-cuda-driver-1), as a client without
 # NVIDIA's driver would. Kernels then fail with a CUDA error; cuBLAS runs.
 #
 # PyTorch: python3's if it imports a CUDA 13 build of torch; else PyTorch

@@ -1,6 +1,6 @@
 /* The driver calls a framework makes itself, as PyTorch makes them: it
  * opens libcuda.so.1 with dlopen and looks each function up by name. Run
- * through Wormhole with its libcuda stand-in (crates/wormhole-cuda-driver-1)
+ * through Wormhole with its libcuda stand-in (wormhole-cuda-driver-1)
  * on the library path, on a machine without NVIDIA's driver. Prints one
  * line per call; scripts/test-wormhole-cuda.sh compares them with what
  * the stand-in must answer (the CPU stand-in device: one device). */

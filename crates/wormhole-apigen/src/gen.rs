@@ -16,15 +16,13 @@ fn c_params(f: &Func) -> String {
         .join(", ")
 }
 
-/// The generators spell statuses as OpenCL does; an API with other names
-/// (`api { success ...; unsupported ...; }`) gets its own spelled in.
-fn rename_statuses(code: String, s: &Settings) -> String {
-    let d = Settings::default();
-    if s.success == d.success && s.unsupported == d.unsupported {
-        return code;
+/// A status the description names in its `api` block, or, where it names
+/// none, a compile error in the generated code that says which to add.
+fn named<'a>(status: &'a Option<String>, setting: &str) -> std::borrow::Cow<'a, str> {
+    match status {
+        Some(name) => name.into(),
+        None => format!("compile_error!(\"the api block names no `{setting}` status\")").into(),
     }
-    code.replace(&d.success, &s.success)
-        .replace(&d.unsupported, &s.unsupported)
 }
 
 fn kind(k: &str) -> String {
@@ -275,7 +273,8 @@ fn client_cached(o: &mut String, f: &Func, mutable: &[u32]) {
     );
 }
 
-fn client_func(o: &mut String, f: &Func) {
+fn client_func(o: &mut String, f: &Func, st: &Settings) {
+    let (ok, unsupported) = (&st.success, &st.unsupported);
     let ret_ty = f.ret.ctype();
     let prefix = if let Some(mutable) = &f.attrs.cached {
         client_cached(o, f, mutable);
@@ -291,10 +290,12 @@ fn client_func(o: &mut String, f: &Func) {
     );
     if f.attrs.unsupported {
         match &f.ret {
-            Ret::Status => o.push_str("    CL_INVALID_OPERATION\n}\n\n"),
+            Ret::Status => {
+                let _ = writeln!(o, "    {unsupported}\n}}\n");
+            }
             _ => {
                 if let Some(e) = errcode_arg(f) {
-                    let _ = writeln!(o, "    // SAFETY: errcode_ret is NULL or points to a cl_int, as the API requires.\n    unsafe {{ set_errcode({e}, CL_INVALID_OPERATION) }};");
+                    let _ = writeln!(o, "    // SAFETY: errcode_ret is NULL or points to a cl_int, as the API requires.\n    unsafe {{ set_errcode({e}, {unsupported}) }};");
                 }
                 o.push_str("    std::ptr::null_mut()\n}\n\n");
             }
@@ -337,7 +338,7 @@ fn client_func(o: &mut String, f: &Func) {
                 let n = &a.name;
                 let _ = writeln!(
                     o,
-                    "        if status == CL_SUCCESS {{ adopt_new(n_{n}, {n}, {}); }}",
+                    "        if status == {ok} {{ adopt_new(n_{n}, {n}, {}); }}",
                     kind(k)
                 );
             }
@@ -355,7 +356,7 @@ fn client_func(o: &mut String, f: &Func) {
                     if let Ty::HandleArray { count, .. } = &a.ty {
                         let _ = writeln!(
                             o,
-                            "        if r.status() == CL_SUCCESS {{ r.waited_for({}, {count} as usize); }}",
+                            "        if r.status() == {ok} {{ r.waited_for({}, {count} as usize); }}",
                             a.name
                         );
                     }
@@ -365,7 +366,7 @@ fn client_func(o: &mut String, f: &Func) {
                 let always = d == Drains::Always;
                 let _ = writeln!(
                     o,
-                    "        if r.status() == CL_SUCCESS {{ r.drained({}, {always}); }}",
+                    "        if r.status() == {ok} {{ r.drained({}, {always}); }}",
                     q.name
                 );
             }
@@ -392,14 +393,14 @@ fn client_func(o: &mut String, f: &Func) {
             if let Some(k) = &f.attrs.retain {
                 let _ = writeln!(
                     o,
-                    "        if status == CL_SUCCESS {{ retained({first}, {}); }}",
+                    "        if status == {ok} {{ retained({first}, {}); }}",
                     kind(k)
                 );
             }
             if let Some(k) = &f.attrs.release {
                 let _ = writeln!(
                     o,
-                    "        if status == CL_SUCCESS {{ released({first}, {}); }}",
+                    "        if status == {ok} {{ released({first}, {}); }}",
                     kind(k)
                 );
             }
@@ -409,19 +410,21 @@ fn client_func(o: &mut String, f: &Func) {
             o.push_str("        Ok(status)\n");
         }
         Ret::New(k) if f.attrs.is_async => {
-            let _ = writeln!(o, "        let obj = if status == CL_SUCCESS {{ adopt_id(new_id, {}) }} else {{ std::ptr::null_mut() }};", kind(k));
-            o.push_str(
-                "        if status != CL_SUCCESS { return Err(status); }\n        Ok(obj)\n",
+            let _ = writeln!(o, "        let obj = if status == {ok} {{ adopt_id(new_id, {}) }} else {{ std::ptr::null_mut() }};", kind(k));
+            let _ = write!(
+                o,
+                "        if status != {ok} {{ return Err(status); }}\n        Ok(obj)\n",
             );
         }
         Ret::New(k) => {
-            let _ = writeln!(o, "        let obj = if status == CL_SUCCESS {{ r.adopt(new_id, {}) }} else {{ std::ptr::null_mut() }};", kind(k));
+            let _ = writeln!(o, "        let obj = if status == {ok} {{ r.adopt(new_id, {}) }} else {{ std::ptr::null_mut() }};", kind(k));
             o.push_str("        drop(r);\n");
             for cb in &callbacks {
                 let _ = writeln!(o, "        cb_{cb}.fire(status, obj);");
             }
-            o.push_str(
-                "        if status != CL_SUCCESS { return Err(status); }\n        Ok(obj)\n",
+            let _ = write!(
+                o,
+                "        if status != {ok} {{ return Err(status); }}\n        Ok(obj)\n",
             );
         }
         Ret::Custom { name, .. } => {
@@ -433,7 +436,7 @@ fn client_func(o: &mut String, f: &Func) {
         Ret::Status => o.push_str("    match res {\n        Ok(s) | Err(s) => s,\n    }\n"),
         _ => {
             let e = errcode_arg(f).unwrap_or("std::ptr::null_mut()");
-            o.push_str("    let (v, err) = match res {\n        Ok(v) => (v, CL_SUCCESS),\n        Err(e) => (std::ptr::null_mut(), e),\n    };\n");
+            let _ = write!(o, "    let (v, err) = match res {{\n        Ok(v) => (v, {ok}),\n        Err(e) => (std::ptr::null_mut(), e),\n    }};\n");
             let _ = writeln!(o, "    // SAFETY: errcode_ret is NULL or points to a cl_int, as the API requires.\n    unsafe {{ set_errcode({e}, err) }};\n    v");
         }
     }
@@ -444,13 +447,13 @@ fn client_func(o: &mut String, f: &Func) {
 ///
 /// The including module must bring into scope `Call`, `adopt_new`, `Kind`,
 /// `CallbackKind`, `retained`, `released`, `set_errcode`, the `func` ids,
-/// the `custom` and `overrides` modules, `CL_SUCCESS` and
-/// `CL_INVALID_OPERATION`, and `c_void`/`c_char`.
+/// the `custom` and `overrides` modules, the API's success and unsupported
+/// statuses (as its `api` block names them), and `c_void`/`c_char`.
 pub fn gen_client(api: &Api) -> String {
     let mut o = String::new();
     for f in &api.funcs {
         if !f.attrs.manual && !f.attrs.client_only {
-            client_func(&mut o, f);
+            client_func(&mut o, f, &api.settings);
         }
         if let Some(stream) = ptsz_stream(f) {
             per_thread_wrapper(&mut o, f, stream);
@@ -481,10 +484,11 @@ pub fn gen_client(api: &Api) -> String {
         let _ = writeln!(o, "        {e},");
     }
     o.push_str("    ]\n}\n");
-    rename_statuses(o, &api.settings)
+    o
 }
 
-fn server_func(o: &mut String, f: &Func) {
+fn server_func(o: &mut String, f: &Func, st: &Settings) {
+    let ok = &st.success;
     let _ = writeln!(o, "{ALLOW}\nfn d_{}(t: &mut Tenant, d: &mut Decoder<'_>, e: &mut Encoder) -> Result<i32, i32> {{", f.name);
     let refcounting = f.attrs.retain.is_some() || f.attrs.release.is_some();
     let mut post = String::new();
@@ -542,10 +546,10 @@ fn server_func(o: &mut String, f: &Func) {
             }
             Ty::HandleArray { kind: k, count } => {
                 // A wait list's faults have their own code; any other list's
-                // are the kind's (or, for a missing list, CL_INVALID_VALUE).
+                // are the kind's (or, for a missing list, the API's invalid value).
                 let wait_list = n == "event_wait_list";
                 let bad_entry = if wait_list {
-                    "CL_INVALID_EVENT_WAIT_LIST".to_string()
+                    named(&st.invalid_wait_list, "invalid_wait_list").into_owned()
                 } else {
                     format!("{}.invalid()", kind(k))
                 };
@@ -558,9 +562,9 @@ fn server_func(o: &mut String, f: &Func) {
                     post,
                     "    check_count(v_{n}.as_deref(), v_{count} as u64, {})?;",
                     if wait_list {
-                        "CL_INVALID_EVENT_WAIT_LIST"
+                        named(&st.invalid_wait_list, "invalid_wait_list")
                     } else {
-                        "CL_INVALID_VALUE"
+                        named(&st.invalid_value, "invalid_value")
                     }
                 );
                 format!("opt_vec_ptr(&v_{n})")
@@ -592,7 +596,7 @@ fn server_func(o: &mut String, f: &Func) {
                     // library (natively) never touched.
                     let _ = writeln!(
                         out,
-                        "    e.opt_bytes(if status == CL_SUCCESS {{ v_{n}.as_deref() }} else {{ None }});"
+                        "    e.opt_bytes(if status == {ok} {{ v_{n}.as_deref() }} else {{ None }});"
                     );
                 } else {
                     // Creation calls report per-device results (e.g.
@@ -727,14 +731,20 @@ fn server_func(o: &mut String, f: &Func) {
         Ret::Status => o.push_str("    let status = ret;\n"),
         Ret::New(k) => {
             let e = errcode_arg(f).unwrap_or("err");
-            let _ = writeln!(o, "    let status = v_{e};\n    if status == CL_SUCCESS {{ t.insert(new_id, {}, ret)?; }}", kind(k));
+            let _ = writeln!(
+                o,
+                "    let status = v_{e};\n    if status == {ok} {{ t.insert(new_id, {}, ret)?; }}",
+                kind(k)
+            );
         }
-        Ret::Custom { .. } => o.push_str("    let status = CL_SUCCESS;\n"),
+        Ret::Custom { .. } => {
+            let _ = writeln!(o, "    let status = {ok};");
+        }
     }
     if let (Some(k), Some(a)) = (&f.attrs.retain, f.args.first()) {
         let _ = writeln!(
             o,
-            "    if status == CL_SUCCESS {{ t.retained(id_{}, {}); }}",
+            "    if status == {ok} {{ t.retained(id_{}, {}); }}",
             a.name,
             kind(k)
         );
@@ -742,7 +752,7 @@ fn server_func(o: &mut String, f: &Func) {
     if let (Some(k), Some(a)) = (&f.attrs.release, f.args.first()) {
         let _ = writeln!(
             o,
-            "    if status == CL_SUCCESS {{ t.released(id_{}, {}); }}",
+            "    if status == {ok} {{ t.released(id_{}, {}); }}",
             a.name,
             kind(k)
         );
@@ -761,7 +771,7 @@ fn server_func(o: &mut String, f: &Func) {
 /// `CallbackKind`, `Decoder`, `Encoder`, `bad`, `check_count`, `check_len`,
 /// `cstr`, `opt_cstr`, `opt_ptr`, `opt_mut_ptr`, `opt_vec_ptr`,
 /// `opt_mut_vec_ptr`, the `func` ids, the `custom` and `overrides` modules,
-/// `CL_SUCCESS`, `CL_INVALID_OPERATION` and `c_void`/`c_char`.
+/// the API's statuses its `api` block names, and `c_void`/`c_char`.
 pub fn gen_server(api: &Api) -> String {
     let mut o = String::new();
     if api.settings.dlopen {
@@ -782,7 +792,7 @@ pub fn gen_server(api: &Api) -> String {
     }
     for f in &api.funcs {
         if !f.attrs.manual && !f.attrs.unsupported && !f.attrs.client_only {
-            server_func(&mut o, f);
+            server_func(&mut o, f, &api.settings);
         }
     }
     o.push_str("/// Decodes, validates and runs one request; `Err` carries the status of\n");
@@ -802,8 +812,12 @@ pub fn gen_server(api: &Api) -> String {
             let _ = writeln!(o, "        func::{} => d_{}(t, d, e),", f.name, f.name);
         }
     }
-    o.push_str("        _ => Err(CL_INVALID_OPERATION),\n    }\n}\n");
-    rename_statuses(o, &api.settings)
+    let _ = writeln!(
+        o,
+        "        _ => Err({}),\n    }}\n}}",
+        api.settings.unsupported
+    );
+    o
 }
 
 /// Forwarded functions: what the server calls and the client exports.
@@ -860,7 +874,7 @@ fn ffi_dlopen(o: &mut String, api: &Api) {
 /// ELF exports for a library that stands in for another: for every
 /// function the client implements, a trampoline (in `global_asm!`) that
 /// jumps to the Rust function under `path` (`PATH::gen::NAME`, or
-/// `PATH::overrides::NAME` for hand-written ones) and carries the symbol
+/// `PATH::manual::NAME` for hand-written ones) and carries the symbol
 /// version `node` (e.g. `libcudart.so.13`), as the real library's do, so
 /// programs linked against the real library bind to ours.
 ///
@@ -871,8 +885,17 @@ fn ffi_dlopen(o: &mut String, api: &Api) {
 pub fn gen_exports(api: &Api, path: &str, node: &str) -> String {
     exports_to(api, node, |f, variant| match variant {
         Some(sfx) if ptsz_stream(f).is_some() => format!("{path}::gen::{}{sfx}", f.name),
-        _ => format!("{path}::{}::{}", impl_module(f), f.name),
+        _ => format!("{path}::{}::{}", client_module(f), f.name),
     })
+}
+
+/// The client crate's public module that implements a function: its
+/// generated stubs, or the hand-written ones (`manual`).
+fn client_module(f: &Func) -> &'static str {
+    match impl_module(f) {
+        "overrides" => "manual",
+        generated => generated,
+    }
 }
 
 /// The stream argument of a `ptsz` function, which its `_ptsz` variant
@@ -1077,7 +1100,7 @@ mod tests {
     #[test]
     fn per_thread_variants_are_exported_and_map_the_null_stream() {
         let api = crate::parse(
-            "api { kinds stream; }\n\
+            "api { kinds stream; success cudaSuccess; unsupported cudaErrorNotSupported; }\n\
              fn cudaMemcpyAsync(n: usize, stream: stream?) -> status ptsz;\n\
              fn cudaMemcpy(n: usize) -> status ptds;\n\
              fn cudaFree(n: usize) -> status;",

@@ -56,6 +56,12 @@ pub struct Settings {
     pub success: String,
     /// The status a function not forwarded (or refused) returns.
     pub unsupported: String,
+    /// A list of handles longer or shorter than its count says (needed
+    /// only by descriptions with handle lists).
+    pub invalid_value: Option<String>,
+    /// A fault in an `event_wait_list` (needed only by descriptions with
+    /// one).
+    pub invalid_wait_list: Option<String>,
     /// The id of the first function: APIs one server exports side by side
     /// need disjoint ranges.
     pub first_id: u32,
@@ -70,6 +76,8 @@ impl Default for Settings {
             kinds: KINDS.iter().map(|k| k.to_string()).collect(),
             success: "CL_SUCCESS".into(),
             unsupported: "CL_INVALID_OPERATION".into(),
+            invalid_value: Some("CL_INVALID_VALUE".into()),
+            invalid_wait_list: Some("CL_INVALID_EVENT_WAIT_LIST".into()),
             first_id: 0,
             dlopen: false,
         }

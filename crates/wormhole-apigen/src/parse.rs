@@ -315,9 +315,18 @@ impl<'a> P<'a> {
         Ok(ty)
     }
 
-    /// `api { kinds K ...; success NAME; unsupported NAME; first_id N; load dlopen; }`
+    /// `api { kinds K ...; success NAME; unsupported NAME; invalid_value
+    /// NAME; invalid_wait_list NAME; first_id N; load dlopen; }`. Another
+    /// API's statuses are its own: none of OpenCL's is assumed, and
+    /// `success` and `unsupported` must be named.
     fn settings(&mut self) -> R<Settings> {
-        let mut s = Settings::default();
+        let mut s = Settings {
+            success: String::new(),
+            unsupported: String::new(),
+            invalid_value: None,
+            invalid_wait_list: None,
+            ..Settings::default()
+        };
         self.expect("{")?;
         while !self.eat("}") {
             match self.ident()?.as_str() {
@@ -330,6 +339,8 @@ impl<'a> P<'a> {
                 }
                 "success" => s.success = self.ident()?,
                 "unsupported" => s.unsupported = self.ident()?,
+                "invalid_value" => s.invalid_value = Some(self.ident()?),
+                "invalid_wait_list" => s.invalid_wait_list = Some(self.ident()?),
                 "first_id" => {
                     s.first_id = u32::try_from(self.number()?).or_else(|_| self.err("first_id"))?
                 }
@@ -340,6 +351,9 @@ impl<'a> P<'a> {
                 o => return self.err(format!("unknown api setting `{o}`")),
             }
             self.expect(";")?;
+        }
+        if s.success.is_empty() || s.unsupported.is_empty() {
+            return self.err("the api block must name its `success` and `unsupported` statuses");
         }
         Ok(s)
     }
@@ -473,6 +487,19 @@ fn check(api: &Api) -> Result<(), String> {
         let names: Vec<&str> = f.args.iter().map(|a| a.name.as_str()).collect();
         let has = |n: &str| names.contains(&n);
         for a in &f.args {
+            if let Ty::HandleArray { .. } = &a.ty {
+                let (setting, named) = if a.name == "event_wait_list" {
+                    ("invalid_wait_list", &api.settings.invalid_wait_list)
+                } else {
+                    ("invalid_value", &api.settings.invalid_value)
+                };
+                if named.is_none() {
+                    return Err(format!(
+                        "{}: the handle list `{}` needs `{setting} NAME;` in the api block",
+                        f.name, a.name
+                    ));
+                }
+            }
             let refs: Vec<&String> = match &a.ty {
                 Ty::HandleArray { count, .. } | Ty::OutHandles { count, .. } => vec![count],
                 Ty::InBytes { size } | Ty::OutBytes { size } | Ty::OutInfo { size, .. } => {
@@ -693,6 +720,33 @@ pub fn parse(src: &str) -> Result<Api, ParseError> {
 mod tests {
     use super::*;
 
+    /// Another API's statuses are named in its `api` block, and the
+    /// generated code spells them so; none of OpenCL's is assumed.
+    #[test]
+    fn statuses_come_from_the_api_block() {
+        let list = "fn w(q: stream, n: u32, l: [stream; n]?) -> status;";
+        let unnamed = parse("api { kinds stream; success okay; }").expect_err("no unsupported");
+        assert!(
+            unnamed.msg.contains("`success` and `unsupported`"),
+            "{unnamed}"
+        );
+        let block = "api { kinds stream; success okay; unsupported nope; }";
+        let e = parse(&format!("{block}\n{list}")).expect_err("a list needs invalid_value");
+        assert!(e.msg.contains("`invalid_value NAME;`"), "{e}");
+        let api = parse(&format!(
+            "api {{ kinds stream; success okay; unsupported nope; invalid_value bad; }}\n{list}\n\
+             fn gone(q: stream) -> status unsupported;"
+        ))
+        .expect("parse");
+        let (client, server) = (crate::gen_client(&api), crate::gen_server(&api));
+        assert!(server.contains("v_n as u64, bad)?;"), "{server}");
+        assert!(server.contains("_ => Err(nope),"), "{server}");
+        assert!(client.contains("    nope\n}"), "{client}");
+        for code in [client, server] {
+            assert!(!code.contains("CL_"), "{code}");
+        }
+    }
+
     const QUERY: &str = "fn q(d: device, param_name: u32, param_value_size: usize, \
         param_value: out info[param_value_size]? {}, param_value_size_ret: out usize?) -> status";
 
@@ -816,7 +870,8 @@ mod tests {
         assert!(matches!(&api.funcs[1].args[0].ty, Ty::DevPtr { size: Some(s) } if s.arg == "n"));
         assert!(api.funcs[2].attrs.client_only);
         assert!(
-            parse("api { kinds stream; }\nfn f(q: queue) -> status;").is_err(),
+            parse("api { kinds stream; success s; unsupported u; }\nfn f(q: queue) -> status;")
+                .is_err(),
             "OpenCL kinds are gone once an API names its own"
         );
         assert!(parse("fn f(p: devptr[m]) -> status;").is_err());

@@ -34,7 +34,7 @@ thread_local! {
 /// failure. PyTorch asks a device's primary context state on every device
 /// switch, so this must not cost a round trip.
 fn device_count() -> Result<i32, i32> {
-    crate::overrides::device_count().map_err(from_runtime)
+    crate::manual::devices::device_count().map_err(from_runtime)
 }
 
 /// `dev` if the server has such a device.
@@ -172,7 +172,7 @@ pub extern "C" fn cuCtxSetCurrent(ctx: *mut c_void) -> i32 {
     if !ctx.is_null() {
         match context_device(ctx) {
             Some(d) if PRIMARY[d].load(Ordering::Relaxed) > 0 => {
-                crate::overrides::set_thread_device(d as i32);
+                crate::manual::devices::set_thread_device(d as i32);
             }
             _ => return CUDA_ERROR_INVALID_CONTEXT,
         }

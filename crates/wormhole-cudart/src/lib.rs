@@ -1,26 +1,23 @@
 //! Wormhole's CUDA runtime client: everything behind the libcudart
-//! stand-ins (`wormhole-cudart-12`, `wormhole-cudart-13`), which only add
+//! stand-ins (`wormhole-cudart-12`, `wormhole-cudart-13`, see
+//! `wormhole-cuda-stand-ins`), which only add
 //! the ELF exports with NVIDIA's soname and symbol versions.
 //!
 //! Every function of `cuda.api` is here: generated stubs (`gen`) marshal a
 //! call, send it to a Wormhole server over shared memory (or TCP) and
-//! unmarshal the reply; `overrides` holds the hand-written ones (memory,
-//! copies, kernel registration and launch, errors). The server is found as
+//! unmarshal the reply; `manual` holds the hand-written ones, a module per
+//! concern (memory, copies, registration, launches, streams, devices, …). The server is found as
 //! the OpenCL client finds it (`WORMHOLE_SERVER`); with none, every call
 //! returns what the native runtime returns on a machine without the NVIDIA
 //! driver (cudaErrorInsufficientDriver).
 
 pub mod driver;
-pub mod host;
 pub mod libs;
 pub mod lt;
-pub mod mem3d;
-pub mod overrides;
-pub mod pools;
-pub mod refused;
+pub mod manual;
 pub mod rt;
 
-pub use mem3d::{Extent, Memcpy3DParms, PitchedPtr};
+pub use manual::mem3d::{Extent, Memcpy3DParms, PitchedPtr};
 pub use rt::MAJOR;
 
 /// The generated stubs.
@@ -31,8 +28,8 @@ pub mod gen {
     use wormhole_cuda_api::{cudaErrorNotSupported, cudaSuccess};
     use wormhole_cuda_api::{func, Kind};
 
-    use crate::overrides;
-    use crate::overrides as custom;
+    use crate::manual as overrides;
+    use crate::manual as custom;
     use crate::rt::{adopt_new, released, retained, set_errcode, Call};
 
     include!(concat!(env!("OUT_DIR"), "/client_gen.rs"));
@@ -92,6 +89,28 @@ pub mod solver {
         include!(concat!(env!("OUT_DIR"), "/solver_client_gen.rs"));
         include!(concat!(env!("OUT_DIR"), "/solver_forward_gen.rs"));
     }
+}
+
+/// The body of a libcudart stand-in (`wormhole-cuda-stand-ins`) of CUDA
+/// major `$major`, beside its generated exports.
+#[macro_export]
+macro_rules! stand_in {
+    ($major:literal) => {
+        /// Present only in Wormhole's stand-ins, so a server never mistakes
+        /// one for the real runtime it should load.
+        #[no_mangle]
+        pub static wormhole_cudart_stub: u32 = $major;
+
+        extern "C" fn init() {
+            $crate::MAJOR.store($major, ::std::sync::atomic::Ordering::Relaxed);
+        }
+
+        /// Runs when the library is loaded, before the program's own
+        /// constructors (which register its kernels).
+        #[used]
+        #[link_section = ".init_array"]
+        static INIT: extern "C" fn() = init;
+    };
 }
 
 /// `cudaHostFn_t`: a host function run in stream order (may be NULL).

@@ -228,7 +228,7 @@ impl Call<'static> {
     pub fn begin(func: u32) -> Result<Call<'static>, i32> {
         let conn = conn().ok_or(NO_SERVER).map_err(note)?;
         let mut guard = conn.state.lock();
-        let switched = crate::overrides::follow_thread_device(&mut guard).map_err(lost)?;
+        let switched = crate::manual::devices::follow_thread_device(&mut guard).map_err(lost)?;
         if switched != cudaSuccess {
             return Err(note(switched));
         }

@@ -12,13 +12,13 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use wormhole_server::cuda::{self, libs, CudaTenant};
+use wormhole_server::cuda::{self, loader, CudaTenant};
 use wormhole_wire::{Decoder, Encoder};
 
 const BASE: u64 = 0x7000_0000;
 
 fuzz_target!(|data: &[u8]| {
-    libs::forbid_libraries();
+    loader::forbid_libraries();
     let Some((sel, args)) = data.split_first_chunk::<2>() else {
         return;
     };

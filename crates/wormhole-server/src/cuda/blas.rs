@@ -9,7 +9,6 @@
 //! (CUBLAS_STATUS_NOT_INITIALIZED: no handle can be created).
 
 use std::ffi::c_void;
-use std::sync::OnceLock;
 
 use wormhole_cuda_api::blas::{
     func, CUBLAS_STATUS_INVALID_VALUE, CUBLAS_STATUS_NOT_INITIALIZED, CUBLAS_STATUS_NOT_SUPPORTED,
@@ -19,7 +18,8 @@ use wormhole_cuda_api::extent;
 use wormhole_cuda_api::{blas, matmul, Kind};
 use wormhole_wire::{Decoder, Encoder, WireError};
 
-use super::libs::{by_runtime_major, open_library, LibTenant as Tenant};
+use super::libs::LibTenant as Tenant;
+use super::loader::{Loader, Sonames};
 
 /// What a call answers without the library.
 pub const NO_LIBRARY: i32 = CUBLAS_STATUS_NOT_INITIALIZED;
@@ -45,6 +45,7 @@ pub use generated::{dispatch, ffi};
 
 type SetPointerMode = unsafe extern "C" fn(*mut c_void, i32) -> i32;
 
+#[derive(Default)]
 struct Loaded {
     table: ffi::Table,
     /// Not described (the client answers the pointer-mode calls itself):
@@ -52,34 +53,19 @@ struct Loaded {
     set_pointer_mode: Option<SetPointerMode>,
 }
 
-fn library() -> Option<&'static Loaded> {
-    static L: OnceLock<Option<Loaded>> = OnceLock::new();
-    L.get_or_init(|| {
-        let names = by_runtime_major("libcublas.so.12", "libcublas.so.13");
-        open_library(&names, |sym| {
-            let spm = sym("cublasSetPointerMode_v2");
-            Loaded {
-                // SAFETY: every name is looked up in libcublas, whose
-                // functions have the signatures cublas.api describes.
-                table: unsafe { ffi::Table::load(sym) },
-                set_pointer_mode: if spm.is_null() {
-                    None
-                } else {
-                    // SAFETY: cublasSetPointerMode_v2(cublasHandle_t, int).
-                    Some(unsafe { std::mem::transmute::<*mut c_void, SetPointerMode>(spm) })
-                },
-            }
-        })
-    })
-    .as_ref()
-}
+static CUBLAS: Loader<Loaded> = Loader::new(
+    Sonames::ByRuntimeMajor("libcublas.so.12", "libcublas.so.13"),
+    |symbols| Loaded {
+        // SAFETY: `symbols` are libcublas's, whose functions have the
+        // signatures cublas.api describes (from its headers).
+        table: unsafe { ffi::Table::load(&|name| symbols.address(name)) },
+        // SAFETY: cublasSetPointerMode_v2(cublasHandle_t, cublasPointerMode_t).
+        set_pointer_mode: unsafe { symbols.function("cublasSetPointerMode_v2") },
+    },
+);
 
 fn table() -> &'static ffi::Table {
-    static EMPTY: OnceLock<ffi::Table> = OnceLock::new();
-    match library() {
-        Some(l) => &l.table,
-        None => EMPTY.get_or_init(ffi::Table::default),
-    }
+    &CUBLAS.get().table
 }
 
 impl Tenant<'_> {
@@ -98,9 +84,7 @@ impl Tenant<'_> {
             .copied()
             .unwrap_or(false);
         if cur != device {
-            let f = library()
-                .and_then(|l| l.set_pointer_mode)
-                .ok_or(NO_LIBRARY)?;
+            let f = CUBLAS.get().set_pointer_mode.ok_or(NO_LIBRARY)?;
             // SAFETY: `h` is a live handle from the tenant's table; mode 0
             // is CUBLAS_POINTER_MODE_HOST, 1 DEVICE.
             let s = unsafe { f(h, device as i32) };

@@ -1,11 +1,9 @@
 //! What cuBLAS's and cuRAND's generated decoders see as their tenant: the
 //! client's one CUDA tenant (its handle table, holding streams, cuBLAS
 //! handles and cuRAND generators side by side, and its allocations), with
-//! the library's own statuses for what it refuses, and the libraries
-//! themselves, opened at run time.
+//! the library's own statuses for what it refuses.
 
-use std::ffi::{c_void, CString};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::ffi::c_void;
 
 use wormhole_cuda_api::{Kind, Library};
 use wormhole_wire::Decoder;
@@ -105,47 +103,4 @@ impl<'a> LibTenant<'a> {
             .map(|_| ())
             .map_err(|_| self.lib.invalid_value())
     }
-}
-
-static FORBIDDEN: AtomicBool = AtomicBool::new(false);
-
-/// Never opens cuBLAS or cuRAND in this process: for tests and the
-/// fuzzer, whose tenants hold stand-in handles that must never reach a
-/// real library. Call before the first request.
-pub fn forbid_libraries() {
-    FORBIDDEN.store(true, Ordering::Relaxed);
-}
-
-/// A library's two sonames, the one of the loaded runtime's major first
-/// (libcublas.so.13 with libcudart.so.13).
-pub fn by_runtime_major<'a>(of12: &'a str, of13: &'a str) -> [&'a str; 2] {
-    if super::runtime_major() == 12 {
-        [of12, of13]
-    } else {
-        [of13, of12]
-    }
-}
-
-/// Opens the first of `names` that is a real library (never one of
-/// Wormhole's stand-ins) and looks its entry points up with `load`.
-pub fn open_library<T>(
-    names: &[&str],
-    load: impl FnOnce(&dyn Fn(&str) -> *mut c_void) -> T,
-) -> Option<T> {
-    if FORBIDDEN.load(Ordering::Relaxed) {
-        return None;
-    }
-    let Some((name, h)) = names.iter().find_map(|n| super::open(n).map(|h| (n, h))) else {
-        log::info!("none of {names:?} could be loaded: answering as without a driver");
-        return None;
-    };
-    log::info!("{name} loaded");
-    let sym = |name: &str| -> *mut c_void {
-        match CString::new(name) {
-            // SAFETY: `h` is a live handle we never close.
-            Ok(c) => unsafe { libc::dlsym(h, c.as_ptr()) },
-            Err(_) => std::ptr::null_mut(),
-        }
-    };
-    Some(load(&sym))
 }

@@ -9,7 +9,6 @@
 //! the rest of cuBLAS does.
 
 use std::ffi::c_void;
-use std::sync::OnceLock;
 
 use wormhole_cuda_api::blas::{CUBLAS_STATUS_NOT_SUPPORTED, CUBLAS_STATUS_SUCCESS};
 use wormhole_cuda_api::lt::func;
@@ -20,7 +19,8 @@ use wormhole_wire::{Decoder, Encoder};
 // cuBLASLt's statuses are cuBLAS's: the same answers without the library
 // and for a malformed request.
 pub use super::blas::{bad, NO_LIBRARY};
-use super::libs::{by_runtime_major, open_library, LibTenant as Tenant};
+use super::libs::LibTenant as Tenant;
+use super::loader::{Loader, Sonames, Symbols};
 
 #[allow(
     clippy::needless_return,
@@ -68,59 +68,44 @@ struct Descriptors {
     heuristic: Heuristic,
 }
 
+#[derive(Default)]
 struct Loaded {
     table: ffi::Table,
     descriptors: Option<Descriptors>,
 }
 
-fn library() -> Option<&'static Loaded> {
-    static L: OnceLock<Option<Loaded>> = OnceLock::new();
-    L.get_or_init(|| {
-        let names = by_runtime_major("libcublasLt.so.12", "libcublasLt.so.13");
-        open_library(&names, |sym| {
-            macro_rules! load {
-                ($name:literal, $t:ty) => {{
-                    let p = sym($name);
-                    if p.is_null() {
-                        None
-                    } else {
-                        // SAFETY: `p` is libcublasLt's function of that
-                        // name, whose C signature (cublasLt.h) is `$t`.
-                        Some(unsafe { std::mem::transmute::<*mut c_void, $t>(p) })
-                    }
-                }};
-            }
-            let descriptors = (|| {
-                Some(Descriptors {
-                    desc_create: load!("cublasLtMatmulDescCreate", DescCreate)?,
-                    desc_set: load!("cublasLtMatmulDescSetAttribute", SetAttr)?,
-                    desc_destroy: load!("cublasLtMatmulDescDestroy", Destroy)?,
-                    layout_create: load!("cublasLtMatrixLayoutCreate", LayoutCreate)?,
-                    layout_set: load!("cublasLtMatrixLayoutSetAttribute", SetAttr)?,
-                    layout_destroy: load!("cublasLtMatrixLayoutDestroy", Destroy)?,
-                    pref_create: load!("cublasLtMatmulPreferenceCreate", Create)?,
-                    pref_set: load!("cublasLtMatmulPreferenceSetAttribute", SetAttr)?,
-                    pref_destroy: load!("cublasLtMatmulPreferenceDestroy", Destroy)?,
-                    heuristic: load!("cublasLtMatmulAlgoGetHeuristic", Heuristic)?,
-                })
-            })();
-            Loaded {
-                // SAFETY: every name is looked up in libcublasLt, whose
-                // functions have the signatures cublaslt.api describes.
-                table: unsafe { ffi::Table::load(sym) },
-                descriptors,
-            }
+static CUBLASLT: Loader<Loaded> = Loader::new(
+    Sonames::ByRuntimeMajor("libcublasLt.so.12", "libcublasLt.so.13"),
+    |symbols| Loaded {
+        // SAFETY: `symbols` are libcublasLt's, whose functions have the
+        // signatures cublaslt.api describes (from its headers).
+        table: unsafe { ffi::Table::load(&|name| symbols.address(name)) },
+        descriptors: descriptors(symbols),
+    },
+);
+
+/// The descriptor calls, all of them or none.
+fn descriptors(symbols: &Symbols) -> Option<Descriptors> {
+    // SAFETY: each type below is the C signature (cublasLt.h) of the
+    // libcublasLt function named beside it.
+    unsafe {
+        Some(Descriptors {
+            desc_create: symbols.function("cublasLtMatmulDescCreate")?,
+            desc_set: symbols.function("cublasLtMatmulDescSetAttribute")?,
+            desc_destroy: symbols.function("cublasLtMatmulDescDestroy")?,
+            layout_create: symbols.function("cublasLtMatrixLayoutCreate")?,
+            layout_set: symbols.function("cublasLtMatrixLayoutSetAttribute")?,
+            layout_destroy: symbols.function("cublasLtMatrixLayoutDestroy")?,
+            pref_create: symbols.function("cublasLtMatmulPreferenceCreate")?,
+            pref_set: symbols.function("cublasLtMatmulPreferenceSetAttribute")?,
+            pref_destroy: symbols.function("cublasLtMatmulPreferenceDestroy")?,
+            heuristic: symbols.function("cublasLtMatmulAlgoGetHeuristic")?,
         })
-    })
-    .as_ref()
+    }
 }
 
 fn table() -> &'static ffi::Table {
-    static EMPTY: OnceLock<ffi::Table> = OnceLock::new();
-    match library() {
-        Some(l) => &l.table,
-        None => EMPTY.get_or_init(ffi::Table::default),
-    }
+    &CUBLASLT.get().table
 }
 
 /// `cublasLtMatmulHeuristicResult_t`.
@@ -285,8 +270,8 @@ pub mod overrides {
             t.owned(p as usize as *mut c_void, bytes)?;
         }
         // Past every check: without the library, its answer.
-        let Some((Some(desc), Some(run))) =
-            library().map(|l| (l.descriptors.as_ref(), l.table.cublasLtMatmul))
+        let loaded = CUBLASLT.get();
+        let (Some(desc), Some(run)) = (loaded.descriptors.as_ref(), loaded.table.cublasLtMatmul)
         else {
             return Ok(NO_LIBRARY);
         };

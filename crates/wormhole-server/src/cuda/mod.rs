@@ -16,6 +16,7 @@
 
 pub mod blas;
 pub mod libs;
+pub mod loader;
 pub mod lt;
 pub mod overrides;
 pub mod rand;
@@ -24,7 +25,7 @@ pub mod tenant;
 #[cfg(test)]
 mod testing;
 
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -32,6 +33,7 @@ use wormhole_cuda_api::{cudaErrorInsufficientDriver, func, Kind, Library};
 use wormhole_cuda_api::{cudaErrorInvalidValue, cudaErrorNotSupported, cudaSuccess};
 use wormhole_wire::{Decoder, Encoder};
 
+use loader::{Loader, Sonames, Symbols};
 pub use tenant::CudaTenant;
 use tenant::{bad, cstr, opt_cstr, opt_mut_ptr, CudaTenant as Tenant};
 
@@ -123,6 +125,7 @@ pub fn dispatch(
 }
 
 /// The loaded runtime: its entry points and its major version.
+#[derive(Default)]
 struct Runtime {
     table: ffi::Table,
     major: u32,
@@ -137,73 +140,40 @@ pub fn set_runtime_path(p: Option<PathBuf>) {
     let _ = RUNTIME_PATH.set(p);
 }
 
-pub(crate) fn open(name: &str) -> Option<*mut c_void> {
-    let c = CString::new(name).ok()?;
-    // SAFETY: a NUL-terminated path; dlopen has no other precondition.
-    let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-    if h.is_null() {
-        return None;
-    }
-    let marker = c"wormhole_cudart_stub";
-    // SAFETY: `h` is a live handle; the name is NUL-terminated.
-    if !unsafe { libc::dlsym(h, marker.as_ptr()) }.is_null() {
-        log::warn!("{name} is a Wormhole stand-in, not NVIDIA's library: not loading it");
-        // SAFETY: `h` came from dlopen above and nothing from it is in use.
-        unsafe { libc::dlclose(h) };
-        return None;
-    }
-    Some(h)
-}
+static CUDART: Loader<Runtime> = Loader::runtime(
+    Sonames::Computed(|| match RUNTIME_PATH.get().cloned().flatten() {
+        Some(path) => vec![path.display().to_string()],
+        None => vec!["libcudart.so.13".into(), "libcudart.so.12".into()],
+    }),
+    load_runtime,
+);
 
-fn runtime() -> Option<&'static Runtime> {
-    static RT: OnceLock<Option<Runtime>> = OnceLock::new();
-    RT.get_or_init(|| {
-        let names: Vec<String> = match RUNTIME_PATH.get().cloned().flatten() {
-            Some(p) => vec![p.display().to_string()],
-            None => vec!["libcudart.so.13".into(), "libcudart.so.12".into()],
-        };
-        let h = names.iter().find_map(|n| open(n))?;
-        let sym = |name: &str| -> *mut c_void {
-            match CString::new(name) {
-                // SAFETY: `h` is a live handle we never close.
-                Ok(c) => unsafe { libc::dlsym(h, c.as_ptr()) },
-                Err(_) => std::ptr::null_mut(),
-            }
-        };
-        // SAFETY: every name is looked up in libcudart, whose functions have
-        // the signatures cuda.api describes (from its headers).
-        let table = unsafe { ffi::Table::load(&sym) };
-        let mut v = 0i32;
-        let rv = sym("cudaRuntimeGetVersion");
-        if !rv.is_null() {
-            // SAFETY: cudaRuntimeGetVersion(int *).
-            let f = unsafe {
-                std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut i32) -> i32>(rv)
-            };
-            // SAFETY: a valid out-pointer.
-            unsafe { f(&mut v) };
-        }
-        log::info!("CUDA runtime loaded: version {v}");
-        Some(Runtime {
-            table,
-            major: (v / 1000) as u32,
-        })
-    })
-    .as_ref()
+fn load_runtime(symbols: &Symbols) -> Runtime {
+    // SAFETY: `symbols` are libcudart's, whose functions have the
+    // signatures cuda.api describes (from its headers).
+    let table = unsafe { ffi::Table::load(&|name| symbols.address(name)) };
+    type GetVersion = unsafe extern "C" fn(*mut i32) -> i32;
+    let mut version = 0i32;
+    // SAFETY: cudaRuntimeGetVersion(int *).
+    if let Some(get_version) = unsafe { symbols.function::<GetVersion>("cudaRuntimeGetVersion") } {
+        // SAFETY: `version` is a valid int to write.
+        unsafe { get_version(&mut version) };
+    }
+    log::info!("CUDA runtime loaded: version {version}");
+    Runtime {
+        table,
+        major: (version / 1000) as u32,
+    }
 }
 
 /// The runtime's entry points (all absent without a runtime).
 fn table() -> &'static ffi::Table {
-    static EMPTY: OnceLock<ffi::Table> = OnceLock::new();
-    match runtime() {
-        Some(r) => &r.table,
-        None => EMPTY.get_or_init(ffi::Table::default),
-    }
+    &CUDART.get().table
 }
 
 /// The loaded runtime's major version (0: none).
 pub fn runtime_major() -> u32 {
-    runtime().map_or(0, |r| r.major)
+    CUDART.get().major
 }
 
 /// Whether a function id is CUDA's (the runtime's, cuBLAS's or cuRAND's).
@@ -443,7 +413,7 @@ mod tests {
             launch(0x401000, vec![0; 28]),
         );
         assert!(matches!(r, Ok(s) if s != 0), "{r:?}");
-        if runtime().is_none() {
+        if !CUDART.found() {
             assert_eq!(r, Ok(NO_LIBRARY));
         }
     }

@@ -4,7 +4,6 @@
 //! (CURAND_STATUS_INITIALIZATION_FAILED: no generator can be created).
 
 use std::ffi::c_void;
-use std::sync::OnceLock;
 
 use wormhole_cuda_api::rand::{
     func, CURAND_STATUS_INITIALIZATION_FAILED, CURAND_STATUS_NOT_INITIALIZED,
@@ -13,7 +12,8 @@ use wormhole_cuda_api::rand::{
 use wormhole_cuda_api::Kind;
 use wormhole_wire::{Decoder, Encoder, WireError};
 
-use super::libs::{open_library, LibTenant as Tenant};
+use super::libs::LibTenant as Tenant;
+use super::loader::{Loader, Sonames};
 
 /// What a call answers without the library.
 pub const NO_LIBRARY: i32 = CURAND_STATUS_INITIALIZATION_FAILED;
@@ -37,14 +37,14 @@ mod generated {
 }
 pub use generated::{dispatch, ffi};
 
+static CURAND: Loader<ffi::Table> = Loader::new(Sonames::Fixed(&["libcurand.so.10"]), |symbols| {
+    // SAFETY: `symbols` are libcurand's, whose functions have the
+    // signatures curand.api describes (from its headers).
+    unsafe { ffi::Table::load(&|name| symbols.address(name)) }
+});
+
 fn table() -> &'static ffi::Table {
-    static T: OnceLock<ffi::Table> = OnceLock::new();
-    T.get_or_init(|| {
-        // SAFETY: every name is looked up in libcurand, whose functions
-        // have the signatures curand.api describes.
-        open_library(&["libcurand.so.10"], |sym| unsafe { ffi::Table::load(sym) })
-            .unwrap_or_default()
-    })
+    CURAND.get()
 }
 
 /// Nothing is hand-written on the server.

@@ -5,7 +5,6 @@
 //! a driver (CUSOLVER_STATUS_NOT_INITIALIZED: no handle can be created).
 
 use std::ffi::c_void;
-use std::sync::OnceLock;
 
 use wormhole_cuda_api::extent;
 use wormhole_cuda_api::matmul::elem_size;
@@ -16,7 +15,8 @@ use wormhole_cuda_api::solver::{
 use wormhole_cuda_api::Kind;
 use wormhole_wire::{Decoder, Encoder, WireError};
 
-use super::libs::{by_runtime_major, open_library, LibTenant as Tenant};
+use super::libs::LibTenant as Tenant;
+use super::loader::{Loader, Sonames};
 
 /// What a call answers without the library.
 pub const NO_LIBRARY: i32 = CUSOLVER_STATUS_NOT_INITIALIZED;
@@ -40,17 +40,17 @@ mod generated {
 }
 pub use generated::{dispatch, ffi};
 
+static CUSOLVER: Loader<ffi::Table> = Loader::new(
+    Sonames::ByRuntimeMajor("libcusolver.so.11", "libcusolver.so.12"),
+    |symbols| {
+        // SAFETY: `symbols` are libcusolver's, whose functions have the
+        // signatures cusolver.api describes (from its headers).
+        unsafe { ffi::Table::load(&|name| symbols.address(name)) }
+    },
+);
+
 fn table() -> &'static ffi::Table {
-    static T: OnceLock<ffi::Table> = OnceLock::new();
-    T.get_or_init(|| {
-        // SAFETY: every name is looked up in libcusolver, whose functions
-        // have the signatures cusolver.api describes.
-        open_library(
-            &by_runtime_major("libcusolver.so.11", "libcusolver.so.12"),
-            |sym| unsafe { ffi::Table::load(sym) },
-        )
-        .unwrap_or_default()
-    })
+    CUSOLVER.get()
 }
 
 /// The customs `cusolver.api` names.

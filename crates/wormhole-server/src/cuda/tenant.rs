@@ -206,7 +206,7 @@ impl CudaTenant {
 
     /// Puts a handle in the table as a creation call would: for tests and
     /// the fuzzer, which have no library to create one (see
-    /// `libs::forbid_libraries`).
+    /// `loader::forbid_libraries`).
     pub fn insert_handle(&mut self, id: u64, kind: Kind, raw: usize) {
         self.handles.insert(id, (kind, raw));
     }

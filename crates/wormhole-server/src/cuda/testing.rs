@@ -8,7 +8,7 @@ use wormhole_cuda_api::tracker::Alloc;
 use wormhole_cuda_api::Kind;
 use wormhole_wire::{Decoder, Encoder};
 
-use super::{dispatch, libs, CudaTenant};
+use super::{dispatch, loader, CudaTenant};
 
 /// Where the tenant's one allocation starts.
 pub const BASE: u64 = 0x7000_0000;
@@ -16,7 +16,7 @@ pub const BASE: u64 = 0x7000_0000;
 /// A tenant owning `[BASE, BASE + 4096)` and `handles` (id, kind, the
 /// library's stand-in address).
 pub fn tenant(handles: &[(u64, Kind, usize)]) -> CudaTenant {
-    libs::forbid_libraries();
+    loader::forbid_libraries();
     let mut t = CudaTenant::new(1 << 20);
     t.allocs
         .insert(Alloc {

@@ -1,0 +1,280 @@
+//! Device variables by their host shadow: copies to and from them, their
+//! sizes and addresses.
+
+use std::ffi::c_void;
+
+use wormhole_cuda_api::tracker::Alloc;
+use wormhole_cuda_api::wire::SymbolCopy;
+use wormhole_cuda_api::*;
+
+use super::copies::{check_device_range, chunks, is_dev};
+use super::registration::vars;
+use super::status_of;
+use crate::rt::{note, tracker, Call};
+
+/// Checks a symbol copy against the variable's registered size.
+fn symbol_range(symbol: *const c_void, count: usize, offset: usize) -> Result<u64, i32> {
+    let id = symbol as usize as u64;
+    let size = *vars().get(&id).ok_or(cudaErrorInvalidSymbol)?;
+    within(size, count, offset)?;
+    Ok(id)
+}
+
+/// `count` bytes from `offset` must lie in a variable of `size` bytes.
+fn within(size: u64, count: usize, offset: usize) -> Result<(), i32> {
+    match offset.checked_add(count) {
+        Some(end) if end as u64 <= size => Ok(()),
+        _ => Err(cudaErrorInvalidValue),
+    }
+}
+
+/// The variable's id and, when the other side of a symbol copy is device
+/// memory, its address (0: host memory).
+fn symbol_args(
+    to: bool,
+    symbol: *const c_void,
+    other: u64,
+    count: usize,
+    offset: usize,
+    kind: i32,
+) -> Result<(u64, u64), i32> {
+    let id = symbol_range(symbol, count, offset)?;
+    let other_dev = is_dev(other);
+    let dir = if to {
+        direction(kind, true, other_dev)?
+    } else {
+        direction(kind, other_dev, true)?
+    };
+    match dir {
+        Direction::DeviceToDevice => Ok((id, other)),
+        Direction::HostToDevice | Direction::DeviceToHost => Ok((id, 0)),
+        Direction::HostToHost => Err(cudaErrorInvalidMemcpyDirection),
+    }
+}
+
+/// One symbol copy; host data in chunks of at most `MEMCPY_CHUNK`.
+///
+/// # Safety
+/// `host` holds `count` bytes (readable for `to`, writable otherwise)
+/// unless `dev` is a device address.
+unsafe fn symbol_copy(
+    to: bool,
+    symbol: u64,
+    host: *mut u8,
+    dev: u64,
+    count: usize,
+    offset: usize,
+) -> i32 {
+    status_of((|| {
+        if dev != 0 {
+            check_device_range(dev, count as u64)?;
+            let mut c = Call::begin(func::cudaMemcpyToSymbol)?;
+            SymbolCopy {
+                to,
+                symbol,
+                offset: offset as u64,
+                count: count as u64,
+                device: dev,
+            }
+            .encode(&mut c.enc);
+            return Ok(c.finish()?.status_with_deferred());
+        }
+        for (done, n) in chunks(count as u64) {
+            let (done, n) = (done as usize, n as usize);
+            let mut c = Call::begin(func::cudaMemcpyToSymbol)?;
+            SymbolCopy {
+                to,
+                symbol,
+                offset: (offset + done) as u64,
+                count: n as u64,
+                device: 0,
+            }
+            .encode(&mut c.enc);
+            if to {
+                // SAFETY: the caller's contract: `host` holds `count` bytes.
+                c.enc
+                    .bytes(unsafe { std::slice::from_raw_parts(host.add(done), n) });
+            }
+            let mut r = c.finish()?;
+            let status = r.status_with_deferred();
+            if status != cudaSuccess {
+                return Ok(status);
+            }
+            if !to {
+                let b = r.with(|d| d.bytes().map(|b| b.to_vec()).map_err(|_| cudaErrorUnknown))?;
+                if b.len() != n {
+                    return Err(cudaErrorUnknown);
+                }
+                // SAFETY: the caller's contract: `host` holds `count` bytes.
+                unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), host.add(done), n) };
+            }
+        }
+        Ok(cudaSuccess)
+    })())
+}
+
+/// # Safety
+/// As for the native call.
+pub unsafe extern "C" fn cudaMemcpyToSymbol(
+    symbol: *const c_void,
+    src: *const c_void,
+    count: usize,
+    offset: usize,
+    kind: i32,
+) -> i32 {
+    let (id, dev) = match symbol_args(true, symbol, src as usize as u64, count, offset, kind) {
+        Ok(v) => v,
+        Err(e) => return note(e),
+    };
+    // SAFETY: the caller's contract.
+    unsafe { symbol_copy(true, id, src as *mut u8, dev, count, offset) }
+}
+
+/// # Safety
+/// As for the native call.
+pub unsafe extern "C" fn cudaMemcpyFromSymbol(
+    dst: *mut c_void,
+    symbol: *const c_void,
+    count: usize,
+    offset: usize,
+    kind: i32,
+) -> i32 {
+    let (id, dev) = match symbol_args(false, symbol, dst as usize as u64, count, offset, kind) {
+        Ok(v) => v,
+        Err(e) => return note(e),
+    };
+    // SAFETY: the caller's contract.
+    unsafe { symbol_copy(false, id, dst as *mut u8, dev, count, offset) }
+}
+
+/// The registered size of a `__device__` or `__constant__` variable.
+///
+/// # Safety
+/// `size` is NULL or writable.
+pub unsafe extern "C" fn cudaGetSymbolSize(size: *mut usize, symbol: *const c_void) -> i32 {
+    if size.is_null() {
+        return note(cudaErrorInvalidValue);
+    }
+    let Some(&n) = vars().get(&(symbol as usize as u64)) else {
+        return note(cudaErrorInvalidSymbol);
+    };
+    // SAFETY: checked non-NULL; the caller's contract.
+    unsafe { *size = n as usize };
+    cudaSuccess
+}
+
+/// In stream order: once the stream's earlier work is done, the copy is
+/// made as cudaMemcpyToSymbol makes it, before returning. Stricter than
+/// natively (the caller waits), never looser.
+///
+/// # Safety
+/// As cudaMemcpyToSymbol.
+pub unsafe extern "C" fn cudaMemcpyToSymbolAsync(
+    symbol: *const c_void,
+    src: *const c_void,
+    count: usize,
+    offset: usize,
+    kind: i32,
+    stream: *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    after_stream(stream, || unsafe {
+        cudaMemcpyToSymbol(symbol, src, count, offset, kind)
+    })
+}
+
+/// As [`cudaMemcpyToSymbolAsync`], the other way.
+///
+/// # Safety
+/// As cudaMemcpyFromSymbol.
+pub unsafe extern "C" fn cudaMemcpyFromSymbolAsync(
+    dst: *mut c_void,
+    symbol: *const c_void,
+    count: usize,
+    offset: usize,
+    kind: i32,
+    stream: *mut c_void,
+) -> i32 {
+    // SAFETY: the caller's contract.
+    after_stream(stream, || unsafe {
+        cudaMemcpyFromSymbol(dst, symbol, count, offset, kind)
+    })
+}
+
+/// Runs `copy` once `stream`'s earlier work is done: the stream-ordered
+/// symbol copies, made synchronously.
+fn after_stream(stream: *mut c_void, copy: impl FnOnce() -> i32) -> i32 {
+    // SAFETY: no pointer but the stream handle, which the stub checks.
+    let s = unsafe { crate::gen::cudaStreamSynchronize(stream) };
+    if s != cudaSuccess {
+        return s;
+    }
+    copy()
+}
+
+/// The variable's device address, which the tracker then knows (so copies
+/// and kernels may use it like an allocation).
+///
+/// # Safety
+/// `dev_ptr` is NULL or writable.
+pub unsafe extern "C" fn cudaGetSymbolAddress(
+    dev_ptr: *mut *mut c_void,
+    symbol: *const c_void,
+) -> i32 {
+    if dev_ptr.is_null() {
+        return note(cudaErrorInvalidValue);
+    }
+    let id = symbol as usize as u64;
+    let Some(size) = vars().get(&id).copied() else {
+        return note(cudaErrorInvalidSymbol);
+    };
+    status_of((|| {
+        let mut c = Call::begin(func::cudaGetSymbolAddress)?;
+        c.enc.u64(id);
+        let mut r = c.finish()?;
+        let status = r.status();
+        if r.has_outputs() {
+            let p = r.with(|d| d.u64().map_err(|_| cudaErrorUnknown))?;
+            let mut t = tracker();
+            if t.find(p).is_none() {
+                t.insert(Alloc {
+                    start: p,
+                    size,
+                    device: 0,
+                })
+                .map_err(|_| cudaErrorUnknown)?;
+            }
+            // SAFETY: checked non-NULL; the caller's contract.
+            unsafe { *dev_ptr = p as usize as *mut c_void };
+        }
+        Ok(status)
+    })())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_symbol_copy_stays_inside_its_variable() {
+        assert_eq!(within(16, 16, 0), Ok(()));
+        assert_eq!(within(16, 8, 8), Ok(()));
+        assert_eq!(within(16, 0, 16), Ok(()));
+        assert_eq!(within(16, 9, 8), Err(cudaErrorInvalidValue));
+        assert_eq!(within(16, usize::MAX, 1), Err(cudaErrorInvalidValue));
+    }
+
+    #[test]
+    fn an_unregistered_variable_is_an_invalid_symbol() {
+        static NOT_REGISTERED: u64 = 0;
+        let symbol = std::ptr::from_ref(&NOT_REGISTERED).cast::<c_void>();
+        let mut size = 0usize;
+        // SAFETY: `size` is writable.
+        let status = unsafe { cudaGetSymbolSize(&mut size, symbol) };
+        assert_eq!(status, cudaErrorInvalidSymbol);
+        let mut buf = [0u8; 8];
+        // SAFETY: refused before `buf` is touched.
+        let status = unsafe { cudaMemcpyFromSymbol(buf.as_mut_ptr().cast(), symbol, 8, 0, 2) };
+        assert_eq!(status, cudaErrorInvalidSymbol);
+    }
+}
