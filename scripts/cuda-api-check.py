@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks crates/wormhole-cuda-api/{cuda,cublas,cublaslt,curand,driver}.api against
+"""Checks crates/wormhole/cuda-api/{cuda,cublas,cublaslt,curand,driver}.api against
 NVIDIA's own files.
 
 For every described function: it must be declared in the library's header
@@ -22,7 +22,7 @@ import sys
 import zipfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-API = ROOT / "crates/wormhole-cuda-api/cuda.api"
+API = ROOT / "crates/wormhole/cuda-api/cuda.api"
 WHEELS = {"12": "nvidia-cuda-runtime-cu12==12.9.79", "13": "nvidia-cuda-runtime==13.5.37"}
 # (description, header, the header's declaration macro, library, wheels by major)
 LIBS = [

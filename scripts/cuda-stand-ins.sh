@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes the CUDA stand-in packages' manifests
-# (crates/wormhole-cuda-stand-ins/<package>/Cargo.toml) from the table in
-# crates/wormhole-cuda-stand-ins/src/lib.rs. Run it after changing the
+# (crates/wormhole/cuda-stand-ins/<package>/Cargo.toml) from the table in
+# crates/wormhole/cuda-stand-ins/src/lib.rs. Run it after changing the
 # table; `cargo test -p wormhole-cuda-stand-ins` fails while they differ.
 # With --packages or --files, prints instead the stand-ins' package names
 # or the files cargo builds for them (one a line), for scripts that build
@@ -10,12 +10,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 case "${1:-}" in
   --packages)
-    for manifest in crates/wormhole-cuda-stand-ins/wormhole-*/Cargo.toml; do
+    for manifest in crates/wormhole/cuda-stand-ins/wormhole-*/Cargo.toml; do
       basename "$(dirname "$manifest")"
     done
     exit 0 ;;
   --files)
-    for manifest in crates/wormhole-cuda-stand-ins/wormhole-*/Cargo.toml; do
+    for manifest in crates/wormhole/cuda-stand-ins/wormhole-*/Cargo.toml; do
       awk -F'"' '/^\[lib\]/ { lib = 1 } lib && /^name = / { print "lib" $2 ".so"; exit }' "$manifest"
     done
     exit 0 ;;

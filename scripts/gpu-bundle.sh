@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
-# Every stand-in of crates/wormhole-cuda-stand-ins' table.
+# Every stand-in of crates/wormhole/cuda-stand-ins' table.
 mapfile -t stand_ins < <(scripts/cuda-stand-ins.sh --packages)
 mapfile -t stand_in_files < <(scripts/cuda-stand-ins.sh --files)
 cargo build --release -q -p wormhole-server "${stand_ins[@]/#/--package=}"

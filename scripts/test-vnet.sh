@@ -10,7 +10,7 @@ command -v ip >/dev/null || need_pkgs+=(iproute2)
 command -v ping >/dev/null || need_pkgs+=(iputils-ping)
 command -v ethtool >/dev/null || need_pkgs+=(ethtool)
 command -v sysctl >/dev/null || need_pkgs+=(procps)
-# The kernel fast path (crates/vnetd/bpf) is compiled with clang against libbpf's headers;
+# The kernel fast path (crates/vnet/vnetd/bpf) is compiled with clang against libbpf's headers;
 # without them vnetd builds without it and its fast-path tests fail.
 command -v clang >/dev/null || need_pkgs+=(clang)
 [ -e /usr/include/bpf/bpf_helpers.h ] || need_pkgs+=(libbpf-dev)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests of the benchmark tooling (crates/wormhole-bench): statistics, /proc
+# Tests of the benchmark tooling (crates/wormhole/bench): statistics, /proc
 # parsing, the time-bounded process runner, clpeak output parsing, and the
 # raw ping-pongs between real processes. Speed is never asserted here: the
 # benchmarks themselves are bench/wormhole/run.sh.

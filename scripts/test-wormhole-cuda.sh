@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 command -v readelf >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq binutils >/dev/null; }
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
 
-# Every stand-in of crates/wormhole-cuda-stand-ins' table.
+# Every stand-in of crates/wormhole/cuda-stand-ins' table.
 mapfile -t stand_ins < <(scripts/cuda-stand-ins.sh --packages)
 cargo build -p wormhole-server "${stand_ins[@]/#/--package=}"
 cargo test -p wormhole-apigen -p wormhole-cuda-api -p wormhole-cudart -p wormhole-cuda-forward \
@@ -88,10 +88,10 @@ check "libcurand.so.10: soname" sh -c "readelf -d '$rand_so' | grep -q 'Library 
 check "libcurand.so.10: curandGenerateNormal@@libcurand.so.10" sh -c "readelf --dyn-syms -W '$rand_so' | grep -q ' curandGenerateNormal@@libcurand.so.10\$'"
 
 # Our test kernels: a synthetic fat binary, and nvcc 13.5's builds of
-# crates/wormhole-cuda-api/fixtures/testkernels.cu (all checked in): plain,
+# crates/wormhole/cuda-api/fixtures/testkernels.cu (all checked in): plain,
 # with the cubin compressed (LZ4 and Zstandard), whose layouts client and
 # server must inflate, and PTX alone, whose parameter lists give them.
-fixtures=crates/wormhole-cuda-api/fixtures
+fixtures=crates/wormhole/cuda-api/fixtures
 nvcc_fixtures="$fixtures/nvcc13-sm90.fatbin $fixtures/nvcc13-lz4.fatbin $fixtures/nvcc13-zstd.fatbin $fixtures/nvcc13-ptx.fatbin"
 if ! command -v nvcc >/dev/null 2>&1; then
   venv=target/cuda-nvcc

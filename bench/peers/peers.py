@@ -32,7 +32,7 @@ NATIVE_ICD = os.environ.get("POCL_ICD", "/etc/OpenCL/vendors/pocl.icd")
 # Wormhole's setups, by handoff mode; "wh-tcp" is a futex server's TCP port.
 WH_MODES = {"wh-futex": "futex", "wh-spin": "spin", "wh-same-core": "same-core"}
 SETUPS = ["native", "wh-futex", "wh-spin", "wh-same-core", "wh-tcp", "pocl-remote"]
-# The programs of the C integration suite (crates/wormhole-it/tests/opencl.rs
+# The programs of the C integration suite (crates/wormhole/it/tests/opencl.rs
 # and event_ends.rs), run natively, through Wormhole and through the peer.
 IT_PROGRAMS = [
     "buffers", "images", "programs", "kernels", "events", "gated", "gated_maps", "callbacks",

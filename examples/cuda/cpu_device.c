@@ -251,7 +251,7 @@ int cudaMemcpy3D(const struct memcpy3d *c) {
 }
 int cudaMemcpy3DAsync(const struct memcpy3d *c, void *st) { (void)st; return cudaMemcpy3D(c); }
 /* For the programs run on this stand-in directly: the default pool caches
- * nothing, as Wormhole's client keeps it (crates/wormhole-cudart/src/
+ * nothing, as Wormhole's client keeps it (crates/wormhole/cudart/src/
  * pools.rs), so both ways print the same figures. */
 static struct pool {
     int reuse[3];

@@ -1,5 +1,5 @@
 /* The kernel path without nvcc: registers the checked-in fat binary of
- * our own test kernels (crates/wormhole-cuda-api/fixtures/testkernels.fatbin:
+ * our own test kernels (crates/wormhole/cuda-api/fixtures/testkernels.fatbin:
  * vecAdd(const float*, const float*, float*, int) and scale(float*, float,
  * int)) exactly as nvcc's host code does, then launches through
  * cudaLaunchKernel and through the <<<>>> sequence

@@ -1,7 +1,7 @@
 /* Shared helpers for Wormhole's OpenCL integration tests.
  *
  * Each test program runs twice, natively (PoCL's ICD alone) and through
- * Wormhole, and the harness (crates/wormhole-it) asserts that both exit 0
+ * Wormhole, and the harness (crates/wormhole/it) asserts that both exit 0
  * and print the same stdout. So a program prints every result it observes,
  * error codes included, deterministically; anything that legitimately
  * differs between the two runs goes on a line starting with "~" (ignored by

@@ -3,7 +3,7 @@
  * parent's). Through Wormhole the child's calls fail with
  * CL_OUT_OF_RESOURCES and the parent's connection keeps working. Natively
  * the child's calls succeed, so this program is run through Wormhole only
- * (crates/wormhole-it/tests/fork.rs), not compared with a native run. */
+ * (crates/wormhole/it/tests/fork.rs), not compared with a native run. */
 #include "common.h"
 
 #include <sys/wait.h>

@@ -1,5 +1,5 @@
 /* A hostile tenant and its neighbour, for the confinement tests
- * (crates/wormhole-it/tests/confinement.rs). On a CPU device a kernel is
+ * (crates/wormhole/it/tests/confinement.rs). On a CPU device a kernel is
  * native code running in the tenant's process, so this kernel makes system
  * calls itself (x86-64 inline assembly) and reports each one's result.
  *

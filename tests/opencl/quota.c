@@ -1,5 +1,5 @@
 /* A tenant's memory quota (`wormhole-server --tenant-memory`), run through
- * Wormhole only, by crates/wormhole-it/tests/limits.rs: prints the device's
+ * Wormhole only, by crates/wormhole/it/tests/limits.rs: prints the device's
  * sizes as the tenant sees them, then fills buffers until one is refused
  * (at most MAX_BUFS): first of sizes all different, so that each creation
  * waits for its answer, then of one size, whose creations after the first
