@@ -1,0 +1,144 @@
+//! User events, waits and clFinish, and the settling of a wait list before
+//! a call the server runs blocking.
+#![allow(non_snake_case)]
+
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+
+use wormhole_opencl_api::{Kind, CL_SUCCESS};
+
+use crate::gen;
+use crate::later::fail_later_transfers;
+use crate::rt::obj;
+use crate::waits;
+
+/// Before a call the server runs blocking: when waits leave the channel
+/// free ([`waits::free_channel`]), wait here first, so that the process's
+/// other threads (one of which may set a user event this waits for) reach
+/// the server meanwhile. That includes transfers the application made
+/// non-blocking: the server runs every read, rectangle and image transfer,
+/// and buffer writes of [`BULK_MIN`] or more, blocking all the same (only
+/// smaller buffer writes it keeps and runs as asked), and every map, so the
+/// calling thread waits for its answer either way. But not a non-blocking one while a user
+/// event is open: this very thread may set that event once we return, so
+/// such transfers complete later instead.
+///
+/// # Safety
+/// `wl` holds `n` events (the caller's contract).
+unsafe fn settle(q: *mut c_void, n: u32, wl: *const *mut c_void) -> Result<(), i32> {
+    if !waits::free_channel() {
+        return Ok(());
+    }
+    // On an out-of-order queue a command waits for its wait list only; a
+    // marker without one would wait for every command before it.
+    let in_order =
+        || matches!(obj(q, Kind::Queue), Ok(Some(o)) if o.in_order.load(Ordering::Relaxed));
+    if n == 0 && !in_order() {
+        return Ok(());
+    }
+    // SAFETY: the caller's contract.
+    unsafe { waits::settle(q, n, wl) }.map(|_| ())
+}
+
+/// [`settle`] before a call the server runs blocking, which the
+/// application made blocking (`blocking` non-zero: a failure of what it
+/// waits for is its error) or not (that failure is the forwarded call's to
+/// report, as it was before; and nothing is settled while a user event is
+/// open).
+///
+/// # Safety
+/// `wl` holds `n` events (the caller's contract).
+pub(crate) unsafe fn settle_for(
+    blocking: u32,
+    q: *mut c_void,
+    n: u32,
+    wl: *const *mut c_void,
+) -> Result<(), i32> {
+    if blocking != 0 {
+        // SAFETY: the caller's contract.
+        return unsafe { settle(q, n, wl) };
+    }
+    if !waits::user_events_open() {
+        // SAFETY: the caller's contract.
+        let _ = unsafe { settle(q, n, wl) };
+    }
+    Ok(())
+}
+
+/// # Safety
+/// As for `clCreateUserEvent`.
+pub unsafe extern "C" fn clCreateUserEvent(ctx: *mut c_void, err: *mut i32) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    let e = unsafe { gen::clCreateUserEvent(ctx, err) };
+    if let Ok(Some(o)) = obj(e, Kind::Event) {
+        o.user_pending.store(true, Ordering::Relaxed);
+        waits::user_event_opened();
+    }
+    e
+}
+
+/// # Safety
+/// As for `clSetUserEventStatus`.
+pub unsafe extern "C" fn clSetUserEventStatus(ev: *mut c_void, status: i32) -> i32 {
+    // SAFETY: forwarded contract.
+    let s = unsafe { gen::clSetUserEventStatus(ev, status) };
+    if s == CL_SUCCESS {
+        if let Ok(Some(o)) = obj(ev, Kind::Event) {
+            if o.user_pending.swap(false, Ordering::Relaxed) {
+                waits::user_event_set();
+            }
+        }
+        crate::event_state::note_status(ev, status);
+        if status < 0 {
+            fail_later_transfers();
+        }
+    }
+    s
+}
+
+/// # Safety
+/// As for `clWaitForEvents`.
+pub unsafe extern "C" fn clWaitForEvents(n: u32, list: *const *mut c_void) -> i32 {
+    let s = if waits::free_channel() && n > 0 && !list.is_null() {
+        // SAFETY: forwarded contract: `list` holds `n` events.
+        let events = unsafe { std::slice::from_raw_parts(list, n as usize) };
+        if let Err(e) = waits::timed(|| waits::wait(events)) {
+            return e;
+        }
+        // The call below then returns at once, with its own status.
+        // SAFETY: forwarded contract.
+        unsafe { gen::clWaitForEvents(n, list) }
+    } else {
+        // SAFETY: forwarded contract.
+        waits::timed(|| unsafe { gen::clWaitForEvents(n, list) })
+    };
+    if s == CL_SUCCESS && n > 0 && !list.is_null() {
+        // SAFETY: forwarded contract: `list` holds `n` events.
+        crate::event_state::note_all_complete(unsafe {
+            std::slice::from_raw_parts(list, n as usize)
+        });
+    }
+    s
+}
+
+/// # Safety
+/// As for `clFinish`.
+pub unsafe extern "C" fn clFinish(q: *mut c_void) -> i32 {
+    // Libraries finish after each read (CLBlast does): the read already
+    // waited for everything before it.
+    if let Some(s) = crate::rt::finish_drained(q) {
+        return s;
+    }
+    if waits::free_channel() {
+        // SAFETY: no wait list.
+        if let Ok(true) = unsafe { waits::settle(q, 0, std::ptr::null()) } {
+            // Everything enqueued before this call is done: what is left to
+            // report is an earlier deferred failure, as the server's answer
+            // would. (A failed command is clFinish's to report, or not:
+            // that case asks the server, below.)
+            return crate::rt::take_deferred();
+        }
+    }
+    // SAFETY: forwarded contract.
+    waits::timed(|| unsafe { gen::clFinish(q) })
+}

@@ -1,0 +1,278 @@
+//! Images: their creation (layout and host memory kept here), and their
+//! reads and writes.
+#![allow(non_snake_case)]
+
+use std::ffi::c_void;
+
+use wormhole_opencl_api::{Kind, CL_IMAGE_ELEMENT_SIZE, CL_MEM_TYPE};
+
+use super::creation::{count_held, remember_host_ptr};
+use super::events::settle_for;
+use super::mem_info;
+use crate::gen;
+use crate::host_images;
+use crate::later::{transfer_after_gate, GatedOp};
+use crate::rt::{info_value, obj};
+use crate::waits;
+
+/// # Safety
+/// As for `clCreateImage`.
+pub unsafe extern "C" fn clCreateImage(
+    ctx: *mut c_void,
+    flags: u64,
+    format: *const c_void,
+    desc: *const c_void,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    let m = unsafe { gen::clCreateImage(ctx, flags, format, desc, host_ptr, err) };
+    // SAFETY: forwarded contract: a format and a description.
+    unsafe {
+        new_image(
+            m,
+            flags,
+            format,
+            host_images::Shape::of_desc(desc),
+            host_ptr,
+        )
+    };
+    m
+}
+
+/// # Safety
+/// As for `clCreateImageWithProperties`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clCreateImageWithProperties(
+    ctx: *mut c_void,
+    props: *const u64,
+    flags: u64,
+    format: *const c_void,
+    desc: *const c_void,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    let m =
+        unsafe { gen::clCreateImageWithProperties(ctx, props, flags, format, desc, host_ptr, err) };
+    // SAFETY: forwarded contract: a format and a description.
+    unsafe {
+        new_image(
+            m,
+            flags,
+            format,
+            host_images::Shape::of_desc(desc),
+            host_ptr,
+        )
+    };
+    m
+}
+
+/// Notes what this side keeps of a new image: its USE_HOST_PTR memory and
+/// layout, and its size among the memory the application holds (`room`).
+///
+/// # Safety
+/// `format` is NULL or a `cl_image_format`.
+unsafe fn new_image(
+    m: *mut c_void,
+    flags: u64,
+    format: *const c_void,
+    shape: Option<host_images::Shape>,
+    host_ptr: *mut c_void,
+) {
+    remember_host_ptr(m, flags, host_ptr);
+    if let Ok(Some(o)) = obj(m, Kind::Mem) {
+        o.set_created_flags(flags);
+    }
+    if let Some(shape) = shape {
+        // SAFETY: the caller's contract.
+        unsafe {
+            host_images::remember(m, flags, format, shape);
+            count_held(m, shape.bytes(format));
+        }
+    }
+}
+
+/// # Safety
+/// As for `clCreateImage2D`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clCreateImage2D(
+    ctx: *mut c_void,
+    flags: u64,
+    format: *const c_void,
+    w: usize,
+    h: usize,
+    row: usize,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    let m = unsafe { gen::clCreateImage2D(ctx, flags, format, w, h, row, host_ptr, err) };
+    let shape = host_images::Shape {
+        image_type: 0x10F1,
+        width: w,
+        height: h,
+        row_pitch: row,
+        ..Default::default()
+    };
+    // SAFETY: forwarded contract: a format.
+    unsafe { new_image(m, flags, format, Some(shape), host_ptr) };
+    m
+}
+
+/// # Safety
+/// As for `clCreateImage3D`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clCreateImage3D(
+    ctx: *mut c_void,
+    flags: u64,
+    format: *const c_void,
+    w: usize,
+    h: usize,
+    d: usize,
+    row: usize,
+    slice: usize,
+    host_ptr: *mut c_void,
+    err: *mut i32,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    let m = unsafe { gen::clCreateImage3D(ctx, flags, format, w, h, d, row, slice, host_ptr, err) };
+    let shape = host_images::Shape {
+        image_type: 0x10F2,
+        width: w,
+        height: h,
+        depth: d,
+        row_pitch: row,
+        slice_pitch: slice,
+        ..Default::default()
+    };
+    // SAFETY: forwarded contract: a format.
+    unsafe { new_image(m, flags, format, Some(shape), host_ptr) };
+    m
+}
+
+/// An image's type and element size, which size its transfers' windows.
+pub(crate) fn image_shape(image: *mut c_void) -> Result<(u32, u64), i32> {
+    let elem: usize = info_value(gen::clGetImageInfo, image, CL_IMAGE_ELEMENT_SIZE)?;
+    Ok((mem_info::<u32>(image, CL_MEM_TYPE)?, elem as u64))
+}
+
+/// Queries the image's shape before the transfer is marshalled (a query
+/// cannot be made while the call holds the channel) and leaves it where
+/// the `image_in`/`image_out` arguments find it.
+fn stash_image_shape(image: *mut c_void) -> Result<(), i32> {
+    let shape = image_shape(image)?;
+    crate::custom::IMAGE_SHAPE.with(|c| c.set(shape));
+    Ok(())
+}
+
+/// A non-blocking image read or write while a user event is open completes
+/// later (see [`transfer_after_gate`]); `None`: forward it.
+///
+/// # Safety
+/// As for `clEnqueueReadImage` (`write` false) or `clEnqueueWriteImage`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn image_later(
+    q: *mut c_void,
+    image: *mut c_void,
+    write: bool,
+    blocking: u32,
+    origin: *const c_void,
+    region: *const c_void,
+    row: usize,
+    slice: usize,
+    ptr: *mut c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> Option<i32> {
+    if blocking != 0
+        || !waits::user_events_open()
+        || ptr.is_null()
+        || origin.is_null()
+        || region.is_null()
+    {
+        return None;
+    }
+    // SAFETY: the API's origin and region are three size_t each.
+    let (origin, region) = unsafe {
+        (
+            (origin as *const [usize; 3]).read_unaligned(),
+            (region as *const [usize; 3]).read_unaligned(),
+        )
+    };
+    let op = GatedOp::Image {
+        write,
+        origin,
+        region,
+        row,
+        slice,
+    };
+    // SAFETY: forwarded contract.
+    Some(unsafe { transfer_after_gate(q, image, op, ptr, n, wl, ev) })
+}
+
+/// What an image read or write does before it is forwarded: settle it
+/// (see [`settle_for`]; one that [`image_later`] did not take), and stash the
+/// image's shape for the marshalling of the host memory.
+///
+/// # Safety
+/// `wl` holds `n` events.
+unsafe fn before_image_transfer(
+    q: *mut c_void,
+    image: *mut c_void,
+    blocking: u32,
+    n: u32,
+    wl: *const *mut c_void,
+) -> Result<(), i32> {
+    // SAFETY: the caller's contract.
+    unsafe { settle_for(blocking, q, n, wl) }?;
+    stash_image_shape(image)
+}
+
+/// The two image transfers differ only in direction and in whether the
+/// host pointer is const.
+macro_rules! image_transfer {
+    ($name:ident, $write:expr, $ptr:ty) => {
+        /// # Safety
+        /// As for the OpenCL function of this name.
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe extern "C" fn $name(
+            q: *mut c_void,
+            image: *mut c_void,
+            blocking: u32,
+            origin: *const c_void,
+            region: *const c_void,
+            row: usize,
+            slice: usize,
+            ptr: $ptr,
+            n: u32,
+            wl: *const *mut c_void,
+            ev: *mut *mut c_void,
+        ) -> i32 {
+            let app = ptr as *mut c_void;
+            // SAFETY: forwarded contract.
+            let later = unsafe {
+                image_later(
+                    q, image, $write, blocking, origin, region, row, slice, app, n, wl, ev,
+                )
+            };
+            if let Some(s) = later {
+                return s;
+            }
+            // SAFETY: forwarded contract.
+            if let Err(e) = unsafe { before_image_transfer(q, image, blocking, n, wl) } {
+                return e;
+            }
+            // SAFETY: forwarded contract.
+            unsafe {
+                gen::$name(
+                    q, image, blocking, origin, region, row, slice, ptr, n, wl, ev,
+                )
+            }
+        }
+    };
+}
+
+image_transfer!(clEnqueueReadImage, false, *mut c_void);
+image_transfer!(clEnqueueWriteImage, true, *const c_void);

@@ -1,0 +1,133 @@
+//! The platforms as applications see them: their list and names, and the
+//! extension entry point that ICD loaders look up.
+#![allow(non_snake_case)]
+
+use std::ffi::{c_char, c_void, CStr};
+
+use wormhole_opencl_api::{Kind, CL_INVALID_VALUE, CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS};
+
+use crate::gen;
+use crate::rt::{conn, object_for};
+
+/// # Safety
+/// As for `clGetPlatformIDs`.
+pub unsafe extern "C" fn clGetPlatformIDs(
+    n: u32,
+    platforms: *mut *mut c_void,
+    num: *mut u32,
+) -> i32 {
+    if (n == 0 && !platforms.is_null()) || (platforms.is_null() && num.is_null()) {
+        return CL_INVALID_VALUE;
+    }
+    let ids: &[u64] = conn().map_or(&[], |c| c.platforms.as_slice());
+    if !platforms.is_null() {
+        for (i, &id) in ids.iter().take(n as usize).enumerate() {
+            // SAFETY: room for `n` handles (caller's contract).
+            unsafe { *platforms.add(i) = object_for(id, Kind::Platform, 0) };
+        }
+    }
+    if !num.is_null() {
+        // SAFETY: caller's contract.
+        unsafe { *num = ids.len() as u32 };
+    }
+    if ids.is_empty() {
+        CL_PLATFORM_NOT_FOUND_KHR
+    } else {
+        CL_SUCCESS
+    }
+}
+
+const CL_PLATFORM_NAME: u32 = 0x0902;
+
+fn keep_remote_name() -> bool {
+    static K: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *K.get_or_init(|| std::env::var("WORMHOLE_PLATFORM_NAME").is_ok_and(|v| v == "remote"))
+}
+const CL_PLATFORM_ICD_SUFFIX_KHR: u32 = 0x0920;
+/// Prefix of our platforms' names, so users see where a platform lives.
+pub const NAME_PREFIX: &str = "Wormhole: ";
+
+/// Answers a string query with a value computed here.
+///
+/// # Safety
+/// `value` is NULL or holds `size` bytes; `size_ret` is NULL or a size_t.
+unsafe fn answer(s: &[u8], size: usize, value: *mut c_void, size_ret: *mut usize) -> i32 {
+    let mut v = s.to_vec();
+    v.push(0);
+    if !value.is_null() {
+        if size < v.len() {
+            return CL_INVALID_VALUE;
+        }
+        // SAFETY: caller's contract; v.len() <= size.
+        unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), value as *mut u8, v.len()) };
+    }
+    if !size_ret.is_null() {
+        // SAFETY: caller's contract.
+        unsafe { *size_ret = v.len() };
+    }
+    CL_SUCCESS
+}
+
+/// # Safety
+/// As for `clGetPlatformInfo`.
+pub unsafe extern "C" fn clGetPlatformInfo(
+    p: *mut c_void,
+    param: u32,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> i32 {
+    match param {
+        CL_PLATFORM_ICD_SUFFIX_KHR => {
+            // SAFETY: forwarded contract.
+            unsafe { answer(b"WH", size, value, size_ret) }
+        }
+        // WORMHOLE_PLATFORM_NAME=remote keeps the remote name, for programs
+        // that key workarounds on it (pyopencl's PoCL checks, say).
+        CL_PLATFORM_NAME if !keep_remote_name() => {
+            let mut n = 0usize;
+            // SAFETY: size query.
+            let s = unsafe { gen::clGetPlatformInfo(p, param, 0, std::ptr::null_mut(), &mut n) };
+            if s != CL_SUCCESS {
+                return s;
+            }
+            let mut buf = vec![0u8; n];
+            // SAFETY: buffer of `n` bytes.
+            let s = unsafe {
+                gen::clGetPlatformInfo(p, param, n, buf.as_mut_ptr().cast(), std::ptr::null_mut())
+            };
+            if s != CL_SUCCESS {
+                return s;
+            }
+            let remote = buf.split(|&b| b == 0).next().unwrap_or(&[]);
+            let name = [NAME_PREFIX.as_bytes(), remote].concat();
+            // SAFETY: forwarded contract.
+            unsafe { answer(&name, size, value, size_ret) }
+        }
+        // SAFETY: forwarded contract.
+        _ => unsafe { gen::clGetPlatformInfo(p, param, size, value, size_ret) },
+    }
+}
+
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+pub unsafe extern "C" fn clGetExtensionFunctionAddress(name: *const c_char) -> *mut c_void {
+    if name.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: caller's contract.
+    match unsafe { CStr::from_ptr(name) }.to_bytes() {
+        b"clIcdGetPlatformIDsKHR" => crate::clIcdGetPlatformIDsKHR as *mut c_void,
+        _ => std::ptr::null_mut(),
+    }
+}
+
+/// # Safety
+/// As for `clGetExtensionFunctionAddress`.
+pub unsafe extern "C" fn clGetExtensionFunctionAddressForPlatform(
+    _p: *mut c_void,
+    name: *const c_char,
+) -> *mut c_void {
+    // SAFETY: forwarded contract.
+    unsafe { clGetExtensionFunctionAddress(name) }
+}

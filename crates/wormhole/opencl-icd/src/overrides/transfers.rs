@@ -1,0 +1,363 @@
+//! Buffer reads and writes: in place in shared memory, through a map, as a
+//! bulk stream outside the frame, or completed later behind a user event.
+#![allow(non_snake_case)]
+
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+
+use wormhole_opencl_api::{func, Kind, CL_MAP_READ, CL_MAP_WRITE_INVALIDATE_REGION, CL_SUCCESS};
+use wormhole_transport::copy::copy_bulk;
+
+use super::events::settle_for;
+use crate::gen;
+use crate::later::{transfer_after_gate, transfer_later, GatedOp};
+use crate::maps::{clEnqueueUnmapMemObject, map_buffer};
+use crate::rt::{obj, Call, Placement};
+use crate::waits;
+
+/// Transfers at least this large stream through the channel outside the
+/// frame (see `whEnqueueWriteBufferBulk`), or, into buffers in memory shared
+/// with the server, are a copy here.
+const BULK_MIN: usize = 256 << 10;
+
+/// A buffer whose large transfers should go through a map, because the
+/// server may keep it in memory this process maps too (not yet known not
+/// to; a USE_HOST_PTR buffer never is).
+fn shared_candidate(buf: *mut c_void) -> Option<&'static crate::rt::Obj> {
+    crate::rt::arena()?;
+    let o = obj(buf, Kind::Mem).ok()??;
+    (o.placement() != Placement::Server && o.host_ptr.load(Ordering::Relaxed) == 0).then_some(o)
+}
+
+/// A transfer as a blocking map, a copy and an unmap (whose event is the
+/// transfer's). The map runs after the wait list and, in order, after
+/// earlier commands, as the transfer would; when the buffer lives in shared
+/// memory nothing crosses the channel but the two calls. Otherwise the map
+/// moved the bytes through the channel: the buffer is remembered as the
+/// server's, and later transfers stream (one copy fewer).
+///
+/// # Safety
+/// As for `clEnqueueWriteBuffer` (`map_flags` WRITE_INVALIDATE_REGION) or
+/// `clEnqueueReadBuffer` (READ): `ptr` holds `size` bytes.
+#[allow(clippy::too_many_arguments)]
+unsafe fn transfer_via_map(
+    o: &crate::rt::Obj,
+    q: *mut c_void,
+    buf: *mut c_void,
+    map_flags: u64,
+    offset: usize,
+    size: usize,
+    ptr: *mut u8,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    let m = match map_buffer(
+        q,
+        buf,
+        map_flags,
+        offset,
+        size,
+        n,
+        wl,
+        std::ptr::null_mut(),
+        false,
+    ) {
+        Ok(m) => m as *mut u8,
+        Err(e) => return e,
+    };
+    let shared = crate::rt::arena().is_some_and(|a| a.offset_of(m, size).is_some());
+    o.set_placement(if shared {
+        Placement::Shared
+    } else {
+        Placement::Server
+    });
+    // SAFETY: the mapping spans `size` bytes until unmapped; `ptr` holds
+    // `size` bytes (the caller's contract); they are distinct memory.
+    unsafe { copy_for(map_flags, m, ptr, size) };
+    // SAFETY: our own mapping, given back once.
+    unsafe { clEnqueueUnmapMemObject(q, buf, m.cast(), 0, std::ptr::null(), ev) }
+}
+
+/// Copies between a mapping and the application's memory, in the
+/// direction the map's flags say.
+///
+/// # Safety
+/// Both point to `size` bytes of distinct memory.
+pub(crate) unsafe fn copy_for(map_flags: u64, mapped: *mut u8, app: *mut u8, size: usize) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if map_flags == CL_MAP_READ {
+            copy_bulk(app, mapped, size);
+        } else {
+            copy_bulk(mapped, app as *const u8, size);
+        }
+    }
+}
+
+/// What a buffer read or write does before it is forwarded as such:
+/// settle a blocking one (see [`settle_for`]); complete later a non-blocking
+/// one that may wait on an open user event; carry a large one into a
+/// buffer in shared memory out by map. `None`: forward it.
+///
+/// # Safety
+/// As for `clEnqueueWriteBuffer` (`map_flags` WRITE_INVALIDATE_REGION) or
+/// `clEnqueueReadBuffer` (READ).
+#[allow(clippy::too_many_arguments)]
+unsafe fn transfer_shortcut(
+    q: *mut c_void,
+    buf: *mut c_void,
+    blocking: u32,
+    map_flags: u64,
+    offset: usize,
+    size: usize,
+    ptr: *mut u8,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> Option<i32> {
+    if blocking == 0 && waits::user_events_open() && !ptr.is_null() && size > 0 {
+        // It may wait for a user event that this very thread sets after we
+        // return: it completes later, as natively.
+        // SAFETY: forwarded contract.
+        return Some(unsafe {
+            if shared_candidate(buf).is_some() {
+                transfer_later(q, buf, map_flags, offset, size, ptr, n, wl, ev)
+            } else {
+                let op = GatedOp::Buffer {
+                    write: map_flags != CL_MAP_READ,
+                    offset,
+                    size,
+                };
+                transfer_after_gate(q, buf, op, ptr.cast(), n, wl, ev)
+            }
+        });
+    }
+    // Writes under BULK_MIN the server keeps, and runs as asked.
+    if blocking != 0 || map_flags == CL_MAP_READ || size >= BULK_MIN {
+        // SAFETY: forwarded contract.
+        if let Err(e) = unsafe { settle_for(blocking, q, n, wl) } {
+            return Some(e);
+        }
+    }
+    if size < BULK_MIN || ptr.is_null() {
+        return None;
+    }
+    let o = shared_candidate(buf)?;
+    // SAFETY: forwarded contract.
+    Some(unsafe { transfer_via_map(o, q, buf, map_flags, offset, size, ptr, n, wl, ev) })
+}
+
+const CL_MEM_HOST_WRITE_ONLY: u64 = 1 << 7;
+const CL_MEM_HOST_READ_ONLY: u64 = 1 << 8;
+const CL_MEM_HOST_NO_ACCESS: u64 = 1 << 9;
+
+/// A transfer the client makes itself, without the server: the buffer is
+/// one the server placed in the arena and published in its directory, the
+/// queue has run everything it was given with nothing sent since, so the
+/// transfer would start at once and finish as the copy does, and no wait
+/// list or event asks for more. Libraries write each buffer and finish
+/// (CLBlast does, around every routine): this spares both round trips,
+/// and the queue stays drained for the next one. Anything the library
+/// could refuse (another context, a range past the end, a host access the
+/// flags deny) goes to the server for its error.
+///
+/// # Safety
+/// `ptr` holds `size` bytes, readable (write) or writable (read).
+#[allow(clippy::too_many_arguments)]
+unsafe fn transfer_in_place(
+    q: *mut c_void,
+    buf: *mut c_void,
+    write: bool,
+    offset: usize,
+    size: usize,
+    ptr: *mut u8,
+    n: u32,
+    ev: *mut *mut c_void,
+) -> Option<i32> {
+    if n != 0 || !ev.is_null() || ptr.is_null() || size == 0 {
+        return None;
+    }
+    let arena = crate::rt::arena()?;
+    let b = obj(buf, Kind::Mem).ok()??;
+    let denied = if write {
+        CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS
+    } else {
+        CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS
+    };
+    if b.created_flags()? & denied != 0 {
+        return None;
+    }
+    let (off, len) = arena.lookup(b.id)?;
+    if offset.checked_add(size)? as u64 > len {
+        return None;
+    }
+    let at = arena.ptr_at(off + offset as u64, size)?;
+    crate::rt::while_drained(q, |queue, deferred| {
+        let ctx = queue.created_in.load(Ordering::Relaxed);
+        if ctx == 0 || ctx != b.created_in.load(Ordering::Relaxed) {
+            return None;
+        }
+        if write {
+            // Under delay storing the server saves a buffer written in
+            // place before it evicts it.
+            arena.mark_written(b.id);
+        }
+        // SAFETY: `at` is `size` bytes of the buffer's storage in the arena
+        // (the directory's range, checked above) and `ptr` is the
+        // application's `size` bytes (caller's contract); the queue runs
+        // nothing that could touch the buffer meanwhile.
+        unsafe {
+            if write {
+                copy_bulk(at, ptr, size);
+            } else {
+                copy_bulk(ptr, at, size);
+            }
+        }
+        // Withdrawn meanwhile (the server evicted it to make room for
+        // another tenant): the server does it again, on the buffer's
+        // contents restored.
+        if !arena.still(b.id, off) {
+            return None;
+        }
+        // A read reports an earlier deferred failure, as the server would.
+        Some(if write { CL_SUCCESS } else { deferred() })
+    })
+}
+
+/// # Safety
+/// As for `clEnqueueWriteBuffer`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clEnqueueWriteBuffer(
+    q: *mut c_void,
+    buf: *mut c_void,
+    blocking: u32,
+    offset: usize,
+    size: usize,
+    ptr: *const c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    if let Some(s) = unsafe { transfer_in_place(q, buf, true, offset, size, ptr as *mut u8, n, ev) }
+    {
+        return s;
+    }
+    // SAFETY: forwarded contract.
+    if let Some(s) = unsafe {
+        transfer_shortcut(
+            q,
+            buf,
+            blocking,
+            CL_MAP_WRITE_INVALIDATE_REGION,
+            offset,
+            size,
+            ptr as *mut u8,
+            n,
+            wl,
+            ev,
+        )
+    } {
+        return s;
+    }
+    if size < BULK_MIN || ptr.is_null() {
+        // SAFETY: forwarded contract.
+        return unsafe {
+            gen::clEnqueueWriteBuffer(q, buf, blocking, offset, size, ptr, n, wl, ev)
+        };
+    }
+    let run = || -> Result<i32, i32> {
+        let mut c = Call::begin(func::whEnqueueWriteBufferBulk)?;
+        c.enc.usize(size);
+        c.shape(size as u64);
+        c.shape(offset as u64);
+        c.handle(q, Kind::Queue)?;
+        c.handle(buf, Kind::Mem)?;
+        c.enc.usize(offset);
+        c.enc.u32(n);
+        // SAFETY: forwarded contract: `wl` holds `n` events, `ptr` `size` bytes.
+        unsafe {
+            c.handles(wl, n as usize, Kind::Event)?;
+            c.attach_raw(ptr as *const u8, size);
+        }
+        let n_ev = c.out_new(ev);
+        // The data is in the channel when this returns, so the call can be
+        // deferred like any other write, blocking or not.
+        let status = c.finish_async(false)?;
+        if status == CL_SUCCESS {
+            // SAFETY: forwarded contract.
+            unsafe { crate::rt::adopt_new(n_ev, ev, Kind::Event) };
+        }
+        Ok(status)
+    };
+    match run() {
+        Ok(s) | Err(s) => s,
+    }
+}
+
+/// # Safety
+/// As for `clEnqueueReadBuffer`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn clEnqueueReadBuffer(
+    q: *mut c_void,
+    buf: *mut c_void,
+    blocking: u32,
+    offset: usize,
+    size: usize,
+    ptr: *mut c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    let in_place = unsafe { transfer_in_place(q, buf, false, offset, size, ptr.cast(), n, ev) };
+    if let Some(s) = in_place {
+        return s;
+    }
+    // SAFETY: forwarded contract.
+    if let Some(s) = unsafe {
+        transfer_shortcut(
+            q,
+            buf,
+            blocking,
+            CL_MAP_READ,
+            offset,
+            size,
+            ptr as *mut u8,
+            n,
+            wl,
+            ev,
+        )
+    } {
+        return s;
+    }
+    if size < BULK_MIN || ptr.is_null() {
+        // SAFETY: forwarded contract.
+        return unsafe { gen::clEnqueueReadBuffer(q, buf, blocking, offset, size, ptr, n, wl, ev) };
+    }
+    let run = || -> Result<i32, i32> {
+        let mut c = Call::begin(func::whEnqueueReadBufferBulk)?;
+        c.enc.usize(size);
+        c.handle(q, Kind::Queue)?;
+        c.handle(buf, Kind::Mem)?;
+        c.enc.usize(offset);
+        c.enc.u32(n);
+        // SAFETY: forwarded contract.
+        unsafe { c.handles(wl, n as usize, Kind::Event)? };
+        let n_ev = c.out_new(ev);
+        let mut r = c.finish()?;
+        let raw_follows = r.has_outputs() && r.opt_flag()?;
+        if raw_follows {
+            // SAFETY: the application provides `size` writable bytes.
+            r.recv_raw(unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, size) })?;
+        }
+        let status = r.status_with_deferred();
+        // SAFETY: forwarded contract.
+        unsafe { r.out_new(n_ev, ev, Kind::Event, r.status()) };
+        Ok(status)
+    };
+    match run() {
+        Ok(s) | Err(s) => s,
+    }
+}
