@@ -15,7 +15,7 @@ use wormhole_transport::stream::StreamNotes;
 use wormhole_transport::TransportError;
 use wormhole_wire::Decoder;
 
-use crate::rt::{fresh_id, log, Call};
+use crate::connection::{fresh_id, log, Call};
 
 type EventFn = unsafe extern "C" fn(*mut c_void, i32, *mut c_void);
 type ObjFn = unsafe extern "C" fn(*mut c_void, *mut c_void);
@@ -93,7 +93,7 @@ pub fn put(
     // runs here once the build returns (`Pending::fire`); event and
     // destructor callbacks come back from the server by token.
     if matches!(kind, CallbackKind::Event | CallbackKind::Memdtor) {
-        crate::rt::watch_stream_notes();
+        crate::connection::watch_stream_notes();
         if kind == CallbackKind::Memdtor {
             DESTRUCTORS.fetch_add(1, Ordering::AcqRel);
         }
@@ -211,7 +211,7 @@ fn spawn_notifier(
     let r = std::thread::Builder::new()
         .name("wormhole-notify".into())
         .spawn(move || {
-            crate::rt::not_a_caller();
+            crate::connection::not_a_caller();
             let mut buf = Vec::new();
             while next(&mut buf).is_ok() {
                 if let Err(e) = deliver(&buf) {

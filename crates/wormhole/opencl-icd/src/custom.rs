@@ -11,7 +11,8 @@ use wormhole_opencl_api::{
     IMAGE_DESC_LEN,
 };
 
-use crate::rt::{arg_object, obj, object_for, ArgObject, Call, Reply};
+use crate::connection::{Call, Reply};
+use crate::objects::{arg_object, obj, object_for, ArgObject};
 use wormhole_opencl_api::CL_INVALID_VALUE;
 
 /// Rewrites ids in custom info values into our objects.
@@ -211,7 +212,7 @@ pub mod host_ptr {
 pub fn buffer_shape(ctx: *mut c_void, size: usize) -> u64 {
     const ALWAYS_ALLOWED: usize = 1 << 20;
     if crate::room::may_run_out(ctx, size) {
-        return crate::rt::ANSWER_NEEDED;
+        return crate::connection::ANSWER_NEEDED;
     }
     match size {
         0 => 0,

@@ -22,7 +22,7 @@ use std::sync::atomic::Ordering;
 use wormhole_opencl_api::{func, Kind, CL_INVALID_VALUE, CL_SUCCESS};
 
 use crate::info_cache::{cached_info, CachedQuery};
-use crate::rt::{obj, Obj};
+use crate::objects::{obj, Obj};
 
 const CL_EVENT_COMMAND_QUEUE: u32 = 0x11D0;
 const CL_EVENT_COMMAND_TYPE: u32 = 0x11D1;
@@ -73,7 +73,7 @@ pub fn status(ev: *mut c_void) -> Result<i32, i32> {
             return Ok(s);
         }
     }
-    let s = crate::rt::info_value(
+    let s = crate::connection::info_value(
         crate::gen::clGetEventInfo,
         ev,
         CL_EVENT_COMMAND_EXECUTION_STATUS,

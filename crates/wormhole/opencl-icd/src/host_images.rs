@@ -18,8 +18,9 @@ use wormhole_opencl_api::{
     CL_INVALID_VALUE, CL_MEM_TYPE,
 };
 
+use crate::connection::info_value;
 use crate::gen;
-use crate::rt::{info_value, obj};
+use crate::objects::obj;
 
 const CL_IMAGE_ROW_PITCH: u32 = 0x1112;
 const CL_IMAGE_SLICE_PITCH: u32 = 0x1113;

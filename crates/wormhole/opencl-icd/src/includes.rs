@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use wormhole_opencl_api::func;
 
-use crate::rt::Call;
+use crate::connection::Call;
 
 /// Most files sent for one directory, its deepest level, and its bytes.
 const MAX_FILES: usize = 2048;
@@ -99,7 +99,7 @@ pub unsafe fn send(options: *const c_char) {
             _ => continue,
         };
         let Some(files) = files_under(&path) else {
-            crate::rt::log(&format!(
+            crate::connection::log(&format!(
                 "{dir}: more than {MAX_FILES} files or {MAX_BYTES} bytes; not sent with the build"
             ));
             continue;
@@ -115,8 +115,10 @@ pub unsafe fn send(options: *const c_char) {
         }
         match c.finish() {
             Ok(r) if r.status() == wormhole_opencl_api::CL_SUCCESS => {}
-            Ok(r) => crate::rt::log(&format!("{dir}: the server refused it ({})", r.status())),
-            Err(e) => crate::rt::log(&format!("{dir}: not sent ({e})")),
+            Ok(r) => {
+                crate::connection::log(&format!("{dir}: the server refused it ({})", r.status()))
+            }
+            Err(e) => crate::connection::log(&format!("{dir}: not sent ({e})")),
         }
     }
 }

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use wormhole_opencl_api::{info_handle, InfoHandle, Kind, CL_INVALID_VALUE, CL_SUCCESS};
 
-use crate::rt::obj;
+use crate::objects::obj;
 
 /// Answers kept per object; past this, queries are forwarded each time.
 const MAX_ENTRIES: usize = 256;

@@ -15,15 +15,16 @@ use wormhole_opencl_api::{
     CL_MAP_READ, CL_MEM_SIZE, CL_MEM_TYPE, CL_SUCCESS,
 };
 
+use crate::connection::{fresh_id, info_value};
 use crate::gen;
 use crate::maps::{clEnqueueUnmapMemObject, map_buffer, Fill};
+use crate::objects::obj;
 use crate::overrides::{
     clCreateUserEvent, clEnqueueReadBuffer, clEnqueueReadBufferRect, clEnqueueReadImage,
     clEnqueueWriteBuffer, clEnqueueWriteBufferRect, clEnqueueWriteImage, clSetUserEventStatus,
     copy_for, mem_info, CL_COMPLETE, CL_MEM_OBJECT_BUFFER, CL_QUEUE_CONTEXT, CL_QUEUE_DEVICE,
     CL_TRUE,
 };
-use crate::rt::{fresh_id, info_value, obj};
 use crate::waits;
 
 /// What the library would refuse when the transfer is enqueued, checked

@@ -13,6 +13,7 @@
 //! no Wormhole platform, and one line on stderr when `WORMHOLE_LOG` is set.
 
 mod callbacks;
+mod connection;
 mod custom;
 mod event_state;
 mod host_images;
@@ -20,9 +21,9 @@ mod includes;
 mod info_cache;
 mod later;
 mod maps;
+mod objects;
 mod overrides;
 mod room;
-mod rt;
 mod waits;
 
 use std::ffi::{c_char, c_void};
@@ -34,10 +35,11 @@ pub mod gen {
 
     use wormhole_opencl_api::{func, CallbackKind, Kind, CL_INVALID_OPERATION, CL_SUCCESS};
 
+    use crate::connection::{set_errcode, Call};
     use crate::custom;
     use crate::info_cache::{cached_info, key_of, CachedQuery};
+    use crate::objects::{adopt_id, adopt_new, released, retained};
     use crate::overrides;
-    use crate::rt::{adopt_id, adopt_new, released, retained, set_errcode, Call};
     use crate::{unsupported_int, unsupported_ptr, unsupported_void};
     use crate::{
         unsupported_ptr_err3, unsupported_ptr_err4, unsupported_ptr_err5, unsupported_ptr_err6,
@@ -71,7 +73,7 @@ macro_rules! unsupported_ptr_err {
         unsafe extern "C" fn $name($($skip: usize,)* errcode_ret: *mut i32) -> *mut c_void {
             $(let _ = $skip;)*
             // SAFETY: the caller's contract.
-            unsafe { rt::set_errcode(errcode_ret, wormhole_opencl_api::CL_INVALID_OPERATION) };
+            unsafe { connection::set_errcode(errcode_ret, wormhole_opencl_api::CL_INVALID_OPERATION) };
             std::ptr::null_mut()
         }
     };

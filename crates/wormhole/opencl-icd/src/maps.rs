@@ -16,9 +16,10 @@ use wormhole_opencl_api::{
 };
 use wormhole_transport::copy::copy_bulk;
 
+use crate::connection::{fresh_id, set_errcode, Call, Reply};
 use crate::host_images::{self, Reshape};
+use crate::objects::obj;
 use crate::overrides::settle_for;
-use crate::rt::{fresh_id, obj, set_errcode, Call, Reply};
 use crate::waits;
 
 const CL_COMMAND_MAP_BUFFER: u32 = 0x11FB;
@@ -138,7 +139,7 @@ fn read_map_reply(r: &mut Reply<'_>) -> Result<MapReply, i32> {
     let shared = match at {
         u64::MAX => None,
         at => Some(
-            crate::rt::arena()
+            crate::connection::arena()
                 .and_then(|a| a.ptr_at(at, len))
                 .ok_or(CL_OUT_OF_RESOURCES)?,
         ),
@@ -243,7 +244,9 @@ pub unsafe extern "C" fn clEnqueueMapBuffer(
 /// then read the bytes once the map's event completes), and whether it
 /// may for any map (`pending`: we fetch the bytes then, [`map_pending`]).
 fn map_tail_bits(defer: bool, pending: bool) -> u8 {
-    u8::from(crate::rt::arena().is_some()) | if defer { 2 } else { 0 } | if pending { 4 } else { 0 }
+    u8::from(crate::connection::arena().is_some())
+        | if defer { 2 } else { 0 }
+        | if pending { 4 } else { 0 }
 }
 
 /// What every map request ends with: the wait list, the event slot, a

@@ -15,8 +15,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use wormhole_opencl_api::{Kind, CL_SUCCESS};
 
+use crate::connection::info_value;
 use crate::gen;
-use crate::rt::{info_value, obj};
+use crate::objects::obj;
 
 const CL_CONTEXT_DEVICES: u32 = 0x1081;
 const CL_DEVICE_GLOBAL_MEM_SIZE: u32 = 0x101F;

@@ -54,9 +54,9 @@ pub fn user_events_open() -> bool {
 /// module's text).
 pub fn free_channel() -> bool {
     // A thread whose first call is a wait counts as calling too.
-    crate::rt::count_caller();
+    crate::connection::count_caller();
     user_events_open()
-        || (crate::rt::several_callers()
+        || (crate::connection::several_callers()
             && RECENT_WAIT_NS.load(Ordering::Relaxed) >= LONG_WAIT.as_nanos() as u64)
 }
 
@@ -64,8 +64,8 @@ pub fn free_channel() -> bool {
 /// than one of the application's threads calls OpenCL, since a build is
 /// always long against what leaving the channel free costs.
 pub fn free_channel_for_build() -> bool {
-    crate::rt::count_caller();
-    crate::rt::several_callers()
+    crate::connection::count_caller();
+    crate::connection::several_callers()
 }
 
 /// Runs a wait and adds how long it took to the average (a race between

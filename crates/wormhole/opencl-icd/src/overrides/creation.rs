@@ -9,8 +9,8 @@ use std::sync::atomic::Ordering;
 use wormhole_opencl_api::{func, Kind, CL_MEM_SIZE, CL_MEM_USE_HOST_PTR, CL_SUCCESS};
 
 use crate::gen;
+use crate::objects::obj;
 use crate::room;
-use crate::rt::obj;
 
 /// # Safety
 /// As for `clCreateBuffer`.

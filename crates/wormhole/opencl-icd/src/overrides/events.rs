@@ -9,7 +9,7 @@ use wormhole_opencl_api::{Kind, CL_SUCCESS};
 
 use crate::gen;
 use crate::later::fail_later_transfers;
-use crate::rt::obj;
+use crate::objects::obj;
 use crate::waits;
 
 /// Before a call the server runs blocking: when waits leave the channel
@@ -126,7 +126,7 @@ pub unsafe extern "C" fn clWaitForEvents(n: u32, list: *const *mut c_void) -> i3
 pub unsafe extern "C" fn clFinish(q: *mut c_void) -> i32 {
     // Libraries finish after each read (CLBlast does): the read already
     // waited for everything before it.
-    if let Some(s) = crate::rt::finish_drained(q) {
+    if let Some(s) = crate::connection::finish_drained(q) {
         return s;
     }
     if waits::free_channel() {
@@ -136,7 +136,7 @@ pub unsafe extern "C" fn clFinish(q: *mut c_void) -> i32 {
             // report is an earlier deferred failure, as the server's answer
             // would. (A failed command is clFinish's to report, or not:
             // that case asks the server, below.)
-            return crate::rt::take_deferred();
+            return crate::connection::take_deferred();
         }
     }
     // SAFETY: forwarded contract.

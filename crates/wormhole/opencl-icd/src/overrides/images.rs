@@ -9,10 +9,11 @@ use wormhole_opencl_api::{Kind, CL_IMAGE_ELEMENT_SIZE, CL_MEM_TYPE};
 use super::creation::{count_held, remember_host_ptr};
 use super::events::settle_for;
 use super::mem_info;
+use crate::connection::info_value;
 use crate::gen;
 use crate::host_images;
 use crate::later::{transfer_after_gate, GatedOp};
-use crate::rt::{info_value, obj};
+use crate::objects::obj;
 use crate::waits;
 
 /// # Safety

@@ -13,8 +13,8 @@ mod transfers;
 
 use std::ffi::c_void;
 
+use crate::connection::info_value;
 use crate::gen;
-use crate::rt::info_value;
 
 pub use crate::event_state::clGetEventInfo;
 pub use crate::maps::{clEnqueueMapBuffer, clEnqueueMapImage, clEnqueueUnmapMemObject};

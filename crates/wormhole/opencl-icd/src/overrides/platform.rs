@@ -6,8 +6,9 @@ use std::ffi::{c_char, c_void, CStr};
 
 use wormhole_opencl_api::{Kind, CL_INVALID_VALUE, CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS};
 
+use crate::connection::conn;
 use crate::gen;
-use crate::rt::{conn, object_for};
+use crate::objects::object_for;
 
 /// # Safety
 /// As for `clGetPlatformIDs`.

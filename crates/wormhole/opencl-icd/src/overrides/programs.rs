@@ -6,8 +6,9 @@ use std::ffi::{c_char, c_void};
 
 use wormhole_opencl_api::{Kind, CL_INVALID_VALUE, CL_SUCCESS};
 
+use crate::connection::info_value;
 use crate::gen;
-use crate::rt::{info_value, obj};
+use crate::objects::obj;
 use crate::waits;
 
 /// A build leaves the channel free while it compiles once more than one of

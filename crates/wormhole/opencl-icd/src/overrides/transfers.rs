@@ -9,10 +9,11 @@ use wormhole_opencl_api::{func, Kind, CL_MAP_READ, CL_MAP_WRITE_INVALIDATE_REGIO
 use wormhole_transport::copy::copy_bulk;
 
 use super::events::settle_for;
+use crate::connection::Call;
 use crate::gen;
 use crate::later::{transfer_after_gate, transfer_later, GatedOp};
 use crate::maps::{clEnqueueUnmapMemObject, map_buffer};
-use crate::rt::{obj, Call, Placement};
+use crate::objects::{obj, Placement};
 use crate::waits;
 
 /// Transfers at least this large stream through the channel outside the
@@ -23,8 +24,8 @@ const BULK_MIN: usize = 256 << 10;
 /// A buffer whose large transfers should go through a map, because the
 /// server may keep it in memory this process maps too (not yet known not
 /// to; a USE_HOST_PTR buffer never is).
-fn shared_candidate(buf: *mut c_void) -> Option<&'static crate::rt::Obj> {
-    crate::rt::arena()?;
+fn shared_candidate(buf: *mut c_void) -> Option<&'static crate::objects::Obj> {
+    crate::connection::arena()?;
     let o = obj(buf, Kind::Mem).ok()??;
     (o.placement() != Placement::Server && o.host_ptr.load(Ordering::Relaxed) == 0).then_some(o)
 }
@@ -41,7 +42,7 @@ fn shared_candidate(buf: *mut c_void) -> Option<&'static crate::rt::Obj> {
 /// `clEnqueueReadBuffer` (READ): `ptr` holds `size` bytes.
 #[allow(clippy::too_many_arguments)]
 unsafe fn transfer_via_map(
-    o: &crate::rt::Obj,
+    o: &crate::objects::Obj,
     q: *mut c_void,
     buf: *mut c_void,
     map_flags: u64,
@@ -66,7 +67,7 @@ unsafe fn transfer_via_map(
         Ok(m) => m as *mut u8,
         Err(e) => return e,
     };
-    let shared = crate::rt::arena().is_some_and(|a| a.offset_of(m, size).is_some());
+    let shared = crate::connection::arena().is_some_and(|a| a.offset_of(m, size).is_some());
     o.set_placement(if shared {
         Placement::Shared
     } else {
@@ -178,7 +179,7 @@ unsafe fn transfer_in_place(
     if n != 0 || !ev.is_null() || ptr.is_null() || size == 0 {
         return None;
     }
-    let arena = crate::rt::arena()?;
+    let arena = crate::connection::arena()?;
     let b = obj(buf, Kind::Mem).ok()??;
     let denied = if write {
         CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS
@@ -193,7 +194,7 @@ unsafe fn transfer_in_place(
         return None;
     }
     let at = arena.ptr_at(off + offset as u64, size)?;
-    crate::rt::while_drained(q, |queue, deferred| {
+    crate::connection::while_drained(q, |queue, deferred| {
         let ctx = queue.created_in.load(Ordering::Relaxed);
         if ctx == 0 || ctx != b.created_in.load(Ordering::Relaxed) {
             return None;
@@ -287,7 +288,7 @@ pub unsafe extern "C" fn clEnqueueWriteBuffer(
         let status = c.finish_async(false)?;
         if status == CL_SUCCESS {
             // SAFETY: forwarded contract.
-            unsafe { crate::rt::adopt_new(n_ev, ev, Kind::Event) };
+            unsafe { crate::objects::adopt_new(n_ev, ev, Kind::Event) };
         }
         Ok(status)
     };

@@ -1,0 +1,255 @@
+//! A reply being unmarshalled ([`Reply`]): its status, the out-values it
+//! carries, and the handles it returns made the application's objects.
+
+use std::ffi::c_void;
+use std::sync::atomic::Ordering;
+
+use wormhole_client::{copy_out, store, Cursor};
+use wormhole_opencl_api::{info_handle, InfoHandle, Kind, CL_OUT_OF_RESOURCES, CL_SUCCESS};
+use wormhole_wire::Decoder;
+
+use super::{lost, Chan};
+use crate::objects::{obj, object_for};
+
+/// A reply being unmarshalled; still holds the channel.
+pub struct Reply<'a> {
+    pub(super) guard: parking_lot::MutexGuard<'a, Chan>,
+    pub(super) cur: Cursor,
+    pub(super) status: i32,
+    pub(super) has_outputs: bool,
+}
+
+impl Drop for Reply<'_> {
+    fn drop(&mut self) {
+        self.guard.recycle(&mut self.cur);
+    }
+}
+
+fn proto<T>(_: T) -> i32 {
+    CL_OUT_OF_RESOURCES
+}
+
+impl Reply<'_> {
+    pub fn status(&self) -> i32 {
+        self.status
+    }
+
+    /// Records that queue `q` has nothing left to run now that this call
+    /// returned: always (clFinish), or if the queue executes in order (a
+    /// transfer the server made blocking). Nothing has been sent since.
+    pub fn drained(&mut self, q: *mut c_void, always: bool) {
+        if let Ok(Some(o)) = obj(q, Kind::Queue) {
+            if always || o.in_order.load(Ordering::Relaxed) {
+                self.guard.drained = Some((o.id, self.guard.sent()));
+            }
+        }
+    }
+
+    /// Records, after a wait for `n` events at `list` succeeded, that the
+    /// queue whose last command created the one event waited for has
+    /// nothing left to run (it executes in order), if nothing but this wait
+    /// was sent since that command.
+    ///
+    /// # Safety
+    /// `list` is NULL or holds `n` handles.
+    pub unsafe fn waited_for(&mut self, list: *const *mut c_void, n: usize) {
+        if n != 1 || list.is_null() {
+            return;
+        }
+        // SAFETY: the caller's contract: one handle.
+        let Ok(Some(e)) = obj(unsafe { *list }, Kind::Event) else {
+            return;
+        };
+        let sent = self.guard.sent();
+        if let Some((q, ev, at)) = self.guard.last_enqueued {
+            if ev == e.id && at + 1 == sent {
+                self.guard.drained = Some((q, sent));
+            }
+        }
+    }
+
+    /// The call's status, or, if it succeeded, the failure of an earlier
+    /// deferred call not yet reported (which is then reported).
+    pub fn status_with_deferred(&mut self) -> i32 {
+        if self.status == CL_SUCCESS {
+            let d = self.guard.take_deferred();
+            if d != 0 {
+                return d;
+            }
+        }
+        self.status
+    }
+
+    /// Receives the bulk bytes that follow this reply, into `dst`.
+    pub fn recv_raw(&mut self, dst: &mut [u8]) -> Result<(), i32> {
+        self.guard.recv_raw(dst).map_err(lost)
+    }
+
+    pub fn has_outputs(&self) -> bool {
+        self.has_outputs
+    }
+
+    /// A decoder over the rest of the reply.
+    pub fn dec(&mut self) -> Decoder<'_> {
+        self.cur.rest()
+    }
+
+    fn with<T>(&mut self, f: impl FnOnce(&mut Decoder<'_>) -> Result<T, i32>) -> Result<T, i32> {
+        self.cur.with(f)
+    }
+
+    pub fn opt_flag(&mut self) -> Result<bool, i32> {
+        self.with(|d| d.bool().map_err(proto))
+    }
+
+    pub fn opt_bytes(&mut self) -> Result<Option<Vec<u8>>, i32> {
+        self.with(|d| d.opt_bytes().map(|o| o.map(|b| b.to_vec())).map_err(proto))
+    }
+
+    /// Copies returned bytes into the application's buffer.
+    ///
+    /// # Safety
+    /// `p` is NULL or holds `cap` bytes.
+    pub unsafe fn out_bytes(&mut self, p: *mut c_void, cap: u64) -> Result<(), i32> {
+        self.with(|d| {
+            if let Some(b) = d.opt_bytes().map_err(proto)? {
+                // SAFETY: the caller's contract.
+                unsafe { copy_out(b, p, cap) };
+            }
+            Ok(())
+        })
+    }
+
+    /// Like `out_bytes`, turning the ids in handle-bearing values into our
+    /// objects.
+    ///
+    /// # Safety
+    /// As for `out_bytes`; `first` is the call's first argument.
+    pub unsafe fn out_info(
+        &mut self,
+        p: *mut c_void,
+        cap: u64,
+        func: u32,
+        param: u32,
+        first: *mut c_void,
+    ) -> Result<(), i32> {
+        let status = self.status;
+        self.with(|d| {
+            let Some(b) = d.opt_bytes().map_err(proto)? else {
+                return Ok(());
+            };
+            if p.is_null() {
+                return Ok(());
+            }
+            let handles = if status == CL_SUCCESS {
+                info_handle(func, param)
+            } else {
+                None
+            };
+            let Some(handles) = handles else {
+                // Plain data, the common case: no copy of our own.
+                // SAFETY: the caller's contract.
+                unsafe { copy_out(b, p, cap) };
+                return Ok(());
+            };
+            let mut v = b.to_vec();
+            match handles {
+                InfoHandle::One(k) | InfoHandle::Array(k) => {
+                    for c in v.chunks_exact_mut(8) {
+                        let id = u64::from_le_bytes(c.try_into().map_err(proto)?);
+                        c.copy_from_slice(&(object_for(id, k, 0) as usize).to_le_bytes());
+                    }
+                }
+                InfoHandle::Custom => crate::custom::info(func, param, &mut v, first),
+            }
+            // SAFETY: the caller's contract.
+            unsafe { copy_out(&v, p, cap) };
+            Ok(())
+        })
+    }
+
+    /// # Safety
+    /// `p` is NULL or a writable u32.
+    pub unsafe fn out_u32(&mut self, p: *mut u32) -> Result<(), i32> {
+        let v = self.with(|d| d.u32().map_err(proto))?;
+        // SAFETY: the caller's contract.
+        unsafe { store(p, v) };
+        Ok(())
+    }
+
+    /// For `out i32?` arguments (none in the OpenCL description today).
+    ///
+    /// # Safety
+    /// `p` is NULL or a writable i32.
+    #[allow(dead_code)]
+    pub unsafe fn out_i32(&mut self, p: *mut i32) -> Result<(), i32> {
+        let v = self.with(|d| d.i32().map_err(proto))?;
+        // SAFETY: the caller's contract.
+        unsafe { store(p, v) };
+        Ok(())
+    }
+
+    /// # Safety
+    /// `p` is NULL or a writable u64.
+    pub unsafe fn out_u64(&mut self, p: *mut u64) -> Result<(), i32> {
+        let v = self.with(|d| d.u64().map_err(proto))?;
+        // SAFETY: the caller's contract.
+        unsafe { store(p, v) };
+        Ok(())
+    }
+
+    /// # Safety
+    /// `p` is NULL or a writable size_t.
+    pub unsafe fn out_usize(&mut self, p: *mut usize) -> Result<(), i32> {
+        let v = self.with(|d| d.usize().map_err(proto))?;
+        // SAFETY: the caller's contract.
+        unsafe { store(p, v) };
+        Ok(())
+    }
+
+    /// # Safety
+    /// `p` is NULL or a writable handle slot.
+    pub unsafe fn out_new(
+        &mut self,
+        id: Option<u64>,
+        p: *mut *mut c_void,
+        kind: Kind,
+        status: i32,
+    ) {
+        if let (Some(id), false, true) = (id, p.is_null(), status == CL_SUCCESS) {
+            // SAFETY: caller's contract.
+            unsafe { *p = object_for(id, kind, 1) };
+        }
+    }
+
+    /// # Safety
+    /// `p` is NULL or holds `cap` handle slots.
+    pub unsafe fn out_handles(
+        &mut self,
+        p: *mut *mut c_void,
+        cap: usize,
+        kind: Kind,
+    ) -> Result<(), i32> {
+        let ids = self.with(|d| {
+            if d.bool().map_err(proto)? {
+                d.u64s().map_err(proto)
+            } else {
+                Ok(Vec::new())
+            }
+        })?;
+        if p.is_null() {
+            return Ok(());
+        }
+        // Kernels returned here are new and carry the application's reference.
+        let refs = u32::from(kind == Kind::Kernel);
+        for (i, id) in ids.into_iter().take(cap).enumerate() {
+            // SAFETY: caller's contract; i < cap.
+            unsafe { *p.add(i) = object_for(id, kind, refs) };
+        }
+        Ok(())
+    }
+
+    pub fn adopt(&mut self, id: u64, kind: Kind) -> *mut c_void {
+        object_for(id, kind, 1)
+    }
+}
