@@ -173,3 +173,82 @@ impl Obj {
         self.placement.store(p as u8, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh object of `kind` under `id` (ids from 1 << 44 up are this
+    /// module's: the registry is one for the whole test process).
+    fn fresh(id: u64, kind: Kind) -> &'static Obj {
+        let p = object_for((1 << 44) + id, kind, 1);
+        match obj(p, kind) {
+            Ok(Some(o)) => o,
+            _ => panic!("a fresh object is live"),
+        }
+    }
+
+    #[test]
+    fn buffers_created_alike_share_a_shape_that_no_id_can_equal() {
+        let [a, b, c] = [1, 2, 3].map(|i| fresh(i, Kind::Mem));
+        assert_eq!(a.shape_key(), a.id, "a fresh object is shaped as itself");
+        a.shape_as_created(7, 1, 4096);
+        b.shape_as_created(7, 1, 4096);
+        c.shape_as_created(7, 1, 8192);
+        assert_eq!(a.shape_key(), b.shape_key());
+        assert_ne!(a.shape_key(), c.shape_key(), "the size decides failures");
+        b.shape_as_created(8, 1, 4096);
+        assert_ne!(a.shape_key(), b.shape_key(), "so does the context");
+        assert_eq!(
+            a.shape_key() >> 63,
+            1,
+            "the top bit keeps it apart from ids"
+        );
+        // A buffer that gained sub-buffers is itself again.
+        a.shape_as_itself();
+        assert_eq!(a.shape_key(), a.id);
+    }
+
+    #[test]
+    fn kernels_are_shaped_by_program_name_and_arguments_set() {
+        let [k1, k2, k3] = [10, 11, 12].map(|i| fresh(i, Kind::Kernel));
+        k1.shape_as_kernel_of(5, b"gemm");
+        k2.shape_as_kernel_of(5, b"gemm");
+        k3.shape_as_kernel_of(5, b"axpy");
+        assert_eq!(k1.shape_key(), k2.shape_key());
+        assert_ne!(k1.shape_key(), k3.shape_key());
+        k1.arg_set(0);
+        assert_ne!(k1.shape_key(), k2.shape_key(), "set arguments differ");
+        k2.arg_set(0);
+        assert_eq!(k1.shape_key(), k2.shape_key());
+        // Past the 64 arguments counted, the kernel is shaped as itself.
+        k1.arg_set(64);
+        assert_eq!(k1.shape_key(), k1.id);
+    }
+
+    #[test]
+    fn every_build_gives_a_program_a_new_shape() {
+        let p = fresh(20, Kind::Program);
+        p.shape_as_new_build();
+        let first = p.shape_key();
+        p.shape_as_new_build();
+        assert_ne!(first, p.shape_key());
+        assert_ne!(p.shape_key(), p.id);
+    }
+
+    #[test]
+    fn created_flags_and_placement_are_known_only_once_set() {
+        let m = fresh(30, Kind::Mem);
+        assert_eq!(m.created_flags(), None);
+        // Flags 0 (CL_MEM_READ_WRITE by default) are known flags too.
+        m.set_created_flags(0);
+        assert_eq!(m.created_flags(), Some(0));
+        m.set_created_flags(1 << 9);
+        assert_eq!(m.created_flags(), Some(1 << 9));
+        assert_eq!(m.placement(), Placement::Unknown);
+        m.set_placement(Placement::Server);
+        assert_eq!(m.placement(), Placement::Server);
+        m.set_placement(Placement::Shared);
+        assert_eq!(m.placement(), Placement::Shared);
+    }
+}

@@ -295,4 +295,69 @@ mod tests {
         assert!(!registry().released_args.contains_key(&(mem as usize)));
         assert!(registry().released_args.len() <= QUARANTINE);
     }
+
+    /// Ids from 1 << 43 up are these tests' own. Kinds are chosen so that
+    /// a released handle's memory, reused by another test's event, cannot
+    /// pass for the object.
+    const BASE: u64 = 1 << 43;
+
+    #[test]
+    fn a_counted_object_lives_until_its_last_release() {
+        let p = object_for(BASE, Kind::Mem, 1);
+        retained(p, Kind::Mem);
+        released(p, Kind::Mem);
+        assert!(matches!(obj(p, Kind::Mem), Ok(Some(o)) if o.id == BASE));
+        released(p, Kind::Mem);
+        assert_eq!(obj(p, Kind::Mem).err(), Some(Kind::Mem.invalid()));
+        // A later release of the dead handle changes nothing and is refused
+        // by kind, not by a crash.
+        released(p, Kind::Mem);
+        assert_eq!(obj(p, Kind::Mem).err(), Some(Kind::Mem.invalid()));
+    }
+
+    #[test]
+    fn an_uncounted_object_survives_retains_and_releases() {
+        let d = object_for(BASE + 1, Kind::Device, 0);
+        retained(d, Kind::Device);
+        released(d, Kind::Device);
+        released(d, Kind::Device);
+        assert!(matches!(obj(d, Kind::Device), Ok(Some(_))));
+    }
+
+    #[test]
+    fn an_id_seen_again_is_the_same_handle_with_its_references_added() {
+        let a = object_for(BASE + 2, Kind::Sampler, 1);
+        let b = object_for(BASE + 2, Kind::Sampler, 1);
+        assert_eq!(a, b);
+        released(a, Kind::Sampler);
+        assert!(matches!(obj(a, Kind::Sampler), Ok(Some(_))));
+        released(b, Kind::Sampler);
+        assert!(obj(a, Kind::Sampler).is_err());
+        assert!(object_for(0, Kind::Sampler, 1).is_null(), "id 0 is NULL");
+    }
+
+    #[test]
+    fn handles_are_checked_for_registration_and_kind() {
+        assert!(matches!(obj(std::ptr::null_mut(), Kind::Queue), Ok(None)));
+        let q = object_for(BASE + 3, Kind::Queue, 1);
+        assert_eq!(obj(q, Kind::Kernel).err(), Some(Kind::Kernel.invalid()));
+        let mut not_ours = [0u64; 4];
+        let p = not_ours.as_mut_ptr().cast::<c_void>();
+        assert_eq!(obj(p, Kind::Queue).err(), Some(Kind::Queue.invalid()));
+        assert!(matches!(arg_object(p), ArgObject::Bytes));
+    }
+
+    #[test]
+    fn a_checked_handle_is_looked_up_again_after_any_release() {
+        let mut checked = Checked::default();
+        let q = object_for(BASE + 4, Kind::Queue, 1);
+        assert!(matches!(checked.obj(q, Kind::Queue), Ok(Some(o)) if o.id == BASE + 4));
+        // Found before, the kind is still checked.
+        assert_eq!(checked.obj(q, Kind::Mem).err(), Some(Kind::Mem.invalid()));
+        released(q, Kind::Queue);
+        assert_eq!(
+            checked.obj(q, Kind::Queue).err(),
+            Some(Kind::Queue.invalid())
+        );
+    }
 }

@@ -132,3 +132,59 @@ pub unsafe extern "C" fn clGetExtensionFunctionAddressForPlatform(
     // SAFETY: forwarded contract.
     unsafe { clGetExtensionFunctionAddress(name) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_computed_string_is_answered_as_the_library_would() {
+        let mut buf = [0xAAu8; 8];
+        let mut n = 0usize;
+        // SAFETY: `buf` holds 8 bytes; `n` is a size_t.
+        let s = unsafe { answer(b"WH", buf.len(), buf.as_mut_ptr().cast(), &mut n) };
+        assert_eq!(s, CL_SUCCESS);
+        assert_eq!(&buf[..4], b"WH\0\xAA", "NUL-terminated, nothing past it");
+        assert_eq!(n, 3);
+        // Too small a buffer: refused, untouched, as natively.
+        let mut small = [0xAAu8; 2];
+        // SAFETY: `small` holds 2 bytes.
+        let s = unsafe { answer(b"WH", 2, small.as_mut_ptr().cast(), std::ptr::null_mut()) };
+        assert_eq!(s, CL_INVALID_VALUE);
+        assert_eq!(small, [0xAA; 2]);
+        // A size query alone.
+        n = 0;
+        // SAFETY: no value; `n` is a size_t.
+        let s = unsafe { answer(b"Wormhole", 0, std::ptr::null_mut(), &mut n) };
+        assert_eq!((s, n), (CL_SUCCESS, 9));
+    }
+
+    #[test]
+    fn platform_ids_refuse_what_the_api_forbids_before_connecting() {
+        let mut slot = std::ptr::null_mut();
+        // SAFETY: one writable handle slot; no count.
+        let s = unsafe { clGetPlatformIDs(0, &mut slot, std::ptr::null_mut()) };
+        assert_eq!(s, CL_INVALID_VALUE, "room for none, yet a list");
+        assert!(slot.is_null());
+        // SAFETY: neither list nor count.
+        let s = unsafe { clGetPlatformIDs(1, std::ptr::null_mut(), std::ptr::null_mut()) };
+        assert_eq!(s, CL_INVALID_VALUE, "nowhere to answer");
+    }
+
+    #[test]
+    fn loaders_find_our_entry_point_and_nothing_else() {
+        let ours = crate::clIcdGetPlatformIDsKHR as *mut c_void;
+        // SAFETY: NUL-terminated names, or NULL.
+        unsafe {
+            assert_eq!(
+                clGetExtensionFunctionAddress(c"clIcdGetPlatformIDsKHR".as_ptr()),
+                ours
+            );
+            let p = std::ptr::null_mut();
+            let name = c"clIcdGetPlatformIDsKHR".as_ptr();
+            assert_eq!(clGetExtensionFunctionAddressForPlatform(p, name), ours);
+            assert!(clGetExtensionFunctionAddress(c"clGetPlatformIDs".as_ptr()).is_null());
+            assert!(clGetExtensionFunctionAddress(std::ptr::null()).is_null());
+        }
+    }
+}

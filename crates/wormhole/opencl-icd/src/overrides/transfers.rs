@@ -362,3 +362,31 @@ pub unsafe extern "C" fn clEnqueueReadBuffer(
         Ok(s) | Err(s) => s,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A read copies the mapping out to the application's memory, a write
+    /// the other way; small and large (the streaming path) alike.
+    #[test]
+    fn copies_follow_the_maps_direction() {
+        for size in [7usize, 3 << 20] {
+            let pattern: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+            let mut mapped = vec![0xEEu8; size];
+            let mut app = pattern.clone();
+            // SAFETY: both hold `size` bytes, distinct.
+            unsafe { copy_for(CL_MAP_READ, mapped.as_mut_ptr(), app.as_mut_ptr(), size) };
+            assert!(app.iter().all(|&b| b == 0xEE), "read: mapping to app");
+            assert!(mapped.iter().all(|&b| b == 0xEE));
+
+            let mut mapped = vec![0xEEu8; size];
+            let mut app = pattern.clone();
+            let invalidate = CL_MAP_WRITE_INVALIDATE_REGION;
+            // SAFETY: as above.
+            unsafe { copy_for(invalidate, mapped.as_mut_ptr(), app.as_mut_ptr(), size) };
+            assert_eq!(mapped, pattern, "write: app to mapping");
+            assert_eq!(app, pattern);
+        }
+    }
+}
