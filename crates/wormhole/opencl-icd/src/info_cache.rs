@@ -189,3 +189,120 @@ impl InfoCache {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use wormhole_opencl_api::{func, CL_MEM_SIZE};
+
+    use super::*;
+    use crate::objects::object_for;
+
+    /// CL_MEM_REFERENCE_COUNT, which changes.
+    const REFS: u32 = 0x1105;
+
+    /// What the forwarding stub does for a value of `v`: answers as the
+    /// library would, counting its calls (each a round trip).
+    fn stub<'a>(
+        v: &'a [u8],
+        calls: &'a Cell<u32>,
+    ) -> impl Fn(usize, *mut c_void, *mut usize) -> i32 + 'a {
+        move |size, value, size_ret| {
+            calls.set(calls.get() + 1);
+            // SAFETY: `cached_info` passes its caller's buffers or its own.
+            unsafe { answer(v, size, value, size_ret) }
+        }
+    }
+
+    fn query(id: u64, param: u32, extra: Option<u64>) -> CachedQuery {
+        CachedQuery {
+            func: func::clGetMemObjectInfo,
+            obj: object_for((1 << 45) + id, Kind::Mem, 1),
+            kind: Kind::Mem,
+            extra,
+            param,
+            mutable: &[REFS],
+        }
+    }
+
+    /// Asks through the cache with a buffer of `cap` bytes.
+    fn ask(
+        q: CachedQuery,
+        cap: usize,
+        fetch: &dyn Fn(usize, *mut c_void, *mut usize) -> i32,
+    ) -> (i32, Vec<u8>, usize) {
+        let mut buf = vec![0u8; cap];
+        let mut len = 0usize;
+        // SAFETY: `buf` holds `cap` bytes; `len` is a usize.
+        let s = unsafe { cached_info(q, cap, buf.as_mut_ptr().cast(), &mut len, fetch) };
+        (s, buf, len)
+    }
+
+    #[test]
+    fn a_value_is_asked_once_then_answered_here() {
+        let size = 4096u64.to_le_bytes();
+        let calls = Cell::new(0);
+        let fetch = stub(&size, &calls);
+        let (s, buf, len) = ask(query(1, CL_MEM_SIZE, Some(0)), 8, &fetch);
+        assert_eq!(
+            (s, &buf[..], len, calls.get()),
+            (CL_SUCCESS, &size[..], 8, 1)
+        );
+        let (s, buf, len) = ask(query(1, CL_MEM_SIZE, Some(0)), 8, &fetch);
+        assert_eq!((s, &buf[..], len), (CL_SUCCESS, &size[..], 8));
+        assert_eq!(calls.get(), 1, "the second ask costs no round trip");
+        // Too small a buffer gets the library's error from here too.
+        let (s, buf, _) = ask(query(1, CL_MEM_SIZE, Some(0)), 4, &fetch);
+        assert_eq!((s, buf), (CL_INVALID_VALUE, vec![0; 4]));
+        // Another selector (a device, say) is another answer.
+        ask(query(1, CL_MEM_SIZE, Some(9)), 8, &fetch);
+        assert_eq!(calls.get(), 2);
+    }
+
+    #[test]
+    fn what_can_change_or_cannot_be_keyed_is_always_forwarded() {
+        let refs = 2u32.to_le_bytes();
+        let calls = Cell::new(0);
+        let fetch = stub(&refs, &calls);
+        for _ in 0..2 {
+            let (s, buf, _) = ask(query(2, REFS, Some(0)), 4, &fetch);
+            assert_eq!((s, &buf[..]), (CL_SUCCESS, &refs[..]));
+        }
+        assert_eq!(calls.get(), 2);
+        for _ in 0..2 {
+            ask(query(2, CL_MEM_SIZE, None), 4, &fetch);
+        }
+        assert_eq!(calls.get(), 4);
+    }
+
+    #[test]
+    fn a_value_larger_than_the_probe_is_sized_then_kept() {
+        let big: Vec<u8> = (0..PROBE as u32 * 3).map(|i| i as u8).collect();
+        let calls = Cell::new(0);
+        let fetch = stub(&big, &calls);
+        let (s, buf, len) = ask(query(3, CL_MEM_SIZE, Some(0)), big.len(), &fetch);
+        assert_eq!((s, len), (CL_SUCCESS, big.len()));
+        assert_eq!(buf, big);
+        assert_eq!(calls.get(), 3, "probe, size query, whole value");
+        let (_, buf, _) = ask(query(3, CL_MEM_SIZE, Some(0)), big.len(), &fetch);
+        assert_eq!((&buf, calls.get()), (&big, 3));
+    }
+
+    #[test]
+    fn a_known_answer_costs_no_round_trip_at_all() {
+        let q = query(4, CL_MEM_SIZE, Some(0));
+        let Ok(Some(o)) = obj(q.obj, Kind::Mem) else {
+            panic!("a fresh object is live");
+        };
+        o.info
+            .know(func::clGetMemObjectInfo, CL_MEM_SIZE, &64u64.to_le_bytes());
+        let calls = Cell::new(0);
+        let fetch = stub(&[], &calls);
+        let (s, buf, _) = ask(q, 8, &fetch);
+        assert_eq!(
+            (s, buf, calls.get()),
+            (CL_SUCCESS, 64u64.to_le_bytes().to_vec(), 0)
+        );
+    }
+}

@@ -71,6 +71,15 @@ pub unsafe extern "C" fn clCreateBufferWithProperties(
 const OUT_OF_ORDER: u64 = 1;
 const QUEUE_PROPERTIES: u64 = 0x1093;
 
+/// The CL_QUEUE_PROPERTIES bits of a property list's name and value pairs
+/// (0 when it names none: in order).
+fn queue_properties(pairs: &[u64]) -> u64 {
+    pairs
+        .chunks_exact(2)
+        .filter(|kv| kv[0] == QUEUE_PROPERTIES)
+        .fold(0, |bits, kv| bits | kv[1])
+}
+
 /// Notes whether a new queue executes its commands in order, and its
 /// context.
 fn note_queue(q: *mut c_void, ctx: *mut c_void, props: u64) {
@@ -112,11 +121,7 @@ pub unsafe extern "C" fn clCreateCommandQueueWithProperties(
         // SAFETY: the list is zero-terminated pairs (caller's contract), and
         // a queue was created from it, so the library read it the same way.
         let list = unsafe { crate::custom::zero_list(props, true) }.unwrap_or_default();
-        let bits = list
-            .chunks_exact(2)
-            .filter(|kv| kv[0] == QUEUE_PROPERTIES)
-            .fold(0, |bits, kv| bits | kv[1]);
-        note_queue(q, ctx, bits);
+        note_queue(q, ctx, queue_properties(&list));
     }
     q
 }
@@ -209,5 +214,24 @@ pub(super) fn count_held(m: *mut c_void, bytes: u64) {
     if let Ok(Some(o)) = obj(m, Kind::Mem) {
         o.counted.store(bytes, Ordering::Relaxed);
         room::created(bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CL_QUEUE_SIZE, a property that is not the bits.
+    const QUEUE_SIZE: u64 = 0x1094;
+
+    #[test]
+    fn a_queue_is_out_of_order_only_if_its_properties_say_so() {
+        assert_eq!(queue_properties(&[]), 0);
+        assert_eq!(queue_properties(&[QUEUE_SIZE, OUT_OF_ORDER]), 0);
+        let listed = [QUEUE_SIZE, 4096, QUEUE_PROPERTIES, OUT_OF_ORDER | 2];
+        assert_eq!(queue_properties(&listed) & OUT_OF_ORDER, OUT_OF_ORDER);
+        assert_eq!(queue_properties(&listed), 3);
+        // A name without its value is no pair.
+        assert_eq!(queue_properties(&[QUEUE_PROPERTIES]), 0);
     }
 }

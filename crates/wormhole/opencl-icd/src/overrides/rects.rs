@@ -81,13 +81,24 @@ unsafe fn rect_inside(
     };
     // SAFETY: the caller's contract.
     let [o, r] = [origin, region].map(|p| unsafe { (p as *const [u64; 3]).read_unaligned() });
-    if r.contains(&0) {
+    ends_inside(size as u64, o, r, row as u64, slice as u64)
+}
+
+/// Whether the rectangle of `region` bytes at `origin`, under the given
+/// pitches (0: packed), ends inside a buffer of `size` bytes.
+fn ends_inside(
+    size: u64,
+    origin: [u64; 3],
+    region: [u64; 3],
+    row: u64,
+    slice: u64,
+) -> Result<(), i32> {
+    if region.contains(&0) {
         // The library's own refusal, with its own code.
         return Ok(());
     }
-    match wormhole_opencl_api::rect_extent(r, 1, row as u64, slice as u64).and_then(|e| e.end(o, 1))
-    {
-        Some(end) if end <= size as u64 => Ok(()),
+    match wormhole_opencl_api::rect_extent(region, 1, row, slice).and_then(|e| e.end(origin, 1)) {
+        Some(end) if end <= size => Ok(()),
         _ => Err(CL_INVALID_VALUE),
     }
 }
@@ -167,3 +178,39 @@ macro_rules! rect_transfer {
 
 rect_transfer!(clEnqueueReadBufferRect, false, *mut c_void);
 rect_transfer!(clEnqueueWriteBufferRect, true, *const c_void);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rectangle_must_end_inside_its_buffer() {
+        // 16 bytes by 4 rows, packed: 64 bytes.
+        assert_eq!(ends_inside(1024, [0, 0, 0], [16, 4, 1], 0, 0), Ok(()));
+        // Its last byte is the buffer's last (row 60 of 16 bytes ends at 1024).
+        assert_eq!(ends_inside(1024, [0, 60, 0], [16, 4, 1], 16, 0), Ok(()));
+        assert_eq!(
+            ends_inside(1024, [1, 60, 0], [16, 4, 1], 16, 0),
+            Err(CL_INVALID_VALUE)
+        );
+        // A row pitch narrower than the region's rows.
+        assert_eq!(
+            ends_inside(1024, [0, 0, 0], [16, 4, 1], 8, 0),
+            Err(CL_INVALID_VALUE)
+        );
+    }
+
+    #[test]
+    fn a_huge_or_overflowing_rectangle_is_refused_and_an_empty_one_left_to_the_library() {
+        // 64 x 2^40 bytes past any buffer: the case that crashed applications.
+        assert_eq!(
+            ends_inside(1 << 20, [0, 0, 0], [64, 1 << 40, 1], 64, 0),
+            Err(CL_INVALID_VALUE)
+        );
+        assert_eq!(
+            ends_inside(u64::MAX, [0, 0, u64::MAX], [1, 1, 2], 0, 1 << 20),
+            Err(CL_INVALID_VALUE)
+        );
+        assert_eq!(ends_inside(16, [1 << 40, 0, 0], [0, 1, 1], 0, 0), Ok(()));
+    }
+}
