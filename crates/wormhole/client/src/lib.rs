@@ -16,7 +16,9 @@ use std::sync::OnceLock;
 
 use thiserror::Error;
 use wormhole_transport::{Channel, TransportError};
-use wormhole_wire::{Decoder, Encoder, ReplyHeader, RequestHeader, FLAG_ASYNC, REPLY_HEADER_LEN};
+use wormhole_wire::{
+    Decoder, Encoder, ReplyHeader, RequestHeader, WireError, FLAG_ASYNC, REPLY_HEADER_LEN,
+};
 
 /// Prints `prefix: msg` on stderr when `WORMHOLE_LOG` is set.
 pub fn log(prefix: &str, msg: &str) {
@@ -285,6 +287,37 @@ impl Cursor {
         self.pos = start + d.position();
         Ok(v)
     }
+
+    /// Reads the next output with `read` and stores it at `p`. At NULL it
+    /// is read all the same, so that the outputs after it are found.
+    ///
+    /// # Safety
+    /// `p` is NULL or points to a writable `T`.
+    pub unsafe fn out<T>(
+        &mut self,
+        p: *mut T,
+        read: impl FnOnce(&mut Decoder<'_>) -> Result<T, WireError>,
+    ) -> Result<(), WireError> {
+        let v = self.with(read)?;
+        // SAFETY: the caller's contract.
+        unsafe { store(p, v) };
+        Ok(())
+    }
+
+    /// Reads the next output, optional bytes, and copies what the reply
+    /// holds of them to `p`, at most `cap`.
+    ///
+    /// # Safety
+    /// `p` is NULL or holds `cap` writable bytes.
+    pub unsafe fn out_bytes(&mut self, p: *mut c_void, cap: u64) -> Result<(), WireError> {
+        self.with(|d| {
+            if let Some(b) = d.opt_bytes()? {
+                // SAFETY: the caller's contract.
+                unsafe { copy_out(b, p, cap) };
+            }
+            Ok(())
+        })
+    }
 }
 
 /// Writes an output value where the application asked for it.
@@ -404,6 +437,53 @@ mod tests {
         let enc = link.request(1).expect("request");
         assert!(matches!(link.exchange(enc, None), Err(LinkError::Lost(_))));
         assert!(matches!(link.request(1), Err(LinkError::Dead)));
+    }
+
+    /// A reply's outputs: a u32, optional bytes, a u64.
+    fn outputs() -> Cursor {
+        let mut e = Encoder::new();
+        e.u32(7);
+        e.opt_bytes(Some(b"abcdef"));
+        e.u64(9);
+        Cursor {
+            buf: e.as_slice().to_vec(),
+            pos: 0,
+        }
+    }
+
+    #[test]
+    fn outputs_are_stored_where_asked_and_skipped_at_null() {
+        let mut c = outputs();
+        let mut v = 0u32;
+        let mut bytes = [0u8; 4];
+        let mut w = 0u64;
+        // SAFETY: each pointer is a writable value of its type, or 4 bytes.
+        unsafe {
+            c.out(&mut v, |d| d.u32()).expect("u32");
+            c.out_bytes(bytes.as_mut_ptr().cast(), 4).expect("bytes");
+            c.out(&mut w, |d| d.u64()).expect("u64");
+        }
+        assert_eq!(
+            (v, &bytes, w),
+            (7, b"abcd", 9),
+            "bytes cut at the room given"
+        );
+        // At NULL each is still read past: the u64 is found after them.
+        let mut c = outputs();
+        let mut w = 0u64;
+        // SAFETY: NULL, or a writable u64.
+        unsafe {
+            c.out(std::ptr::null_mut::<u32>(), |d| d.u32())
+                .expect("u32");
+            c.out_bytes(std::ptr::null_mut(), 0).expect("bytes");
+            c.out(&mut w, |d| d.u64()).expect("u64");
+        }
+        assert_eq!(w, 9);
+        // Past the end: an error, and nothing stored.
+        let mut past = 5u64;
+        // SAFETY: a writable u64.
+        assert!(unsafe { c.out(&mut past, |d| d.u64()) }.is_err());
+        assert_eq!(past, 5);
     }
 
     #[test]

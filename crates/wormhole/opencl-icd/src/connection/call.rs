@@ -15,14 +15,8 @@ use super::reply::Reply;
 use super::{conn, count_caller, fresh_id, log, lost, report_once, Chan, Conn, FORK_GEN};
 use crate::objects::{obj, Obj};
 
-/// # Safety
-/// `e` is NULL or points to a writable cl_int.
-pub unsafe fn set_errcode(e: *mut i32, v: i32) {
-    if !e.is_null() {
-        // SAFETY: caller's contract.
-        unsafe { *e = v };
-    }
-}
+/// Writes a status to an `errcode_ret` argument, which may be NULL.
+pub use wormhole_client::store as set_errcode;
 
 /// The shape of every `clGet*Info` function.
 pub type InfoFn = unsafe extern "C" fn(*mut c_void, u32, usize, *mut c_void, *mut usize) -> i32;

@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
-use wormhole_client::{copy_out, store, Cursor};
+use wormhole_client::{copy_out, Cursor};
 use wormhole_opencl_api::{info_handle, InfoHandle, Kind, CL_OUT_OF_RESOURCES, CL_SUCCESS};
 use wormhole_wire::Decoder;
 
@@ -111,13 +111,8 @@ impl Reply<'_> {
     /// # Safety
     /// `p` is NULL or holds `cap` bytes.
     pub unsafe fn out_bytes(&mut self, p: *mut c_void, cap: u64) -> Result<(), i32> {
-        self.with(|d| {
-            if let Some(b) = d.opt_bytes().map_err(proto)? {
-                // SAFETY: the caller's contract.
-                unsafe { copy_out(b, p, cap) };
-            }
-            Ok(())
-        })
+        // SAFETY: the caller's contract.
+        unsafe { self.cur.out_bytes(p, cap) }.map_err(proto)
     }
 
     /// Like `out_bytes`, turning the ids in handle-bearing values into our
@@ -171,10 +166,8 @@ impl Reply<'_> {
     /// # Safety
     /// `p` is NULL or a writable u32.
     pub unsafe fn out_u32(&mut self, p: *mut u32) -> Result<(), i32> {
-        let v = self.with(|d| d.u32().map_err(proto))?;
         // SAFETY: the caller's contract.
-        unsafe { store(p, v) };
-        Ok(())
+        unsafe { self.cur.out(p, |d| d.u32()) }.map_err(proto)
     }
 
     /// For `out i32?` arguments (none in the OpenCL description today).
@@ -183,28 +176,22 @@ impl Reply<'_> {
     /// `p` is NULL or a writable i32.
     #[allow(dead_code)]
     pub unsafe fn out_i32(&mut self, p: *mut i32) -> Result<(), i32> {
-        let v = self.with(|d| d.i32().map_err(proto))?;
         // SAFETY: the caller's contract.
-        unsafe { store(p, v) };
-        Ok(())
+        unsafe { self.cur.out(p, |d| d.i32()) }.map_err(proto)
     }
 
     /// # Safety
     /// `p` is NULL or a writable u64.
     pub unsafe fn out_u64(&mut self, p: *mut u64) -> Result<(), i32> {
-        let v = self.with(|d| d.u64().map_err(proto))?;
         // SAFETY: the caller's contract.
-        unsafe { store(p, v) };
-        Ok(())
+        unsafe { self.cur.out(p, |d| d.u64()) }.map_err(proto)
     }
 
     /// # Safety
     /// `p` is NULL or a writable size_t.
     pub unsafe fn out_usize(&mut self, p: *mut usize) -> Result<(), i32> {
-        let v = self.with(|d| d.usize().map_err(proto))?;
         // SAFETY: the caller's contract.
-        unsafe { store(p, v) };
-        Ok(())
+        unsafe { self.cur.out(p, |d| d.usize()) }.map_err(proto)
     }
 
     /// # Safety
