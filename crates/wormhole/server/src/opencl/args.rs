@@ -61,7 +61,7 @@ pub enum ArgDecl {
 fn declared(kernel: *mut c_void, index: u32) -> Result<Option<ArgDecl>, i32> {
     // SAFETY: a kernel from the table; `out` holds `n` bytes, the size of
     // the cl_kernel_arg_address_qualifier asked for.
-    let q = match super::overrides::scalar_info::<u32>(|n, out| unsafe {
+    let q = match super::extents::scalar_info::<u32>(|n, out| unsafe {
         ffi::clGetKernelArgInfo(
             kernel,
             index,

@@ -187,7 +187,7 @@ pub unsafe fn work_sizes_ok(
 unsafe fn kernel_local(kernel: *mut c_void, device: *mut c_void) -> Result<u64, i32> {
     // SAFETY: the caller's contract; `out` holds `n` bytes, the cl_ulong
     // asked for.
-    super::overrides::scalar_info::<u64>(|n, out| unsafe {
+    super::extents::scalar_info::<u64>(|n, out| unsafe {
         ffi::clGetKernelWorkGroupInfo(
             kernel,
             device,

@@ -8,18 +8,25 @@
 
 pub mod args;
 pub mod builds;
+pub mod bulk;
 pub mod callbacks;
 pub mod custom;
+pub mod extents;
 pub mod finish;
 pub mod includes;
 pub mod launch;
+pub mod maps;
+pub mod objects;
 pub mod offered;
 pub mod overrides;
 pub mod pending_maps;
 pub mod programs;
+pub mod queries;
 pub mod quota;
 pub mod shared;
 pub mod tenant;
+pub mod transfers;
+pub mod waits;
 
 use std::ffi::c_void;
 
@@ -90,7 +97,7 @@ pub fn server_blocking(requested: u32, wait_list: &Option<Vec<*mut c_void>>) -> 
 }
 
 /// The blocking flag for a buffer write, whose data the server can keep
-/// past the request (`overrides::clEnqueueWriteBuffer`): the application's
+/// past the request (`transfers::clEnqueueWriteBuffer`): the application's
 /// own, after the same refusal as [`server_blocking`] makes.
 pub fn write_blocking(requested: u32, wait_list: &Option<Vec<*mut c_void>>) -> Result<u32, i32> {
     server_blocking(requested, wait_list)?;

@@ -145,9 +145,9 @@ pub struct Tenant {
     pub platforms: Vec<*mut c_void>,
     pub notify: Option<Arc<dyn Notify>>,
     /// Live mappings: client-visible map id -> (mem, server pointer, bytes).
-    pub mappings: HashMap<u64, super::overrides::Mapping>,
+    pub mappings: HashMap<u64, super::maps::Mapping>,
     /// A bulk transfer to complete around the current reply.
-    pub bulk: Option<super::overrides::Bulk>,
+    pub bulk: Option<super::bulk::Bulk>,
     /// Set when a request leaves the stream impossible to follow: the
     /// tenant is then cut off.
     pub broken: bool,
@@ -157,7 +157,7 @@ pub struct Tenant {
     /// The memory this tenant may hold in memory objects, when limited.
     pub memory: Option<Arc<crate::quota::Quota>>,
     /// Bytes of non-blocking writes' data kept until their commands ran
-    /// (`overrides::clEnqueueWriteBuffer`).
+    /// (`transfers::clEnqueueWriteBuffer`).
     pub kept_writes: Arc<std::sync::atomic::AtomicU64>,
     /// Program builds on threads of their own (`builds.rs`).
     pub builds: Arc<super::builds::Builds>,
