@@ -32,36 +32,40 @@ struct BulkArgs {
     mem: *mut c_void,
     offset: usize,
     wait: Option<Vec<*mut c_void>>,
-    n: u32,
+    num_events: u32,
     event: NewSlot,
 }
 
 /// Decodes a bulk request. The size comes first so that, once it is known,
 /// the incoming bytes can always be drained, whatever else is wrong.
-fn bulk_args(t: &mut Tenant, d: &mut Decoder<'_>, incoming: bool) -> Result<BulkArgs, i32> {
-    let size = match d.usize() {
-        Ok(s) => s,
+fn bulk_args(
+    tenant: &mut Tenant,
+    request: &mut Decoder<'_>,
+    incoming: bool,
+) -> Result<BulkArgs, i32> {
+    let size = match request.usize() {
+        Ok(size) => size,
         Err(_) => {
             // Without the size the stream cannot be followed any further.
-            t.broken = true;
+            tenant.broken = true;
             return Err(CL_INVALID_VALUE);
         }
     };
     if incoming {
-        t.bulk = Some(Bulk::Drain(size as u64));
+        tenant.bulk = Some(Bulk::Drain(size as u64));
     }
-    let queue = t.handle(d, Kind::Queue)?;
-    let mem = t.handle(d, Kind::Mem)?;
-    let offset = d.usize().map_err(bad)?;
-    let (n, wait, event) = wait_list_and_event(t, d)?;
-    d.finish().map_err(bad)?;
+    let queue = tenant.handle(request, Kind::Queue)?;
+    let mem = tenant.handle(request, Kind::Mem)?;
+    let offset = request.usize().map_err(bad)?;
+    let (num_events, wait, event) = wait_list_and_event(tenant, request)?;
+    request.finish().map_err(bad)?;
     Ok(BulkArgs {
         size,
         queue,
         mem,
         offset,
         wait,
-        n,
+        num_events,
         event,
     })
 }
@@ -73,7 +77,7 @@ impl BulkArgs {
             queue: self.queue as usize,
             mem: self.mem as usize,
             ptr: ptr as usize,
-            n: 0,
+            num_events: 0,
             wait: None,
             event: self.event,
             mapping: None,
@@ -81,20 +85,22 @@ impl BulkArgs {
     }
 }
 
-fn map_for(a: &BulkArgs, flags: u64) -> Result<*mut c_void, i32> {
+fn map_for(args: &BulkArgs, flags: u64) -> Result<*mut c_void, i32> {
     let mut err = 0;
-    // SAFETY: handles from the table; the wait list holds `n` events. A
-    // blocking map returns memory valid until the unmap.
-    let p = unsafe {
+    // SAFETY: `queue` and `mem` are from the tenant's table; the wait list
+    // holds `num_events` events from the table (`wait_list_and_event`);
+    // the library bounds offset + size by the buffer. A blocking map
+    // returns memory valid until the unmap.
+    let mapped = unsafe {
         ffi::clEnqueueMapBuffer(
-            a.queue,
-            a.mem,
+            args.queue,
+            args.mem,
             CL_TRUE,
             flags,
-            a.offset,
-            a.size,
-            a.n,
-            opt_vec_ptr(&a.wait),
+            args.offset,
+            args.size,
+            args.num_events,
+            opt_vec_ptr(&args.wait),
             std::ptr::null_mut(),
             &mut err,
         )
@@ -102,51 +108,51 @@ fn map_for(a: &BulkArgs, flags: u64) -> Result<*mut c_void, i32> {
     if err != CL_SUCCESS {
         return Err(err);
     }
-    if p.is_null() {
+    if mapped.is_null() {
         return Err(wormhole_opencl_api::CL_OUT_OF_RESOURCES);
     }
-    Ok(p)
+    Ok(mapped)
 }
 
 /// Request: size, queue, buffer, offset, wait list, event; `size` bytes follow.
 pub fn d_whEnqueueWriteBufferBulk(
-    t: &mut Tenant,
-    d: &mut Decoder<'_>,
-    e: &mut Encoder,
+    tenant: &mut Tenant,
+    request: &mut Decoder<'_>,
+    reply: &mut Encoder,
 ) -> Result<i32, i32> {
-    let a = bulk_args(t, d, true)?;
-    let ptr = map_for(&a, CL_MAP_WRITE_INVALIDATE_REGION)?;
-    let len = a.size;
-    t.bulk = Some(Bulk::In {
+    let args = bulk_args(tenant, request, true)?;
+    let ptr = map_for(&args, CL_MAP_WRITE_INVALIDATE_REGION)?;
+    let len = args.size;
+    tenant.bulk = Some(Bulk::In {
         len,
-        then: a.unmap(ptr),
+        then: args.unmap(ptr),
     });
-    e.u8(1);
+    reply.u8(1);
     Ok(CL_SUCCESS)
 }
 
 /// Request: size, queue, buffer, offset, wait list, event. Reply: whether
 /// `size` bytes follow it.
 pub fn d_whEnqueueReadBufferBulk(
-    t: &mut Tenant,
-    d: &mut Decoder<'_>,
-    e: &mut Encoder,
+    tenant: &mut Tenant,
+    request: &mut Decoder<'_>,
+    reply: &mut Encoder,
 ) -> Result<i32, i32> {
-    let a = bulk_args(t, d, false)?;
-    e.u8(1);
-    match map_for(&a, wormhole_opencl_api::CL_MAP_READ) {
+    let args = bulk_args(tenant, request, false)?;
+    reply.u8(1);
+    match map_for(&args, wormhole_opencl_api::CL_MAP_READ) {
         Ok(ptr) => {
-            e.bool(true);
-            let len = a.size;
-            t.bulk = Some(Bulk::Out {
+            reply.bool(true);
+            let len = args.size;
+            tenant.bulk = Some(Bulk::Out {
                 len,
-                then: a.unmap(ptr),
+                then: args.unmap(ptr),
             });
             Ok(CL_SUCCESS)
         }
-        Err(s) => {
-            e.bool(false);
-            Ok(s)
+        Err(status) => {
+            reply.bool(false);
+            Ok(status)
         }
     }
 }
@@ -154,41 +160,42 @@ pub fn d_whEnqueueReadBufferBulk(
 /// Completes an incoming bulk transfer (before the reply); returns the
 /// call's final status.
 pub fn finish_bulk_in(
-    t: &mut Tenant,
+    tenant: &mut Tenant,
     chan: &mut dyn Channel,
     status: i32,
 ) -> Result<i32, TransportError> {
-    match t.bulk.take() {
-        Some(Bulk::Drain(mut n)) => {
+    match tenant.bulk.take() {
+        Some(Bulk::Drain(mut left)) => {
             let mut scratch = vec![0u8; 1 << 20];
-            while n > 0 {
-                let k = n.min(scratch.len() as u64) as usize;
-                chan.recv_raw(&mut scratch[..k])?;
-                n -= k as u64;
+            while left > 0 {
+                let chunk = left.min(scratch.len() as u64) as usize;
+                chan.recv_raw(&mut scratch[..chunk])?;
+                left -= chunk as u64;
             }
             Ok(status)
         }
         Some(Bulk::In { len, then }) => {
-            // SAFETY: the mapping spans at least `len` bytes (checked when
-            // the transfer was set up) and stays mapped until `then` runs.
+            // SAFETY: the mapping spans at least `len` bytes (an unmap's
+            // `len` was checked against the mapping's length, a bulk write
+            // mapped exactly `len`) and stays mapped until `then` runs.
             let dst = unsafe { std::slice::from_raw_parts_mut(then.ptr as *mut u8, len) };
             chan.recv_raw(dst)?;
-            Ok(then.run(t))
+            Ok(then.run(tenant))
         }
         other => {
-            t.bulk = other;
+            tenant.bulk = other;
             Ok(status)
         }
     }
 }
 
 /// Completes an outgoing bulk transfer (after the reply frame).
-pub fn finish_bulk_out(t: &mut Tenant, chan: &mut dyn Channel) -> Result<(), TransportError> {
-    let (ptr, len, then) = match t.bulk.take() {
+pub fn finish_bulk_out(tenant: &mut Tenant, chan: &mut dyn Channel) -> Result<(), TransportError> {
+    let (ptr, len, then) = match tenant.bulk.take() {
         Some(Bulk::Out { len, then }) => (then.ptr, len, Some(then)),
         Some(Bulk::Send { ptr, len }) => (ptr, len, None),
         other => {
-            t.bulk = other;
+            tenant.bulk = other;
             return Ok(());
         }
     };
@@ -197,17 +204,17 @@ pub fn finish_bulk_out(t: &mut Tenant, chan: &mut dyn Channel) -> Result<(), Tra
     chan.send_raw(src)?;
     chan.flush()?;
     if let Some(then) = then {
-        then.run(t);
+        then.run(tenant);
     }
     Ok(())
 }
 
 /// Undoes a bulk transfer that will not happen (no channel: the fuzzer and
 /// in-process tests): mappings are unmapped, no data moves.
-pub fn abandon_bulk(t: &mut Tenant) {
-    match t.bulk.take() {
+pub fn abandon_bulk(tenant: &mut Tenant) {
+    match tenant.bulk.take() {
         Some(Bulk::In { then, .. }) | Some(Bulk::Out { then, .. }) => {
-            then.run(t);
+            then.run(tenant);
         }
         Some(Bulk::Drain(_)) | Some(Bulk::Send { .. }) | None => {}
     }

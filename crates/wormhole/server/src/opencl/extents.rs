@@ -16,13 +16,15 @@ const CL_MEM_SIZE: u32 = 0x1102;
 ///
 /// # Safety
 /// `p` is NULL or points to 24 bytes (the decoder checked the length).
-unsafe fn triple_at(p: *const c_void) -> Option<[u64; 3]> {
-    if p.is_null() {
+unsafe fn triple_at(ptr: *const c_void) -> Option<[u64; 3]> {
+    if ptr.is_null() {
         return None;
     }
-    // SAFETY: the caller's contract; the bytes may be unaligned.
-    let b = unsafe { std::slice::from_raw_parts(p as *const u8, 24) };
-    triple(b)
+    // SAFETY: `ptr` is non-NULL (checked above), so it points to 24 bytes
+    // of the request (this function's contract: the decoder checked the
+    // length); read as bytes, so unaligned is fine.
+    let bytes = unsafe { std::slice::from_raw_parts(ptr as *const u8, 24) };
+    triple(bytes)
 }
 
 /// The library does not bound a rectangle's far corner by the buffer's
@@ -42,14 +44,14 @@ pub(crate) unsafe fn buffer_rect_ok(
     row: usize,
     slice: usize,
 ) -> Result<(), i32> {
-    // SAFETY: the caller's contract.
-    let (o, r) = unsafe { (triple_at(origin), triple_at(region)) };
-    let (o, r) = (o.ok_or(CL_INVALID_VALUE)?, r.ok_or(CL_INVALID_VALUE)?);
-    let end = rect_extent(r, 1, row as u64, slice as u64)
-        .and_then(|ext| ext.end(o, 1))
+    // SAFETY: `origin` and `region` are NULL or 24 bytes each (this
+    // function's contract: the decoder's `bytes[24]?`), as `triple_at` needs.
+    let (at, size) = unsafe { (triple_at(origin), triple_at(region)) };
+    let (at, size) = (at.ok_or(CL_INVALID_VALUE)?, size.ok_or(CL_INVALID_VALUE)?);
+    let end = rect_extent(size, 1, row as u64, slice as u64)
+        .and_then(|ext| ext.end(at, 1))
         .ok_or(CL_INVALID_VALUE)?;
-    let size = mem_size(buf)?;
-    if end > size {
+    if end > mem_size(buf)? {
         return Err(CL_INVALID_VALUE);
     }
     Ok(())
@@ -60,10 +62,13 @@ pub(crate) unsafe fn buffer_rect_ok(
 pub(crate) fn scalar_info<T: Default>(
     query: impl FnOnce(usize, *mut c_void) -> i32,
 ) -> Result<T, i32> {
-    let mut v = T::default();
-    match query(std::mem::size_of::<T>(), &mut v as *mut T as *mut c_void) {
-        CL_SUCCESS => Ok(v),
-        s => Err(s),
+    let mut value = T::default();
+    match query(
+        std::mem::size_of::<T>(),
+        &mut value as *mut T as *mut c_void,
+    ) {
+        CL_SUCCESS => Ok(value),
+        status => Err(status),
     }
 }
 
@@ -101,22 +106,23 @@ pub(crate) unsafe fn image_box_ok(
     origin: *const c_void,
     region: *const c_void,
 ) -> Result<u64, i32> {
-    // SAFETY: the caller's contract.
-    let (o, r) = unsafe { (triple_at(origin), triple_at(region)) };
-    let (o, r) = (o.ok_or(CL_INVALID_VALUE)?, r.ok_or(CL_INVALID_VALUE)?);
-    let w = image_size(img, CL_IMAGE_WIDTH)?;
-    let h = image_size(img, CL_IMAGE_HEIGHT)?.max(1);
-    let d = image_size(img, CL_IMAGE_DEPTH)?.max(1);
+    // SAFETY: `origin` and `region` are NULL or 24 bytes each (this
+    // function's contract: the decoder's `bytes[24]?`), as `triple_at` needs.
+    let (at, size) = unsafe { (triple_at(origin), triple_at(region)) };
+    let (at, size) = (at.ok_or(CL_INVALID_VALUE)?, size.ok_or(CL_INVALID_VALUE)?);
+    let width = image_size(img, CL_IMAGE_WIDTH)?;
+    let height = image_size(img, CL_IMAGE_HEIGHT)?.max(1);
+    let depth = image_size(img, CL_IMAGE_DEPTH)?.max(1);
     let layers = image_size(img, CL_IMAGE_ARRAY_SIZE)?.max(1);
     let dims = match mem_type(img)? {
         CL_MEM_OBJECT_BUFFER => return Err(CL_INVALID_MEM_OBJECT),
-        CL_MEM_OBJECT_IMAGE1D_ARRAY => [w, layers, 1],
-        CL_MEM_OBJECT_IMAGE2D_ARRAY => [w, h, layers],
-        _ => [w, h, d],
+        CL_MEM_OBJECT_IMAGE1D_ARRAY => [width, layers, 1],
+        CL_MEM_OBJECT_IMAGE2D_ARRAY => [width, height, layers],
+        _ => [width, height, depth],
     };
     for i in 0..3 {
-        let end = o[i].checked_add(r[i]).ok_or(CL_INVALID_VALUE)?;
-        if r[i] == 0 || end > dims[i] {
+        let end = at[i].checked_add(size[i]).ok_or(CL_INVALID_VALUE)?;
+        if size[i] == 0 || end > dims[i] {
             return Err(CL_INVALID_VALUE);
         }
     }
@@ -157,9 +163,12 @@ pub(crate) unsafe fn image_span_ok(
     buf: *mut c_void,
     offset: usize,
 ) -> Result<(), i32> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `img` is a memory object from the table and `origin` and
+    // `region` are NULL or 24 bytes each (this function's contract), as
+    // `image_box_ok` needs.
     let elem = unsafe { image_box_ok(img, origin, region) }?;
-    // SAFETY: `region` was checked non-NULL by `image_box_ok`.
+    // SAFETY: `region` was checked non-NULL by `image_box_ok`, so it is
+    // 24 bytes (this function's contract).
     let bytes = unsafe { box_bytes(region, elem) }?;
     buffer_span_ok(buf, offset as u64, bytes)
 }
@@ -168,8 +177,8 @@ pub(crate) unsafe fn image_span_ok(
 ///
 /// # Safety
 /// None: `unsafe` only to share the form of the other checks.
-pub(crate) unsafe fn present(v: Option<&[u8]>) -> Result<(), i32> {
-    v.map(|_| ()).ok_or(CL_INVALID_VALUE)
+pub(crate) unsafe fn present(value: Option<&[u8]>) -> Result<(), i32> {
+    value.map(|_| ()).ok_or(CL_INVALID_VALUE)
 }
 
 /// Bytes in an image box of `region` elements of `elem` bytes.
@@ -177,9 +186,10 @@ pub(crate) unsafe fn present(v: Option<&[u8]>) -> Result<(), i32> {
 /// # Safety
 /// `region` is 24 bytes (checked non-NULL by [`image_box_ok`] first).
 unsafe fn box_bytes(region: *const c_void, elem: u64) -> Result<u64, i32> {
-    // SAFETY: the caller's contract.
-    let r = unsafe { triple_at(region) }.ok_or(CL_INVALID_VALUE)?;
-    r.iter()
+    // SAFETY: `region` is 24 bytes (this function's contract: checked
+    // non-NULL by `image_box_ok` first), as `triple_at` needs.
+    let size = unsafe { triple_at(region) }.ok_or(CL_INVALID_VALUE)?;
+    size.iter()
         .try_fold(elem, |acc, &x| acc.checked_mul(x))
         .ok_or(CL_INVALID_VALUE)
 }

@@ -37,37 +37,43 @@ impl Mapping {
 ///
 /// # Safety
 /// `queue` is a live command queue.
-pub unsafe fn unmap_all(t: &mut Tenant, queue: *mut c_void) {
-    for (_, m) in t.mappings.drain() {
-        // SAFETY: `m.ptr` is the pointer the library returned when mapping
-        // `m.mem`, which the mapping holds a reference on.
+pub unsafe fn unmap_all(tenant: &mut Tenant, queue: *mut c_void) {
+    for (_, mapping) in tenant.mappings.drain() {
+        // SAFETY: `mapping.ptr` is the pointer the library returned when
+        // mapping `mapping.mem`, which the mapping holds a reference on;
+        // `queue` is live (this function's contract).
         unsafe {
             ffi::clEnqueueUnmapMemObject(
                 queue,
-                m.mem as *mut c_void,
-                m.ptr as *mut c_void,
+                mapping.mem as *mut c_void,
+                mapping.ptr as *mut c_void,
                 0,
                 std::ptr::null(),
                 std::ptr::null_mut(),
             );
         }
         // SAFETY: the mapping's own reference, taken when it was made.
-        unsafe { super::release_real(Kind::Mem, m.mem as *mut c_void) };
+        unsafe { super::release_real(Kind::Mem, mapping.mem as *mut c_void) };
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `queue` is a live command queue (this function's contract:
+    // the harness's own).
     unsafe { ffi::clFinish(queue) };
 }
 
 /// The tail every enqueue shares: the wait list's length and events, and
 /// the slot for the command's event.
 pub(super) fn wait_list_and_event(
-    t: &mut Tenant,
-    d: &mut Decoder<'_>,
+    tenant: &mut Tenant,
+    request: &mut Decoder<'_>,
 ) -> Result<(u32, Option<Vec<*mut c_void>>, NewSlot), i32> {
-    let n = d.u32().map_err(bad)?;
-    let wl = t.handles(d, Kind::Event, CL_INVALID_EVENT_WAIT_LIST)?;
-    check_count(wl.as_deref(), n as u64, CL_INVALID_EVENT_WAIT_LIST)?;
-    Ok((n, wl, t.out_new(d)?))
+    let num_events = request.u32().map_err(bad)?;
+    let wait_list = tenant.handles(request, Kind::Event, CL_INVALID_EVENT_WAIT_LIST)?;
+    check_count(
+        wait_list.as_deref(),
+        num_events as u64,
+        CL_INVALID_EVENT_WAIT_LIST,
+    )?;
+    Ok((num_events, wait_list, tenant.out_new(request)?))
 }
 
 /// Records a mapping and arranges for its current contents to stream after
@@ -76,9 +82,9 @@ pub(super) fn wait_list_and_event(
 /// too. The reply says whether they follow, how long the mapping is, and
 /// where in the arena it lies (`u64::MAX`: not there).
 fn publish_mapping(
-    t: &mut Tenant,
-    e: &mut Encoder,
-    req: MapTail,
+    tenant: &mut Tenant,
+    reply: &mut Encoder,
+    tail: MapTail,
     mem: *mut c_void,
     ptr: *mut c_void,
     len: u64,
@@ -89,12 +95,12 @@ fn publish_mapping(
         shared_ok,
         pending,
         ..
-    } = req;
+    } = tail;
     // The mapping holds a reference on the memory object, so that the
     // client releasing it cannot free the mapped memory, nor let a new
     // object reuse its address, while we may still write into it on unmap.
     super::retain_real(Kind::Mem, mem);
-    t.mappings.insert(
+    tenant.mappings.insert(
         id,
         Mapping {
             mem: mem as usize,
@@ -104,17 +110,17 @@ fn publish_mapping(
     );
     // Memory the client maps too needs no bytes sent: it uses it directly.
     // A pending map's bytes are not there yet: the client fetches them.
-    let direct = t
+    let direct = tenant
         .shared
         .as_ref()
         .filter(|_| shared_ok && !pending)
         .and_then(|sb| sb.arena().offset_of(ptr as *const u8, len as usize));
     let send = !pending && flags & CL_MAP_WRITE_INVALIDATE_REGION == 0 && direct.is_none();
-    e.bool(send);
-    e.u64(len);
-    e.u64(direct.unwrap_or(u64::MAX));
+    reply.bool(send);
+    reply.u64(len);
+    reply.u64(direct.unwrap_or(u64::MAX));
     if send {
-        t.bulk = Some(Bulk::Send {
+        tenant.bulk = Some(Bulk::Send {
             ptr: ptr as usize,
             len: len as usize,
         });
@@ -140,12 +146,12 @@ const MAP_SHARED_OK: u8 = 1;
 const MAP_DEFER: u8 = 2;
 const MAP_PENDING: u8 = 4;
 
-fn map_tail(t: &Tenant, d: &mut Decoder<'_>) -> Result<MapTail, i32> {
-    let id = d.u64().map_err(bad)?;
-    if id == 0 || t.mappings.contains_key(&id) {
+fn map_tail(tenant: &Tenant, request: &mut Decoder<'_>) -> Result<MapTail, i32> {
+    let id = request.u64().map_err(bad)?;
+    if id == 0 || tenant.mappings.contains_key(&id) {
         return Err(CL_INVALID_VALUE);
     }
-    let bits = d.u8().map_err(bad)?;
+    let bits = request.u8().map_err(bad)?;
     if bits & !(MAP_SHARED_OK | MAP_DEFER | MAP_PENDING) != 0 {
         return Err(CL_INVALID_VALUE);
     }
@@ -162,24 +168,24 @@ fn map_tail(t: &Tenant, d: &mut Decoder<'_>) -> Result<MapTail, i32> {
 /// Request: queue, buffer, flags, offset, size, wait list, event, map id,
 /// whether the client maps the arena (else arena memory is sent as bytes).
 pub fn d_clEnqueueMapBuffer(
-    t: &mut Tenant,
-    d: &mut Decoder<'_>,
-    e: &mut Encoder,
+    tenant: &mut Tenant,
+    request: &mut Decoder<'_>,
+    reply: &mut Encoder,
 ) -> Result<i32, i32> {
-    let q = t.handle(d, Kind::Queue)?;
-    let buf = t.handle(d, Kind::Mem)?;
-    let flags = d.u64().map_err(bad)?;
-    let offset = d.usize().map_err(bad)?;
-    let size = d.usize().map_err(bad)?;
-    let (n, wl, mut ev) = wait_list_and_event(t, d)?;
-    let tail = map_tail(t, d)?;
-    d.finish().map_err(bad)?;
+    let queue = tenant.handle(request, Kind::Queue)?;
+    let buf = tenant.handle(request, Kind::Mem)?;
+    let flags = request.u64().map_err(bad)?;
+    let offset = request.usize().map_err(bad)?;
+    let size = request.usize().map_err(bad)?;
+    let (num_events, wait_list, mut ev) = wait_list_and_event(tenant, request)?;
+    let tail = map_tail(tenant, request)?;
+    request.finish().map_err(bad)?;
     // A buffer in the arena may be mapped without waiting: the client sees
     // its memory and copies once the map's event says the data is there.
     let defer = tail.defer
         && tail.shared_ok
         && !ev.ptr().is_null()
-        && t.shared.as_ref().is_some_and(|sb| sb.holds(buf));
+        && tenant.shared.as_ref().is_some_and(|sb| sb.holds(buf));
     let tail = MapTail {
         pending: tail.pending && !defer && !ev.ptr().is_null(),
         ..tail
@@ -187,44 +193,48 @@ pub fn d_clEnqueueMapBuffer(
     if !defer && !tail.pending {
         // Blocking on the server, a map gated on an open user event would
         // block the tenant for good.
-        super::server_blocking(0, &wl)?;
+        super::server_blocking(0, &wait_list)?;
     }
     let mut err = 0;
-    // SAFETY: handles from the table; the wait list holds `n` events.
+    // SAFETY: `queue` and `buf` are from the tenant's table (NULL refused);
+    // the wait list holds `num_events` events from the table
+    // (`wait_list_and_event` checked the count); `ev` is NULL or the
+    // decoder's slot; `err` is ours. The library bounds offset + size by
+    // the buffer.
     let ptr = unsafe {
         ffi::clEnqueueMapBuffer(
-            q,
+            queue,
             buf,
             if defer || tail.pending { 0 } else { CL_TRUE },
             flags,
             offset,
             size,
-            n,
-            opt_vec_ptr(&wl),
+            num_events,
+            opt_vec_ptr(&wait_list),
             ev.ptr(),
             &mut err,
         )
     };
     if defer && err == CL_SUCCESS {
-        let in_arena = t
+        let in_arena = tenant
             .shared
             .as_ref()
             .is_some_and(|sb| sb.arena().offset_of(ptr as *const u8, size).is_some());
-        if let (false, Some(m)) = (in_arena, ev.made()) {
+        if let (false, Some(map_event)) = (in_arena, ev.made()) {
             // A library that does not map USE_HOST_PTR memory in place:
             // the bytes must be there before they are sent.
             // SAFETY: the map's own event, just made.
-            err = unsafe { ffi::clWaitForEvents(1, &m) };
+            err = unsafe { ffi::clWaitForEvents(1, &map_event) };
         }
     }
-    t.commit_new(&mut ev, Kind::Event, err);
-    e.u8(1);
+    tenant.commit_new(&mut ev, Kind::Event, err);
+    reply.u8(1);
     if err == CL_SUCCESS && !ptr.is_null() {
-        publish_mapping(t, e, tail, buf, ptr, size as u64, flags);
+        publish_mapping(tenant, reply, tail, buf, ptr, size as u64, flags);
     } else {
-        e.bool(false);
-        e.u64(0);
-        e.u64(u64::MAX);
+        reply.bool(false);
+        reply.u64(0);
+        reply.u64(u64::MAX);
     }
     Ok(err)
 }
@@ -233,18 +243,18 @@ pub fn d_clEnqueueMapBuffer(
 /// whether the client maps the arena.
 /// Reply adds the row and slice pitches.
 pub fn d_clEnqueueMapImage(
-    t: &mut Tenant,
-    d: &mut Decoder<'_>,
-    e: &mut Encoder,
+    tenant: &mut Tenant,
+    request: &mut Decoder<'_>,
+    reply: &mut Encoder,
 ) -> Result<i32, i32> {
-    let q = t.handle(d, Kind::Queue)?;
-    let img = t.handle(d, Kind::Mem)?;
-    let flags = d.u64().map_err(bad)?;
-    let origin = d.bytes().map_err(bad)?;
-    let region = d.bytes().map_err(bad)?;
-    let (n, wl, mut ev) = wait_list_and_event(t, d)?;
-    let tail = map_tail(t, d)?;
-    d.finish().map_err(bad)?;
+    let queue = tenant.handle(request, Kind::Queue)?;
+    let img = tenant.handle(request, Kind::Mem)?;
+    let flags = request.u64().map_err(bad)?;
+    let origin = request.bytes().map_err(bad)?;
+    let region = request.bytes().map_err(bad)?;
+    let (num_events, wait_list, mut ev) = wait_list_and_event(tenant, request)?;
+    let tail = map_tail(tenant, request)?;
+    request.finish().map_err(bad)?;
     let tail = MapTail {
         pending: tail.pending && !ev.ptr().is_null(),
         ..tail
@@ -252,7 +262,7 @@ pub fn d_clEnqueueMapImage(
     if !tail.pending {
         // Gated on an open user event, a blocking map would block the
         // tenant for good.
-        super::server_blocking(0, &wl)?;
+        super::server_blocking(0, &wait_list)?;
     }
     let (o3, r3) = (
         triple(origin).ok_or(CL_INVALID_VALUE)?,
@@ -262,14 +272,17 @@ pub fn d_clEnqueueMapImage(
     // PoCL maps a box that does not fit the image (an empty one, say);
     // refused here, before the library holds a mapping (and a reference on
     // the image) that we could not describe to the client.
-    // SAFETY: a memory object from the table; origin and region are 3
-    // size_t each.
+    // SAFETY: `img` is from the tenant's table; `o3` and `r3` are our own
+    // arrays of 3 size_t each.
     unsafe { image_box_ok(img, o3.as_ptr().cast(), r3.as_ptr().cast()) }?;
     let (mut row, mut slice, mut err) = (0usize, 0usize, 0i32);
-    // SAFETY: handles from the table; origin and region are 3 size_t each.
+    // SAFETY: `queue` and `img` are from the tenant's table; `o3` and `r3`
+    // are our arrays of 3 size_t, a box `image_box_ok` found inside the
+    // image; the wait list holds `num_events` events from the table; the
+    // other pointers are our locals or the decoder's event slot.
     let ptr = unsafe {
         ffi::clEnqueueMapImage(
-            q,
+            queue,
             img,
             if tail.pending { 0 } else { CL_TRUE },
             flags,
@@ -277,20 +290,20 @@ pub fn d_clEnqueueMapImage(
             r3.as_ptr().cast(),
             &mut row,
             &mut slice,
-            n,
-            opt_vec_ptr(&wl),
+            num_events,
+            opt_vec_ptr(&wait_list),
             ev.ptr(),
             &mut err,
         )
     };
-    t.commit_new(&mut ev, Kind::Event, err);
-    e.u8(1);
-    e.usize(row);
-    e.usize(slice);
+    tenant.commit_new(&mut ev, Kind::Event, err);
+    reply.u8(1);
+    reply.usize(row);
+    reply.usize(slice);
     if err != CL_SUCCESS || ptr.is_null() {
-        e.bool(false);
-        e.u64(0);
-        e.u64(u64::MAX);
+        reply.bool(false);
+        reply.u64(0);
+        reply.u64(u64::MAX);
         return Ok(err);
     }
     let window = super::custom::image_shape(img).and_then(|(ty, elem)| {
@@ -300,21 +313,28 @@ pub fn d_clEnqueueMapImage(
         // Mapped, but not in a shape we can hand over: give it back.
         // SAFETY: the library's live mapping of `img`, made just now.
         unsafe {
-            ffi::clEnqueueUnmapMemObject(q, img, ptr, 0, std::ptr::null(), std::ptr::null_mut());
+            ffi::clEnqueueUnmapMemObject(
+                queue,
+                img,
+                ptr,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            );
             if !tail.pending {
-                ffi::clFinish(q);
+                ffi::clFinish(queue);
             }
         }
-        e.bool(false);
-        e.u64(0);
-        e.u64(u64::MAX);
+        reply.bool(false);
+        reply.u64(0);
+        reply.u64(u64::MAX);
         return Ok(CL_INVALID_VALUE);
     };
     // The bytes between the mapped rows are other pixels, which the
     // client's unmap writes back as they came: they are sent even for a map
     // that will overwrite the rows.
     let sent_flags = flags & !CL_MAP_WRITE_INVALIDATE_REGION;
-    publish_mapping(t, e, tail, img, ptr, window.extent, sent_flags);
+    publish_mapping(tenant, reply, tail, img, ptr, window.extent, sent_flags);
     Ok(err)
 }
 
@@ -322,55 +342,55 @@ pub fn d_clEnqueueMapImage(
 /// mem, wait list, event; the bytes stream after the frame, straight into
 /// the mapping, and the unmap runs once they are in (`finish_bulk_in`).
 pub fn d_clEnqueueUnmapMemObject(
-    t: &mut Tenant,
-    d: &mut Decoder<'_>,
-    e: &mut Encoder,
+    tenant: &mut Tenant,
+    request: &mut Decoder<'_>,
+    reply: &mut Encoder,
 ) -> Result<i32, i32> {
-    let (id, has_data, len) = match (d.u64(), d.bool(), d.u64()) {
+    let (id, has_data, len) = match (request.u64(), request.bool(), request.u64()) {
         (Ok(id), Ok(has), Ok(len)) => (id, has, len),
         _ => {
             // Without these the stream cannot be followed any further.
-            t.broken = true;
+            tenant.broken = true;
             return Err(CL_INVALID_VALUE);
         }
     };
     if has_data {
-        t.bulk = Some(Bulk::Drain(len));
+        tenant.bulk = Some(Bulk::Drain(len));
     }
-    let q = t.handle(d, Kind::Queue)?;
-    let mem = t.handle(d, Kind::Mem)?;
-    let (n, wl, ev) = wait_list_and_event(t, d)?;
-    d.finish().map_err(bad)?;
+    let queue = tenant.handle(request, Kind::Queue)?;
+    let mem = tenant.handle(request, Kind::Mem)?;
+    let (num_events, wait_list, ev) = wait_list_and_event(tenant, request)?;
+    request.finish().map_err(bad)?;
     if mem.is_null() {
         return Err(CL_INVALID_MEM_OBJECT);
     }
-    let m = match t.mappings.get(&id) {
-        Some(m) if m.mem == mem as usize => m,
+    let mapping = match tenant.mappings.get(&id) {
+        Some(mapping) if mapping.mem == mem as usize => mapping,
         _ => return Err(CL_INVALID_VALUE),
     };
-    if len > m.len {
+    if len > mapping.len {
         return Err(CL_INVALID_VALUE);
     }
-    let ptr = m.ptr;
-    e.u8(1);
+    let ptr = mapping.ptr;
+    reply.u8(1);
     let unmap = Unmap {
-        queue: q as usize,
+        queue: queue as usize,
         mem: mem as usize,
         ptr,
-        n,
-        wait: wl,
+        num_events,
+        wait: wait_list,
         event: ev,
         mapping: Some(id),
     };
     if has_data {
-        t.bulk = Some(Bulk::In {
+        tenant.bulk = Some(Bulk::In {
             len: len as usize,
             then: unmap,
         });
         // The status is the unmap's, known once the data is in.
         Ok(CL_SUCCESS)
     } else {
-        Ok(unmap.run(t))
+        Ok(unmap.run(tenant))
     }
 }
 
@@ -379,7 +399,7 @@ pub struct Unmap {
     pub(super) queue: usize,
     pub(super) mem: usize,
     pub(super) ptr: usize,
-    pub(super) n: u32,
+    pub(super) num_events: u32,
     pub(super) wait: Option<Vec<*mut c_void>>,
     pub(super) event: NewSlot,
     /// The client's mapping, forgotten when the unmap succeeds.
@@ -387,26 +407,27 @@ pub struct Unmap {
 }
 
 impl Unmap {
-    pub(super) fn run(mut self, t: &mut Tenant) -> i32 {
-        // SAFETY: `ptr` is the library's live mapping of `mem`; the wait
-        // list holds `n` events from the table.
-        let s = unsafe {
+    pub(super) fn run(mut self, tenant: &mut Tenant) -> i32 {
+        // SAFETY: `ptr` is the library's live mapping of `mem` (the
+        // tenant's mapping of that object, or the one `map_for` just made);
+        // the wait list holds `num_events` events from the table.
+        let status = unsafe {
             ffi::clEnqueueUnmapMemObject(
                 self.queue as *mut c_void,
                 self.mem as *mut c_void,
                 self.ptr as *mut c_void,
-                self.n,
+                self.num_events,
                 opt_vec_ptr(&self.wait),
                 self.event.ptr(),
             )
         };
-        t.commit_new(&mut self.event, Kind::Event, s);
-        if let (Some(id), CL_SUCCESS) = (self.mapping, s) {
-            if let Some(m) = t.mappings.remove(&id) {
+        tenant.commit_new(&mut self.event, Kind::Event, status);
+        if let (Some(id), CL_SUCCESS) = (self.mapping, status) {
+            if let Some(mapping) = tenant.mappings.remove(&id) {
                 // SAFETY: the mapping's own reference, taken when it was made.
-                unsafe { super::release_real(Kind::Mem, m.mem as *mut c_void) };
+                unsafe { super::release_real(Kind::Mem, mapping.mem as *mut c_void) };
             }
         }
-        s
+        status
     }
 }

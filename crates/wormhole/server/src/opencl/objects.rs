@@ -18,7 +18,7 @@ use super::tenant::Tenant;
 /// As for `clCreateBuffer`; `host_ptr` is NULL or the request's copy of
 /// the initial contents, `size` bytes.
 pub unsafe fn clCreateBuffer(
-    t: &mut Tenant,
+    tenant: &mut Tenant,
     ctx: *mut c_void,
     flags: u64,
     size: usize,
@@ -29,10 +29,10 @@ pub unsafe fn clCreateBuffer(
     // the object is recorded, for every kind of memory object), as by a
     // device of the quota's size: larger than it can ever hold, or than it
     // has left.
-    if let Some(q) = &t.memory {
-        let code = if size as u64 > q.limit() {
+    if let Some(quota) = &tenant.memory {
+        let code = if size as u64 > quota.limit() {
             CL_INVALID_BUFFER_SIZE
-        } else if !q.fits(size as u64) {
+        } else if !quota.fits(size as u64) {
             CL_MEM_OBJECT_ALLOCATION_FAILURE
         } else {
             CL_SUCCESS
@@ -43,15 +43,20 @@ pub unsafe fn clCreateBuffer(
             return std::ptr::null_mut();
         }
     }
-    if let Some(sb) = &t.shared {
-        // SAFETY: forwarded contract.
-        if let Some(m) = unsafe { super::shared::create(sb, ctx, flags, size, host_ptr) } {
+    if let Some(sb) = &tenant.shared {
+        // SAFETY: `ctx` is from the tenant's table (NULL refused by the
+        // decoder); `host_ptr` is NULL or the decoder's copy of the request's
+        // `size` bytes (`custom::host_ptr`), as `shared::create` requires.
+        if let Some(mem) = unsafe { super::shared::create(sb, ctx, flags, size, host_ptr) } {
             // SAFETY: `err` is the decoder's local.
             unsafe { *err = CL_SUCCESS };
-            return m;
+            return mem;
         }
     }
-    // SAFETY: forwarded contract.
+    // SAFETY: `ctx` is from the tenant's table; `host_ptr` is NULL or a
+    // server-owned copy of `size` bytes (`custom::host_ptr` checked the
+    // length), and `host_flags` makes USE_HOST_PTR a copy, so the library
+    // keeps no pointer into the request; `err` is the decoder's local.
     unsafe { ffi::clCreateBuffer(ctx, super::host_flags(flags), size, host_ptr, err) }
 }
 
@@ -72,7 +77,8 @@ pub(crate) unsafe fn queue_supported(device: *mut c_void, props: u64) -> Result<
     if props & CL_QUEUE_ON_DEVICE == 0 || device.is_null() {
         return Ok(());
     }
-    // SAFETY: a device from the table (the caller's contract); `out` holds
+    // SAFETY: `device` is non-NULL (checked above) and from the tenant's
+    // table (the `check=` clause passes the decoded handle); `out` holds
     // `n` bytes, the size of the cl_uint asked for.
     let queues = scalar_info::<u32>(|n, out| unsafe {
         ffi::clGetDeviceInfo(

@@ -13,23 +13,29 @@ use super::tenant::{alloc_zeroed, Tenant};
 /// # Safety
 /// Pointer arguments as for `clGetPlatformIDs`.
 pub unsafe fn clGetPlatformIDs(
-    t: &mut Tenant,
-    n: u32,
+    tenant: &mut Tenant,
+    num_entries: u32,
     platforms: *mut *mut c_void,
     num: *mut u32,
 ) -> i32 {
-    if (n == 0 && !platforms.is_null()) || (platforms.is_null() && num.is_null()) {
+    if (num_entries == 0 && !platforms.is_null()) || (platforms.is_null() && num.is_null()) {
         return CL_INVALID_VALUE;
     }
     if !platforms.is_null() {
-        for (i, p) in t.platforms.iter().take(n as usize).enumerate() {
-            // SAFETY: the caller provides room for `n` handles.
-            unsafe { *platforms.add(i) = *p };
+        for (i, platform) in tenant
+            .platforms
+            .iter()
+            .take(num_entries as usize)
+            .enumerate()
+        {
+            // SAFETY: `platforms` is the decoder's `out_handles` vector of
+            // `num_entries` handles; `take` stops at that many.
+            unsafe { *platforms.add(i) = *platform };
         }
     }
     if !num.is_null() {
-        // SAFETY: the caller provides a cl_uint.
-        unsafe { *num = t.platforms.len() as u32 };
+        // SAFETY: non-NULL, so the decoder's cl_uint local.
+        unsafe { *num = tenant.platforms.len() as u32 };
     }
     CL_SUCCESS
 }
@@ -73,10 +79,10 @@ fn keep_extension(name: &[u8]) -> bool {
     !UNFORWARDED_EXTENSIONS.iter().any(|x| x.as_bytes() == name)
 }
 
-fn filter_extensions(param: u32, v: Vec<u8>) -> Vec<u8> {
+fn filter_extensions(param: u32, value: Vec<u8>) -> Vec<u8> {
     match param {
         CL_PLATFORM_EXTENSIONS | CL_DEVICE_EXTENSIONS => {
-            let text = v.split(|&b| b == 0).next().unwrap_or(&[]);
+            let text = value.split(|&b| b == 0).next().unwrap_or(&[]);
             let kept: Vec<&[u8]> = text
                 .split(|&b| b == b' ')
                 .filter(|w| !w.is_empty() && keep_extension(w))
@@ -85,7 +91,7 @@ fn filter_extensions(param: u32, v: Vec<u8>) -> Vec<u8> {
             out.push(0);
             out
         }
-        _ => v
+        _ => value
             .chunks_exact(NAME_VERSION_LEN)
             .filter(|c| keep_extension(&c[4..]))
             .flatten()
@@ -106,29 +112,30 @@ unsafe fn rewritten_query(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> i32 {
-    let mut n = 0usize;
-    let s = query(0, std::ptr::null_mut(), &mut n);
-    if s != CL_SUCCESS {
-        return s;
+    let mut full_len = 0usize;
+    let status = query(0, std::ptr::null_mut(), &mut full_len);
+    if status != CL_SUCCESS {
+        return status;
     }
-    let mut full = match alloc_zeroed(n as u64, 1 << 24) {
-        Ok(v) => v,
-        Err(e) => return e,
+    let mut full = match alloc_zeroed(full_len as u64, 1 << 24) {
+        Ok(bytes) => bytes,
+        Err(error) => return error,
     };
-    let s = query(n, full.as_mut_ptr().cast(), std::ptr::null_mut());
-    if s != CL_SUCCESS {
-        return s;
+    let status = query(full_len, full.as_mut_ptr().cast(), std::ptr::null_mut());
+    if status != CL_SUCCESS {
+        return status;
     }
     let out = rewrite(std::mem::take(&mut full));
     if !value.is_null() {
         if size < out.len() {
             return CL_INVALID_VALUE;
         }
-        // SAFETY: `value` holds `size` >= out.len() bytes (caller's contract).
+        // SAFETY: `value` is non-NULL, so it holds `size` bytes (this
+        // function's contract), and `size` >= out.len() was checked above.
         unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), value as *mut u8, out.len()) };
     }
     if !size_ret.is_null() {
-        // SAFETY: caller's contract.
+        // SAFETY: non-NULL, so a size_t (this function's contract).
         unsafe { *size_ret = out.len() };
     }
     CL_SUCCESS
@@ -153,14 +160,26 @@ pub unsafe fn clGetPlatformInfo(
         param,
         CL_PLATFORM_EXTENSIONS | CL_PLATFORM_EXTENSIONS_WITH_VERSION
     ) {
-        // SAFETY: the queries write at most `n` bytes into buffers of `n`.
-        let q = |n, v, r| unsafe { ffi::clGetPlatformInfo(platform, param, n, v, r) };
-        // SAFETY: forwarded contract.
+        // SAFETY: `platform` is non-NULL and from the tenant's table;
+        // `rewritten_query` passes buffers of the size it names, or NULL.
+        let query = |n, v, r| unsafe { ffi::clGetPlatformInfo(platform, param, n, v, r) };
+        // SAFETY: `value` is NULL or the decoder's `out_buf` of `size` bytes
+        // and `size_ret` NULL or its size_t local, as `rewritten_query`
+        // requires.
         return unsafe {
-            rewritten_query(q, |v| filter_extensions(param, v), size, value, size_ret)
+            rewritten_query(
+                query,
+                |v| filter_extensions(param, v),
+                size,
+                value,
+                size_ret,
+            )
         };
     }
-    // SAFETY: forwarded as given; buffers are server-owned and sized.
+    // SAFETY: `platform` is non-NULL and from the tenant's table;
+    // `value` is NULL or the decoder's `out_buf` of `size` bytes and
+    // `size_ret` NULL or its size_t local, so the library writes only into
+    // server memory of the size it is told.
     unsafe { ffi::clGetPlatformInfo(platform, param, size, value, size_ret) }
 }
 
@@ -173,7 +192,7 @@ const CL_DEVICE_GLOBAL_MEM_SIZE: u32 = 0x101F;
 /// # Safety
 /// As for `clGetDeviceInfo`.
 pub unsafe fn clGetDeviceInfo(
-    t: &mut Tenant,
+    tenant: &mut Tenant,
     device: *mut c_void,
     param: u32,
     size: usize,
@@ -184,27 +203,42 @@ pub unsafe fn clGetDeviceInfo(
         param,
         CL_DEVICE_EXTENSIONS | CL_DEVICE_EXTENSIONS_WITH_VERSION
     ) {
-        // SAFETY: the queries write at most `n` bytes into buffers of `n`.
-        let q = |n, v, r| unsafe { ffi::clGetDeviceInfo(device, param, n, v, r) };
-        // SAFETY: forwarded contract.
+        // SAFETY: `device` is from the tenant's table (the decoder refused
+        // NULL); `rewritten_query` passes buffers of the size it names.
+        let query = |n, v, r| unsafe { ffi::clGetDeviceInfo(device, param, n, v, r) };
+        // SAFETY: `value` is NULL or the decoder's `out_buf` of `size` bytes
+        // and `size_ret` NULL or its size_t local, as `rewritten_query`
+        // requires.
         return unsafe {
-            rewritten_query(q, |v| filter_extensions(param, v), size, value, size_ret)
+            rewritten_query(
+                query,
+                |v| filter_extensions(param, v),
+                size,
+                value,
+                size_ret,
+            )
         };
     }
     if param == super::offered::CL_DEVICE_OPENCL_C_FEATURES {
-        // SAFETY: as above.
-        let q = |n, v, r| unsafe { ffi::clGetDeviceInfo(device, param, n, v, r) };
-        // SAFETY: forwarded contract.
-        return unsafe { rewritten_query(q, super::offered::features, size, value, size_ret) };
+        // SAFETY: as for the extensions' query just above: a device from
+        // the table, buffers of the size `rewritten_query` names.
+        let query = |n, v, r| unsafe { ffi::clGetDeviceInfo(device, param, n, v, r) };
+        // SAFETY: `value` is NULL or the decoder's `out_buf` of `size` bytes
+        // and `size_ret` NULL or its size_t local, as `rewritten_query`
+        // requires.
+        return unsafe { rewritten_query(query, super::offered::features, size, value, size_ret) };
     }
-    // SAFETY: forwarded as given; buffers are server-owned and sized.
-    let s = unsafe { ffi::clGetDeviceInfo(device, param, size, value, size_ret) };
-    if s == CL_SUCCESS {
+    // SAFETY: `device` is from the tenant's table;
+    // `value` is NULL or the decoder's `out_buf` of `size` bytes and
+    // `size_ret` NULL or its size_t local, so the library writes only into
+    // server memory of the size it is told.
+    let status = unsafe { ffi::clGetDeviceInfo(device, param, size, value, size_ret) };
+    if status == CL_SUCCESS {
         // SAFETY: the library wrote its answer into `value`'s `size` bytes.
         unsafe { super::offered::withhold(param, value, size) };
     }
-    if s != CL_SUCCESS || value.is_null() || size < 8 {
-        return s;
+    if status != CL_SUCCESS || value.is_null() || size < 8 {
+        return status;
     }
     // Native kernels run host functions of the client, and SVM shares the
     // client's address space: neither can be forwarded, so neither is offered.
@@ -212,38 +246,41 @@ pub unsafe fn clGetDeviceInfo(
     // SAFETY: the library wrote a cl_bitfield or cl_ulong (8 bytes) into
     // `value`; `read_unaligned`/`write_unaligned` because the buffer is bytes.
     unsafe {
-        let v = value as *mut u64;
-        match (param, &t.memory) {
+        let word = value as *mut u64;
+        match (param, &tenant.memory) {
             (CL_DEVICE_EXECUTION_CAPABILITIES, _) => {
-                v.write_unaligned(v.read_unaligned() & !CL_EXEC_NATIVE_KERNEL)
+                word.write_unaligned(word.read_unaligned() & !CL_EXEC_NATIVE_KERNEL)
             }
-            (CL_DEVICE_SVM_CAPABILITIES, _) => v.write_unaligned(0),
-            (CL_DEVICE_GLOBAL_MEM_SIZE | CL_DEVICE_MAX_MEM_ALLOC_SIZE, Some(q)) => {
-                v.write_unaligned(q.clamp(v.read_unaligned()))
+            (CL_DEVICE_SVM_CAPABILITIES, _) => word.write_unaligned(0),
+            (CL_DEVICE_GLOBAL_MEM_SIZE | CL_DEVICE_MAX_MEM_ALLOC_SIZE, Some(quota)) => {
+                word.write_unaligned(quota.clamp(word.read_unaligned()))
             }
             _ => {}
         }
     }
-    s
+    status
 }
 
 /// # Safety
 /// As for `clGetMemObjectInfo`.
 pub unsafe fn clGetMemObjectInfo(
-    t: &mut Tenant,
+    tenant: &mut Tenant,
     mem: *mut c_void,
     param: u32,
     size: usize,
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> i32 {
-    // SAFETY: forwarded contract.
-    let s = unsafe { ffi::clGetMemObjectInfo(mem, param, size, value, size_ret) };
-    if let (Some(sb), CL_SUCCESS) = (&t.shared, s) {
+    // SAFETY: `mem` is from the tenant's table;
+    // `value` is NULL or the decoder's `out_buf` of `size` bytes and
+    // `size_ret` NULL or its size_t local, so the library writes only into
+    // server memory of the size it is told.
+    let status = unsafe { ffi::clGetMemObjectInfo(mem, param, size, value, size_ret) };
+    if let (Some(sb), CL_SUCCESS) = (&tenant.shared, status) {
         // SAFETY: the library wrote up to `size` bytes into `value`.
         unsafe { super::shared::fix_flags(sb, mem, param, size, value) };
     }
-    s
+    status
 }
 
 const CL_PROGRAM_NUM_DEVICES: u32 = 0x1162;
@@ -265,30 +302,35 @@ pub unsafe fn clGetProgramInfo(
     if param == CL_PROGRAM_BINARIES && !value.is_null() {
         return CL_INVALID_VALUE;
     }
-    // SAFETY: forwarded as given; buffers are server-owned and sized.
+    // SAFETY: `program` is from the tenant's table;
+    // `value` is NULL or the decoder's `out_buf` of `size` bytes and
+    // `size_ret` NULL or its size_t local, so the library writes only into
+    // server memory of the size it is told (CL_PROGRAM_BINARIES, whose
+    // value holds pointers, was refused above).
     unsafe { ffi::clGetProgramInfo(program, param, size, value, size_ret) }
 }
 
 fn program_info_vec<T: Copy + Default>(
     program: *mut c_void,
     param: u32,
-    n: usize,
+    count: usize,
 ) -> Result<Vec<T>, i32> {
-    let mut v = vec![T::default(); n];
-    // SAFETY: `v` has room for `n` values of T, the size passed.
-    let s = unsafe {
+    let mut values = vec![T::default(); count];
+    // SAFETY: `values` has room for `count` values of T, the size passed;
+    // `program` is from the tenant's table.
+    let status = unsafe {
         ffi::clGetProgramInfo(
             program,
             param,
-            n * std::mem::size_of::<T>(),
-            v.as_mut_ptr().cast(),
+            count * std::mem::size_of::<T>(),
+            values.as_mut_ptr().cast(),
             std::ptr::null_mut(),
         )
     };
-    if s == CL_SUCCESS {
-        Ok(v)
+    if status == CL_SUCCESS {
+        Ok(values)
     } else {
-        Err(s)
+        Err(status)
     }
 }
 
@@ -302,29 +344,29 @@ pub unsafe fn whGetProgramBinary(
     binary: *mut c_void,
 ) -> i32 {
     let run = || -> Result<(), i32> {
-        let n = program_info_vec::<u32>(program, CL_PROGRAM_NUM_DEVICES, 1)?[0] as usize;
-        let sizes = program_info_vec::<usize>(program, CL_PROGRAM_BINARY_SIZES, n)?;
+        let devices = program_info_vec::<u32>(program, CL_PROGRAM_NUM_DEVICES, 1)?[0] as usize;
+        let sizes = program_info_vec::<usize>(program, CL_PROGRAM_BINARY_SIZES, devices)?;
         let want = *sizes.get(index as usize).ok_or(CL_INVALID_VALUE)?;
         if binary.is_null() || size < want {
             return Err(CL_INVALID_VALUE);
         }
         let mut bufs: Vec<Vec<u8>> = sizes
             .iter()
-            .map(|&s| alloc_zeroed(s as u64, 1 << 32))
+            .map(|&len| alloc_zeroed(len as u64, 1 << 32))
             .collect::<Result<_, _>>()?;
         let mut ptrs: Vec<*mut u8> = bufs.iter_mut().map(|b| b.as_mut_ptr()).collect();
         // SAFETY: one buffer per device, each of the size the library reported.
-        let s = unsafe {
+        let status = unsafe {
             ffi::clGetProgramInfo(
                 program,
                 CL_PROGRAM_BINARIES,
-                n * 8,
+                devices * 8,
                 ptrs.as_mut_ptr().cast(),
                 std::ptr::null_mut(),
             )
         };
-        if s != CL_SUCCESS {
-            return Err(s);
+        if status != CL_SUCCESS {
+            return Err(status);
         }
         // SAFETY: `binary` holds at least `want` bytes (checked above).
         unsafe {
@@ -334,6 +376,6 @@ pub unsafe fn whGetProgramBinary(
     };
     match run() {
         Ok(()) => CL_SUCCESS,
-        Err(e) => e,
+        Err(error) => error,
     }
 }

@@ -320,7 +320,8 @@ impl Tenant {
             (Kind::Mem, Some(q)) => unsafe { charge(q, raw) }?.map(Held::Mem),
             (Kind::Program, Some(q)) => {
                 let bytes = program_bytes.unwrap_or(0);
-                // SAFETY: as above.
+                // SAFETY: the library just made `raw` for this call, whose
+                // reference is the only one so far.
                 let c = unsafe { charge_program(q, raw, bytes) }?;
                 Some(Held::Program(c))
             }

@@ -19,30 +19,37 @@ use super::CL_TRUE;
 /// As for the library's function, with handles from the tenant's table.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn clEnqueueReadBuffer(
-    t: &mut Tenant,
+    tenant: &mut Tenant,
     queue: *mut c_void,
     buffer: *mut c_void,
     blocking: u32,
     offset: usize,
     size: usize,
     ptr: *mut c_void,
-    n: u32,
+    num_events: u32,
     wait_list: *const *mut c_void,
     event: *mut *mut c_void,
 ) -> i32 {
-    if t.replies_held && !ptr.is_null() && size > 0 && size <= super::finish::HELD_READ_MAX {
-        // SAFETY: the caller's contract.
-        let w =
-            unsafe { super::finish::read_buffer(queue, buffer, offset, size, n, wait_list, event) };
-        if let Some(w) = w {
-            t.reply_when = Some(w);
+    if tenant.replies_held && !ptr.is_null() && size > 0 && size <= super::finish::HELD_READ_MAX {
+        // SAFETY: `queue` and `buffer` are from the tenant's table, the
+        // wait list holds `num_events` events from it (the decoder's
+        // `check_count`), `event` is NULL or the decoder's slot: what
+        // `finish::read_buffer` needs (it reads into memory of its own).
+        let wait = unsafe {
+            super::finish::read_buffer(queue, buffer, offset, size, num_events, wait_list, event)
+        };
+        if let Some(wait) = wait {
+            tenant.reply_when = Some(wait);
             return CL_SUCCESS;
         }
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: handles and wait list as just above; `ptr` is NULL or the
+    // decoder's `out_buf` of `size` bytes, and `blocking` is CL_TRUE
+    // (`server_blocking`), so the library is done with it on return. The
+    // library bounds offset + size by the buffer.
     unsafe {
         ffi::clEnqueueReadBuffer(
-            queue, buffer, blocking, offset, size, ptr, n, wait_list, event,
+            queue, buffer, blocking, offset, size, ptr, num_events, wait_list, event,
         )
     }
 }
@@ -66,9 +73,11 @@ struct KeptWrite {
 unsafe extern "C" fn kept_write_done(_ev: *mut c_void, _status: i32, user_data: *mut c_void) {
     // SAFETY: `user_data` is the `Box::into_raw` made for this one
     // registration, and a callback runs once: taken back exactly once.
-    let k = unsafe { Box::from_raw(user_data as *mut KeptWrite) };
-    k.held
-        .fetch_sub(k.data.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    let kept_write = unsafe { Box::from_raw(user_data as *mut KeptWrite) };
+    kept_write.held.fetch_sub(
+        kept_write.data.len() as u64,
+        std::sync::atomic::Ordering::Relaxed,
+    );
 }
 
 /// A buffer write. Its data lives in the request's frame, which the next
@@ -85,19 +94,19 @@ unsafe extern "C" fn kept_write_done(_ev: *mut c_void, _status: i32, user_data: 
 /// bytes when not NULL (the decoder checked), handles from the tenant's table.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn clEnqueueWriteBuffer(
-    t: &mut Tenant,
-    q: *mut c_void,
-    buf: *mut c_void,
+    tenant: &mut Tenant,
+    queue: *mut c_void,
+    buffer: *mut c_void,
     blocking: u32,
     offset: usize,
     size: usize,
     ptr: *const c_void,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
+    num_events: u32,
+    wait_list: *const *mut c_void,
+    event: *mut *mut c_void,
 ) -> i32 {
     use std::sync::atomic::Ordering;
-    let held = &t.kept_writes;
+    let held = &tenant.kept_writes;
     let kept = blocking == 0
         && !ptr.is_null()
         && size > 0
@@ -108,55 +117,70 @@ pub unsafe fn clEnqueueWriteBuffer(
             })
             .is_ok();
     if !kept {
-        // SAFETY: forwarded contract; blocking, so `ptr` outlives the call.
-        return unsafe { ffi::clEnqueueWriteBuffer(q, buf, CL_TRUE, offset, size, ptr, n, wl, ev) };
+        // SAFETY: `queue` and `buffer` are from the tenant's table, the wait
+        // list holds `num_events` events from it (`check_count`), `event`
+        // is NULL or the decoder's slot; `ptr` is NULL or holds `size` bytes
+        // of the request (`check_len`), read before a blocking call returns.
+        return unsafe {
+            ffi::clEnqueueWriteBuffer(
+                queue, buffer, CL_TRUE, offset, size, ptr, num_events, wait_list, event,
+            )
+        };
     }
-    // SAFETY: `ptr` holds `size` bytes (the caller's contract).
+    // SAFETY: `ptr` is non-NULL (`kept` checked), so it holds at least
+    // `size` bytes of the request (the decoder's `check_len`).
     let data: Box<[u8]> = unsafe { std::slice::from_raw_parts(ptr as *const u8, size) }.into();
     let mut own: *mut c_void = std::ptr::null_mut();
-    // SAFETY: forwarded contract; `data` is handed to the callback below,
-    // which frees it only once the command completed.
-    let s = unsafe {
+    // SAFETY: handles and wait list as for the blocking write above;
+    // `data` is our copy of `size` bytes, handed to the callback below,
+    // which frees it only once the command completed; `own` is our local.
+    let status = unsafe {
         ffi::clEnqueueWriteBuffer(
-            q,
-            buf,
+            queue,
+            buffer,
             CL_FALSE,
             offset,
             size,
             data.as_ptr().cast(),
-            n,
-            wl,
+            num_events,
+            wait_list,
             &mut own,
         )
     };
-    if s != CL_SUCCESS {
+    if status != CL_SUCCESS {
         held.fetch_sub(size as u64, Ordering::Relaxed);
-        return s;
+        return status;
     }
-    let k = Box::into_raw(Box::new(KeptWrite {
+    let kept_write = Box::into_raw(Box::new(KeptWrite {
         data,
         held: held.clone(),
     }));
     // SAFETY: `own` is the command's event; `kept_write_done` has OpenCL's
-    // event-callback signature and takes `k` back.
-    let r = unsafe {
-        ffi::clSetEventCallback(own, CL_COMPLETE, kept_write_done as *mut c_void, k.cast())
+    // event-callback signature and takes `kept_write` back.
+    let registered = unsafe {
+        ffi::clSetEventCallback(
+            own,
+            CL_COMPLETE,
+            kept_write_done as *mut c_void,
+            kept_write.cast(),
+        )
     };
-    if r != CL_SUCCESS {
+    if registered != CL_SUCCESS {
         // No word of when the library is done with the data: wait for it.
-        // SAFETY: one event, ours; then `k` was never registered, so ours.
+        // SAFETY: one event, ours; then `kept_write` was never registered,
+        // so ours to take back.
         unsafe {
             ffi::clWaitForEvents(1, &own);
-            kept_write_done(own, CL_COMPLETE, k.cast());
+            kept_write_done(own, CL_COMPLETE, kept_write.cast());
         }
     }
-    if ev.is_null() {
+    if event.is_null() {
         // The command keeps its event alive until it completed.
         // SAFETY: our reference, not handed out.
         unsafe { ffi::clReleaseEvent(own) };
     } else {
-        // SAFETY: `ev` is the decoder's out-slot.
-        unsafe { *ev = own };
+        // SAFETY: `event` is non-NULL, so the decoder's out-slot.
+        unsafe { *event = own };
     }
     CL_SUCCESS
 }

@@ -16,15 +16,16 @@ use super::tenant::Tenant;
 ///
 /// # Safety
 /// `queue` is a live command queue from the tenant's table.
-pub unsafe fn clFinish(t: &mut Tenant, queue: *mut c_void) -> i32 {
-    if t.replies_held {
-        // SAFETY: the caller's contract.
-        if let Some(w) = unsafe { super::finish::finish(queue) } {
-            t.reply_when = Some(w);
+pub unsafe fn clFinish(tenant: &mut Tenant, queue: *mut c_void) -> i32 {
+    if tenant.replies_held {
+        // SAFETY: `queue` is a live queue from the tenant's table (the
+        // decoder refused NULL), what `finish::finish` needs.
+        if let Some(wait) = unsafe { super::finish::finish(queue) } {
+            tenant.reply_when = Some(wait);
             return CL_SUCCESS;
         }
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `queue` is a live queue from the tenant's table.
     unsafe { ffi::clFinish(queue) }
 }
 
@@ -33,17 +34,24 @@ pub unsafe fn clFinish(t: &mut Tenant, queue: *mut c_void) -> i32 {
 /// made here.
 ///
 /// # Safety
-/// `list` is NULL or points to `n` live events from the tenant's table.
-pub unsafe fn clWaitForEvents(t: &mut Tenant, n: u32, list: *const *mut c_void) -> i32 {
-    if t.replies_held && n > 0 && !list.is_null() {
-        // SAFETY: the caller's contract.
-        let events = unsafe { std::slice::from_raw_parts(list, n as usize) };
-        // SAFETY: as above.
-        if let Some(w) = unsafe { super::finish::wait_for_events(events) } {
-            t.reply_when = Some(w);
+/// `list` is NULL or points to `num_events` live events from the tenant's table.
+pub unsafe fn clWaitForEvents(
+    tenant: &mut Tenant,
+    num_events: u32,
+    list: *const *mut c_void,
+) -> i32 {
+    if tenant.replies_held && num_events > 0 && !list.is_null() {
+        // SAFETY: `list` is non-NULL (checked above), so the decoder's
+        // vector of at least `num_events` events (`check_count`).
+        let events = unsafe { std::slice::from_raw_parts(list, num_events as usize) };
+        // SAFETY: every entry is a live event from the tenant's table (the
+        // decoder's `handles` refused NULL and unknown ids).
+        if let Some(wait) = unsafe { super::finish::wait_for_events(events) } {
+            tenant.reply_when = Some(wait);
             return CL_SUCCESS;
         }
     }
-    // SAFETY: the caller's contract.
-    unsafe { ffi::clWaitForEvents(n, list) }
+    // SAFETY: `list` is NULL or at least `num_events` events from the
+    // tenant's table; the library refuses a NULL list itself.
+    unsafe { ffi::clWaitForEvents(num_events, list) }
 }

@@ -10,7 +10,7 @@ fn invalid(_: Invalid) -> i32 {
 }
 
 pub fn gemm(
-    t: &Tenant,
+    tenant: &Tenant,
     transa: i32,
     transb: i32,
     m: i32,
@@ -25,12 +25,12 @@ pub fn gemm(
     elem: u64,
 ) -> Result<(), i32> {
     gemm_strided(
-        t, transa, transb, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0, 1, elem,
+        tenant, transa, transb, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0, 1, elem,
     )
 }
 
 pub fn gemm_strided(
-    t: &Tenant,
+    tenant: &Tenant,
     transa: i32,
     transb: i32,
     m: i32,
@@ -48,7 +48,7 @@ pub fn gemm_strided(
     batch: i32,
     elem: u64,
 ) -> Result<(), i32> {
-    let g = extent::Gemm {
+    let shape = extent::Gemm {
         transa,
         transb,
         m: m.into(),
@@ -59,24 +59,24 @@ pub fn gemm_strided(
         ldc: ldc.into(),
         elem,
     };
-    let (ea, eb, ec) = g.extents().map_err(invalid)?;
+    let (ea, eb, ec) = shape.extents().map_err(invalid)?;
     let batch = i64::from(batch);
-    t.owned(
+    tenant.owned(
         a,
         extent::strided(ea, stride_a, batch, elem).map_err(invalid)?,
     )?;
-    t.owned(
+    tenant.owned(
         b,
         extent::strided(eb, stride_b, batch, elem).map_err(invalid)?,
     )?;
-    t.owned(
+    tenant.owned(
         c,
         extent::strided(ec, stride_c, batch, elem).map_err(invalid)?,
     )
 }
 
 pub fn gemv(
-    t: &Tenant,
+    tenant: &Tenant,
     trans: i32,
     m: i32,
     n: i32,
@@ -98,13 +98,13 @@ pub fn gemv(
         elem,
     )
     .map_err(invalid)?;
-    t.owned(a, ea)?;
-    t.owned(x, ex)?;
-    t.owned(y, ey)
+    tenant.owned(a, ea)?;
+    tenant.owned(x, ex)?;
+    tenant.owned(y, ey)
 }
 
 pub fn ger(
-    t: &Tenant,
+    tenant: &Tenant,
     m: i32,
     n: i32,
     x: *mut c_void,
@@ -124,9 +124,9 @@ pub fn ger(
         elem,
     )
     .map_err(invalid)?;
-    t.owned(x, ex)?;
-    t.owned(y, ey)?;
-    t.owned(a, ea)
+    tenant.owned(x, ex)?;
+    tenant.owned(y, ey)?;
+    tenant.owned(a, ea)
 }
 
 /// A matrix of its own element type: address, `cudaDataType`, leading
@@ -136,7 +136,7 @@ pub type Typed = (*mut c_void, i32, i32, i64);
 /// GemmEx's A, B and C, each sized by its own type (a type the server
 /// cannot size is refused).
 pub fn gemm_ex(
-    t: &Tenant,
+    tenant: &Tenant,
     transa: i32,
     transb: i32,
     m: i32,
@@ -149,7 +149,7 @@ pub fn gemm_ex(
 ) -> Result<(), i32> {
     let size = |ty| matmul::elem_size(ty).ok_or(CUBLAS_STATUS_NOT_SUPPORTED);
     // Elements first (element size 1), then each matrix's bytes.
-    let g = extent::Gemm {
+    let shape = extent::Gemm {
         transa,
         transb,
         m: m.into(),
@@ -160,37 +160,37 @@ pub fn gemm_ex(
         ldc: c.2.into(),
         elem: 1,
     };
-    let (ea, eb, ec) = g.extents().map_err(invalid)?;
-    for ((p, ty, _, stride), elems) in [(a, ea), (b, eb), (c, ec)] {
+    let (ea, eb, ec) = shape.extents().map_err(invalid)?;
+    for ((ptr, ty, _, stride), elems) in [(a, ea), (b, eb), (c, ec)] {
         let elem = size(ty)?;
         let one = elems.checked_mul(elem).ok_or(CUBLAS_STATUS_INVALID_VALUE)?;
         let bytes = extent::strided(one, stride, batch.into(), elem).map_err(invalid)?;
-        t.owned(p, bytes)?;
+        tenant.owned(ptr, bytes)?;
     }
     Ok(())
 }
 
 /// Alpha and beta are of `compute`'s type: that many bytes came (host
 /// mode), or that many bytes are the tenant's (device mode).
-pub fn scalars(t: &Tenant, alpha: &Scalar, beta: &Scalar, compute: i32) -> Result<(), i32> {
-    let n = blas::scalar_size(compute).ok_or(CUBLAS_STATUS_INVALID_VALUE)?;
-    for s in [alpha, beta] {
-        match s.device {
-            Some(p) => t.owned(p, n as u64)?,
-            None if s.len == n => {}
+pub fn scalars(tenant: &Tenant, alpha: &Scalar, beta: &Scalar, compute: i32) -> Result<(), i32> {
+    let scalar_bytes = blas::scalar_size(compute).ok_or(CUBLAS_STATUS_INVALID_VALUE)?;
+    for scalar in [alpha, beta] {
+        match scalar.device {
+            Some(ptr) => tenant.owned(ptr, scalar_bytes as u64)?,
+            None if scalar.len == scalar_bytes => {}
             None => return Err(CUBLAS_STATUS_INVALID_VALUE),
         }
     }
     Ok(())
 }
 
-/// `bytes` from `p` (none: NULL passes, as cuBLAS takes it).
-pub fn range(t: &Tenant, p: *mut c_void, bytes: usize) -> Result<(), i32> {
-    t.owned(p, bytes as u64)
+/// `bytes` from `ptr` (none: NULL passes, as cuBLAS takes it).
+pub fn range(tenant: &Tenant, ptr: *mut c_void, bytes: usize) -> Result<(), i32> {
+    tenant.owned(ptr, bytes as u64)
 }
 
-pub fn vector(t: &Tenant, n: i32, x: *mut c_void, incx: i32, elem: u64) -> Result<(), i32> {
-    t.owned(
+pub fn vector(tenant: &Tenant, n: i32, x: *mut c_void, incx: i32, elem: u64) -> Result<(), i32> {
+    tenant.owned(
         x,
         extent::vector(n.into(), incx.into(), elem).map_err(invalid)?,
     )
