@@ -339,7 +339,7 @@ impl Harness {
             }));
         }
         // SAFETY: the harness's queue lives as long as the harness.
-        unsafe { opencl::overrides::unmap_all(&mut t, self.queue) };
+        unsafe { opencl::maps::unmap_all(&mut t, self.queue) };
         t.release_all();
         // Commands still running hold references (on the queue, say) until
         // they complete.

@@ -6,9 +6,11 @@
 //!   region and then runs the client's calls as they arrive, sleeping on a
 //!   futex in between;
 //! * [`opencl`]: the OpenCL backend, whose decoders are generated from the
-//!   API description, and each tenant's handle table;
+//!   API description, and each tenant's state;
 //! * [`cuda`]: the CUDA runtime backend, generated the same way from
 //!   `cuda.api`, which opens libcudart at run time;
+//! * [`handles`]: a tenant's table of ids to the library's handles, which
+//!   both backends keep;
 //! * [`harness`]: the tenant's request path without I/O, for the fuzzer;
 //! * [`outbuf`]: output buffers reused from call to call;
 //! * [`quota`]: the memory a tenant may hold at once;
@@ -22,6 +24,7 @@ pub mod config;
 pub mod confinement;
 pub mod cuda;
 pub mod halting;
+pub mod handles;
 pub mod harness;
 pub mod listen;
 pub mod opencl;

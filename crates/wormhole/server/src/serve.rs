@@ -65,7 +65,7 @@ pub fn serve(
         // Bulk data that follows the frame goes straight where the request
         // put it (a mapped buffer), before the reply.
         let status = if t.bulk.is_some() {
-            opencl::overrides::finish_bulk_in(t, chan, done.status)?
+            opencl::bulk::finish_bulk_in(t, chan, done.status)?
         } else {
             done.status
         };
@@ -90,7 +90,7 @@ pub fn serve(
             }
             chan.send(enc.as_slice())?;
             chan.flush()?;
-            opencl::overrides::finish_bulk_out(t, chan)?;
+            opencl::bulk::finish_bulk_out(t, chan)?;
             chan.end_reply()?;
         }
     }
@@ -219,7 +219,7 @@ pub fn handle_frame(
     deferred: &mut Deferred,
 ) -> bool {
     let done = run_frame(t, None, req, enc);
-    opencl::overrides::abandon_bulk(t);
+    opencl::bulk::abandon_bulk(t);
     let status = done.status;
     seal_reply(enc, &done, status, deferred)
 }

@@ -15,8 +15,17 @@ use wormhole_cuda_api::tracker::Tracker;
 use wormhole_cuda_api::{cudaErrorInvalidValue, cudaErrorMemoryAllocation, cudaSuccess, Kind};
 use wormhole_wire::{Decoder, WireError};
 
+use crate::handles::HandleTable;
+
 /// `cudaStreamLegacy` and `cudaStreamPerThread`.
 const SPECIAL_STREAMS: [u64; 2] = [1, 2];
+
+/// Ids below this are never new: they stand for themselves (NULL, the
+/// special streams) or are kept for more of them.
+const FIRST_CLIENT_ID: u64 = 0x100;
+
+/// Handles one tenant may hold at once.
+const MAX_HANDLES: usize = 1 << 20;
 
 /// A malformed request: reported as cudaErrorInvalidValue.
 pub fn bad(_: WireError) -> i32 {
@@ -73,9 +82,7 @@ impl CudaTenant {
 
 /// A tenant's CUDA objects.
 pub struct CudaTenant {
-    // FxHash: looked up on every call; ids are the client's, and only its
-    // own process suffers if it makes them collide (as for OpenCL).
-    handles: rustc_hash::FxHashMap<u64, (Kind, usize)>,
+    handles: HandleTable<Kind>,
     pub allocs: Tracker,
     pub modules: HashMap<u64, Module>,
     pub funcs: HashMap<u64, Func>,
@@ -86,7 +93,6 @@ pub struct CudaTenant {
     /// The memory this tenant may hold in allocations, when limited
     /// (shared with its OpenCL state).
     pub memory: Option<std::sync::Arc<crate::quota::Quota>>,
-    pub max_handles: usize,
     /// The pointer mode (device: true) the server last set on each real
     /// cuBLAS handle, by its address; new handles start in host mode.
     pub blas_modes: HashMap<usize, bool>,
@@ -117,14 +123,13 @@ impl NewSlot {
 impl CudaTenant {
     pub fn new(max_alloc: u64) -> Self {
         CudaTenant {
-            handles: rustc_hash::FxHashMap::default(),
+            handles: HandleTable::new(FIRST_CLIENT_ID..=u64::MAX, MAX_HANDLES),
             allocs: Tracker::new(),
             modules: HashMap::new(),
             funcs: HashMap::new(),
             vars: HashMap::new(),
             max_alloc,
             memory: None,
-            max_handles: 1 << 20,
             blas_modes: HashMap::new(),
             out_bufs: crate::outbuf::OutBufs::default(),
         }
@@ -137,9 +142,9 @@ impl CudaTenant {
         if id == 0 || (kind == Kind::Stream && SPECIAL_STREAMS.contains(&id)) {
             return Ok(id as usize as *mut c_void);
         }
-        match self.handles.get(&id) {
-            Some(&(k, raw)) if k == kind => Ok(raw as *mut c_void),
-            _ => Err(kind.invalid()),
+        match self.handles.raw(id, kind) {
+            Some(raw) => Ok(raw as *mut c_void),
+            None => Err(kind.invalid()),
         }
     }
 
@@ -160,9 +165,9 @@ impl CudaTenant {
 
     /// Before a destroy call: the id must be one of ours, of `kind`.
     pub fn check_release(&self, id: u64, kind: Kind) -> Result<(), i32> {
-        match self.handles.get(&id) {
-            Some(&(k, _)) if k == kind => Ok(()),
-            _ => Err(kind.invalid()),
+        match self.handles.get(id, kind) {
+            Some(_) => Ok(()),
+            None => Err(kind.invalid()),
         }
     }
 
@@ -183,7 +188,7 @@ impl CudaTenant {
 
     /// Forgets a destroyed handle.
     pub fn released(&mut self, id: u64, _kind: Kind) {
-        self.handles.remove(&id);
+        self.handles.remove(id);
     }
 
     /// Reads the slot for a new handle; the client's id must be fresh.
@@ -195,7 +200,7 @@ impl CudaTenant {
             });
         }
         let id = d.u64().map_err(bad)?;
-        if id < 0x100 || self.handles.contains_key(&id) || self.handles.len() >= self.max_handles {
+        if !self.handles.is_fresh(id) {
             return Err(cudaErrorInvalidValue);
         }
         Ok(NewSlot {
@@ -208,12 +213,12 @@ impl CudaTenant {
     /// the fuzzer, which have no library to create one (see
     /// `loader::forbid_libraries`).
     pub fn insert_handle(&mut self, id: u64, kind: Kind, raw: usize) {
-        self.handles.insert(id, (kind, raw));
+        self.handles.insert(id, kind, raw, ());
     }
 
     pub fn commit_new(&mut self, slot: &mut NewSlot, kind: Kind, status: i32) {
         if let (Some(id), true) = (slot.id, status == cudaSuccess) {
-            self.handles.insert(id, (kind, slot.raw as usize));
+            self.handles.insert(id, kind, slot.raw as usize, ());
         }
     }
 

@@ -61,7 +61,7 @@ pub enum ArgDecl {
 fn declared(kernel: *mut c_void, index: u32) -> Result<Option<ArgDecl>, i32> {
     // SAFETY: a kernel from the table; `out` holds `n` bytes, the size of
     // the cl_kernel_arg_address_qualifier asked for.
-    let q = match super::overrides::scalar_info::<u32>(|n, out| unsafe {
+    let q = match super::extents::scalar_info::<u32>(|n, out| unsafe {
         ffi::clGetKernelArgInfo(
             kernel,
             index,
@@ -115,14 +115,15 @@ fn declared(kernel: *mut c_void, index: u32) -> Result<Option<ArgDecl>, i32> {
 /// `kernel` is a kernel from the tenant's table.
 unsafe fn probe(kernel: *mut c_void, index: u32) -> Result<ArgDecl, i32> {
     const CL_INVALID_ARG_INDEX: i32 = -49;
-    // SAFETY: the caller's contract; a NULL value of the size given.
+    // SAFETY: `kernel` is from the tenant's table (this function's
+    // contract); a NULL value with a size only asks the library to check.
     let pointer = unsafe { ffi::clSetKernelArg(kernel, index, HANDLE_SIZE, std::ptr::null()) };
     match pointer {
         CL_SUCCESS => {}
         CL_INVALID_ARG_INDEX => return Err(pointer),
         _ => return Ok(ArgDecl::Opaque),
     }
-    // SAFETY: as above.
+    // SAFETY: the same kernel; a NULL value of one byte, as for `__local`.
     let local = unsafe { ffi::clSetKernelArg(kernel, index, 1, std::ptr::null()) };
     Ok(if local == CL_SUCCESS {
         ArgDecl::Local
@@ -143,11 +144,12 @@ unsafe fn decl(t: &mut Tenant, kernel: *mut c_void, index: u32) -> Result<(ArgDe
     }
     let (d, probed) = match declared(kernel, index)? {
         Some(d) => (d, false),
-        // SAFETY: the caller's contract.
+        // SAFETY: `kernel` is from the tenant's table (this function's
+        // contract), as `probe` needs.
         None => (unsafe { probe(kernel, index) }?, true),
     };
     t.arg_decls.insert(kernel, index, d);
-    // SAFETY: as above.
+    // SAFETY: the same kernel from the tenant's table, as `first_set` needs.
     unsafe { super::launch::first_set(t, kernel) };
     Ok((d, probed))
 }
@@ -177,7 +179,8 @@ fn mem_type(mem: *mut c_void) -> Option<u32> {
 /// # Safety
 /// `value` is NULL or holds `size` bytes.
 unsafe fn check(t: &Tenant, decl: ArgDecl, size: usize, value: *const c_void) -> Result<(), i32> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `value` is NULL or holds `size` bytes (this function's
+    // contract: the decoder's `kernel_arg` checked the length).
     let h = unsafe { handle(size, value) };
     match decl {
         ArgDecl::Mem { image } => {
@@ -308,7 +311,8 @@ unsafe fn followed(
     ) {
         return None;
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `value` is NULL or holds `size` bytes (this function's
+    // contract), as `handle` needs.
     let h = unsafe { handle(size, value) }.filter(|h| !h.is_null())?;
     [Kind::Mem, Kind::Sampler]
         .into_iter()
@@ -330,12 +334,13 @@ pub unsafe fn clSetKernelArg(
     size: usize,
     value: *const c_void,
 ) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `kernel` is from the tenant's table (the decoder's `handle`).
     let (decl, probed) = match unsafe { decl(t, kernel, index) } {
         Ok(d) => d,
         Err(e) => return e,
     };
-    // SAFETY: the caller's contract.
+    // SAFETY: `value` is NULL or holds `size` bytes of the request (the
+    // decoder's `kernel_arg` checked the length).
     let s = match unsafe { check(t, decl, size, value) } {
         Ok(()) => {
             // SAFETY: `value` is NULL or holds `size` bytes, checked above
@@ -348,7 +353,7 @@ pub unsafe fn clSetKernelArg(
     // A scalar or `__local` argument never names an object, so never held
     // one: nothing to do (the common case of a loop of launches).
     if s == CL_SUCCESS && !matches!(decl, ArgDecl::Plain | ArgDecl::Local) {
-        // SAFETY: the caller's contract.
+        // SAFETY: `value` as for `check` above: NULL or `size` bytes.
         let obj = unsafe { followed(t, decl, size, value) };
         t.arg_objects.set(kernel, index, obj);
     }

@@ -679,7 +679,7 @@ pub mod rect_out {
             // SAFETY: `buffer` came from the table; origin and region are
             // NULL or 24 bytes (checked just above).
             unsafe {
-                super::super::overrides::buffer_rect_ok(
+                super::super::extents::buffer_rect_ok(
                     *buffer,
                     super::super::tenant::opt_ptr(*buffer_origin),
                     super::super::tenant::opt_ptr(*region),

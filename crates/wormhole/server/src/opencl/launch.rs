@@ -94,7 +94,8 @@ impl Launches {
 /// # Safety
 /// `kernel` is a kernel from the tenant's table.
 pub unsafe fn first_set(t: &mut Tenant, kernel: *mut c_void) {
-    // SAFETY: the caller's contract; NULL device: the program's only one,
+    // SAFETY: `kernel` is from the tenant's table (this function's
+    // contract); NULL device: the program's only one,
     // or an error (then looked at all the same).
     let bytes = unsafe { kernel_local(kernel, std::ptr::null_mut()) };
     if bytes != Ok(0) {
@@ -137,7 +138,9 @@ pub fn arg_set(
 /// # Safety
 /// `p` holds `n` size_t values.
 unsafe fn sizes(p: *const c_void, n: usize) -> impl Iterator<Item = usize> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `p` holds `n` size_t values, 8 bytes each (this function's
+    // contract: the decoder checked the lengths against `work_dim`); read
+    // as bytes, so unaligned is fine.
     let b = unsafe { std::slice::from_raw_parts(p as *const u8, n * 8) };
     b.chunks_exact(8)
         .map(|c| usize::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
@@ -160,15 +163,17 @@ pub unsafe fn work_sizes_ok(
         return Ok(());
     }
     let n = work_dim as usize;
-    // SAFETY: the caller's contract.
+    // SAFETY: `global` holds `work_dim` (`n`) size_t values (this
+    // function's contract), as `sizes` needs.
     let items = unsafe { sizes(global, n) }.try_fold(1usize, |acc, g| acc.checked_mul(g));
-    // SAFETY: as above.
+    // SAFETY: the same `global`, `n` values.
     let empty = unsafe { sizes(global, n) }.any(|g| g == 0);
     if items.is_none() && !empty {
         return Err(CL_INVALID_GLOBAL_WORK_SIZE);
     }
     if !offset.is_null() {
-        // SAFETY: as above.
+        // SAFETY: `offset` is non-NULL here, so it holds `n` size_t values
+        // too (this function's contract), as does `global`.
         let past = unsafe { sizes(offset, n).zip(sizes(global, n)) }
             .any(|(o, g)| o.checked_add(g).is_none());
         if past {
@@ -185,9 +190,10 @@ pub unsafe fn work_sizes_ok(
 /// `kernel` is a kernel from the tenant's table; `device` NULL or a
 /// device.
 unsafe fn kernel_local(kernel: *mut c_void, device: *mut c_void) -> Result<u64, i32> {
-    // SAFETY: the caller's contract; `out` holds `n` bytes, the cl_ulong
+    // SAFETY: `kernel` is from the tenant's table and `device` NULL or a
+    // device (this function's contract); `out` holds `n` bytes, the cl_ulong
     // asked for.
-    super::overrides::scalar_info::<u64>(|n, out| unsafe {
+    super::extents::scalar_info::<u64>(|n, out| unsafe {
         ffi::clGetKernelWorkGroupInfo(
             kernel,
             device,
@@ -204,7 +210,8 @@ unsafe fn kernel_local(kernel: *mut c_void, device: *mut c_void) -> Result<u64, 
 /// # Safety
 /// `queue` is a command queue from the tenant's table.
 unsafe fn device_local(l: &mut Launches, queue: *mut c_void) -> Result<(*mut c_void, u64), i32> {
-    // SAFETY: the caller's contract; the answer is one cl_device_id.
+    // SAFETY: `queue` is a command queue from the tenant's table (this
+    // function's contract); the answer is one cl_device_id.
     let device =
         unsafe { super::info_value::<usize>(ffi::clGetCommandQueueInfo, queue, CL_QUEUE_DEVICE) }
             .ok_or(CL_OUT_OF_RESOURCES)?;
@@ -248,7 +255,8 @@ pub unsafe fn kernel_ok(
     let Some(args) = l.local.get(&k).map(|u| (u.total, u.fixed)) else {
         return Ok(());
     };
-    // SAFETY: the caller's contract.
+    // SAFETY: `queue` is from the tenant's table (this function's
+    // contract), as `device_local` needs.
     let (device, limit) = unsafe { device_local(l, queue) }?;
     let (total, fixed) = args;
     if total > u128::from(limit) {
@@ -259,7 +267,8 @@ pub unsafe fn kernel_ok(
         None => {
             // The library's count is the arrays and the arguments; the
             // arguments are known (and small enough not to wrap it).
-            // SAFETY: the caller's contract.
+            // SAFETY: `kernel` is from the tenant's table; `device` is the
+            // queue's, as the library just reported it.
             let all = unsafe { kernel_local(kernel, device) }?;
             let f = all.saturating_sub(total as u64);
             if let Some(u) = t.launches.local.get_mut(&k) {
@@ -291,7 +300,9 @@ pub unsafe fn ndrange_ok(
         // dimensions the device has.
         return Err(CL_INVALID_WORK_DIMENSION);
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `offset` and `global` are NULL or `work_dim` size_t values
+    // (the decoder's checks), `queue` and `kernel` from the tenant's table:
+    // what `work_sizes_ok` and `kernel_ok` need.
     unsafe {
         work_sizes_ok(work_dim, offset, global)?;
         kernel_ok(t, queue, kernel)
@@ -325,7 +336,8 @@ fn max_dims(queue: *mut c_void) -> u32 {
 /// # Safety
 /// As for `clCloneKernel`; `source` comes from the tenant's table.
 pub unsafe fn clCloneKernel(t: &mut Tenant, source: *mut c_void, err: *mut i32) -> *mut c_void {
-    // SAFETY: forwarded contract.
+    // SAFETY: `source` is a kernel from the tenant's table (NULL refused
+    // by the decoder); `err` is the decoder's local.
     let k = unsafe { ffi::clCloneKernel(source, err) };
     if !k.is_null() {
         let (from, to) = (source as usize, k as usize);

@@ -8,18 +8,25 @@
 
 pub mod args;
 pub mod builds;
+pub mod bulk;
 pub mod callbacks;
 pub mod custom;
+pub mod extents;
 pub mod finish;
 pub mod includes;
 pub mod launch;
+pub mod maps;
+pub mod objects;
 pub mod offered;
 pub mod overrides;
 pub mod pending_maps;
 pub mod programs;
+pub mod queries;
 pub mod quota;
 pub mod shared;
 pub mod tenant;
+pub mod transfers;
+pub mod waits;
 
 use std::ffi::c_void;
 
@@ -90,7 +97,7 @@ pub fn server_blocking(requested: u32, wait_list: &Option<Vec<*mut c_void>>) -> 
 }
 
 /// The blocking flag for a buffer write, whose data the server can keep
-/// past the request (`overrides::clEnqueueWriteBuffer`): the application's
+/// past the request (`transfers::clEnqueueWriteBuffer`): the application's
 /// own, after the same refusal as [`server_blocking`] makes.
 pub fn write_blocking(requested: u32, wait_list: &Option<Vec<*mut c_void>>) -> Result<u32, i32> {
     server_blocking(requested, wait_list)?;
@@ -108,7 +115,9 @@ pub type InfoFn = unsafe extern "C" fn(*mut c_void, u32, usize, *mut c_void, *mu
 pub unsafe fn info_value<T: Copy + Default>(f: InfoFn, obj: *mut c_void, param: u32) -> Option<T> {
     let mut v = T::default();
     let size = std::mem::size_of::<T>();
-    // SAFETY: the caller's contract; the answer has `size` bytes, into `v`.
+    // SAFETY: `obj` is an object `f` takes and `T` the type the API gives
+    // `param` (this function's contract), so the answer has `size` bytes,
+    // written into `v`.
     let s = unsafe {
         f(
             obj,
@@ -156,7 +165,9 @@ pub fn retain_real(kind: Kind, raw: *mut c_void) {
 /// # Safety
 /// `raw` is a live handle of `kind` on which the caller holds a reference.
 pub unsafe fn release_real(kind: Kind, raw: *mut c_void) {
-    // SAFETY: the caller's contract.
+    // SAFETY: `raw` is a live handle of `kind` and the caller gives up a
+    // reference it holds on it (this function's contract), so the release
+    // cannot free an object someone else still uses through us.
     unsafe {
         match kind {
             Kind::Context => ffi::clReleaseContext(raw),
@@ -181,7 +192,8 @@ pub unsafe fn refcount(kind: Kind, raw: *mut c_void) -> u32 {
     let size = std::mem::size_of::<u32>();
     let out = &mut n as *mut u32 as *mut c_void;
     let null = std::ptr::null_mut();
-    // SAFETY: the caller's contract; `n` is a cl_uint.
+    // SAFETY: `raw` is a live handle of `kind` (this function's contract),
+    // queried with its own kind's function; `n` is a cl_uint.
     unsafe {
         match kind {
             Kind::Context => ffi::clGetContextInfo(raw, 0x1080, size, out, null),

@@ -3,7 +3,7 @@
 //! user event the application has not set (its wait list, or the queue's
 //! earlier commands) is enqueued as asked, without waiting: the tenant
 //! must go on serving the request that sets the event. The map's reply
-//! carries no bytes then (`MAP_PENDING` in `overrides::d_clEnqueueMapBuffer`
+//! carries no bytes then (`MAP_PENDING` in `maps::d_clEnqueueMapBuffer`
 //! and `d_clEnqueueMapImage`); once the map's event completed, the client
 //! asks for them here, copies them where the application's mapping is, and
 //! only then completes the event it handed out for the map.
@@ -11,7 +11,7 @@
 use wormhole_opencl_api::{CL_INVALID_VALUE, CL_SUCCESS};
 use wormhole_wire::{Decoder, Encoder};
 
-use super::overrides::Bulk;
+use super::bulk::Bulk;
 use super::tenant::{bad, Tenant};
 
 /// Request: the client's id for the mapping. Reply: whether the mapped

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::args::ArgDecl;
+use crate::handles::{Entry, HandleTable};
 use crate::outbuf::OutBufs;
 
 use wormhole_opencl_api::{
@@ -29,9 +30,8 @@ pub fn bad(_: WireError) -> i32 {
     CL_INVALID_VALUE
 }
 
-struct Entry {
-    kind: Kind,
-    raw: usize,
+/// What the table keeps per OpenCL object, beside its kind and handle.
+struct ObjectState {
     /// References the client holds through this id.
     refs: u32,
     /// Never removed (platforms, root devices, aliases we retained).
@@ -134,20 +134,16 @@ impl ArgDecls {
 
 /// A tenant's objects and its channel back for notifications.
 pub struct Tenant {
-    // FxHash, not SipHash: a lookup is on every call's path. Ids are the
-    // client's choice, so a hostile client can make its own lookups collide;
-    // the table is its own process's, so that slows only itself.
-    table: FxHashMap<u64, Entry>,
-    reverse: FxHashMap<(Kind, usize), u64>,
+    table: HandleTable<Kind, ObjectState>,
     next_server_id: u64,
     pub limits: Limits,
     /// The platforms this server exports, in order.
     pub platforms: Vec<*mut c_void>,
     pub notify: Option<Arc<dyn Notify>>,
     /// Live mappings: client-visible map id -> (mem, server pointer, bytes).
-    pub mappings: HashMap<u64, super::overrides::Mapping>,
+    pub mappings: HashMap<u64, super::maps::Mapping>,
     /// A bulk transfer to complete around the current reply.
-    pub bulk: Option<super::overrides::Bulk>,
+    pub bulk: Option<super::bulk::Bulk>,
     /// Set when a request leaves the stream impossible to follow: the
     /// tenant is then cut off.
     pub broken: bool,
@@ -157,7 +153,7 @@ pub struct Tenant {
     /// The memory this tenant may hold in memory objects, when limited.
     pub memory: Option<Arc<crate::quota::Quota>>,
     /// Bytes of non-blocking writes' data kept until their commands ran
-    /// (`overrides::clEnqueueWriteBuffer`).
+    /// (`transfers::clEnqueueWriteBuffer`).
     pub kept_writes: Arc<std::sync::atomic::AtomicU64>,
     /// Program builds on threads of their own (`builds.rs`).
     pub builds: Arc<super::builds::Builds>,
@@ -190,8 +186,9 @@ impl Tenant {
         notify: Option<Arc<dyn Notify>>,
     ) -> Self {
         let mut t = Tenant {
-            table: FxHashMap::default(),
-            reverse: FxHashMap::default(),
+            // Client ids below the server's; no bound on entries (the
+            // library's own limits apply, as natively).
+            table: HandleTable::new(1..=SERVER_ID_BASE - 1, usize::MAX),
             next_server_id: SERVER_ID_BASE,
             limits,
             platforms: Vec::new(),
@@ -234,16 +231,16 @@ impl Tenant {
         if id == 0 {
             return Ok(std::ptr::null_mut());
         }
-        match self.table.get(&id) {
-            Some(e) if e.kind == kind => Ok(e.raw as *mut c_void),
-            _ => Err(kind.invalid()),
+        match self.table.raw(id, kind) {
+            Some(raw) => Ok(raw as *mut c_void),
+            None => Err(kind.invalid()),
         }
     }
 
     /// Whether `raw` is an object of `kind` that this tenant holds an id
     /// for: a value the library will take as a handle must be one.
     pub fn holds(&self, kind: Kind, raw: *mut c_void) -> bool {
-        self.reverse.contains_key(&(kind, raw as usize))
+        self.table.id_of(kind, raw as usize).is_some()
     }
 
     /// A required handle: NULL (id 0) is refused here, as the API would,
@@ -301,7 +298,7 @@ impl Tenant {
     /// A fresh client-chosen id for an object about to be created.
     pub fn new_id(&mut self, d: &mut Decoder<'_>) -> Result<u64, i32> {
         let id = d.u64().map_err(bad)?;
-        if id == 0 || id >= SERVER_ID_BASE || self.table.contains_key(&id) {
+        if !self.table.is_fresh(id) {
             return Err(CL_INVALID_VALUE);
         }
         Ok(id)
@@ -323,7 +320,8 @@ impl Tenant {
             (Kind::Mem, Some(q)) => unsafe { charge(q, raw) }?.map(Held::Mem),
             (Kind::Program, Some(q)) => {
                 let bytes = program_bytes.unwrap_or(0);
-                // SAFETY: as above.
+                // SAFETY: the library just made `raw` for this call, whose
+                // reference is the only one so far.
                 let c = unsafe { charge_program(q, raw, bytes) }?;
                 Some(Held::Program(c))
             }
@@ -338,17 +336,12 @@ impl Tenant {
                 return Err(code);
             }
         }
-        self.reverse.insert((kind, raw as usize), id);
-        self.table.insert(
-            id,
-            Entry {
-                kind,
-                raw: raw as usize,
-                refs: 1,
-                pinned: false,
-                charge,
-            },
-        );
+        let state = ObjectState {
+            refs: 1,
+            pinned: false,
+            charge,
+        };
+        self.table.insert(id, kind, raw as usize, state);
         if let (Kind::Mem, Some(sb)) = (kind, &self.shared) {
             sb.publish(raw, id);
         }
@@ -361,7 +354,7 @@ impl Tenant {
         if raw.is_null() {
             return 0;
         }
-        if let Some(&id) = self.reverse.get(&(kind, raw as usize)) {
+        if let Some(id) = self.table.id_of(kind, raw as usize) {
             return id;
         }
         let id = self.next_server_id;
@@ -372,23 +365,18 @@ impl Tenant {
         if !matches!(kind, Kind::Platform | Kind::Device) {
             super::retain_real(kind, raw);
         }
-        self.reverse.insert((kind, raw as usize), id);
-        self.table.insert(
-            id,
-            Entry {
-                kind,
-                raw: raw as usize,
-                refs: 0,
-                pinned: true,
-                charge: None,
-            },
-        );
+        let state = ObjectState {
+            refs: 0,
+            pinned: true,
+            charge: None,
+        };
+        self.table.insert(id, kind, raw as usize, state);
         id
     }
 
     pub fn retained(&mut self, id: u64, _kind: Kind) {
-        if let Some(e) = self.table.get_mut(&id) {
-            e.refs = e.refs.saturating_add(1);
+        if let Some(entry) = self.table.get_mut(id) {
+            entry.extra.refs = entry.extra.refs.saturating_add(1);
         }
     }
 
@@ -398,14 +386,14 @@ impl Tenant {
     /// than they were retained would free an object its parent still uses.
     /// Root devices are the exception: releasing one is a no-op.
     pub fn check_release(&self, id: u64, kind: Kind) -> Result<(), i32> {
-        match self.table.get(&id) {
-            Some(e) if e.kind == kind && e.refs > 0 => Ok(()),
-            Some(e) if e.kind == kind && kind == Kind::Device => {
+        match self.table.get(id, kind) {
+            Some(entry) if entry.extra.refs > 0 => Ok(()),
+            Some(entry) if kind == Kind::Device => {
                 let mut parent: usize = 0;
                 // SAFETY: a device from our table; `parent` is a cl_device_id.
                 let s = unsafe {
                     super::ffi::clGetDeviceInfo(
-                        e.raw as *mut c_void,
+                        entry.raw as *mut c_void,
                         CL_DEVICE_PARENT_DEVICE,
                         std::mem::size_of::<usize>(),
                         &mut parent as *mut usize as *mut c_void,
@@ -425,26 +413,26 @@ impl Tenant {
     /// Drops the entry when the client's last reference goes: the id is
     /// then invalid for this tenant, as the handle is for the application.
     pub fn released(&mut self, id: u64, _kind: Kind) {
-        let gone = match self.table.get_mut(&id) {
-            Some(e) => {
-                e.refs = e.refs.saturating_sub(1);
-                e.refs == 0 && !e.pinned
+        let gone = match self.table.get_mut(id) {
+            Some(entry) => {
+                entry.extra.refs = entry.extra.refs.saturating_sub(1);
+                entry.extra.refs == 0 && !entry.extra.pinned
             }
             None => false,
         };
         if gone {
-            if let Some(e) = self.table.remove(&id) {
-                self.reverse.remove(&(e.kind, e.raw));
-                if e.kind == Kind::Kernel {
-                    self.arg_decls.forget(e.raw as *mut c_void);
-                    if let Some(r) = &self.residency {
-                        r.kernel_gone(e.raw as *mut c_void);
+            if let Some(entry) = self.table.remove(id) {
+                if entry.kind == Kind::Kernel {
+                    let kernel = entry.raw as *mut c_void;
+                    self.arg_decls.forget(kernel);
+                    if let Some(residency) = &self.residency {
+                        residency.kernel_gone(kernel);
                     }
-                    self.launches.forget(e.raw as *mut c_void);
-                    self.arg_objects.forget(e.raw as *mut c_void);
+                    self.launches.forget(kernel);
+                    self.arg_objects.forget(kernel);
                 }
-                if let Some(c) = e.charge {
-                    c.let_go();
+                if let Some(charge) = entry.extra.charge {
+                    charge.let_go();
                 }
             }
         }
@@ -458,7 +446,6 @@ impl Tenant {
         self.arg_decls.clear();
         self.launches.clear();
         self.arg_objects.clear();
-        self.reverse.clear();
         // Dependents first, so that no object outlives what it was made from
         // inside this loop (the library counts references either way).
         let order = |k: Kind| match k {
@@ -472,14 +459,15 @@ impl Tenant {
             Kind::Device => 7,
             Kind::Platform => 8,
         };
-        let mut entries: Vec<Entry> = self.table.drain().map(|(_, e)| e).collect();
-        entries.sort_by_key(|e| (order(e.kind), e.raw));
-        for e in entries {
-            let server_ref = e.pinned && !matches!(e.kind, Kind::Platform | Kind::Device);
-            for _ in 0..e.refs + u32::from(server_ref) {
+        let mut entries: Vec<Entry<Kind, ObjectState>> = self.table.drain().collect();
+        entries.sort_by_key(|entry| (order(entry.kind), entry.raw));
+        for entry in entries {
+            let server_ref =
+                entry.extra.pinned && !matches!(entry.kind, Kind::Platform | Kind::Device);
+            for _ in 0..entry.extra.refs + u32::from(server_ref) {
                 // SAFETY: the entry's raw handle is live while the tenant
                 // holds references on it, and these are exactly those.
-                unsafe { super::release_real(e.kind, e.raw as *mut c_void) };
+                unsafe { super::release_real(entry.kind, entry.raw as *mut c_void) };
             }
         }
     }
