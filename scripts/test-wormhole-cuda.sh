@@ -188,12 +188,12 @@ run_samples "server exporting OpenCL and CUDA" connected
 stop_server
 
 # The whole cuBLAS and cuRAND path with real data: a server whose
-# "NVIDIA libraries" are examples/cuda/cpu_device.c (a CPU stand-in under
+# "NVIDIA libraries" are examples/cuda/cpu_device/ (a CPU stand-in under
 # the four sonames) runs the samples to the end; their CPU references
 # judge every result (host and device pointer modes, results in replies,
 # streams, strided batches).
 cpu="$work/cpu"; mkdir -p "$cpu"
-gcc -shared -fPIC -O2 -Wall -Werror -o "$cpu/libcpudevice.so" examples/cuda/cpu_device.c -lm
+gcc -shared -fPIC -O2 -Wall -Werror -o "$cpu/libcpudevice.so" examples/cuda/cpu_device/*.c -lm
 for n in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10 libcusolver.so.12; do ln -s libcpudevice.so "$cpu/$n"; done
 LD_LIBRARY_PATH="$cpu" start_server --cuda-runtime "$cpu/libcudart.so.13"
 # nvcc's lenet: the stand-in runs its kernels by CPU twins of the same

@@ -12,7 +12,7 @@
 # (PyTorch's wheel, or the system's), and the steps run natively first, as
 # the reference.
 # Without one: the server runs on the CPU stand-in (examples/cuda/
-# cpu_device.c), which runs no PyTorch kernel but has a CPU SGEMM, and the
+# cpu_device/), which runs no PyTorch kernel but has a CPU SGEMM, and the
 # client gets Wormhole's libcuda.so.1 stand-in for the few driver calls
 # PyTorch makes itself (wormhole-cuda-driver-1), as a client without
 # NVIDIA's driver would. Kernels then fail with a CUDA error; cuBLAS runs.
@@ -76,7 +76,7 @@ if nvidia-smi >/dev/null 2>&1; then
 else
   echo "== no GPU: the server runs on the CPU stand-in"
   cpu="$work/cpu"; mkdir -p "$cpu"
-  gcc -shared -fPIC -O2 -Wall -Werror -o "$cpu/libcpudevice.so" examples/cuda/cpu_device.c -lm
+  gcc -shared -fPIC -O2 -Wall -Werror -o "$cpu/libcpudevice.so" examples/cuda/cpu_device/*.c -lm
   for n in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10 libcusolver.so.12; do ln -s libcpudevice.so "$cpu/$n"; done
   cp "$bin/libwormhole_cuda_driver1.so" "$lib/libcuda.so.1"
   server_env=(env LD_LIBRARY_PATH="$cpu$ocl")

@@ -3,7 +3,7 @@
  * with the result checked. Run once against a library directly and once
  * through Wormhole (stand-ins + server on the same library); the ratio of
  * the rates is the forwarding's share. run.sh does both with the CPU
- * stand-in device (examples/cuda/cpu_device.c), so the library's own cost
+ * stand-in device (examples/cuda/cpu_device/), so the library's own cost
  * is near zero and the figure is Wormhole's round trip per call; on a GPU
  * run it against NVIDIA's libraries the same way.
  * Usage: call_rate [CALLS]   (default 20000) */

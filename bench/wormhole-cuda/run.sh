@@ -2,7 +2,7 @@
 # Forwarding cost per cuBLAS/cuRAND call, side by side in one run: the
 # same program linked directly against a library (natively) and through
 # Wormhole's stand-ins and a local server on that library. Without a GPU
-# the library is the CPU stand-in device (examples/cuda/cpu_device.c);
+# the library is the CPU stand-in device (examples/cuda/cpu_device/);
 # with NVIDIA_LIB_DIR set (a directory with NVIDIA's libcudart.so.13,
 # libcublas.so.13, libcurand.so.10) it is NVIDIA's. Release builds.
 # Usage: [HANDOFF=futex|spin|same-core] bench/wormhole-cuda/run.sh [CALLS] [ROUNDS]
@@ -18,7 +18,7 @@ if [ -n "${NVIDIA_LIB_DIR:-}" ]; then
   native="$NVIDIA_LIB_DIR"
 else
   native="$work/cpu"; mkdir -p "$native"
-  cc -shared -fPIC -O2 -o "$native/libcpudevice.so" examples/cuda/cpu_device.c -lm
+  cc -shared -fPIC -O2 -o "$native/libcpudevice.so" examples/cuda/cpu_device/*.c -lm
   for n in libcudart.so.13 libcublas.so.13 libcurand.so.10; do ln -s libcpudevice.so "$native/$n"; done
 fi
 lib="$work/lib"; mkdir -p "$lib"

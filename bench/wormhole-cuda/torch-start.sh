@@ -30,7 +30,7 @@ work=$(mktemp -d /tmp/wormhole-torch-start.XXXXXX)
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 cpu="$work/cpu"; mkdir -p "$cpu"
-cc -shared -fPIC -O2 -o "$cpu/libcpudevice.so" examples/cuda/cpu_device.c -lm
+cc -shared -fPIC -O2 -o "$cpu/libcpudevice.so" examples/cuda/cpu_device/*.c -lm
 for n in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10; do ln -s libcpudevice.so "$cpu/$n"; done
 cp target/release/libwormhole_cuda_driver1.so "$work/libcuda.so.1"
 new="$work/new"; mkdir -p "$new"

@@ -1,7 +1,7 @@
 /* The element-wise kernels of examples/cuda/lenet.cu, written once for two
  * compilers: nvcc builds each into a __global__ kernel (lenet.cu), and the
  * C compiler into the CPU stand-in's twin of that kernel
- * (examples/cuda/cpu_device.c), so the no-GPU test runs the same
+ * (examples/cuda/cpu_device/), so the no-GPU test runs the same
  * arithmetic the GPU does.
  *
  * Each kernel takes one struct by value (a parameter whose layout the

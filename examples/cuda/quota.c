@@ -2,7 +2,7 @@
  * --tenant-memory`): prints what the device says of its memory, then
  * allocates 4 MiB at a time until an allocation is refused (at most 64),
  * frees everything and does it again. scripts/test-wormhole-cuda.sh runs
- * it through a server on the CPU stand-in (examples/cuda/cpu_device.c).
+ * it through a server on the CPU stand-in (examples/cuda/cpu_device/).
  * Build: cc -Iexamples/cuda -o quota examples/cuda/quota.c -lcudart */
 #include <stdio.h>
 #include <string.h>
