@@ -170,6 +170,8 @@ fn client_cached(o: &mut String, f: &Func, mutable: &[u32]) {
     );
 }
 
+/// One stub: marshals the call, sends it (or posts it, when `async`) and
+/// unmarshals the reply into the application's memory.
 fn client_func(o: &mut String, f: &Func, st: &Settings) {
     let (ok, unsupported) = (&st.success, &st.unsupported);
     let ret_ty = f.ret.ctype();

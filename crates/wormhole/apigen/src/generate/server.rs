@@ -7,6 +7,9 @@ use std::fmt::Write;
 use super::{c_params, errcode_arg, kind, named, size_expr, ALLOW};
 use crate::{kind_variant, Api, Arg, Func, Ret, Scalar, Settings, Ty};
 
+/// One decoder, `d_NAME`: decodes and checks every argument, calls the
+/// library (or the server's hand-written `overrides::NAME`) and encodes
+/// the reply.
 fn server_func(o: &mut String, f: &Func, st: &Settings) {
     let ok = &st.success;
     let _ = writeln!(o, "{ALLOW}\nfn d_{}(t: &mut Tenant, d: &mut Decoder<'_>, e: &mut Encoder) -> Result<i32, i32> {{", f.name);
