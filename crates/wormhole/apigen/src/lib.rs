@@ -16,10 +16,10 @@
 //! the client, `Tenant` on the server) and, for arguments marked `custom`,
 //! hand-written modules named after the custom kind.
 
-mod gen;
+mod generate;
 mod parse;
 
-pub use gen::{
+pub use generate::{
     fingerprint, gen_client, gen_common, gen_exports, gen_forward_table, gen_forwarders,
     gen_server, gen_version_script,
 };

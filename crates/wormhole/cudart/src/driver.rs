@@ -48,7 +48,7 @@ fn device(dev: i32) -> Result<usize, i32> {
 
 /// The device whose primary context `ctx` is.
 fn context_device(ctx: *mut c_void) -> Option<usize> {
-    crate::rt::slot_of(&PRIMARY, ctx)
+    crate::state::slot_of(&PRIMARY, ctx)
 }
 
 fn status(r: Result<(), i32>) -> i32 {

@@ -5,22 +5,27 @@
 //!
 //! Every function of `cuda.api` is here: generated stubs (`gen`) marshal a
 //! call, send it to a Wormhole server over shared memory (or TCP) and
-//! unmarshal the reply; `manual` holds the hand-written ones, a module per
-//! concern (memory, copies, registration, launches, streams, devices, …). The server is found as
-//! the OpenCL client finds it (`WORMHOLE_SERVER`); with none, every call
-//! returns what the native runtime returns on a machine without the NVIDIA
+//! unmarshal the reply, through `call` (the call/reply cycle) and `state`
+//! (the connection, handles, allocations, last error); `manual` holds the
+//! hand-written ones, a module per concern (memory, copies, registration,
+//! launches, streams, devices, …). The server is found as the OpenCL
+//! client finds it (`WORMHOLE_SERVER`); with none, every call returns what
+//! the native runtime returns on a machine without the NVIDIA
 //! driver (cudaErrorInsufficientDriver).
 
+pub mod call;
 pub mod driver;
 pub mod libs;
 pub mod lt;
 pub mod manual;
-pub mod rt;
+pub mod state;
 
 pub use manual::mem3d::{Extent, Memcpy3DParms, PitchedPtr};
-pub use rt::MAJOR;
+pub use state::MAJOR;
 
-/// The generated stubs.
+/// The generated stubs. Their text names the hand-written functions
+/// `overrides::NAME` and the custom kinds `custom::NAME` (apigen's paths, in
+/// the snapshots), hence the aliases below.
 #[allow(clippy::missing_safety_doc, unused_imports)]
 pub mod gen {
     use std::ffi::{c_char, c_void};
@@ -28,9 +33,10 @@ pub mod gen {
     use wormhole_cuda_api::{cudaErrorNotSupported, cudaSuccess};
     use wormhole_cuda_api::{func, Kind};
 
+    use crate::call::Call;
     use crate::manual as overrides;
     use crate::manual as custom;
-    use crate::rt::{adopt_new, released, retained, set_errcode, Call};
+    use crate::state::{adopt_new, released, retained, set_errcode};
 
     include!(concat!(env!("OUT_DIR"), "/client_gen.rs"));
 }
@@ -44,9 +50,9 @@ pub mod blas {
         use wormhole_cuda_api::blas::{func, CUBLAS_STATUS_NOT_SUPPORTED, CUBLAS_STATUS_SUCCESS};
         use wormhole_cuda_api::Kind;
 
-        use crate::libs::blas_overrides as overrides;
+        use crate::libs::blas_manual as overrides;
         use crate::libs::{self as custom, released, Call};
-        use crate::rt::{adopt_new, retained, set_errcode};
+        use crate::state::{adopt_new, retained, set_errcode};
 
         include!(concat!(env!("OUT_DIR"), "/blas_client_gen.rs"));
         include!(concat!(env!("OUT_DIR"), "/blas_forward_gen.rs"));
@@ -62,9 +68,9 @@ pub mod rand {
         use wormhole_cuda_api::rand::{func, CURAND_STATUS_NOT_INITIALIZED, CURAND_STATUS_SUCCESS};
         use wormhole_cuda_api::Kind;
 
-        use crate::libs::rand_overrides as overrides;
+        use crate::libs::rand_manual as overrides;
         use crate::libs::{self as custom, released, Call};
-        use crate::rt::{adopt_new, retained, set_errcode};
+        use crate::state::{adopt_new, retained, set_errcode};
 
         include!(concat!(env!("OUT_DIR"), "/rand_client_gen.rs"));
         include!(concat!(env!("OUT_DIR"), "/rand_forward_gen.rs"));
@@ -82,9 +88,9 @@ pub mod solver {
         };
         use wormhole_cuda_api::Kind;
 
-        use crate::libs::solver_overrides as overrides;
+        use crate::libs::solver_manual as overrides;
         use crate::libs::{self as custom, released, Call};
-        use crate::rt::{adopt_new, retained, set_errcode};
+        use crate::state::{adopt_new, retained, set_errcode};
 
         include!(concat!(env!("OUT_DIR"), "/solver_client_gen.rs"));
         include!(concat!(env!("OUT_DIR"), "/solver_forward_gen.rs"));

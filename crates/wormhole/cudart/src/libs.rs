@@ -21,17 +21,17 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use wormhole_cuda_api::{blas, rand, solver, Kind, Library};
 
-use crate::rt;
+use crate::{call, state};
 
 /// A cuBLAS or cuRAND call being marshalled: the runtime's call, with
 /// this library's statuses and handle rules.
 pub struct Call {
-    inner: rt::Call<'static>,
+    inner: call::Call<'static>,
     lib: Library,
 }
 
 impl Deref for Call {
-    type Target = rt::Call<'static>;
+    type Target = call::Call<'static>;
     fn deref(&self) -> &Self::Target {
         &self.inner
     }
@@ -55,14 +55,14 @@ pub fn offline_status(func: u32) -> i32 {
         }
         Some(Library::Rand) => rand::CURAND_STATUS_NOT_INITIALIZED,
         Some(Library::Solver) => solver::CUSOLVER_STATUS_NOT_INITIALIZED,
-        _ => rt::NO_SERVER,
+        _ => state::NO_SERVER,
     }
 }
 
 impl Call {
     pub fn begin(func: u32) -> Result<Call, i32> {
         let lib = Library::of(func).unwrap_or(Library::Blas);
-        let inner = rt::Call::begin(func).map_err(|_| offline_status(func))?;
+        let inner = call::Call::begin(func).map_err(|_| offline_status(func))?;
         Ok(Call { inner, lib })
     }
 
@@ -81,7 +81,7 @@ impl Call {
         if p.is_null() && own && kind != Kind::GesvdjInfo {
             return Err(bad);
         }
-        let id = rt::handle_id(p, kind).map_err(|_| bad)?;
+        let id = state::handle_id(p, kind).map_err(|_| bad)?;
         self.inner.shape(id);
         self.inner.enc.u64(id);
         Ok(())
@@ -117,11 +117,11 @@ impl Call {
 
 /// A reply whose status is the library's, not the runtime's.
 pub struct Reply {
-    inner: rt::Reply<'static>,
+    inner: call::Reply<'static>,
 }
 
 impl Deref for Reply {
-    type Target = rt::Reply<'static>;
+    type Target = call::Reply<'static>;
     fn deref(&self) -> &Self::Target {
         &self.inner
     }
@@ -163,7 +163,7 @@ fn blas_handle(h: *mut c_void) -> Result<u64, i32> {
     if h.is_null() {
         return Err(Kind::Cublas.invalid());
     }
-    rt::handle_id(h, Kind::Cublas)
+    state::handle_id(h, Kind::Cublas)
 }
 
 fn device_mode(h: *mut c_void) -> bool {
@@ -183,7 +183,7 @@ pub fn released(p: *mut c_void, kind: Kind) {
         }
         _ => {}
     }
-    rt::released(p, kind);
+    state::released(p, kind);
 }
 
 /// Scalars and results whose meaning follows the handle's pointer mode: in
@@ -382,7 +382,7 @@ result_out!(ri32, i32, 4);
 
 /// Hand-written cuBLAS functions: those the description marks
 /// `client-only` or `client-override`, with its C signatures.
-pub mod blas_overrides {
+pub mod blas_manual {
     use super::*;
     use crate::blas::gen;
 
@@ -523,7 +523,7 @@ pub mod blas_overrides {
             return blas::CUBLAS_STATUS_INVALID_VALUE;
         }
         // SAFETY: non-NULL and writable (caller's contract).
-        unsafe { *version = blas::version(rt::MAJOR.load(Ordering::Relaxed)) };
+        unsafe { *version = blas::version(state::MAJOR.load(Ordering::Relaxed)) };
         blas::CUBLAS_STATUS_SUCCESS
     }
 
@@ -559,7 +559,7 @@ pub mod nohost {
 }
 
 /// Hand-written cuSOLVER functions.
-pub mod solver_overrides {
+pub mod solver_manual {
     use super::*;
     use crate::solver::gen;
 
@@ -580,7 +580,7 @@ pub mod solver_overrides {
         handle: *mut c_void,
         stream: *mut *mut c_void,
     ) -> i32 {
-        if handle.is_null() || rt::handle_id(handle, Kind::Cusolver).is_err() {
+        if handle.is_null() || state::handle_id(handle, Kind::Cusolver).is_err() {
             return solver::CUSOLVER_STATUS_NOT_INITIALIZED;
         }
         if stream.is_null() {
@@ -597,7 +597,7 @@ pub mod solver_overrides {
 }
 
 /// Hand-written cuRAND functions.
-pub mod rand_overrides {
+pub mod rand_manual {
     use super::*;
 
     /// # Safety
@@ -607,7 +607,7 @@ pub mod rand_overrides {
             return rand::CURAND_STATUS_OUT_OF_RANGE;
         }
         // SAFETY: non-NULL and writable (caller's contract).
-        unsafe { *version = rand::version(rt::MAJOR.load(Ordering::Relaxed)) };
+        unsafe { *version = rand::version(state::MAJOR.load(Ordering::Relaxed)) };
         rand::CURAND_STATUS_SUCCESS
     }
 }
@@ -668,7 +668,7 @@ pub unsafe extern "C" fn wormhole_cuda_forward_table(
             t.as_ptr()
         }
         None => {
-            rt::log(&format!(
+            state::log(&format!(
                 "a stand-in asked for table {api} of another description ({fingerprint:#x})"
             ));
             std::ptr::null()
@@ -718,7 +718,7 @@ mod tests {
 
     #[test]
     fn local_answers_need_no_server() {
-        use blas_overrides::*;
+        use blas_manual::*;
         let name = |s| {
             // SAFETY: the table's strings are static and NUL-terminated.
             unsafe { std::ffi::CStr::from_ptr(cublasGetStatusName(s)) }

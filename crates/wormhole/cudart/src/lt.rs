@@ -145,7 +145,7 @@ fn status(r: Result<i32, i32>) -> i32 {
 
 /// The version of the cuBLAS this runtime's major stands in for.
 pub extern "C" fn cublasLtGetVersion() -> usize {
-    wormhole_cuda_api::blas::version(crate::rt::MAJOR.load(Ordering::Relaxed)) as usize
+    wormhole_cuda_api::blas::version(crate::state::MAJOR.load(Ordering::Relaxed)) as usize
 }
 
 /// A cuBLASLt handle is a cuBLAS handle.
@@ -154,7 +154,7 @@ pub extern "C" fn cublasLtGetVersion() -> usize {
 /// As cublasCreate_v2.
 pub unsafe extern "C" fn cublasLtCreate(handle: *mut *mut c_void) -> i32 {
     // SAFETY: the caller's contract.
-    unsafe { crate::libs::blas_overrides::cublasCreate_v2(handle) }
+    unsafe { crate::libs::blas_manual::cublasCreate_v2(handle) }
 }
 
 /// # Safety
@@ -279,7 +279,7 @@ pub unsafe extern "C" fn cublasLtMatmulAlgoGetHeuristic(
     if handle.is_null() {
         return Kind::Cublas.invalid();
     }
-    if let Err(s) = crate::rt::handle_id(handle, Kind::Cublas) {
+    if let Err(s) = crate::state::handle_id(handle, Kind::Cublas) {
         return s;
     }
     let pref = {

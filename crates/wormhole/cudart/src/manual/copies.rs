@@ -8,7 +8,8 @@ use wormhole_cuda_api::wire::{Memcpy, MEMCPY_CHUNK};
 use wormhole_cuda_api::*;
 
 use super::status_of;
-use crate::rt::{self, note, tracker, Call};
+use crate::call::Call;
+use crate::state::{self, note, tracker};
 
 /// Whether `address` lies in one of this client's device allocations.
 pub(super) fn is_dev(address: u64) -> bool {
@@ -183,7 +184,7 @@ pub unsafe extern "C" fn cudaMemcpyAsync(
     kind: i32,
     stream: *mut c_void,
 ) -> i32 {
-    let sid = match rt::handle_id(stream, Kind::Stream) {
+    let sid = match state::handle_id(stream, Kind::Stream) {
         Ok(s) => s,
         Err(e) => return note(e),
     };
@@ -345,7 +346,7 @@ pub unsafe extern "C" fn cudaMemcpy2DAsync(
     kind: i32,
     stream: *mut c_void,
 ) -> i32 {
-    let sid = match rt::handle_id(stream, Kind::Stream) {
+    let sid = match state::handle_id(stream, Kind::Stream) {
         Ok(s) => s,
         Err(e) => return note(e),
     };

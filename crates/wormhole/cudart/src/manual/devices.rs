@@ -9,7 +9,8 @@ use std::sync::OnceLock;
 use wormhole_cuda_api::*;
 
 use super::status_of;
-use crate::rt::{self, note, Call};
+use crate::call::Call;
+use crate::state::{self, note};
 
 /// # Safety
 /// `prop` is NULL or holds a `cudaDeviceProp` of this library's version.
@@ -17,7 +18,7 @@ pub unsafe extern "C" fn cudaGetDeviceProperties(prop: *mut c_void, device: i32)
     if prop.is_null() {
         return note(cudaErrorInvalidValue);
     }
-    let major = rt::MAJOR.load(Ordering::Relaxed);
+    let major = state::MAJOR.load(Ordering::Relaxed);
     status_of((|| {
         let mut c = Call::begin(func::cudaGetDeviceProperties)?;
         c.enc.u32(major);

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use wormhole_cuda_api::errors;
 
-use crate::rt::last_error;
+use crate::state::last_error;
 
 pub extern "C" fn cudaGetLastError() -> i32 {
     last_error(true)

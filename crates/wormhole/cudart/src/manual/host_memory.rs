@@ -18,7 +18,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use wormhole_cuda_api::*;
 
 use crate::manual::devices::current_device;
-use crate::rt::note;
+use crate::state::note;
 
 /// cudaErrorHostMemoryAlreadyRegistered, cudaErrorHostMemoryNotRegistered.
 const ALREADY_REGISTERED: i32 = 712;

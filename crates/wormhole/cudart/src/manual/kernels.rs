@@ -7,7 +7,8 @@ use wormhole_cuda_api::*;
 
 use super::registration::is_registered;
 use super::status_of;
-use crate::rt::{note, Call};
+use crate::call::Call;
+use crate::state::note;
 
 /// A kernel is named to the server by its host stub's address, which must
 /// have been registered.

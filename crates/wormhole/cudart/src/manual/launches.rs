@@ -10,7 +10,8 @@ use wormhole_cuda_api::*;
 
 use super::registration::{is_registered, kernel_layout};
 use super::status_of;
-use crate::rt::{self, note, Call};
+use crate::call::Call;
+use crate::state::{self, note};
 use crate::Dim3;
 
 #[derive(Clone, Copy)]
@@ -93,7 +94,7 @@ pub unsafe extern "C" fn cudaLaunchKernel(
         Ok(None) => return note(cudaErrorInvalidKernelImage),
         Err(e) => return note(e),
     };
-    let sid = match rt::handle_id(stream, Kind::Stream) {
+    let sid = match state::handle_id(stream, Kind::Stream) {
         Ok(s) => s,
         Err(e) => return note(e),
     };

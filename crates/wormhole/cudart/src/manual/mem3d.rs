@@ -10,7 +10,7 @@ use std::ffi::c_void;
 
 use wormhole_cuda_api::{cudaErrorInvalidValue, cudaSuccess};
 
-use crate::rt::note;
+use crate::state::note;
 
 /// `cudaPitchedPtr`: rows of `pitch` bytes, `ysize` rows a slice.
 #[repr(C)]

@@ -7,7 +7,8 @@ use wormhole_cuda_api::tracker::Alloc;
 use wormhole_cuda_api::*;
 
 use super::status_of;
-use crate::rt::{note, tracker, Call};
+use crate::call::Call;
+use crate::state::{note, tracker};
 
 /// # Safety
 /// `dev_ptr` is NULL or writable.

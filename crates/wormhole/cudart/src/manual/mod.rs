@@ -40,7 +40,7 @@ pub use streams::*;
 pub use symbols::*;
 pub use versions::*;
 
-use crate::rt::note;
+use crate::state::note;
 
 /// A call's status, recorded as the last error (`Err`: the status of a
 /// failure before or in the exchange).

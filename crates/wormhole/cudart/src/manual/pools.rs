@@ -17,7 +17,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use wormhole_cuda_api::*;
 
-use crate::rt::{note, tracker};
+use crate::state::{note, tracker};
 
 /// The most devices whose pools a client can name.
 const MAX_DEVICES: usize = 64;
@@ -76,7 +76,7 @@ fn state() -> MutexGuard<'static, State> {
 
 /// The device of a default pool's handle.
 fn device_of(pool: *mut c_void) -> Option<i32> {
-    crate::rt::slot_of(&TAGS, pool).map(|d| d as i32)
+    crate::state::slot_of(&TAGS, pool).map(|d| d as i32)
 }
 
 /// Counts an allocation cudaMallocAsync made at `start` against its

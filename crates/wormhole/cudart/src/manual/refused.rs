@@ -19,7 +19,7 @@ use std::ffi::{c_char, c_void};
 
 use wormhole_cuda_api::*;
 
-use crate::rt::note;
+use crate::state::note;
 use crate::{Dim3, IpcHandle};
 
 /// Leaves `*dev_ptr` as it was: the device cannot reach the client's

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use wormhole_cuda_api::fatbin::{self, Kernel};
 use wormhole_cuda_api::*;
 
-use crate::rt::{self, Call};
+use crate::call::Call;
+use crate::state;
 
 /// A registered fat binary: what `__cudaRegisterFatBinary` returns.
 struct Module {
@@ -48,7 +49,7 @@ pub(super) fn kernel_layout(host: u64) -> Result<Option<Arc<Kernel>>, i32> {
         {
             Ok(k) => k.cloned().map(Arc::new),
             Err(e) => {
-                rt::log(&format!("fat binary: {e}"));
+                state::log(&format!("fat binary: {e}"));
                 None
             }
         };
@@ -96,7 +97,7 @@ struct Wrapper {
 /// # Safety
 /// `fat_cubin` is nvcc's wrapper for an embedded fat binary.
 pub unsafe extern "C" fn __cudaRegisterFatBinary(fat_cubin: *mut c_void) -> *mut *mut c_void {
-    let id = rt::fresh_id();
+    let id = state::fresh_id();
     let mut image: &'static [u8] = &[];
     let mut layouts = fatbin::Layouts::default();
     // SAFETY: the caller's contract: NULL or nvcc's wrapper.
@@ -112,7 +113,7 @@ pub unsafe extern "C" fn __cudaRegisterFatBinary(fat_cubin: *mut c_void) -> *mut
             let fb: &'static [u8] = unsafe { std::slice::from_raw_parts(w.data, len as usize) };
             match fatbin::Layouts::new(fb) {
                 Ok(l) => (image, layouts) = (fb, l),
-                Err(e) => rt::log(&format!("fat binary: {e}")),
+                Err(e) => state::log(&format!("fat binary: {e}")),
             }
             if let Ok(mut c) = Call::begin(func::__cudaRegisterFatBinary) {
                 c.enc.u64(id);

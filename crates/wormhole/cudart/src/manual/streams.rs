@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use wormhole_cuda_api::*;
 
 use super::put;
-use crate::rt::{self, note};
+use crate::state::{self, note};
 
 thread_local! {
     /// cudaStreamCaptureMode of this thread (cudaStreamCaptureModeGlobal).
@@ -81,7 +81,7 @@ pub unsafe extern "C" fn cudaStreamGetCaptureInfo(
     // SAFETY: the caller's contract for its major; CUDA 12 callers passed
     // only three arguments, so the other registers hold nothing of theirs.
     unsafe {
-        if rt::MAJOR.load(Ordering::Relaxed) >= 13 {
+        if state::MAJOR.load(Ordering::Relaxed) >= 13 {
             capture_info(stream, status, id, graph, deps, edges, ndeps)
         } else {
             capture_info(

@@ -10,7 +10,8 @@ use wormhole_cuda_api::*;
 use super::copies::{check_device_range, chunks, is_dev};
 use super::registration::vars;
 use super::status_of;
-use crate::rt::{note, tracker, Call};
+use crate::call::Call;
+use crate::state::{note, tracker};
 
 /// Checks a symbol copy against the variable's registered size.
 fn symbol_range(symbol: *const c_void, count: usize, offset: usize) -> Result<u64, i32> {

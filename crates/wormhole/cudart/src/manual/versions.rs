@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use wormhole_cuda_api::*;
 
 use super::put;
-use crate::rt::{self, note};
+use crate::state::{self, note};
 
 /// # Safety
 /// `v` is NULL or writable.
@@ -17,7 +17,7 @@ pub unsafe extern "C" fn cudaRuntimeGetVersion(v: *mut i32) -> i32 {
         return note(cudaErrorInvalidValue);
     }
     // SAFETY: checked non-NULL; the caller's contract.
-    unsafe { *v = runtime_version(rt::MAJOR.load(Ordering::Relaxed)) };
+    unsafe { *v = runtime_version(state::MAJOR.load(Ordering::Relaxed)) };
     cudaSuccess
 }
 
@@ -29,7 +29,7 @@ pub unsafe extern "C" fn cudaRuntimeGetVersion(v: *mut i32) -> i32 {
 pub unsafe extern "C" fn cudaDriverGetVersion(v: *mut i32) -> i32 {
     // SAFETY: same contract.
     let s = unsafe { crate::gen::cudaDriverGetVersion(v) };
-    if s == rt::NO_SERVER && !v.is_null() {
+    if s == state::NO_SERVER && !v.is_null() {
         // SAFETY: checked non-NULL; the caller's contract.
         unsafe { *v = 0 };
         return cudaSuccess;
@@ -84,7 +84,10 @@ mod tests {
         let mut version = 0;
         // SAFETY: `version` is writable.
         assert_eq!(unsafe { cudaRuntimeGetVersion(&mut version) }, cudaSuccess);
-        assert_eq!(version, runtime_version(rt::MAJOR.load(Ordering::Relaxed)));
+        assert_eq!(
+            version,
+            runtime_version(state::MAJOR.load(Ordering::Relaxed))
+        );
         // SAFETY: NULL is refused.
         let status = unsafe { cudaRuntimeGetVersion(std::ptr::null_mut()) };
         assert_eq!(status, cudaErrorInvalidValue);
