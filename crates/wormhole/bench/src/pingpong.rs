@@ -2,7 +2,7 @@
 //! round trip is judged against.
 //!
 //! * `futex` / `spin`: one word per direction in shared memory (a memfd), with
-//!   the same waiting protocol as Wormhole's rings (`ring.rs`): the waiter
+//!   the same waiting protocol as Wormhole's rings (`ring/`): the waiter
 //!   announces itself in a `waiting` word, the poster wakes only if someone
 //!   sleeps. `spin` polls up to `polls` times before sleeping, as the
 //!   server's spin mode does; `futex` sleeps at once. The futex calls are
