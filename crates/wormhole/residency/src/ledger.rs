@@ -556,6 +556,17 @@ mod tests {
         out
     }
 
+    /// The ledger's request that tenant `t` evict `bytes`.
+    fn ask(t: TenantId, seq: u32, bytes: u64, force: bool) -> (TenantId, ToTenant) {
+        (t, ToTenant::Evict { seq, bytes, force })
+    }
+
+    fn evicted(l: &mut Ledger, t: TenantId, seq: u32, freed: u64, saved: u64, now: u64) -> Outbox {
+        let mut out = Vec::new();
+        l.handle(t, FromTenant::Evicted { seq, freed, saved }, now, &mut out);
+        out
+    }
+
     #[test]
     fn without_oversubscription_the_budget_is_a_hard_limit() {
         let mut l = ledger(100, false, Policy::Delay);
@@ -594,28 +605,8 @@ mod tests {
         l.handle(1, FromTenant::Active { seq: 5 }, 0, &mut out);
         out.clear();
         let out = need(&mut l, 3, 1, 30, 0);
-        assert_eq!(
-            out,
-            vec![(
-                2,
-                ToTenant::Evict {
-                    seq: 1,
-                    bytes: 30,
-                    force: true
-                }
-            )]
-        );
-        let mut out = Vec::new();
-        l.handle(
-            2,
-            FromTenant::Evicted {
-                seq: 1,
-                freed: 40,
-                saved: 0,
-            },
-            1,
-            &mut out,
-        );
+        assert_eq!(out, vec![ask(2, 1, 30, true)]);
+        let out = evicted(&mut l, 2, 1, 40, 0, 1);
         assert_eq!(out, vec![(3, ToTenant::Grant { seq: 1 })]);
         assert_eq!((l.used(), l.resident(2)), (90, Some(10)));
     }
@@ -629,46 +620,15 @@ mod tests {
         need(&mut l, 1, 1, 50, 0);
         need(&mut l, 2, 1, 50, 0);
         let out = need(&mut l, 3, 1, 50, 0);
-        assert_eq!(
-            out,
-            vec![(
-                1,
-                ToTenant::Evict {
-                    seq: 1,
-                    bytes: 50,
-                    force: true
-                }
-            )],
-            "oldest first (ties by id)"
-        );
+        assert_eq!(out, vec![ask(1, 1, 50, true)], "oldest first (ties by id)");
         let mut out = Vec::new();
         let t = LedgerConfig::default().answer_timeout_ns;
         assert_eq!(l.next_deadline(), Some(t));
         l.tick(t, &mut out);
-        assert_eq!(
-            out,
-            vec![(
-                2,
-                ToTenant::Evict {
-                    seq: 2,
-                    bytes: 50,
-                    force: true
-                }
-            )]
-        );
+        assert_eq!(out, vec![ask(2, 2, 50, true)]);
         assert_eq!(l.resident(1), Some(50), "never taken as evicted");
-        out.clear();
         // The late answer still counts for what it freed.
-        l.handle(
-            1,
-            FromTenant::Evicted {
-                seq: 1,
-                freed: 50,
-                saved: 50,
-            },
-            t + 1,
-            &mut out,
-        );
+        let out = evicted(&mut l, 1, 1, 50, 50, t + 1);
         assert_eq!(out, vec![(3, ToTenant::Grant { seq: 1 })]);
     }
 
@@ -679,17 +639,7 @@ mod tests {
         l.join(2);
         need(&mut l, 1, 1, 100, 0);
         let out = need(&mut l, 2, 1, 10, 0);
-        assert_eq!(
-            out,
-            vec![(
-                1,
-                ToTenant::Evict {
-                    seq: 1,
-                    bytes: 10,
-                    force: true
-                }
-            )]
-        );
+        assert_eq!(out, vec![ask(1, 1, 10, true)]);
         let mut out = Vec::new();
         l.handle(1, FromTenant::Busy { seq: 1 }, 1, &mut out);
         assert!(out.is_empty(), "left alone while backing off");
@@ -725,45 +675,15 @@ mod tests {
         }
         need(&mut l, 1, 1, 80, 0);
         let out = need(&mut l, 2, 1, 60, 0);
-        assert_eq!(
-            out,
-            vec![(
-                1,
-                ToTenant::Evict {
-                    seq: 1,
-                    bytes: 40,
-                    force: true
-                }
-            )]
-        );
+        assert_eq!(out, vec![ask(1, 1, 40, true)]);
         assert!(
             need(&mut l, 3, 1, 10, 0).is_empty(),
             "10 would fit, but waits"
         );
-        let mut out = Vec::new();
-        l.handle(
-            1,
-            FromTenant::Evicted {
-                seq: 1,
-                freed: 40,
-                saved: 0,
-            },
-            1,
-            &mut out,
-        );
+        let out = evicted(&mut l, 1, 1, 40, 0, 1);
         assert_eq!(
             out,
-            vec![
-                (2, ToTenant::Grant { seq: 1 }),
-                (
-                    1,
-                    ToTenant::Evict {
-                        seq: 2,
-                        bytes: 10,
-                        force: true
-                    }
-                )
-            ],
+            vec![(2, ToTenant::Grant { seq: 1 }), ask(1, 2, 10, true)],
             "the first served, room asked for the next"
         );
         assert_eq!(l.used(), 100);
@@ -778,17 +698,7 @@ mod tests {
             l.join(t);
         }
         need(&mut l, 1, 1, 80, 0);
-        assert_eq!(
-            need(&mut l, 2, 1, 60, 0),
-            vec![(
-                1,
-                ToTenant::Evict {
-                    seq: 1,
-                    bytes: 40,
-                    force: true
-                }
-            )]
-        );
+        assert_eq!(need(&mut l, 2, 1, 60, 0), vec![ask(1, 1, 40, true)]);
         let mut out = Vec::new();
         let retry = FromTenant::Need {
             seq: 2,
@@ -799,17 +709,7 @@ mod tests {
         l.handle(3, retry, 0, &mut out);
         assert_eq!(
             out,
-            vec![
-                (3, ToTenant::Grant { seq: 2 }),
-                (
-                    3,
-                    ToTenant::Evict {
-                        seq: 2,
-                        bytes: 10,
-                        force: true
-                    }
-                )
-            ],
+            vec![(3, ToTenant::Grant { seq: 2 }), ask(3, 2, 10, true)],
             "ahead of the 60, then asked for the rest of the 60's room"
         );
         // Tenant 3 is the first asked (the oldest, by id) for room for its
@@ -819,17 +719,7 @@ mod tests {
         l.join(4);
         need(&mut l, 3, 1, 40, 0);
         need(&mut l, 4, 1, 50, 0);
-        assert_eq!(
-            need(&mut l, 3, 2, 20, 0),
-            vec![(
-                3,
-                ToTenant::Evict {
-                    seq: 1,
-                    bytes: 10,
-                    force: false
-                }
-            )]
-        );
+        assert_eq!(need(&mut l, 3, 2, 20, 0), vec![ask(3, 1, 10, false)]);
     }
 
     /// Past its cap beside what it holds, a tenant's request waits while
@@ -845,28 +735,8 @@ mod tests {
         });
         l.join(1);
         need(&mut l, 1, 1, 50, 0);
-        assert_eq!(
-            need(&mut l, 1, 2, 20, 0),
-            vec![(
-                1,
-                ToTenant::Evict {
-                    seq: 1,
-                    bytes: 10,
-                    force: false
-                }
-            )]
-        );
-        let mut out = Vec::new();
-        l.handle(
-            1,
-            FromTenant::Evicted {
-                seq: 1,
-                freed: 10,
-                saved: 10,
-            },
-            1,
-            &mut out,
-        );
+        assert_eq!(need(&mut l, 1, 2, 20, 0), vec![ask(1, 1, 10, false)]);
+        let out = evicted(&mut l, 1, 1, 10, 10, 1);
         assert_eq!(out, vec![(1, ToTenant::Grant { seq: 2 })]);
         assert_eq!(l.resident(1), Some(60));
     }
@@ -914,29 +784,9 @@ mod tests {
             }
             assert_eq!(
                 out,
-                vec![
-                    (1, ToTenant::Displaced),
-                    (
-                        1,
-                        ToTenant::Evict {
-                            seq: 1,
-                            bytes: u64::MAX,
-                            force: false
-                        }
-                    )
-                ]
+                vec![(1, ToTenant::Displaced), ask(1, 1, u64::MAX, false)]
             );
-            out.clear();
-            l.handle(
-                1,
-                FromTenant::Evicted {
-                    seq: 1,
-                    freed: 30,
-                    saved: 30,
-                },
-                0,
-                &mut out,
-            );
+            out = evicted(&mut l, 1, 1, 30, 30, 0);
             assert_eq!(out, vec![(2, ToTenant::Switched { seq: 1 })]);
             assert_eq!(l.last(), Some(2));
             l.leave(2, 0, &mut out);
