@@ -128,6 +128,19 @@ impl Fixture {
         let act = TreeActuator::new(self.root()).with_refusals_from_tree();
         Rebalancer::new(opts, Recorder::new(act)).unwrap()
     }
+
+    /// A rebalancer past its warm-up step, with `steal` the per-node steal time since.
+    fn warmed(
+        &self,
+        policy: Policy,
+        dry_run: bool,
+        steal: &[u64],
+    ) -> Rebalancer<Recorder<TreeActuator>> {
+        let mut r = self.rebalancer(policy, dry_run);
+        r.step().unwrap();
+        self.set_steal(steal);
+        r
+    }
 }
 
 fn cpus_of(status: &str) -> String {
@@ -155,9 +168,7 @@ fn stays_under_threshold_and_writes_nothing() {
 fn coarse_pins_everything_to_least_stolen_node_and_counts_failures() {
     let f = Fixture::new(4);
     let before = f.snapshot();
-    let mut r = f.rebalancer(Policy::Coarse, false);
-    r.step().unwrap();
-    f.set_steal(&[120, 60, 10, 80]);
+    let mut r = f.warmed(Policy::Coarse, false, &[120, 60, 10, 80]);
     let s = r.step().unwrap();
     assert_eq!(
         s.decision,
@@ -225,9 +236,7 @@ fn coarse_pins_everything_to_least_stolen_node_and_counts_failures() {
 #[test]
 fn fine_spreads_over_two_least_stolen_nodes() {
     let f = Fixture::new(4);
-    let mut r = f.rebalancer(Policy::Fine, false);
-    r.step().unwrap();
-    f.set_steal(&[200, 5, 100, 0]);
+    let mut r = f.warmed(Policy::Fine, false, &[200, 5, 100, 0]);
     let s = r.step().unwrap();
     assert_eq!(
         s.decision,
@@ -249,9 +258,7 @@ fn fine_spreads_over_two_least_stolen_nodes() {
 #[test]
 fn no_better_node_leaves_everything() {
     let f = Fixture::new(2);
-    let mut r = f.rebalancer(Policy::Coarse, false);
-    r.step().unwrap();
-    f.set_steal(&[100, 0]);
+    let mut r = f.warmed(Policy::Coarse, false, &[100, 0]);
     assert!(matches!(r.step().unwrap().decision, Decision::Pin { .. }));
     let n = r.actuator().ops.len();
     // Now on node 1; it gets stolen from but node 0 is worse.
@@ -267,9 +274,7 @@ fn no_better_node_leaves_everything() {
 fn dry_run_decides_but_changes_nothing() {
     let f = Fixture::new(4);
     let before = f.snapshot();
-    let mut r = f.rebalancer(Policy::Coarse, true);
-    r.step().unwrap();
-    f.set_steal(&[120, 60, 10, 80]);
+    let mut r = f.warmed(Policy::Coarse, true, &[120, 60, 10, 80]);
     assert!(matches!(r.step().unwrap().decision, Decision::Pin { .. }));
     assert!(r.actuator().ops.is_empty());
     assert_eq!(before, f.snapshot());
@@ -279,9 +284,7 @@ fn dry_run_decides_but_changes_nothing() {
 fn restore_puts_back_every_original_value() {
     let f = Fixture::new(4);
     let before = f.snapshot();
-    let mut r = f.rebalancer(Policy::Fine, false);
-    r.step().unwrap();
-    f.set_steal(&[120, 60, 10, 80]);
+    let mut r = f.warmed(Policy::Fine, false, &[120, 60, 10, 80]);
     r.step().unwrap();
     // A second move: originals must still be the first values, not the pinned ones.
     f.set_steal(&[130, 70, 100, 180]);
@@ -321,9 +324,7 @@ fn denied_thread_is_counted_and_exited_threads_are_skipped_on_restore() {
         ".refuse",
         "proc/irq/5/smp_affinity_list EIO\nproc/irq/9/smp_affinity_list EPERM\nproc/100/task/101/status EPERM\n",
     );
-    let mut r = f.rebalancer(Policy::Coarse, false);
-    r.step().unwrap();
-    f.set_steal(&[100, 0]);
+    let mut r = f.warmed(Policy::Coarse, false, &[100, 0]);
     let s = r.step().unwrap();
     assert_eq!(
         (s.counts.threads_set, s.counts.threads_denied),
