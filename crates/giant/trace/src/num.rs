@@ -21,10 +21,20 @@ pub enum NumError {
 /// Parses an unsigned decimal integer (no sign, no spaces).
 #[inline]
 pub fn parse_u64(field: &[u8]) -> Result<u64, NumError> {
+    whole(field, parse_u64_prefix)
+}
+
+/// Reads all of `field` with a prefix parser: empty is [`NumError::Empty`], anything left
+/// over is [`NumError::InvalidDigit`].
+#[inline(always)]
+fn whole<T>(
+    field: &[u8],
+    prefix: impl FnOnce(&[u8]) -> Result<(T, usize), NumError>,
+) -> Result<T, NumError> {
     if field.is_empty() {
         return Err(NumError::Empty);
     }
-    match parse_u64_prefix(field)? {
+    match prefix(field)? {
         (v, n) if n == field.len() => Ok(v),
         _ => Err(NumError::InvalidDigit),
     }
@@ -69,13 +79,7 @@ const POW10: [f64; 23] = [
 /// Parses a decimal float such as `0.125`, `-3`, `9.537e-06` or `1E5`.
 #[inline]
 pub fn parse_f64(field: &[u8]) -> Result<f64, NumError> {
-    if field.is_empty() {
-        return Err(NumError::Empty);
-    }
-    match parse_f64_prefix(field)? {
-        (v, n) if n == field.len() => Ok(v),
-        _ => Err(NumError::InvalidDigit),
-    }
+    whole(field, parse_f64_prefix)
 }
 
 /// A decimal read by [`scan_decimal`], before conversion.
@@ -100,31 +104,14 @@ fn scan_decimal(field: &[u8]) -> Result<Decimal, NumError> {
         _ => (false, 0),
     };
     let body = &field[sign..];
-    let mut i = 0;
     // Up to 19 digits cannot overflow; longer mantissas take the slow path below, so the
     // wrapping here never changes a result that is used.
-    let mut mant: u64 = 0;
-    while let Some(&c) = body.get(i) {
-        let d = c.wrapping_sub(b'0');
-        if d > 9 {
-            break;
-        }
-        mant = mant.wrapping_mul(10).wrapping_add(u64::from(d));
-        i += 1;
-    }
+    let (mut mant, mut i) = digits(body, 0, 0);
     let int_digits = i;
     let mut frac_digits = 0;
     if body.get(i) == Some(&b'.') {
-        i += 1;
-        let start = i;
-        while let Some(&c) = body.get(i) {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
-            mant = mant.wrapping_mul(10).wrapping_add(u64::from(d));
-            i += 1;
-        }
+        let start = i + 1;
+        (mant, i) = digits(body, start, mant);
         frac_digits = i - start;
     }
     if int_digits + frac_digits == 0 {
@@ -161,6 +148,21 @@ fn scan_decimal(field: &[u8]) -> Result<Decimal, NumError> {
         body_len: i,
         len: sign + i,
     })
+}
+
+/// Appends the decimal digits of `body` from `i` on to `mant` (wrapping); returns it and
+/// the index of the first byte that is not a digit.
+#[inline(always)]
+fn digits(body: &[u8], mut i: usize, mut mant: u64) -> (u64, usize) {
+    while let Some(&c) = body.get(i) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        mant = mant.wrapping_mul(10).wrapping_add(u64::from(d));
+        i += 1;
+    }
+    (mant, i)
 }
 
 /// The correctly rounded `f64` of a scanned decimal (`field` is what was scanned).
