@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::sync::Once;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -21,6 +22,8 @@ fn register_font() {
 }
 
 type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
+type Chart<'a, 'b> =
+    ChartContext<'a, BitMapBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// A metric to plot: its title and how to read it from a run.
 pub type Metric<'a> = (&'a str, fn(&Summary) -> f64);
@@ -67,6 +70,42 @@ fn color(i: usize) -> RGBColor {
     C[i % C.len()]
 }
 
+/// Draws the legend box of a chart's labelled series.
+fn legend<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    path: &Path,
+    position: SeriesLabelPosition,
+    font_size: u32,
+) -> Result<(), SimError> {
+    tryp!(
+        chart
+            .configure_series_labels()
+            .position(position)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font(("sans-serif", font_size))
+            .draw(),
+        path
+    );
+    Ok(())
+}
+
+/// The legend mark of a line series drawn in `c`.
+fn line_key(c: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
+}
+
+/// The tick label at `x` on an axis with one bar per label at 0, 1, 2...: the bar's
+/// label on a bar, nothing between bars.
+fn bar_label(labels: &[String], x: f64) -> String {
+    let i = x.round();
+    if (x - i).abs() < 0.01 && i >= 0.0 && (i as usize) < labels.len() {
+        labels[i as usize].clone()
+    } else {
+        String::new()
+    }
+}
+
 fn bars(
     area: &Area<'_>,
     path: &Path,
@@ -95,14 +134,7 @@ fn bars(
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(n)
-            .x_label_formatter(&|x| {
-                let i = x.round();
-                if (x - i).abs() < 0.01 && i >= 0.0 && (i as usize) < lab.len() {
-                    lab[i as usize].clone()
-                } else {
-                    String::new()
-                }
-            })
+            .x_label_formatter(&|x| bar_label(&lab, *x))
             .y_desc(ylabel)
             .label_style(("sans-serif", 12))
             .draw(),
@@ -261,19 +293,9 @@ pub fn over_time(
             )),
             path
         );
-        s.label(short(&r.policy).to_string())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2)));
+        s.label(short(&r.policy).to_string()).legend(line_key(c));
     }
-    tryp!(
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw(),
-        path
-    );
+    legend(&mut chart, path, SeriesLabelPosition::UpperLeft, 14)?;
     tryp!(whole.present(), path);
     Ok(())
 }
@@ -343,24 +365,13 @@ pub fn sweep(
                 chart.draw_series(LineSeries::new(pts.clone(), c.stroke_width(2))),
                 path
             );
-            s.label(short(p).to_string()).legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], c.stroke_width(2))
-            });
+            s.label(short(p).to_string()).legend(line_key(c));
             tryp!(
                 chart.draw_series(pts.into_iter().map(|pt| Circle::new(pt, 3, c.filled()))),
                 path
             );
         }
-        tryp!(
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .label_font(("sans-serif", 12))
-                .draw(),
-            path
-        );
+        legend(&mut chart, path, SeriesLabelPosition::UpperRight, 12)?;
     }
     tryp!(whole.present(), path);
     Ok(())
@@ -398,55 +409,31 @@ pub fn first_second(path: &Path, runs: &[Summary]) -> Result<(), SimError> {
             .configure_mesh()
             .disable_x_mesh()
             .x_labels(n)
-            .x_label_formatter(&|x| {
-                let i = x.round();
-                if (x - i).abs() < 0.01 && i >= 0.0 && (i as usize) < labels.len() {
-                    labels[i as usize].clone()
-                } else {
-                    String::new()
-                }
-            })
+            .x_label_formatter(&|x| bar_label(&labels, *x))
             .y_desc("tasks moved")
             .label_style(("sans-serif", 13))
             .draw(),
         path
     );
-    let first = color(2);
-    let second = color(3);
-    tryp!(
-        chart.draw_series(runs.iter().enumerate().map(|(i, r)| {
-            let x = i as f64;
-            Rectangle::new(
-                [(x - 0.38, 0.0), (x - 0.02, r.to_first as f64)],
-                first.filled(),
-            )
-        })),
-        path
-    )
-    .label("least-loaded")
-    .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], first.filled()));
-    tryp!(
-        chart.draw_series(runs.iter().enumerate().map(|(i, r)| {
-            let x = i as f64;
-            Rectangle::new(
-                [(x + 0.02, 0.0), (x + 0.38, r.to_second as f64)],
-                second.filled(),
-            )
-        })),
-        path
-    )
-    .label("second least-loaded")
-    .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], second.filled()));
-    tryp!(
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .draw(),
-        path
-    );
+    // Two bars per run: least-loaded left of the tick, second least-loaded right of it.
+    // (legend, colour, left and right edge from the tick, moves counted)
+    type Side = (&'static str, RGBColor, f64, f64, fn(&Summary) -> u64);
+    let sides: [Side; 2] = [
+        ("least-loaded", color(2), -0.38, -0.02, |r| r.to_first),
+        ("second least-loaded", color(3), 0.02, 0.38, |r| r.to_second),
+    ];
+    for (name, c, left, right, moved) in sides {
+        tryp!(
+            chart.draw_series(runs.iter().enumerate().map(|(i, r)| {
+                let x = i as f64;
+                Rectangle::new([(x + left, 0.0), (x + right, moved(r) as f64)], c.filled())
+            })),
+            path
+        )
+        .label(name)
+        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], c.filled()));
+    }
+    legend(&mut chart, path, SeriesLabelPosition::UpperRight, 14)?;
     tryp!(whole.present(), path);
     Ok(())
 }
