@@ -2,9 +2,9 @@
 //! (skipped, saying so, when ../shared/data is absent).
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+mod common;
 
+use common::{real_dir, write_gz};
 use giant_sim::driver::feed;
 use giant_sim::model::Simulation;
 use giant_sim::policy::SortKey;
@@ -12,17 +12,6 @@ use giant_sim::usage::{UsageModel, EXCERPT_QUANTILES};
 use giant_sim::{Config, PolicyKind, SimError, Trace};
 use giant_trace::synth::{write_files, SynthConfig};
 use giant_trace::{IterSource, OnError, TaskEvent, TaskUsage, TraceReader};
-
-fn real_dir() -> Option<PathBuf> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../../shared/data/google-clusterdata-2011-2");
-    if d.is_dir() {
-        Some(d)
-    } else {
-        eprintln!("SKIP: real trace excerpt not found at {}", d.display());
-        None
-    }
-}
 
 fn rows<T: giant_trace::Record>(text: &str) -> Vec<T> {
     TraceReader::<_, T>::new(text.as_bytes(), "inline", OnError::Fail)
@@ -153,11 +142,11 @@ fn usage_rows_never_go_to_an_ended_or_reused_slot() {
 fn malformed_rows_name_file_and_line_or_are_skipped() {
     let dir = tempfile::tempdir().unwrap();
     let good = "600000000,,1,0,,0,u,0,0,0.1,0.01,0,0\n";
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    gz.write_all(format!("{good}{good}600000000,,1,x,,0,u,0,0,0.1,0.01,0,0\n{good}").as_bytes())
-        .unwrap();
     let path = dir.path().join("task_events-part-00000-of-00001.csv.gz");
-    std::fs::write(&path, gz.finish().unwrap()).unwrap();
+    write_gz(
+        &path,
+        &format!("{good}{good}600000000,,1,x,,0,u,0,0,0.1,0.01,0,0\n{good}"),
+    );
     let err = match Trace::load(dir.path(), OnError::Fail) {
         Err(e) => e.to_string(),
         Ok(_) => panic!("malformed line accepted"),

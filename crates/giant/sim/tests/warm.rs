@@ -4,9 +4,12 @@
 //! (skipped, saying so, when ../shared/data is absent).
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
-use std::io::{BufRead, Write};
+mod common;
+
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
+use common::{real_dir, write_gz};
 use giant_sim::driver::LoadOptions;
 use giant_sim::warm::StartMode;
 use giant_sim::{verdict, Config, PolicyKind, Summary, Trace};
@@ -15,23 +18,6 @@ use giant_trace::OnError;
 /// Trace time of the official part 00010's first event.
 const T: u64 = 50_712_000_000;
 const S: u64 = 1_000_000;
-
-fn real_dir() -> Option<PathBuf> {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../../shared/data/google-clusterdata-2011-2");
-    if d.is_dir() {
-        Some(d)
-    } else {
-        eprintln!("SKIP: real trace excerpt not found at {}", d.display());
-        None
-    }
-}
-
-fn write_gz(path: &Path, text: &str) {
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    gz.write_all(text.as_bytes()).unwrap();
-    std::fs::write(path, gz.finish().unwrap()).unwrap();
-}
 
 /// A directory holding `events` as part 00010 and, if given, `usage`.
 fn part_dir(events: &str, usage: Option<&str>) -> tempfile::TempDir {
