@@ -166,30 +166,7 @@ fn main() {
         }),
         raw_bytes,
     );
-    let sim = |ev: &[Vec<u8>], us: &[Vec<u8>]| {
-        let mut s = Simulation::new(
-            Config::default(),
-            PolicyKind::Fine(giant_sim::policy::SortKey::Arrival),
-            UsageModel::default(),
-        )
-        .unwrap();
-        let mut e = Chain::new(ev.len(), |i| {
-            Ok(TraceReader::<_, TaskEvent>::new(
-                &ev[i][..],
-                "ev",
-                OnError::Fail,
-            ))
-        });
-        let mut u = Chain::new(us.len(), |i| {
-            Ok(TraceReader::<_, TaskUsage>::new(
-                &us[i][..],
-                "us",
-                OnError::Fail,
-            ))
-        });
-        let end = feed(&mut s, &mut e, &mut u, None).unwrap();
-        s.finish(Some(end)).rows
-    };
+    let sim = |ev: &[Vec<u8>], us: &[Vec<u8>]| simulate(ev, us, |d| d, false);
     let t_ps = report(
         "parse + simulate (fine policy, 800 machines)",
         time(|| sim(&ev_raw, &us_raw)),
@@ -206,61 +183,12 @@ fn main() {
     );
     let t_e2e_flate = report(
         "END TO END: flate2/zlib-rs streaming + parse + simulate",
-        time(|| {
-            let mut s = Simulation::new(
-                Config::default(),
-                PolicyKind::Fine(giant_sim::policy::SortKey::Arrival),
-                UsageModel::default(),
-            )
-            .unwrap();
-            let mut e = Chain::new(ev_gz.len(), |i| {
-                Ok(TraceReader::<_, TaskEvent>::new(
-                    flate2::read::MultiGzDecoder::new(&ev_gz[i][..]),
-                    "ev",
-                    OnError::Fail,
-                ))
-            });
-            let mut u = Chain::new(us_gz.len(), |i| {
-                Ok(TraceReader::<_, TaskUsage>::new(
-                    flate2::read::MultiGzDecoder::new(&us_gz[i][..]),
-                    "us",
-                    OnError::Fail,
-                ))
-            });
-            let end = feed(&mut s, &mut e, &mut u, None).unwrap();
-            s.finish(Some(end)).rows
-        }),
+        time(|| simulate(&ev_gz, &us_gz, flate2::read::MultiGzDecoder::new, false)),
         raw_bytes,
     );
     let t_e2e_filter = report(
         "END TO END, job filter: flate2 + parse sampled jobs + sim",
-        time(|| {
-            let cfg = Config::default();
-            let mut s = Simulation::new(
-                cfg.clone(),
-                PolicyKind::Fine(giant_sim::policy::SortKey::Arrival),
-                UsageModel::default(),
-            )
-            .unwrap();
-            let mut e = Chain::new(ev_gz.len(), |i| {
-                Ok(TraceReader::<_, TaskEvent>::new(
-                    flate2::read::MultiGzDecoder::new(&ev_gz[i][..]),
-                    "ev",
-                    OnError::Fail,
-                )
-                .with_job_filter(giant_sim::model::job_filter(&cfg)))
-            });
-            let mut u = Chain::new(us_gz.len(), |i| {
-                Ok(TraceReader::<_, TaskUsage>::new(
-                    flate2::read::MultiGzDecoder::new(&us_gz[i][..]),
-                    "us",
-                    OnError::Fail,
-                )
-                .with_job_filter(giant_sim::model::job_filter(&cfg)))
-            });
-            let end = feed(&mut s, &mut e, &mut u, None).unwrap();
-            s.finish(Some(end)).rows
-        }),
+        time(|| simulate(&ev_gz, &us_gz, flate2::read::MultiGzDecoder::new, true)),
         raw_bytes,
     );
     println!();
@@ -286,6 +214,42 @@ fn main() {
             if r >= 5e6 { "PASS" } else { "BELOW" }
         );
     }
+}
+
+/// Streams the event and usage parts, each opened by `open`, through the fine policy on
+/// the default config; with `filter`, the readers keep only the sampled jobs. Returns the
+/// rows simulated.
+fn simulate<'a, R: Read>(
+    ev: &'a [Vec<u8>],
+    us: &'a [Vec<u8>],
+    open: impl Fn(&'a [u8]) -> R,
+    filter: bool,
+) -> u64 {
+    let cfg = Config::default();
+    let mut s = Simulation::new(
+        cfg.clone(),
+        PolicyKind::Fine(giant_sim::policy::SortKey::Arrival),
+        UsageModel::default(),
+    )
+    .unwrap();
+    let mut e = Chain::new(ev.len(), |i| {
+        let r = TraceReader::<_, TaskEvent>::new(open(&ev[i][..]), "ev", OnError::Fail);
+        Ok(if filter {
+            r.with_job_filter(giant_sim::model::job_filter(&cfg))
+        } else {
+            r
+        })
+    });
+    let mut u = Chain::new(us.len(), |i| {
+        let r = TraceReader::<_, TaskUsage>::new(open(&us[i][..]), "us", OnError::Fail);
+        Ok(if filter {
+            r.with_job_filter(giant_sim::model::job_filter(&cfg))
+        } else {
+            r
+        })
+    });
+    let end = feed(&mut s, &mut e, &mut u, None).unwrap();
+    s.finish(Some(end)).rows
 }
 
 /// One-shot libdeflate decompression of a single-member gzip buffer (size from the trailer).
