@@ -341,13 +341,16 @@ mod tests {
             Err(ProtoError::Tag(GRANT)),
             "the listener's messages are not a tenant's"
         );
-        let mut need = FromTenant::Need {
-            seq: 1,
-            bytes: 2,
-            restore: false,
-            retry: false,
-        }
-        .encode();
+        let encoded = || {
+            FromTenant::Need {
+                seq: 1,
+                bytes: 2,
+                restore: false,
+                retry: false,
+            }
+            .encode()
+        };
+        let mut need = encoded();
         need.push(0);
         assert!(matches!(
             FromTenant::decode(&need),
@@ -358,13 +361,7 @@ mod tests {
             FromTenant::decode(&need),
             Err(ProtoError::Length { .. })
         ));
-        let mut need = FromTenant::Need {
-            seq: 1,
-            bytes: 2,
-            restore: false,
-            retry: false,
-        }
-        .encode();
+        let mut need = encoded();
         *need.last_mut().expect("flag") = 2;
         assert_eq!(FromTenant::decode(&need), Err(ProtoError::Flag(2)));
         assert!(ToTenant::decode(&[DISPLACED, 0]).is_err());
