@@ -540,6 +540,16 @@ mod tests {
         })
     }
 
+    /// 100 bytes, oversubscribed, each tenant capped at 60.
+    fn capped_at_60() -> Ledger {
+        Ledger::new(LedgerConfig {
+            budget: 100,
+            oversubscribe: true,
+            tenant_cap: 60,
+            ..LedgerConfig::default()
+        })
+    }
+
     fn need(l: &mut Ledger, t: TenantId, seq: u32, bytes: u64, now: u64) -> Outbox {
         let mut out = Vec::new();
         l.handle(
@@ -727,12 +737,7 @@ mod tests {
     /// behind: an eviction's answer on its way).
     #[test]
     fn a_request_past_the_tenants_cap_waits_for_its_own_room() {
-        let mut l = Ledger::new(LedgerConfig {
-            budget: 100,
-            oversubscribe: true,
-            tenant_cap: 60,
-            ..LedgerConfig::default()
-        });
+        let mut l = capped_at_60();
         l.join(1);
         need(&mut l, 1, 1, 50, 0);
         assert_eq!(need(&mut l, 1, 2, 20, 0), vec![ask(1, 1, 10, false)]);
@@ -743,12 +748,7 @@ mod tests {
 
     #[test]
     fn a_tenant_may_not_hold_more_than_its_cap_nor_wait_twice() {
-        let mut l = Ledger::new(LedgerConfig {
-            budget: 100,
-            oversubscribe: true,
-            tenant_cap: 60,
-            ..LedgerConfig::default()
-        });
+        let mut l = capped_at_60();
         l.join(1);
         l.join(2);
         assert_eq!(
