@@ -136,12 +136,9 @@ impl ModelArgs {
     }
 }
 
+/// Which policies `run` and `sweep` run, and where their summaries go.
 #[derive(Args)]
-struct RunArgs {
-    #[command(flatten)]
-    trace: TraceArgs,
-    #[command(flatten)]
-    model: ModelArgs,
+struct RunsArgs {
     /// Policies (comma separated) or "all".
     #[arg(long, default_value = "all")]
     policy: String,
@@ -151,6 +148,16 @@ struct RunArgs {
     /// JSON instead of CSV.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    trace: TraceArgs,
+    #[command(flatten)]
+    model: ModelArgs,
+    #[command(flatten)]
+    runs: RunsArgs,
 }
 
 #[derive(Args)]
@@ -165,15 +172,8 @@ struct SweepArgs {
     /// Values (comma separated).
     #[arg(long)]
     values: String,
-    /// Policies (comma separated) or "all".
-    #[arg(long, default_value = "all")]
-    policy: String,
-    /// Output directory.
-    #[arg(long, default_value = "bench/out/giant")]
-    out: PathBuf,
-    /// JSON instead of CSV.
-    #[arg(long)]
-    json: bool,
+    #[command(flatten)]
+    runs: RunsArgs,
 }
 
 #[derive(Args)]
@@ -397,14 +397,14 @@ fn print_table(runs: &[Summary]) {
 fn cmd_run(a: RunArgs) -> Result<()> {
     let trace = load(&a.trace)?;
     let cfg = a.model.config();
-    let runs: Vec<_> = policies(&a.policy)?
+    let runs: Vec<_> = policies(&a.runs.policy)?
         .into_iter()
         .map(|p| (cfg.clone(), p))
         .collect();
     let res = sweep_runs(&trace, &runs)?;
     print_table(&res);
-    output::write_runs(&a.out, "runs", &res, a.json, true)?;
-    eprintln!("wrote {}", a.out.display());
+    output::write_runs(&a.runs.out, "runs", &res, a.runs.json, true)?;
+    eprintln!("wrote {}", a.runs.out.display());
     Ok(())
 }
 
@@ -439,13 +439,19 @@ fn cmd_sweep(a: SweepArgs) -> Result<()> {
     let mut runs = Vec::new();
     for v in parse_values(&a.values)? {
         let c = with_param(&base, &a.param, v)?;
-        for p in policies(&a.policy)? {
+        for p in policies(&a.runs.policy)? {
             runs.push((c.clone(), p));
         }
     }
     let res = sweep_runs(&trace, &runs)?;
     print_table(&res);
-    output::write_runs(&a.out, &format!("sweep-{}", a.param), &res, a.json, false)?;
+    output::write_runs(
+        &a.runs.out,
+        &format!("sweep-{}", a.param),
+        &res,
+        a.runs.json,
+        false,
+    )?;
     Ok(())
 }
 
