@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{real_dir, write_gz};
+use common::{one_machine, real_dir, write_gz};
 use giant_sim::driver::feed;
 use giant_sim::model::Simulation;
 use giant_sim::policy::SortKey;
@@ -33,17 +33,6 @@ fn run_rows(cfg: Config, policy: PolicyKind, events: &str, usage: &str) -> giant
     )
     .unwrap();
     sim.finish(Some(end))
-}
-
-fn one_machine() -> Config {
-    Config {
-        machines: 1,
-        cell_size: 1,
-        job_sample: Some(1.0),
-        interval_s: 60,
-        sample_interval_s: 60,
-        ..Config::default()
-    }
 }
 
 #[test]

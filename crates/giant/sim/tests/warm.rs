@@ -9,7 +9,7 @@ mod common;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use common::{real_dir, write_gz};
+use common::{one_machine, real_dir, write_gz};
 use giant_sim::driver::LoadOptions;
 use giant_sim::warm::StartMode;
 use giant_sim::{verdict, Config, PolicyKind, Summary, Trace};
@@ -69,17 +69,6 @@ fn late_part() -> String {
     rows.concat()
 }
 
-fn one_cell() -> Config {
-    Config {
-        machines: 1,
-        cell_size: 1,
-        job_sample: Some(1.0),
-        interval_s: 60,
-        sample_interval_s: 60,
-        ..Config::default()
-    }
-}
-
 fn load(dir: &Path, start: StartMode, history: Vec<PathBuf>) -> Trace {
     Trace::load_with(dir, OnError::Fail, &LoadOptions { start, history }).unwrap()
 }
@@ -119,7 +108,7 @@ fn a_late_part_with_orphans_of_every_type_is_reported_and_warm_started() {
     let text = r.to_string();
     assert!(text.contains("SCHEDULE 1, EVICT 1, FAIL 1, FINISH 1, KILL 1, LOST 1, UPDATE_PENDING 1, UPDATE_RUNNING 1"), "{text}");
 
-    let warm = t.run(&one_cell(), PolicyKind::None).unwrap();
+    let warm = t.run(&one_machine(), PolicyKind::None).unwrap();
     assert_eq!(warm.start, "warm: own events");
     assert_eq!(
         (warm.warm_running, warm.warm_pending, warm.warm_scheduled),
@@ -147,7 +136,7 @@ fn a_late_part_with_orphans_of_every_type_is_reported_and_warm_started() {
         &cold_trace.input.warnings,
         "cold start on events that begin mid-trace"
     ));
-    let cold = cold_trace.run(&one_cell(), PolicyKind::None).unwrap();
+    let cold = cold_trace.run(&one_machine(), PolicyKind::None).unwrap();
     assert_eq!(cold.start, "cold");
     assert_eq!(
         (cold.warm_running, cold.warm_pending, cold.warm_scheduled),
@@ -192,7 +181,7 @@ fn usage_that_overlaps_nothing_is_reported_and_changes_nothing() {
         "8 matched rows must not refit the model"
     );
     assert!(has(&mixed.input.warnings, "the usage given matched 8 rows"));
-    let cfg = one_cell();
+    let cfg = one_machine();
     let a = alone.run(&cfg, PolicyKind::None).unwrap();
     let b = mixed.run(&cfg, PolicyKind::None).unwrap();
     assert_eq!(b.usage_rows_before_events, 8);
@@ -233,7 +222,7 @@ fn usage_that_overlaps_half_is_measured_there_and_reported() {
         &t.input.warnings,
         "overlap only 50.0% of the events' time range"
     ));
-    let s = t.run(&one_cell(), PolicyKind::None).unwrap();
+    let s = t.run(&one_machine(), PolicyKind::None).unwrap();
     assert_eq!((s.usage_rows_used, s.usage_rows_before_events), (6, 0));
     // Measured: 2 tasks x 900 s of roughly 8 tasks x 1,000 s of task-time.
     assert!(
@@ -272,7 +261,7 @@ fn earlier_parts_give_the_running_set_and_must_come_first() {
         (4, 6)
     );
     assert!(t.input.history.is_some());
-    let s = t.run(&one_cell(), PolicyKind::None).unwrap();
+    let s = t.run(&one_machine(), PolicyKind::None).unwrap();
     assert_eq!((s.warm_running, s.warm_pending), (2 + 6, 2));
     assert_eq!(s.orphans_by_type.total(), 0, "{}", s.orphans_by_type);
     // Cold ignores the history, and says so.
@@ -340,7 +329,7 @@ fn verdicts_idle_no_overload_no_migration_and_ok() {
             machines: 2,
             cell_size: 2,
             seed,
-            ..one_cell()
+            ..one_machine()
         };
         sweep(&t, &cfg, &policies)
     };
