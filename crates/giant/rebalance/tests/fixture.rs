@@ -143,6 +143,12 @@ impl Fixture {
     }
 }
 
+/// A snapshot without line ends: restored files may differ from the originals only in
+/// the trailing newline.
+fn trimmed(snapshot: &[String]) -> Vec<String> {
+    snapshot.iter().map(|s| s.trim_end().to_string()).collect()
+}
+
 fn cpus_of(status: &str) -> String {
     status
         .lines()
@@ -293,13 +299,7 @@ fn restore_puts_back_every_original_value() {
     assert_eq!(c.threads_set, 3);
     assert_eq!(c.irqs_set, 2);
     assert_eq!(c.workqueues_set, 2);
-    let after: Vec<String> = f
-        .snapshot()
-        .iter()
-        .map(|s| s.trim_end().to_string())
-        .collect();
-    let before: Vec<String> = before.iter().map(|s| s.trim_end().to_string()).collect();
-    assert_eq!(before, after);
+    assert_eq!(trimmed(&before), trimmed(&f.snapshot()));
 }
 
 #[test]
@@ -422,13 +422,7 @@ fn binary_restores_on_sigterm() {
         assert!(restored.contains("threads_set: 3"), "{restored}");
         let status = child.wait().unwrap();
         assert!(status.success(), "{sig}: {status}");
-        let after: Vec<String> = f
-            .snapshot()
-            .iter()
-            .map(|s| s.trim_end().to_string())
-            .collect();
-        let before: Vec<String> = before.iter().map(|s| s.trim_end().to_string()).collect();
-        assert_eq!(before, after, "{sig}");
+        assert_eq!(trimmed(&before), trimmed(&f.snapshot()), "{sig}");
     }
 }
 
