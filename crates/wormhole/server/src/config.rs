@@ -216,13 +216,15 @@ fn size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     opt_size(d).map(|s| s.unwrap_or(0))
 }
 
+/// A size as TOML writes it: a number of bytes, or text (`"4 GiB"`).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Size {
+    Bytes(u64),
+    Text(String),
+}
+
 fn opt_size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Size {
-        Bytes(u64),
-        Text(String),
-    }
     match Size::deserialize(d)? {
         Size::Bytes(n) => Ok(Some(n)),
         Size::Text(s) => parse_size(&s).map(Some).map_err(serde::de::Error::custom),
@@ -230,12 +232,6 @@ fn opt_size<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Er
 }
 
 fn tenant_memory<'de, D: serde::Deserializer<'de>>(d: D) -> Result<TenantMemory, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Size {
-        Bytes(u64),
-        Text(String),
-    }
     match Size::deserialize(d)? {
         Size::Bytes(n) => Ok(TenantMemory::Bytes(n)),
         Size::Text(s) => parse_tenant_memory(&s).map_err(serde::de::Error::custom),

@@ -184,6 +184,14 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     Ok(c)
 }
 
+/// A choice as its flag spells it, which the tenant's clap parses back.
+fn flag_value(v: impl clap::ValueEnum) -> String {
+    // Only a variant marked `#[value(skip)]` has no name; none is.
+    v.to_possible_value()
+        .map(|p| p.get_name().to_owned())
+        .unwrap_or_default()
+}
+
 /// The flags that carry this configuration to a tenant process.
 fn tenant_args(cli: &Cli) -> Vec<String> {
     let mut a = Vec::new();
@@ -196,20 +204,10 @@ fn tenant_args(cli: &Cli) -> Vec<String> {
         a.push(format!("--tcp-dead-peer={d}"));
     }
     if let Some(h) = cli.handoff {
-        let name = match h {
-            HandoffMode::Futex => "futex",
-            HandoffMode::Spin => "spin",
-            HandoffMode::SameCore => "same-core",
-        };
-        a.push(format!("--handoff={name}"));
+        a.push(format!("--handoff={}", flag_value(h)));
     }
     if let Some(h) = cli.held_replies {
-        let name = match h {
-            HeldReplies::Auto => "auto",
-            HeldReplies::On => "on",
-            HeldReplies::Off => "off",
-        };
-        a.push(format!("--held-replies={name}"));
+        a.push(format!("--held-replies={}", flag_value(h)));
     }
     for p in &cli.platforms {
         a.push(format!("--platform={p}"));
@@ -236,12 +234,7 @@ fn tenant_args(cli: &Cli) -> Vec<String> {
         a.push("--oversubscribe".into());
     }
     if let Some(r) = cli.residency {
-        let name = match r {
-            ResidencyMode::Delay => "delay",
-            ResidencyMode::Eager => "eager",
-            ResidencyMode::Off => "off",
-        };
-        a.push(format!("--residency={name}"));
+        a.push(format!("--residency={}", flag_value(r)));
     }
     if let Some(d) = &cli.store_dir {
         a.push(format!("--store-dir={}", d.display()));
@@ -353,5 +346,27 @@ fn main() -> anyhow::Result<()> {
             listen::run(unix, tcp, spawner, c.max_tenants)?;
             Ok(())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::ValueEnum;
+
+    /// Every choice a tenant is handed parses back to itself.
+    fn round_trips<T: ValueEnum + PartialEq + std::fmt::Debug>() {
+        for v in T::value_variants() {
+            assert_eq!(T::from_str(&flag_value(v.clone()), false).as_ref(), Ok(v));
+        }
+    }
+
+    #[test]
+    fn choices_reach_the_tenant_as_their_flags_spell_them() {
+        round_trips::<HandoffMode>();
+        round_trips::<HeldReplies>();
+        round_trips::<ResidencyMode>();
+        assert_eq!(flag_value(HandoffMode::SameCore), "same-core");
+        assert_eq!(flag_value(ResidencyMode::Eager), "eager");
     }
 }

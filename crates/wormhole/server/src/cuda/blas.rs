@@ -29,19 +29,7 @@ pub fn bad(_: WireError) -> i32 {
     CUBLAS_STATUS_INVALID_VALUE
 }
 
-#[allow(
-    clippy::needless_return,
-    clippy::match_single_binding,
-    clippy::missing_safety_doc,
-    clippy::type_complexity,
-    unused_imports
-)]
-mod generated {
-    use super::checks as blas;
-    use super::*;
-    include!(concat!(env!("OUT_DIR"), "/blas_server_gen.rs"));
-}
-pub use generated::{dispatch, ffi};
+generated_library!("blas_server_gen.rs", checks as blas);
 
 type SetPointerMode = unsafe extern "C" fn(*mut c_void, i32) -> i32;
 

@@ -22,18 +22,7 @@ pub use super::blas::{bad, NO_LIBRARY};
 use super::libs::LibTenant as Tenant;
 use super::loader::{Loader, Sonames, Symbols};
 
-#[allow(
-    clippy::needless_return,
-    clippy::match_single_binding,
-    clippy::missing_safety_doc,
-    clippy::type_complexity,
-    unused_imports
-)]
-mod generated {
-    use super::*;
-    include!(concat!(env!("OUT_DIR"), "/lt_server_gen.rs"));
-}
-pub use generated::{dispatch, ffi};
+generated_library!("lt_server_gen.rs");
 
 type Create = unsafe extern "C" fn(*mut *mut c_void) -> i32;
 type DescCreate = unsafe extern "C" fn(*mut *mut c_void, i32, i32) -> i32;

@@ -14,6 +14,28 @@
 //! dereference, hence the allowance below.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
+/// A library backend's generated decoders and table (`$file` under
+/// OUT_DIR), allowed the lints generated code trips; `checks as $name`
+/// where the description calls the backend's checks by the library's name.
+/// A macro because `include!` wants a literal path.
+macro_rules! generated_library {
+    ($file:literal $(, checks as $name:ident)?) => {
+        #[allow(
+            clippy::needless_return,
+            clippy::match_single_binding,
+            clippy::missing_safety_doc,
+            clippy::type_complexity,
+            unused_imports
+        )]
+        mod generated {
+            $(use super::checks as $name;)?
+            use super::*;
+            include!(concat!(env!("OUT_DIR"), "/", $file));
+        }
+        pub use generated::{dispatch, ffi};
+    };
+}
+
 pub mod blas;
 pub mod libs;
 pub mod loader;

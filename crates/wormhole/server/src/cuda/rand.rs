@@ -23,19 +23,7 @@ pub fn bad(_: WireError) -> i32 {
     CURAND_STATUS_OUT_OF_RANGE
 }
 
-#[allow(
-    clippy::needless_return,
-    clippy::match_single_binding,
-    clippy::missing_safety_doc,
-    clippy::type_complexity,
-    unused_imports
-)]
-mod generated {
-    use super::checks as rand;
-    use super::*;
-    include!(concat!(env!("OUT_DIR"), "/rand_server_gen.rs"));
-}
-pub use generated::{dispatch, ffi};
+generated_library!("rand_server_gen.rs", checks as rand);
 
 static CURAND: Loader<ffi::Table> = Loader::new(Sonames::Fixed(&["libcurand.so.10"]), |symbols| {
     // SAFETY: `symbols` are libcurand's, whose functions have the

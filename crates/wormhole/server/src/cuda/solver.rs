@@ -26,19 +26,7 @@ pub fn bad(_: WireError) -> i32 {
     CUSOLVER_STATUS_INVALID_VALUE
 }
 
-#[allow(
-    clippy::needless_return,
-    clippy::match_single_binding,
-    clippy::missing_safety_doc,
-    clippy::type_complexity,
-    unused_imports
-)]
-mod generated {
-    use super::checks as solver;
-    use super::*;
-    include!(concat!(env!("OUT_DIR"), "/solver_server_gen.rs"));
-}
-pub use generated::{dispatch, ffi};
+generated_library!("solver_server_gen.rs", checks as solver);
 
 static CUSOLVER: Loader<ffi::Table> = Loader::new(
     Sonames::ByRuntimeMajor("libcusolver.so.11", "libcusolver.so.12"),

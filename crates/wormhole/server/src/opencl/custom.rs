@@ -40,8 +40,12 @@ pub fn info(t: &mut Tenant, f: u32, param: u32, v: &mut [u8]) {
     }
 }
 
-fn no_reply(_t: &mut Tenant, _e: &mut Encoder, _status: i32) -> Result<(), i32> {
-    Ok(())
+/// A custom argument that sends nothing back: the reply is the status
+/// alone. (The generated code calls `reply` on every custom argument.)
+pub trait NoReply {
+    fn reply(&mut self, _t: &mut Tenant, _e: &mut Encoder, _status: i32) -> Result<(), i32> {
+        Ok(())
+    }
 }
 
 /// A zero-terminated property list of 64-bit values.
@@ -53,10 +57,8 @@ impl<T> Props<T> {
     pub fn arg(&mut self) -> *const T {
         self.list.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
     }
-    pub fn reply(&mut self, t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
-        no_reply(t, e, s)
-    }
 }
+impl<T> NoReply for Props<T> {}
 
 impl Props<u64> {
     /// The value given for `key` in a zero-terminated list of pairs; 0 if
@@ -127,10 +129,8 @@ impl HostData<'_> {
         self.data
             .map_or(std::ptr::null_mut(), |b| b.as_ptr() as *mut c_void)
     }
-    pub fn reply(&mut self, t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
-        no_reply(t, e, s)
-    }
 }
+impl NoReply for HostData<'_> {}
 
 /// Tag 0: NULL; 1: data follows; 2: a pointer given without USE/COPY flags
 /// (an application error that the native library reports).
@@ -195,14 +195,13 @@ pub struct ImageDesc {
     desc: Option<Box<ImageDescC>>,
 }
 
+impl NoReply for ImageDesc {}
+
 impl ImageDesc {
     pub fn arg(&mut self) -> *const c_void {
         self.desc.as_deref().map_or(std::ptr::null(), |d| {
             d as *const ImageDescC as *const c_void
         })
-    }
-    pub fn reply(&mut self, t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
-        no_reply(t, e, s)
     }
     fn host_size(&self, elem: Option<u64>) -> Option<u64> {
         let d = self.desc.as_deref()?;
@@ -319,10 +318,8 @@ impl Sources<'_> {
     pub fn arg(&mut self) -> *const *const c_char {
         self.ptrs.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
     }
-    pub fn reply(&mut self, t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
-        no_reply(t, e, s)
-    }
 }
+impl NoReply for Sources<'_> {}
 
 /// A program's sources or binaries are charged to the tenant's quota when
 /// the library has made the program (`quota::charge_program`); one that
@@ -385,10 +382,8 @@ impl Lengths {
     pub fn arg(&mut self) -> *const usize {
         self.ptr
     }
-    pub fn reply(&mut self, t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
-        no_reply(t, e, s)
-    }
 }
+impl NoReply for Lengths {}
 
 pub mod source_lengths {
     use super::*;
@@ -413,10 +408,8 @@ impl Binaries<'_> {
     pub fn arg(&mut self) -> *const usize {
         self.lens.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
     }
-    pub fn reply(&mut self, t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
-        no_reply(t, e, s)
-    }
 }
+impl NoReply for Binaries<'_> {}
 
 pub mod binaries {
     use super::*;
@@ -468,10 +461,8 @@ impl BinaryPtrs {
     pub fn arg(&mut self) -> *const *const u8 {
         self.ptr
     }
-    pub fn reply(&mut self, t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
-        no_reply(t, e, s)
-    }
 }
+impl NoReply for BinaryPtrs {}
 
 pub mod binary_ptrs {
     use super::*;
@@ -496,10 +487,8 @@ impl Names {
     pub fn arg(&mut self) -> *const *const c_char {
         self.ptrs.as_ref().map_or(std::ptr::null(), |v| v.as_ptr())
     }
-    pub fn reply(&mut self, t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
-        no_reply(t, e, s)
-    }
 }
+impl NoReply for Names {}
 
 pub mod header_names {
     use super::*;
@@ -542,10 +531,8 @@ impl KernelArg<'_> {
             self.bytes.map_or(std::ptr::null(), |b| b.as_ptr().cast())
         }
     }
-    pub fn reply(&mut self, t: &mut Tenant, e: &mut Encoder, s: i32) -> Result<(), i32> {
-        no_reply(t, e, s)
-    }
 }
+impl NoReply for KernelArg<'_> {}
 
 pub mod kernel_arg {
     use super::*;

@@ -38,6 +38,8 @@ use wormhole_opencl_api::{
 const CL_INVALID_EVENT_WAIT_LIST: i32 = -57;
 use wormhole_wire::{Decoder, Encoder};
 
+use custom::NoReply;
+
 use tenant::{
     bad, check_count, check_len, cstr, opt_cstr, opt_mut_ptr, opt_mut_vec_ptr, opt_ptr,
     opt_vec_ptr, Tenant,

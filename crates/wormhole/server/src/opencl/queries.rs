@@ -79,6 +79,9 @@ fn keep_extension(name: &[u8]) -> bool {
     !UNFORWARDED_EXTENSIONS.iter().any(|x| x.as_bytes() == name)
 }
 
+/// A rewrite of an info query's answer, given its parameter.
+type Rewrite = fn(u32, Vec<u8>) -> Vec<u8>;
+
 fn filter_extensions(param: u32, value: Vec<u8>) -> Vec<u8> {
     match param {
         CL_PLATFORM_EXTENSIONS | CL_DEVICE_EXTENSIONS => {
@@ -163,18 +166,11 @@ pub unsafe fn clGetPlatformInfo(
         // SAFETY: `platform` is non-NULL and from the tenant's table;
         // `rewritten_query` passes buffers of the size it names, or NULL.
         let query = |n, v, r| unsafe { ffi::clGetPlatformInfo(platform, param, n, v, r) };
+        let rewrite = |v| filter_extensions(param, v);
         // SAFETY: `value` is NULL or the decoder's `out_buf` of `size` bytes
         // and `size_ret` NULL or its size_t local, as `rewritten_query`
         // requires.
-        return unsafe {
-            rewritten_query(
-                query,
-                |v| filter_extensions(param, v),
-                size,
-                value,
-                size_ret,
-            )
-        };
+        return unsafe { rewritten_query(query, rewrite, size, value, size_ret) };
     }
     // SAFETY: `platform` is non-NULL and from the tenant's table;
     // `value` is NULL or the decoder's `out_buf` of `size` bytes and
@@ -199,34 +195,21 @@ pub unsafe fn clGetDeviceInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> i32 {
-    if matches!(
-        param,
-        CL_DEVICE_EXTENSIONS | CL_DEVICE_EXTENSIONS_WITH_VERSION
-    ) {
+    // The answers that name what is offered, rewritten to leave out what is not.
+    let rewrite: Option<Rewrite> = match param {
+        CL_DEVICE_EXTENSIONS | CL_DEVICE_EXTENSIONS_WITH_VERSION => Some(filter_extensions),
+        super::offered::CL_DEVICE_OPENCL_C_FEATURES => Some(|_, v| super::offered::features(v)),
+        _ => None,
+    };
+    if let Some(rewrite) = rewrite {
         // SAFETY: `device` is from the tenant's table (the decoder refused
         // NULL); `rewritten_query` passes buffers of the size it names.
         let query = |n, v, r| unsafe { ffi::clGetDeviceInfo(device, param, n, v, r) };
+        let rewrite = |v| rewrite(param, v);
         // SAFETY: `value` is NULL or the decoder's `out_buf` of `size` bytes
         // and `size_ret` NULL or its size_t local, as `rewritten_query`
         // requires.
-        return unsafe {
-            rewritten_query(
-                query,
-                |v| filter_extensions(param, v),
-                size,
-                value,
-                size_ret,
-            )
-        };
-    }
-    if param == super::offered::CL_DEVICE_OPENCL_C_FEATURES {
-        // SAFETY: as for the extensions' query just above: a device from
-        // the table, buffers of the size `rewritten_query` names.
-        let query = |n, v, r| unsafe { ffi::clGetDeviceInfo(device, param, n, v, r) };
-        // SAFETY: `value` is NULL or the decoder's `out_buf` of `size` bytes
-        // and `size_ret` NULL or its size_t local, as `rewritten_query`
-        // requires.
-        return unsafe { rewritten_query(query, super::offered::features, size, value, size_ret) };
+        return unsafe { rewritten_query(query, rewrite, size, value, size_ret) };
     }
     // SAFETY: `device` is from the tenant's table;
     // `value` is NULL or the decoder's `out_buf` of `size` bytes and

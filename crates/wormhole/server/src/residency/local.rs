@@ -207,14 +207,18 @@ impl State {
         self.objs.remove(key).map_or(0, |r| r.resident)
     }
 
+    /// Where `key` lives, for a call that needs it placed.
+    fn placement(&self, key: Key) -> Result<Placement, ResidencyError> {
+        self.places
+            .get(&key)
+            .cloned()
+            .ok_or(ResidencyError::NotPlaced(key))
+    }
+
     /// Saves `key` (if it must be) and gives its pages back. Returns
     /// whether it was saved.
     fn evict_one(&mut self, key: Key, arena: &SharedBuffers) -> Result<bool, ResidencyError> {
-        let p = self
-            .places
-            .get(&key)
-            .cloned()
-            .ok_or(ResidencyError::NotPlaced(key))?;
+        let p = self.placement(key)?;
         let started = Instant::now();
         // Out of the directory first: the client's copies in place stop,
         // and any it wrote count.
@@ -273,11 +277,7 @@ impl State {
     /// Brings `key`'s bytes back from its backing and puts it back in the
     /// directory.
     fn restore_one(&mut self, key: Key, arena: &SharedBuffers) -> Result<(), ResidencyError> {
-        let p = self
-            .places
-            .get(&key)
-            .cloned()
-            .ok_or(ResidencyError::NotPlaced(key))?;
+        let p = self.placement(key)?;
         let started = Instant::now();
         match self.objs.get(key).map(|o| o.backing) {
             // Zeros: punched pages read as zeros (again, in case the client

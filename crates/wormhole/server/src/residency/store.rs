@@ -139,49 +139,41 @@ pub(super) fn inherited(fd: i32) -> Option<OwnedFd> {
 
 /// # Safety
 /// `src` points to `len` readable bytes.
-unsafe fn pwrite_all(
-    f: &File,
-    mut src: *const u8,
-    mut len: u64,
-    mut at: u64,
-) -> Result<(), ResidencyError> {
-    while len > 0 {
-        let chunk = len.min(1 << 30) as usize;
-        // SAFETY: `src` holds `len` >= `chunk` readable bytes (the
-        // caller's contract).
-        let n = unsafe { libc::pwrite(f.as_raw_fd(), src.cast(), chunk, at as libc::off_t) };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e.into());
-        }
-        if n == 0 {
-            return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into());
-        }
-        let n = n as u64;
-        // SAFETY: n <= chunk <= len: still inside the caller's bytes.
-        src = unsafe { src.add(n as usize) };
-        len -= n;
-        at += n;
-    }
-    Ok(())
+unsafe fn pwrite_all(f: &File, src: *const u8, len: u64, at: u64) -> Result<(), ResidencyError> {
+    positioned(len, at, std::io::ErrorKind::WriteZero, |done, chunk, at| {
+        // SAFETY: done + chunk <= len: inside the caller's readable bytes.
+        unsafe { libc::pwrite(f.as_raw_fd(), src.add(done).cast(), chunk, at) }
+    })
 }
 
 /// # Safety
 /// `dst` points to `len` writable bytes.
-unsafe fn pread_exact(
-    f: &File,
-    mut dst: *mut u8,
-    mut len: u64,
-    mut at: u64,
+unsafe fn pread_exact(f: &File, dst: *mut u8, len: u64, at: u64) -> Result<(), ResidencyError> {
+    positioned(
+        len,
+        at,
+        std::io::ErrorKind::UnexpectedEof,
+        |done, chunk, at| {
+            // SAFETY: done + chunk <= len: inside the caller's writable bytes.
+            unsafe { libc::pread(f.as_raw_fd(), dst.add(done).cast(), chunk, at) }
+        },
+    )
+}
+
+/// Moves `len` bytes at file offset `at` in chunks of at most 1 GiB:
+/// `io(done, chunk, at)` reads or writes `chunk` bytes `done` bytes into
+/// the caller's buffer. An interrupted call is retried; one that moves
+/// nothing fails with `none`.
+fn positioned(
+    len: u64,
+    at: u64,
+    none: std::io::ErrorKind,
+    mut io: impl FnMut(usize, usize, libc::off_t) -> isize,
 ) -> Result<(), ResidencyError> {
-    while len > 0 {
-        let chunk = len.min(1 << 30) as usize;
-        // SAFETY: `dst` holds `len` >= `chunk` writable bytes (the caller's
-        // contract).
-        let n = unsafe { libc::pread(f.as_raw_fd(), dst.cast(), chunk, at as libc::off_t) };
+    let mut done = 0u64;
+    while done < len {
+        let chunk = (len - done).min(1 << 30) as usize;
+        let n = io(done as usize, chunk, (at + done) as libc::off_t);
         if n < 0 {
             let e = std::io::Error::last_os_error();
             if e.kind() == std::io::ErrorKind::Interrupted {
@@ -190,13 +182,9 @@ unsafe fn pread_exact(
             return Err(e.into());
         }
         if n == 0 {
-            return Err(std::io::Error::from(std::io::ErrorKind::UnexpectedEof).into());
+            return Err(std::io::Error::from(none).into());
         }
-        let n = n as u64;
-        // SAFETY: n <= chunk <= len: still inside the caller's bytes.
-        dst = unsafe { dst.add(n as usize) };
-        len -= n;
-        at += n;
+        done += n as u64;
     }
     Ok(())
 }
