@@ -782,19 +782,8 @@ pub unsafe extern "C" fn clGetEventInfo(
         // SAFETY: forwarded contract.
         return unsafe { gen::clGetEventInfo(ev, param, size, value, size_ret) };
     }
-    let bytes = stands_for.to_ne_bytes();
-    if !value.is_null() {
-        if size < bytes.len() {
-            return CL_INVALID_VALUE;
-        }
-        // SAFETY: the caller's contract: `value` holds `size` bytes.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), value as *mut u8, bytes.len()) };
-    }
-    if !size_ret.is_null() {
-        // SAFETY: the caller's contract.
-        unsafe { *size_ret = bytes.len() };
-    }
-    CL_SUCCESS
+    // SAFETY: the caller's contract, as `answer` needs it.
+    unsafe { crate::info_cache::answer(&stands_for.to_ne_bytes(), size, value, size_ret) }
 }
 
 /// Sets our user event's status and lets our reference go.
