@@ -17,13 +17,13 @@ use wormhole_opencl_api::{
 
 use crate::connection::{fresh_id, info_value};
 use crate::gen;
-use crate::maps::{clEnqueueUnmapMemObject, map_buffer, Fill};
+use crate::maps::{clEnqueueUnmapMemObject, Fill};
 use crate::objects::obj;
 use crate::overrides::{
     clCreateUserEvent, clEnqueueReadBuffer, clEnqueueReadBufferRect, clEnqueueReadImage,
     clEnqueueWriteBuffer, clEnqueueWriteBufferRect, clEnqueueWriteImage, clSetUserEventStatus,
-    copy_for, mem_info, CL_COMPLETE, CL_MEM_OBJECT_BUFFER, CL_QUEUE_CONTEXT, CL_QUEUE_DEVICE,
-    CL_TRUE,
+    copy_for, mem_info, BufTransfer, CL_COMPLETE, CL_MEM_OBJECT_BUFFER, CL_QUEUE_CONTEXT,
+    CL_QUEUE_DEVICE, CL_TRUE,
 };
 use crate::waits;
 
@@ -135,20 +135,18 @@ fn queue_handle(q: *mut c_void, param: u32) -> Result<*mut c_void, i32> {
 /// copy, as they would be after the transfer.
 ///
 /// # Safety
-/// As for [`transfer_via_map`]; `ptr` stays valid until the transfer
+/// As for `transfer_via_map`; `t.ptr` stays valid until the transfer
 /// completes (the API's rule for non-blocking transfers).
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn transfer_later(
-    q: *mut c_void,
-    buf: *mut c_void,
-    map_flags: u64,
-    offset: usize,
-    size: usize,
-    ptr: *mut u8,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
+pub(crate) unsafe fn transfer_later(t: &BufTransfer) -> i32 {
+    let BufTransfer {
+        q,
+        buf,
+        map_flags,
+        size,
+        ptr,
+        ev,
+        ..
+    } = *t;
     let ctx = match queue_handle(q, CL_QUEUE_CONTEXT) {
         Ok(c) => c,
         Err(s) => return s,
@@ -160,8 +158,8 @@ pub(crate) unsafe fn transfer_later(
         return e;
     }
     let mut done_ev = std::ptr::null_mut();
-    let m = match map_buffer(q, buf, map_flags, offset, size, n, wl, &mut done_ev, true) {
-        Ok(m) => m as *mut u8,
+    let m = match t.map(&mut done_ev, true) {
+        Ok(m) => m,
         Err(e) => {
             // SAFETY: our user event, never handed out.
             unsafe { drop_user_event(user, e) };
