@@ -138,15 +138,7 @@ fn queue_handle(q: *mut c_void, param: u32) -> Result<*mut c_void, i32> {
 /// As for `transfer_via_map`; `t.ptr` stays valid until the transfer
 /// completes (the API's rule for non-blocking transfers).
 pub(crate) unsafe fn transfer_later(t: &BufTransfer) -> i32 {
-    let BufTransfer {
-        q,
-        buf,
-        map_flags,
-        size,
-        ptr,
-        ev,
-        ..
-    } = *t;
+    let (q, buf) = (t.q, t.buf);
     let ctx = match queue_handle(q, CL_QUEUE_CONTEXT) {
         Ok(c) => c,
         Err(s) => return s,
@@ -198,18 +190,18 @@ pub(crate) unsafe fn transfer_later(t: &BufTransfer) -> i32 {
         q: q as usize,
         buf: buf as usize,
         mapped: m as usize,
-        app: ptr as usize,
-        size,
-        map_flags,
+        app: t.ptr as usize,
+        size: t.size,
+        map_flags: t.map_flags,
         hold,
     };
-    let stands_for = if map_flags == CL_MAP_READ {
+    let stands_for = if t.map_flags == CL_MAP_READ {
         CL_COMMAND_READ_BUFFER
     } else {
         CL_COMMAND_WRITE_BUFFER
     };
     // SAFETY: `ev` is the application's out-slot.
-    unsafe { later.wait_for(done_ev, ev, stands_for) }
+    unsafe { later.wait_for(done_ev, t.ev, stands_for) }
 }
 
 /// A transfer completing later, by how: a map of a buffer in shared memory

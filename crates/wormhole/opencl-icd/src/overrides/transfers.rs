@@ -80,20 +80,11 @@ fn shared_candidate(buf: *mut c_void) -> Option<&'static crate::objects::Obj> {
 /// As for `clEnqueueWriteBuffer` or `clEnqueueReadBuffer`: `t.ptr` holds
 /// `t.size` bytes.
 unsafe fn transfer_via_map(o: &crate::objects::Obj, t: &BufTransfer) -> i32 {
-    let BufTransfer {
-        q,
-        buf,
-        map_flags,
-        size,
-        ptr,
-        ev,
-        ..
-    } = *t;
     let m = match t.map(std::ptr::null_mut(), false) {
         Ok(m) => m,
         Err(e) => return e,
     };
-    let shared = crate::connection::arena().is_some_and(|a| a.offset_of(m, size).is_some());
+    let shared = crate::connection::arena().is_some_and(|a| a.offset_of(m, t.size).is_some());
     o.set_placement(if shared {
         Placement::Shared
     } else {
@@ -101,9 +92,9 @@ unsafe fn transfer_via_map(o: &crate::objects::Obj, t: &BufTransfer) -> i32 {
     });
     // SAFETY: the mapping spans `size` bytes until unmapped; `ptr` holds
     // `size` bytes (the caller's contract); they are distinct memory.
-    unsafe { copy_for(map_flags, m, ptr, size) };
+    unsafe { copy_for(t.map_flags, m, t.ptr, t.size) };
     // SAFETY: our own mapping, given back once.
-    unsafe { clEnqueueUnmapMemObject(q, buf, m.cast(), 0, std::ptr::null(), ev) }
+    unsafe { clEnqueueUnmapMemObject(t.q, t.buf, m.cast(), 0, std::ptr::null(), t.ev) }
 }
 
 /// Copies between a mapping and the application's memory, in the
