@@ -42,6 +42,31 @@ where
     }
 }
 
+/// Defines `out_u32`, `out_i32`, `out_u64` and `out_usize` in an API's
+/// `impl` of its reply type, a struct whose field `held` is a [`Held`]:
+/// each reads the next output and stores it where the application asked
+/// (read all the same at NULL), a malformed reply being `$proto`'s status.
+#[macro_export]
+macro_rules! typed_outs {
+    ($proto:path) => {
+        $crate::typed_outs!(@one $proto, out_u32, u32);
+        $crate::typed_outs!(@one $proto, out_i32, i32);
+        $crate::typed_outs!(@one $proto, out_u64, u64);
+        $crate::typed_outs!(@one $proto, out_usize, usize);
+    };
+    (@one $proto:path, $name:ident, $t:ident) => {
+        /// # Safety
+        /// `p` is NULL or a writable value of its type.
+        // An API's description may have no argument of some of the types.
+        #[allow(dead_code)]
+        pub unsafe fn $name(&mut self, p: *mut $t) -> Result<(), i32> {
+            // SAFETY: `out` writes only through a non-NULL `p`, which this
+            // function's contract makes a writable value of its type.
+            unsafe { self.held.cur.out(p, |d| d.$t()) }.map_err($proto)
+        }
+    };
+}
+
 /// How a call went: answered, or left in the ring (the guard still held).
 pub enum Sent<G>
 where

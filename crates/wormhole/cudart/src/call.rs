@@ -210,37 +210,7 @@ impl Reply<'_> {
         unsafe { self.held.cur.out_bytes(p, cap) }.map_err(proto)
     }
 
-    /// # Safety
-    /// `p` is NULL or a writable unsigned long long.
-    pub unsafe fn out_u64(&mut self, p: *mut u64) -> Result<(), i32> {
-        // SAFETY: `out` writes only through a non-NULL `p`, which this
-        // function's contract makes a writable `u64`.
-        unsafe { self.held.cur.out(p, |d| d.u64()) }.map_err(proto)
-    }
-
-    /// # Safety
-    /// `p` is NULL or a writable unsigned int.
-    pub unsafe fn out_u32(&mut self, p: *mut u32) -> Result<(), i32> {
-        // SAFETY: `out` writes only through a non-NULL `p`, which this
-        // function's contract makes a writable `u32`.
-        unsafe { self.held.cur.out(p, |d| d.u32()) }.map_err(proto)
-    }
-
-    /// # Safety
-    /// `p` is NULL or a writable i32.
-    pub unsafe fn out_i32(&mut self, p: *mut i32) -> Result<(), i32> {
-        // SAFETY: `out` writes only through a non-NULL `p`, which this
-        // function's contract makes a writable `i32`.
-        unsafe { self.held.cur.out(p, |d| d.i32()) }.map_err(proto)
-    }
-
-    /// # Safety
-    /// `p` is NULL or a writable size_t.
-    pub unsafe fn out_usize(&mut self, p: *mut usize) -> Result<(), i32> {
-        // SAFETY: `out` writes only through a non-NULL `p`, which this
-        // function's contract makes a writable `usize`.
-        unsafe { self.held.cur.out(p, |d| d.usize()) }.map_err(proto)
-    }
+    wormhole_client::typed_outs!(proto);
 
     /// # Safety
     /// `p` is NULL or a writable handle slot.

@@ -148,36 +148,7 @@ impl Reply<'_> {
         })
     }
 
-    /// # Safety
-    /// `p` is NULL or a writable u32.
-    pub unsafe fn out_u32(&mut self, p: *mut u32) -> Result<(), i32> {
-        // SAFETY: the caller's contract.
-        unsafe { self.held.cur.out(p, |d| d.u32()) }.map_err(proto)
-    }
-
-    /// For `out i32?` arguments (none in the OpenCL description today).
-    ///
-    /// # Safety
-    /// `p` is NULL or a writable i32.
-    #[allow(dead_code)]
-    pub unsafe fn out_i32(&mut self, p: *mut i32) -> Result<(), i32> {
-        // SAFETY: the caller's contract.
-        unsafe { self.held.cur.out(p, |d| d.i32()) }.map_err(proto)
-    }
-
-    /// # Safety
-    /// `p` is NULL or a writable u64.
-    pub unsafe fn out_u64(&mut self, p: *mut u64) -> Result<(), i32> {
-        // SAFETY: the caller's contract.
-        unsafe { self.held.cur.out(p, |d| d.u64()) }.map_err(proto)
-    }
-
-    /// # Safety
-    /// `p` is NULL or a writable size_t.
-    pub unsafe fn out_usize(&mut self, p: *mut usize) -> Result<(), i32> {
-        // SAFETY: the caller's contract.
-        unsafe { self.held.cur.out(p, |d| d.usize()) }.map_err(proto)
-    }
+    wormhole_client::typed_outs!(proto);
 
     /// # Safety
     /// `p` is NULL or a writable handle slot.
