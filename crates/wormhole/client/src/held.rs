@@ -42,13 +42,42 @@ where
     }
 }
 
-/// Defines `out_u32`, `out_i32`, `out_u64` and `out_usize` in an API's
-/// `impl` of its reply type, a struct whose field `held` is a [`Held`]:
-/// each reads the next output and stores it where the application asked
-/// (read all the same at NULL), a malformed reply being `$proto`'s status.
+/// Defines the output methods an API's generated stubs call, in its `impl`
+/// of its reply type, a struct whose field `held` is a [`Held`]:
+/// `out_bytes`, `out_u32`, `out_i32`, `out_u64` and `out_usize` read the
+/// next output and store it where the application asked (read all the same
+/// at NULL), a malformed reply being `$proto`'s status; `out_new` makes a
+/// returned handle with `$adopt` (id, the API's `Kind`).
 #[macro_export]
 macro_rules! typed_outs {
-    ($proto:path) => {
+    ($proto:path, $adopt:expr) => {
+        /// # Safety
+        /// `p` is NULL or holds `cap` bytes.
+        pub unsafe fn out_bytes(&mut self, p: *mut c_void, cap: u64) -> Result<(), i32> {
+            // SAFETY: `out_bytes` needs `p` NULL or `cap` writable bytes,
+            // which is this function's contract; it copies at most `cap`.
+            unsafe { self.held.cur.out_bytes(p, cap) }.map_err($proto)
+        }
+
+        /// Stores the handle made for `id` at `p`, if the call asked for
+        /// one, `p` is not NULL and `status` is success.
+        ///
+        /// # Safety
+        /// `p` is NULL or a writable handle slot.
+        pub unsafe fn out_new(
+            &mut self,
+            id: Option<u64>,
+            p: *mut *mut c_void,
+            kind: Kind,
+            status: i32,
+        ) {
+            if let (Some(id), false, 0) = (id, p.is_null(), status) {
+                // SAFETY: `p` is not NULL (checked above), so by this
+                // function's contract it is a writable handle slot.
+                unsafe { *p = $adopt(id, kind) };
+            }
+        }
+
         $crate::typed_outs!(@one $proto, out_u32, u32);
         $crate::typed_outs!(@one $proto, out_i32, i32);
         $crate::typed_outs!(@one $proto, out_u64, u64);

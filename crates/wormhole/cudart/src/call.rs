@@ -202,29 +202,5 @@ impl Reply<'_> {
         self.held.cur.with(f)
     }
 
-    /// # Safety
-    /// `p` is NULL or holds `cap` bytes.
-    pub unsafe fn out_bytes(&mut self, p: *mut c_void, cap: u64) -> Result<(), i32> {
-        // SAFETY: `out_bytes` needs `p` NULL or `cap` writable bytes, which
-        // is this function's contract; it copies at most `cap`.
-        unsafe { self.held.cur.out_bytes(p, cap) }.map_err(proto)
-    }
-
-    wormhole_client::typed_outs!(proto);
-
-    /// # Safety
-    /// `p` is NULL or a writable handle slot.
-    pub unsafe fn out_new(
-        &mut self,
-        id: Option<u64>,
-        p: *mut *mut c_void,
-        kind: Kind,
-        status: i32,
-    ) {
-        if let (Some(id), false, true) = (id, p.is_null(), status == cudaSuccess) {
-            // SAFETY: `p` is not NULL (checked above), so by this function's
-            // contract it is a writable handle slot.
-            unsafe { *p = adopt(id, kind) };
-        }
-    }
+    wormhole_client::typed_outs!(proto, adopt);
 }

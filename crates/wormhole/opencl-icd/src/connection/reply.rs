@@ -91,15 +91,6 @@ impl Reply<'_> {
         self.with(|d| d.opt_bytes().map(|o| o.map(|b| b.to_vec())).map_err(proto))
     }
 
-    /// Copies returned bytes into the application's buffer.
-    ///
-    /// # Safety
-    /// `p` is NULL or holds `cap` bytes.
-    pub unsafe fn out_bytes(&mut self, p: *mut c_void, cap: u64) -> Result<(), i32> {
-        // SAFETY: the caller's contract.
-        unsafe { self.held.cur.out_bytes(p, cap) }.map_err(proto)
-    }
-
     /// Like `out_bytes`, turning the ids in handle-bearing values into our
     /// objects.
     ///
@@ -148,22 +139,7 @@ impl Reply<'_> {
         })
     }
 
-    wormhole_client::typed_outs!(proto);
-
-    /// # Safety
-    /// `p` is NULL or a writable handle slot.
-    pub unsafe fn out_new(
-        &mut self,
-        id: Option<u64>,
-        p: *mut *mut c_void,
-        kind: Kind,
-        status: i32,
-    ) {
-        if let (Some(id), false, true) = (id, p.is_null(), status == CL_SUCCESS) {
-            // SAFETY: caller's contract.
-            unsafe { *p = object_for(id, kind, 1) };
-        }
-    }
+    wormhole_client::typed_outs!(proto, |id, kind| object_for(id, kind, 1));
 
     /// # Safety
     /// `p` is NULL or holds `cap` handle slots.
