@@ -10,6 +10,9 @@
 //! answer. What the API reports for a lost server, and how it records
 //! errors, stays with the API.
 
+mod held;
+
+pub use held::{Held, HoldsLink, Sent};
 use rustc_hash::FxHashSet;
 use std::ffi::c_void;
 use std::sync::OnceLock;
@@ -425,6 +428,44 @@ mod tests {
         assert_eq!(link.exchange(enc, None).expect("again").deferred_news, None);
         assert_eq!((link.sent(), link.exchanged()), (3, 2));
         assert_eq!(link.exchanged_by_func(), vec![(3, 1), (9, 1)]);
+        drop(link);
+        server.join().expect("server thread");
+    }
+
+    #[test]
+    fn a_call_waits_until_its_shape_has_succeeded_then_is_posted() {
+        let (a, b) = std::os::unix::net::UnixStream::pair().expect("pair");
+        let server = echo_server(StreamChannel::unix(b).expect("server end"));
+        let mut link = Link::new(Box::new(StreamChannel::unix(a).expect("client end")));
+        // Function 0: the echo server answers status 0, success.
+        let s = Shape::new(0);
+        let enc = link.request(0).expect("request");
+        let Sent::Answered(mut held) =
+            Held::send(&mut link, enc, None, s, false, false, "test").expect("send")
+        else {
+            panic!("the first call of its shape was posted");
+        };
+        assert_eq!(held.status, 0);
+        assert_eq!(held.status_with_deferred(), -7, "the deferred failure");
+        assert_eq!(held.status_with_deferred(), 0, "reported once");
+        held.learn(s, held.status);
+        drop(held);
+        let enc = link.request(0).expect("request");
+        let sent = Held::send(&mut link, enc, None, s, false, false, "test").expect("send");
+        assert_eq!(matches!(sent, Sent::Posted(_)), !force_sync());
+        drop(sent);
+        let enc = link.request(0).expect("request");
+        let sent = Held::send(&mut link, enc, None, s, true, false, "test").expect("send");
+        assert!(matches!(sent, Sent::Answered(_)), "an answer was needed");
+        drop(sent);
+        let mut t = Shape::new(0);
+        t.add(1);
+        let enc = link.request(0).expect("request");
+        match Held::send(&mut link, enc, None, t, false, false, "test").expect("send") {
+            Sent::Answered(mut held) => held.learn(t, 5),
+            Sent::Posted(_) => panic!("an unknown shape was posted"),
+        }
+        assert!(!link.deferrable(t), "a failure teaches nothing");
         drop(link);
         server.join().expect("server thread");
     }

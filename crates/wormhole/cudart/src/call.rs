@@ -4,11 +4,14 @@
 
 use std::ffi::c_void;
 
-use wormhole_client::{copy_out, store, Cursor, Link, LinkError, Shape};
+use wormhole_client::{Held, Link, LinkError, Sent, Shape};
 use wormhole_cuda_api::{cudaErrorInsufficientDriver, cudaErrorInvalidValue, cudaSuccess, Kind};
 use wormhole_wire::{Decoder, Encoder};
 
-use crate::state::{adopt, conn, fresh_id, handle_id, log, note, tracker, NO_SERVER};
+use crate::state::{adopt, conn, fresh_id, handle_id, note, tracker, NO_SERVER};
+
+/// What this library's log lines start with.
+const PREFIX: &str = "wormhole-cudart";
 
 /// A call being marshalled; holds the channel.
 pub struct Call<'a> {
@@ -19,7 +22,7 @@ pub struct Call<'a> {
 
 /// A lost or misbehaving server looks like a machine without the driver.
 fn lost(e: LinkError) -> i32 {
-    wormhole_client::report_once("wormhole-cudart", &e.to_string());
+    wormhole_client::report_once(PREFIX, &e.to_string());
     note(NO_SERVER)
 }
 
@@ -118,17 +121,9 @@ impl<'a> Call<'a> {
 
     /// Sends the request and waits for the reply.
     pub fn finish(self) -> Result<Reply<'a>, i32> {
-        let Call { mut guard, enc, .. } = self;
-        let a = guard.exchange(enc, None).map_err(lost)?;
-        if let Some(d) = a.deferred_news {
-            log(&format!("a deferred call failed with {d}"));
-        }
-        Ok(Reply {
-            guard,
-            cur: a.cursor,
-            status: a.status,
-            has_outputs: a.has_outputs,
-        })
+        let Call { guard, enc, .. } = self;
+        let held = Held::exchange(guard, enc, None, PREFIX).map_err(lost)?;
+        Ok(Reply { held })
     }
 
     /// Queues a call the description marks async (a launch, a memset): it
@@ -149,37 +144,26 @@ impl<'a> Call<'a> {
     /// own status (which decides whether its shape may be deferred next
     /// time) and the one to return.
     pub fn finish_async_as(
-        mut self,
+        self,
         wake: bool,
         status: impl FnOnce(&mut Reply<'a>) -> (i32, i32),
     ) -> Result<i32, i32> {
-        let shape = self.shape;
-        if !self.guard.deferrable(shape) {
-            let mut r = self.finish()?;
-            let (own, answer) = status(&mut r);
-            if own == cudaSuccess {
-                r.guard.succeeded(shape);
+        let Call { guard, enc, shape } = self;
+        match Held::send(guard, enc, None, shape, false, wake, PREFIX).map_err(lost)? {
+            Sent::Answered(held) => {
+                let mut r = Reply { held };
+                let (own, answer) = status(&mut r);
+                r.held.learn(shape, own);
+                Ok(answer)
             }
-            return Ok(answer);
+            Sent::Posted(_) => Ok(cudaSuccess),
         }
-        let Call { mut guard, enc, .. } = self;
-        guard.post(enc, None, wake).map_err(lost)?;
-        Ok(cudaSuccess)
     }
 }
 
 /// A reply being unmarshalled; still holds the channel.
 pub struct Reply<'a> {
-    guard: parking_lot::MutexGuard<'a, Link>,
-    cur: Cursor,
-    status: i32,
-    has_outputs: bool,
-}
-
-impl Drop for Reply<'_> {
-    fn drop(&mut self) {
-        self.guard.recycle(&mut self.cur);
-    }
+    held: Held<parking_lot::MutexGuard<'a, Link>>,
 }
 
 fn proto<T>(_: T) -> i32 {
@@ -189,31 +173,25 @@ fn proto<T>(_: T) -> i32 {
 impl Reply<'_> {
     /// The call's status (recorded as the last error).
     pub fn status(&self) -> i32 {
-        note(self.status)
+        note(self.held.status)
     }
 
     /// The call's status, not recorded as the runtime's last error (for
     /// cuBLAS and cuRAND, whose statuses are their own).
     pub fn raw_status(&self) -> i32 {
-        self.status
+        self.held.status
     }
 
     /// The call's status, or, if it succeeded, the failure of an earlier
     /// deferred call not yet reported.
     pub fn status_with_deferred(&mut self) -> i32 {
-        if self.status == cudaSuccess {
-            let d = self.guard.take_deferred();
-            if d != 0 {
-                return note(d);
-            }
-        }
-        note(self.status)
+        note(self.held.status_with_deferred())
     }
 
     /// Outputs are written only when the call succeeded: the native
     /// runtime leaves them untouched on failure.
     pub fn has_outputs(&self) -> bool {
-        self.has_outputs && self.status == cudaSuccess
+        self.held.has_outputs && self.held.status == cudaSuccess
     }
 
     /// Runs `f` over the rest of the reply.
@@ -221,75 +199,8 @@ impl Reply<'_> {
         &mut self,
         f: impl FnOnce(&mut Decoder<'_>) -> Result<T, i32>,
     ) -> Result<T, i32> {
-        self.cur.with(f)
+        self.held.cur.with(f)
     }
 
-    /// # Safety
-    /// `p` is NULL or holds `cap` bytes.
-    pub unsafe fn out_bytes(&mut self, p: *mut c_void, cap: u64) -> Result<(), i32> {
-        self.with(|d| {
-            if let Some(b) = d.opt_bytes().map_err(proto)? {
-                // SAFETY: copy_out needs `p` NULL or `cap` writable bytes,
-                // which is this function's contract; it copies at most `cap`.
-                unsafe { copy_out(b, p, cap) };
-            }
-            Ok(())
-        })
-    }
-
-    /// # Safety
-    /// `p` is NULL or a writable unsigned long long.
-    pub unsafe fn out_u64(&mut self, p: *mut u64) -> Result<(), i32> {
-        let v = self.with(|d| d.u64().map_err(proto))?;
-        // SAFETY: store writes only through a non-NULL `p`, which this
-        // function's contract makes a writable `u64`.
-        unsafe { store(p, v) };
-        Ok(())
-    }
-
-    /// # Safety
-    /// `p` is NULL or a writable unsigned int.
-    pub unsafe fn out_u32(&mut self, p: *mut u32) -> Result<(), i32> {
-        let v = self.with(|d| d.u32().map_err(proto))?;
-        // SAFETY: store writes only through a non-NULL `p`, which this
-        // function's contract makes a writable `u32`.
-        unsafe { store(p, v) };
-        Ok(())
-    }
-
-    /// # Safety
-    /// `p` is NULL or a writable i32.
-    pub unsafe fn out_i32(&mut self, p: *mut i32) -> Result<(), i32> {
-        let v = self.with(|d| d.i32().map_err(proto))?;
-        // SAFETY: store writes only through a non-NULL `p`, which this
-        // function's contract makes a writable `i32`.
-        unsafe { store(p, v) };
-        Ok(())
-    }
-
-    /// # Safety
-    /// `p` is NULL or a writable size_t.
-    pub unsafe fn out_usize(&mut self, p: *mut usize) -> Result<(), i32> {
-        let v = self.with(|d| d.usize().map_err(proto))?;
-        // SAFETY: store writes only through a non-NULL `p`, which this
-        // function's contract makes a writable `usize`.
-        unsafe { store(p, v) };
-        Ok(())
-    }
-
-    /// # Safety
-    /// `p` is NULL or a writable handle slot.
-    pub unsafe fn out_new(
-        &mut self,
-        id: Option<u64>,
-        p: *mut *mut c_void,
-        kind: Kind,
-        status: i32,
-    ) {
-        if let (Some(id), false, true) = (id, p.is_null(), status == cudaSuccess) {
-            // SAFETY: `p` is not NULL (checked above), so by this function's
-            // contract it is a writable handle slot.
-            unsafe { *p = adopt(id, kind) };
-        }
-    }
+    wormhole_client::typed_outs!(proto, adopt);
 }

@@ -93,6 +93,24 @@ fn put_list(c: &mut Call, v: Option<Vec<u64>>) {
     }
 }
 
+/// Encodes a list of `n` entries, absent unless `present`, each entry by
+/// `each` (given its index), which may refuse the call.
+fn put_entries(
+    c: &mut Call,
+    present: bool,
+    n: u32,
+    mut each: impl FnMut(&mut wormhole_wire::Encoder, usize) -> Result<(), i32>,
+) -> Result<(), i32> {
+    c.enc.bool(present);
+    if present {
+        c.enc.u32(n);
+        for i in 0..n as usize {
+            each(&mut c.enc, i)?;
+        }
+    }
+    Ok(())
+}
+
 macro_rules! no_take {
     ($($dep:ident : $t:ty),*) => {
         // Unused where every function with this argument is async.
@@ -375,13 +393,7 @@ pub mod sources {
         count: u32,
         lengths: *const usize,
     ) -> Result<(), i32> {
-        if strings.is_null() {
-            c.enc.bool(false);
-            return Ok(());
-        }
-        c.enc.bool(true);
-        c.enc.u32(count);
-        for i in 0..count as usize {
+        put_entries(c, !strings.is_null(), count, |enc, i| {
             // SAFETY: caller's contract.
             let s = unsafe { *strings.add(i) };
             let len = if lengths.is_null() {
@@ -400,9 +412,9 @@ pub mod sources {
                 // SAFETY: `len` bytes by the caller's contract.
                 unsafe { std::slice::from_raw_parts(s as *const u8, len) }
             };
-            c.enc.bytes(bytes);
-        }
-        Ok(())
+            enc.bytes(bytes);
+            Ok(())
+        })
     }
     no_take!(count: u32, lengths: *const usize);
 }
@@ -425,24 +437,18 @@ pub mod binaries {
         n: u32,
         binaries: *const *const u8,
     ) -> Result<(), i32> {
-        if lengths.is_null() || binaries.is_null() {
-            c.enc.bool(false);
-            return Ok(());
-        }
-        c.enc.bool(true);
-        c.enc.u32(n);
-        for i in 0..n as usize {
+        let present = !lengths.is_null() && !binaries.is_null();
+        put_entries(c, present, n, |enc, i| {
             // SAFETY: caller's contract.
             let (p, len) = unsafe { (*binaries.add(i), *lengths.add(i)) };
             if p.is_null() {
-                c.enc.opt_bytes(None);
+                enc.opt_bytes(None);
             } else {
                 // SAFETY: caller's contract: `len` bytes.
-                c.enc
-                    .opt_bytes(Some(unsafe { std::slice::from_raw_parts(p, len) }));
+                enc.opt_bytes(Some(unsafe { std::slice::from_raw_parts(p, len) }));
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
     no_take!(n: u32, binaries: *const *const u8);
 }
@@ -460,13 +466,7 @@ pub mod header_names {
     /// # Safety
     /// `p` is NULL or holds `n` NUL-terminated strings.
     pub unsafe fn put(c: &mut Call, p: *const *const c_char, n: u32) -> Result<(), i32> {
-        if p.is_null() {
-            c.enc.bool(false);
-            return Ok(());
-        }
-        c.enc.bool(true);
-        c.enc.u32(n);
-        for i in 0..n as usize {
+        put_entries(c, !p.is_null(), n, |enc, i| {
             // SAFETY: caller's contract.
             let s = unsafe { *p.add(i) };
             let b = if s.is_null() {
@@ -475,9 +475,9 @@ pub mod header_names {
                 // SAFETY: caller's contract.
                 unsafe { CStr::from_ptr(s) }.to_bytes()
             };
-            c.enc.bytes(b);
-        }
-        Ok(())
+            enc.bytes(b);
+            Ok(())
+        })
     }
     no_take!(n: u32);
 }

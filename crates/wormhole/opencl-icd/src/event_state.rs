@@ -19,9 +19,9 @@
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
-use wormhole_opencl_api::{func, Kind, CL_INVALID_VALUE, CL_SUCCESS};
+use wormhole_opencl_api::{func, Kind, CL_SUCCESS};
 
-use crate::info_cache::{cached_info, CachedQuery};
+use crate::info_cache::{answer, cached_info, CachedQuery};
 use crate::objects::{obj, Obj};
 
 const CL_EVENT_COMMAND_QUEUE: u32 = 0x11D0;
@@ -82,26 +82,6 @@ pub fn status(ev: *mut c_void) -> Result<i32, i32> {
     Ok(s)
 }
 
-/// Answers with a 4-byte value as the library does.
-///
-/// # Safety
-/// `value` is NULL or holds `size` bytes; `size_ret` is NULL or a size_t.
-unsafe fn answer_i32(v: i32, size: usize, value: *mut c_void, size_ret: *mut usize) -> i32 {
-    let bytes = v.to_ne_bytes();
-    if !value.is_null() {
-        if size < bytes.len() {
-            return CL_INVALID_VALUE;
-        }
-        // SAFETY: the caller's contract: `value` holds `size` >= 4 bytes.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), value.cast::<u8>(), bytes.len()) };
-    }
-    if !size_ret.is_null() {
-        // SAFETY: the caller's contract.
-        unsafe { *size_ret = bytes.len() };
-    }
-    CL_SUCCESS
-}
-
 /// `clGetEventInfo`: an ended event's status, and the values that never
 /// change, answered here once known; everything else (the reference count,
 /// a status still changing, any invalid argument) asked of the server.
@@ -126,7 +106,7 @@ pub unsafe extern "C" fn clGetEventInfo(
             if let Ok(Some(o)) = obj(ev, Kind::Event) {
                 if let Some(s) = ended(o) {
                     // SAFETY: the caller's contract.
-                    return unsafe { answer_i32(s, size, value, size_ret) };
+                    return unsafe { answer(&s.to_ne_bytes(), size, value, size_ret) };
                 }
             }
             let s = ask(size, value, size_ret);

@@ -120,12 +120,17 @@ fn learn(fetch: &dyn Fn(usize, *mut c_void, *mut usize) -> i32) -> Option<Vec<u8
     Some(buf)
 }
 
-/// Answers as the library does: the value if the buffer holds it,
-/// `CL_INVALID_VALUE` if it is too small, and the size.
+/// Answers an info query as the library does: the value if the buffer
+/// holds it, `CL_INVALID_VALUE` if it is too small, and the size.
 ///
 /// # Safety
-/// As for [`cached_info`].
-unsafe fn answer(v: &[u8], size: usize, value: *mut c_void, size_ret: *mut usize) -> i32 {
+/// `value` is NULL or holds `size` bytes; `size_ret` is NULL or a size_t.
+pub(crate) unsafe fn answer(
+    v: &[u8],
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> i32 {
     if !value.is_null() {
         if size < v.len() {
             return CL_INVALID_VALUE;

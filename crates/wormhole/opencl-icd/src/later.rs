@@ -17,13 +17,13 @@ use wormhole_opencl_api::{
 
 use crate::connection::{fresh_id, info_value};
 use crate::gen;
-use crate::maps::{clEnqueueUnmapMemObject, map_buffer, Fill};
+use crate::maps::{clEnqueueUnmapMemObject, Fill};
 use crate::objects::obj;
 use crate::overrides::{
     clCreateUserEvent, clEnqueueReadBuffer, clEnqueueReadBufferRect, clEnqueueReadImage,
     clEnqueueWriteBuffer, clEnqueueWriteBufferRect, clEnqueueWriteImage, clSetUserEventStatus,
-    copy_for, mem_info, CL_COMPLETE, CL_MEM_OBJECT_BUFFER, CL_QUEUE_CONTEXT, CL_QUEUE_DEVICE,
-    CL_TRUE,
+    copy_for, mem_info, BufTransfer, CL_COMPLETE, CL_MEM_OBJECT_BUFFER, CL_QUEUE_CONTEXT,
+    CL_QUEUE_DEVICE, CL_TRUE,
 };
 use crate::waits;
 
@@ -135,20 +135,10 @@ fn queue_handle(q: *mut c_void, param: u32) -> Result<*mut c_void, i32> {
 /// copy, as they would be after the transfer.
 ///
 /// # Safety
-/// As for [`transfer_via_map`]; `ptr` stays valid until the transfer
+/// As for `transfer_via_map`; `t.ptr` stays valid until the transfer
 /// completes (the API's rule for non-blocking transfers).
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn transfer_later(
-    q: *mut c_void,
-    buf: *mut c_void,
-    map_flags: u64,
-    offset: usize,
-    size: usize,
-    ptr: *mut u8,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
+pub(crate) unsafe fn transfer_later(t: &BufTransfer) -> i32 {
+    let (q, buf) = (t.q, t.buf);
     let ctx = match queue_handle(q, CL_QUEUE_CONTEXT) {
         Ok(c) => c,
         Err(s) => return s,
@@ -160,8 +150,8 @@ pub(crate) unsafe fn transfer_later(
         return e;
     }
     let mut done_ev = std::ptr::null_mut();
-    let m = match map_buffer(q, buf, map_flags, offset, size, n, wl, &mut done_ev, true) {
-        Ok(m) => m as *mut u8,
+    let m = match t.map(&mut done_ev, true) {
+        Ok(m) => m,
         Err(e) => {
             // SAFETY: our user event, never handed out.
             unsafe { drop_user_event(user, e) };
@@ -200,18 +190,18 @@ pub(crate) unsafe fn transfer_later(
         q: q as usize,
         buf: buf as usize,
         mapped: m as usize,
-        app: ptr as usize,
-        size,
-        map_flags,
+        app: t.ptr as usize,
+        size: t.size,
+        map_flags: t.map_flags,
         hold,
     };
-    let stands_for = if map_flags == CL_MAP_READ {
+    let stands_for = if t.map_flags == CL_MAP_READ {
         CL_COMMAND_READ_BUFFER
     } else {
         CL_COMMAND_WRITE_BUFFER
     };
     // SAFETY: `ev` is the application's out-slot.
-    unsafe { later.wait_for(done_ev, ev, stands_for) }
+    unsafe { later.wait_for(done_ev, t.ev, stands_for) }
 }
 
 /// A transfer completing later, by how: a map of a buffer in shared memory
@@ -782,19 +772,8 @@ pub unsafe extern "C" fn clGetEventInfo(
         // SAFETY: forwarded contract.
         return unsafe { gen::clGetEventInfo(ev, param, size, value, size_ret) };
     }
-    let bytes = stands_for.to_ne_bytes();
-    if !value.is_null() {
-        if size < bytes.len() {
-            return CL_INVALID_VALUE;
-        }
-        // SAFETY: the caller's contract: `value` holds `size` bytes.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), value as *mut u8, bytes.len()) };
-    }
-    if !size_ret.is_null() {
-        // SAFETY: the caller's contract.
-        unsafe { *size_ret = bytes.len() };
-    }
-    CL_SUCCESS
+    // SAFETY: the caller's contract, as `answer` needs it.
+    unsafe { crate::info_cache::answer(&stands_for.to_ne_bytes(), size, value, size_ret) }
 }
 
 /// Sets our user event's status and lets our reference go.

@@ -114,6 +114,29 @@ unsafe fn symbol_copy(
     })())
 }
 
+/// A copy to (`to`) or from a symbol, as `cudaMemcpyToSymbol` or
+/// `cudaMemcpyFromSymbol` makes it; `other` is the application's side.
+///
+/// # Safety
+/// As for those calls: `other` holds `count` bytes, readable for `to` and
+/// writable otherwise, unless it is a device address.
+unsafe fn memcpy_symbol(
+    to: bool,
+    symbol: *const c_void,
+    other: *mut u8,
+    count: usize,
+    offset: usize,
+    kind: i32,
+) -> i32 {
+    let (id, dev) = match symbol_args(to, symbol, other as usize as u64, count, offset, kind) {
+        Ok(v) => v,
+        Err(e) => return note(e),
+    };
+    // SAFETY: `symbol_copy` needs `other` to hold `count` bytes unless
+    // `dev` is a device address: this function's contract.
+    unsafe { symbol_copy(to, id, other, dev, count, offset) }
+}
+
 /// # Safety
 /// As for the native call.
 pub unsafe extern "C" fn cudaMemcpyToSymbol(
@@ -123,12 +146,8 @@ pub unsafe extern "C" fn cudaMemcpyToSymbol(
     offset: usize,
     kind: i32,
 ) -> i32 {
-    let (id, dev) = match symbol_args(true, symbol, src as usize as u64, count, offset, kind) {
-        Ok(v) => v,
-        Err(e) => return note(e),
-    };
     // SAFETY: the caller's contract.
-    unsafe { symbol_copy(true, id, src as *mut u8, dev, count, offset) }
+    unsafe { memcpy_symbol(true, symbol, src as *mut u8, count, offset, kind) }
 }
 
 /// # Safety
@@ -140,12 +159,8 @@ pub unsafe extern "C" fn cudaMemcpyFromSymbol(
     offset: usize,
     kind: i32,
 ) -> i32 {
-    let (id, dev) = match symbol_args(false, symbol, dst as usize as u64, count, offset, kind) {
-        Ok(v) => v,
-        Err(e) => return note(e),
-    };
     // SAFETY: the caller's contract.
-    unsafe { symbol_copy(false, id, dst as *mut u8, dev, count, offset) }
+    unsafe { memcpy_symbol(false, symbol, dst.cast(), count, offset, kind) }
 }
 
 /// The registered size of a `__device__` or `__constant__` variable.

@@ -7,12 +7,12 @@ use std::ffi::c_void;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::Ordering;
 
-use wormhole_client::{force_sync, Shape};
+use wormhole_client::{force_sync, Held, Sent, Shape};
 use wormhole_opencl_api::{CallbackKind, Kind, CL_OUT_OF_RESOURCES, CL_SUCCESS};
 use wormhole_wire::Encoder;
 
 use super::reply::Reply;
-use super::{conn, count_caller, fresh_id, log, lost, report_once, Chan, Conn, FORK_GEN};
+use super::{conn, count_caller, fresh_id, lost, report_once, Chan, Conn, FORK_GEN, PREFIX};
 use crate::objects::{obj, Obj};
 
 /// Writes a status to an `errcode_ret` argument, which may be NULL.
@@ -262,23 +262,15 @@ impl<'a> Call<'a> {
     /// Sends the request and waits for the reply.
     pub fn finish(self) -> Result<Reply<'a>, i32> {
         let Call {
-            mut guard,
+            guard,
             enc,
             raw,
             enqueued,
             ..
         } = self;
-        let a = guard.exchange(enc, Self::raw(raw)).map_err(lost)?;
-        guard.note_enqueued(enqueued);
-        if let Some(d) = a.deferred_news {
-            log(&format!("a deferred call failed with {d}"));
-        }
-        Ok(Reply {
-            guard,
-            cur: a.cursor,
-            status: a.status,
-            has_outputs: a.has_outputs,
-        })
+        let mut held = Held::exchange(guard, enc, Self::raw(raw), PREFIX).map_err(lost)?;
+        held.guard.note_enqueued(enqueued);
+        Ok(Reply { held })
     }
 
     /// Queues a call the description marks async: it stays in the ring
@@ -304,31 +296,34 @@ impl<'a> Call<'a> {
         self.defer_or_exchange(false, false)
     }
 
-    fn defer_or_exchange(mut self, wake: bool, report_deferred: bool) -> Result<i32, i32> {
-        let shape = self.shape;
-        if self.must_answer || !self.guard.deferrable(shape) {
-            let mut r = self.finish()?;
-            let own = r.status();
-            let status = if report_deferred {
-                r.status_with_deferred()
-            } else {
-                own
-            };
-            if own == CL_SUCCESS {
-                r.guard.succeeded(shape);
-            }
-            return Ok(status);
-        }
+    fn defer_or_exchange(self, wake: bool, report_deferred: bool) -> Result<i32, i32> {
         let Call {
-            mut guard,
+            guard,
             enc,
             raw,
+            shape,
             enqueued,
+            must_answer,
             ..
         } = self;
-        guard.post(enc, Self::raw(raw), wake).map_err(lost)?;
-        guard.note_enqueued(enqueued);
-        Ok(CL_SUCCESS)
+        let raw = Self::raw(raw);
+        match Held::send(guard, enc, raw, shape, must_answer, wake, PREFIX).map_err(lost)? {
+            Sent::Answered(mut held) => {
+                held.guard.note_enqueued(enqueued);
+                let own = held.status;
+                let status = if report_deferred {
+                    held.status_with_deferred()
+                } else {
+                    own
+                };
+                held.learn(shape, own);
+                Ok(status)
+            }
+            Sent::Posted(mut guard) => {
+                guard.note_enqueued(enqueued);
+                Ok(CL_SUCCESS)
+            }
+        }
     }
 }
 

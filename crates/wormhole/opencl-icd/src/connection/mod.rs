@@ -23,13 +23,16 @@ pub use reply::Reply;
 
 /// Prints one line on stderr when `WORMHOLE_LOG` is set.
 pub fn log(msg: &str) {
-    wormhole_client::log("wormhole", msg);
+    wormhole_client::log(PREFIX, msg);
 }
 
 /// See [`wormhole_client::report_once`].
 pub fn report_once(msg: &str) {
-    wormhole_client::report_once("wormhole", msg);
+    wormhole_client::report_once(PREFIX, msg);
 }
+
+/// What this library's log lines start with.
+const PREFIX: &str = "wormhole";
 
 /// What a call holds while it marshals: the channel, and the handles it
 /// need not look up again.
@@ -51,6 +54,12 @@ impl Chan {
         if queue != 0 && event != 0 {
             self.last_enqueued = Some((queue, event, self.sent()));
         }
+    }
+}
+
+impl wormhole_client::HoldsLink for Chan {
+    fn link(&mut self) -> &mut Link {
+        &mut self.link
     }
 }
 

@@ -4,7 +4,7 @@
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
-use wormhole_client::{copy_out, Cursor};
+use wormhole_client::{copy_out, Held};
 use wormhole_opencl_api::{info_handle, InfoHandle, Kind, CL_OUT_OF_RESOURCES, CL_SUCCESS};
 use wormhole_wire::Decoder;
 
@@ -13,16 +13,7 @@ use crate::objects::{obj, object_for};
 
 /// A reply being unmarshalled; still holds the channel.
 pub struct Reply<'a> {
-    pub(super) guard: parking_lot::MutexGuard<'a, Chan>,
-    pub(super) cur: Cursor,
-    pub(super) status: i32,
-    pub(super) has_outputs: bool,
-}
-
-impl Drop for Reply<'_> {
-    fn drop(&mut self) {
-        self.guard.recycle(&mut self.cur);
-    }
+    pub(super) held: Held<parking_lot::MutexGuard<'a, Chan>>,
 }
 
 fn proto<T>(_: T) -> i32 {
@@ -31,7 +22,7 @@ fn proto<T>(_: T) -> i32 {
 
 impl Reply<'_> {
     pub fn status(&self) -> i32 {
-        self.status
+        self.held.status
     }
 
     /// Records that queue `q` has nothing left to run now that this call
@@ -40,7 +31,7 @@ impl Reply<'_> {
     pub fn drained(&mut self, q: *mut c_void, always: bool) {
         if let Ok(Some(o)) = obj(q, Kind::Queue) {
             if always || o.in_order.load(Ordering::Relaxed) {
-                self.guard.drained = Some((o.id, self.guard.sent()));
+                self.held.guard.drained = Some((o.id, self.held.guard.sent()));
             }
         }
     }
@@ -60,10 +51,10 @@ impl Reply<'_> {
         let Ok(Some(e)) = obj(unsafe { *list }, Kind::Event) else {
             return;
         };
-        let sent = self.guard.sent();
-        if let Some((q, ev, at)) = self.guard.last_enqueued {
+        let sent = self.held.guard.sent();
+        if let Some((q, ev, at)) = self.held.guard.last_enqueued {
             if ev == e.id && at + 1 == sent {
-                self.guard.drained = Some((q, sent));
+                self.held.guard.drained = Some((q, sent));
             }
         }
     }
@@ -71,31 +62,25 @@ impl Reply<'_> {
     /// The call's status, or, if it succeeded, the failure of an earlier
     /// deferred call not yet reported (which is then reported).
     pub fn status_with_deferred(&mut self) -> i32 {
-        if self.status == CL_SUCCESS {
-            let d = self.guard.take_deferred();
-            if d != 0 {
-                return d;
-            }
-        }
-        self.status
+        self.held.status_with_deferred()
     }
 
     /// Receives the bulk bytes that follow this reply, into `dst`.
     pub fn recv_raw(&mut self, dst: &mut [u8]) -> Result<(), i32> {
-        self.guard.recv_raw(dst).map_err(lost)
+        self.held.guard.recv_raw(dst).map_err(lost)
     }
 
     pub fn has_outputs(&self) -> bool {
-        self.has_outputs
+        self.held.has_outputs
     }
 
     /// A decoder over the rest of the reply.
     pub fn dec(&mut self) -> Decoder<'_> {
-        self.cur.rest()
+        self.held.cur.rest()
     }
 
     fn with<T>(&mut self, f: impl FnOnce(&mut Decoder<'_>) -> Result<T, i32>) -> Result<T, i32> {
-        self.cur.with(f)
+        self.held.cur.with(f)
     }
 
     pub fn opt_flag(&mut self) -> Result<bool, i32> {
@@ -104,15 +89,6 @@ impl Reply<'_> {
 
     pub fn opt_bytes(&mut self) -> Result<Option<Vec<u8>>, i32> {
         self.with(|d| d.opt_bytes().map(|o| o.map(|b| b.to_vec())).map_err(proto))
-    }
-
-    /// Copies returned bytes into the application's buffer.
-    ///
-    /// # Safety
-    /// `p` is NULL or holds `cap` bytes.
-    pub unsafe fn out_bytes(&mut self, p: *mut c_void, cap: u64) -> Result<(), i32> {
-        // SAFETY: the caller's contract.
-        unsafe { self.cur.out_bytes(p, cap) }.map_err(proto)
     }
 
     /// Like `out_bytes`, turning the ids in handle-bearing values into our
@@ -128,7 +104,7 @@ impl Reply<'_> {
         param: u32,
         first: *mut c_void,
     ) -> Result<(), i32> {
-        let status = self.status;
+        let status = self.held.status;
         self.with(|d| {
             let Some(b) = d.opt_bytes().map_err(proto)? else {
                 return Ok(());
@@ -163,51 +139,7 @@ impl Reply<'_> {
         })
     }
 
-    /// # Safety
-    /// `p` is NULL or a writable u32.
-    pub unsafe fn out_u32(&mut self, p: *mut u32) -> Result<(), i32> {
-        // SAFETY: the caller's contract.
-        unsafe { self.cur.out(p, |d| d.u32()) }.map_err(proto)
-    }
-
-    /// For `out i32?` arguments (none in the OpenCL description today).
-    ///
-    /// # Safety
-    /// `p` is NULL or a writable i32.
-    #[allow(dead_code)]
-    pub unsafe fn out_i32(&mut self, p: *mut i32) -> Result<(), i32> {
-        // SAFETY: the caller's contract.
-        unsafe { self.cur.out(p, |d| d.i32()) }.map_err(proto)
-    }
-
-    /// # Safety
-    /// `p` is NULL or a writable u64.
-    pub unsafe fn out_u64(&mut self, p: *mut u64) -> Result<(), i32> {
-        // SAFETY: the caller's contract.
-        unsafe { self.cur.out(p, |d| d.u64()) }.map_err(proto)
-    }
-
-    /// # Safety
-    /// `p` is NULL or a writable size_t.
-    pub unsafe fn out_usize(&mut self, p: *mut usize) -> Result<(), i32> {
-        // SAFETY: the caller's contract.
-        unsafe { self.cur.out(p, |d| d.usize()) }.map_err(proto)
-    }
-
-    /// # Safety
-    /// `p` is NULL or a writable handle slot.
-    pub unsafe fn out_new(
-        &mut self,
-        id: Option<u64>,
-        p: *mut *mut c_void,
-        kind: Kind,
-        status: i32,
-    ) {
-        if let (Some(id), false, true) = (id, p.is_null(), status == CL_SUCCESS) {
-            // SAFETY: caller's contract.
-            unsafe { *p = object_for(id, kind, 1) };
-        }
-    }
+    wormhole_client::typed_outs!(proto, |id, kind| object_for(id, kind, 1));
 
     /// # Safety
     /// `p` is NULL or holds `cap` handle slots.

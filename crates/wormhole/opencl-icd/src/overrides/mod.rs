@@ -34,8 +34,8 @@ pub use platform::{
 };
 pub use programs::{clBuildProgram, clCompileProgram, clGetProgramInfo, clLinkProgram};
 pub use rects::{clEnqueueReadBufferRect, clEnqueueWriteBufferRect};
-pub(crate) use transfers::copy_for;
 pub use transfers::{clEnqueueReadBuffer, clEnqueueWriteBuffer};
+pub(crate) use transfers::{copy_for, BufTransfer};
 
 /// One fixed-size answer of `clGetMemObjectInfo`; `T` is the type the API
 /// gives `param`.

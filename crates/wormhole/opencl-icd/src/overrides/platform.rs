@@ -55,18 +55,8 @@ pub const NAME_PREFIX: &str = "Wormhole: ";
 unsafe fn answer(s: &[u8], size: usize, value: *mut c_void, size_ret: *mut usize) -> i32 {
     let mut v = s.to_vec();
     v.push(0);
-    if !value.is_null() {
-        if size < v.len() {
-            return CL_INVALID_VALUE;
-        }
-        // SAFETY: caller's contract; v.len() <= size.
-        unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), value as *mut u8, v.len()) };
-    }
-    if !size_ret.is_null() {
-        // SAFETY: caller's contract.
-        unsafe { *size_ret = v.len() };
-    }
-    CL_SUCCESS
+    // SAFETY: this function's contract is `answer`'s.
+    unsafe { crate::info_cache::answer(&v, size, value, size_ret) }
 }
 
 /// # Safety

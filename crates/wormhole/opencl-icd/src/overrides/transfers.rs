@@ -21,6 +21,45 @@ use crate::waits;
 /// with the server, are a copy here.
 const BULK_MIN: usize = 256 << 10;
 
+/// A buffer read or write as the application asked for it: `map_flags` is
+/// WRITE_INVALIDATE_REGION for a write, READ for a read.
+#[derive(Clone, Copy)]
+pub(crate) struct BufTransfer {
+    pub q: *mut c_void,
+    pub buf: *mut c_void,
+    pub map_flags: u64,
+    pub offset: usize,
+    pub size: usize,
+    pub ptr: *mut u8,
+    pub n: u32,
+    pub wl: *const *mut c_void,
+    pub ev: *mut *mut c_void,
+}
+
+impl BufTransfer {
+    fn write(&self) -> bool {
+        self.map_flags != CL_MAP_READ
+    }
+
+    /// Maps the transfer's range after its wait list, the map's event at
+    /// `done` (NULL: none).
+    pub fn map(&self, done: *mut *mut c_void, blocking: bool) -> Result<*mut u8, i32> {
+        let t = self;
+        map_buffer(
+            t.q,
+            t.buf,
+            t.map_flags,
+            t.offset,
+            t.size,
+            t.n,
+            t.wl,
+            done,
+            blocking,
+        )
+        .map(|m| m as *mut u8)
+    }
+}
+
 /// A buffer whose large transfers should go through a map, because the
 /// server may keep it in memory this process maps too (not yet known not
 /// to; a USE_HOST_PTR buffer never is).
@@ -38,36 +77,14 @@ fn shared_candidate(buf: *mut c_void) -> Option<&'static crate::objects::Obj> {
 /// server's, and later transfers stream (one copy fewer).
 ///
 /// # Safety
-/// As for `clEnqueueWriteBuffer` (`map_flags` WRITE_INVALIDATE_REGION) or
-/// `clEnqueueReadBuffer` (READ): `ptr` holds `size` bytes.
-#[allow(clippy::too_many_arguments)]
-unsafe fn transfer_via_map(
-    o: &crate::objects::Obj,
-    q: *mut c_void,
-    buf: *mut c_void,
-    map_flags: u64,
-    offset: usize,
-    size: usize,
-    ptr: *mut u8,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> i32 {
-    let m = match map_buffer(
-        q,
-        buf,
-        map_flags,
-        offset,
-        size,
-        n,
-        wl,
-        std::ptr::null_mut(),
-        false,
-    ) {
-        Ok(m) => m as *mut u8,
+/// As for `clEnqueueWriteBuffer` or `clEnqueueReadBuffer`: `t.ptr` holds
+/// `t.size` bytes.
+unsafe fn transfer_via_map(o: &crate::objects::Obj, t: &BufTransfer) -> i32 {
+    let m = match t.map(std::ptr::null_mut(), false) {
+        Ok(m) => m,
         Err(e) => return e,
     };
-    let shared = crate::connection::arena().is_some_and(|a| a.offset_of(m, size).is_some());
+    let shared = crate::connection::arena().is_some_and(|a| a.offset_of(m, t.size).is_some());
     o.set_placement(if shared {
         Placement::Shared
     } else {
@@ -75,9 +92,9 @@ unsafe fn transfer_via_map(
     });
     // SAFETY: the mapping spans `size` bytes until unmapped; `ptr` holds
     // `size` bytes (the caller's contract); they are distinct memory.
-    unsafe { copy_for(map_flags, m, ptr, size) };
+    unsafe { copy_for(t.map_flags, m, t.ptr, t.size) };
     // SAFETY: our own mapping, given back once.
-    unsafe { clEnqueueUnmapMemObject(q, buf, m.cast(), 0, std::ptr::null(), ev) }
+    unsafe { clEnqueueUnmapMemObject(t.q, t.buf, m.cast(), 0, std::ptr::null(), t.ev) }
 }
 
 /// Copies between a mapping and the application's memory, in the
@@ -96,34 +113,37 @@ pub(crate) unsafe fn copy_for(map_flags: u64, mapped: *mut u8, app: *mut u8, siz
     }
 }
 
-/// What a buffer read or write does before it is forwarded as such:
-/// settle a blocking one (see [`settle_for`]); complete later a non-blocking
-/// one that may wait on an open user event; carry a large one into a
-/// buffer in shared memory out by map. `None`: forward it.
+/// What a buffer read or write does before it is forwarded as such: make
+/// it in place (see [`transfer_in_place`]); settle a blocking one (see
+/// [`settle_for`]); complete later a non-blocking one that may wait on an
+/// open user event; carry a large one into a buffer in shared memory out
+/// by map. `None`: forward it.
 ///
 /// # Safety
-/// As for `clEnqueueWriteBuffer` (`map_flags` WRITE_INVALIDATE_REGION) or
-/// `clEnqueueReadBuffer` (READ).
-#[allow(clippy::too_many_arguments)]
-unsafe fn transfer_shortcut(
-    q: *mut c_void,
-    buf: *mut c_void,
-    blocking: u32,
-    map_flags: u64,
-    offset: usize,
-    size: usize,
-    ptr: *mut u8,
-    n: u32,
-    wl: *const *mut c_void,
-    ev: *mut *mut c_void,
-) -> Option<i32> {
+/// As for `clEnqueueWriteBuffer` or `clEnqueueReadBuffer`.
+unsafe fn transfer_shortcut(t: &BufTransfer, blocking: u32) -> Option<i32> {
+    // SAFETY: forwarded contract.
+    if let Some(s) = unsafe { transfer_in_place(t) } {
+        return Some(s);
+    }
+    let BufTransfer {
+        q,
+        buf,
+        map_flags,
+        offset,
+        size,
+        ptr,
+        n,
+        wl,
+        ev,
+    } = *t;
     if blocking == 0 && waits::user_events_open() && !ptr.is_null() && size > 0 {
         // It may wait for a user event that this very thread sets after we
         // return: it completes later, as natively.
         // SAFETY: forwarded contract.
         return Some(unsafe {
             if shared_candidate(buf).is_some() {
-                transfer_later(q, buf, map_flags, offset, size, ptr, n, wl, ev)
+                transfer_later(t)
             } else {
                 let op = GatedOp::Buffer {
                     write: map_flags != CL_MAP_READ,
@@ -146,7 +166,7 @@ unsafe fn transfer_shortcut(
     }
     let o = shared_candidate(buf)?;
     // SAFETY: forwarded contract.
-    Some(unsafe { transfer_via_map(o, q, buf, map_flags, offset, size, ptr, n, wl, ev) })
+    Some(unsafe { transfer_via_map(o, t) })
 }
 
 const CL_MEM_HOST_WRITE_ONLY: u64 = 1 << 7;
@@ -164,18 +184,19 @@ const CL_MEM_HOST_NO_ACCESS: u64 = 1 << 9;
 /// flags deny) goes to the server for its error.
 ///
 /// # Safety
-/// `ptr` holds `size` bytes, readable (write) or writable (read).
-#[allow(clippy::too_many_arguments)]
-unsafe fn transfer_in_place(
-    q: *mut c_void,
-    buf: *mut c_void,
-    write: bool,
-    offset: usize,
-    size: usize,
-    ptr: *mut u8,
-    n: u32,
-    ev: *mut *mut c_void,
-) -> Option<i32> {
+/// `t.ptr` holds `t.size` bytes, readable (write) or writable (read).
+unsafe fn transfer_in_place(t: &BufTransfer) -> Option<i32> {
+    let BufTransfer {
+        q,
+        buf,
+        offset,
+        size,
+        ptr,
+        n,
+        ev,
+        ..
+    } = *t;
+    let write = t.write();
     if n != 0 || !ev.is_null() || ptr.is_null() || size == 0 {
         return None;
     }
@@ -240,26 +261,19 @@ pub unsafe extern "C" fn clEnqueueWriteBuffer(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
+    let t = BufTransfer {
+        q,
+        buf,
+        map_flags: CL_MAP_WRITE_INVALIDATE_REGION,
+        offset,
+        size,
+        ptr: ptr as *mut u8,
+        n,
+        wl,
+        ev,
+    };
     // SAFETY: forwarded contract.
-    if let Some(s) = unsafe { transfer_in_place(q, buf, true, offset, size, ptr as *mut u8, n, ev) }
-    {
-        return s;
-    }
-    // SAFETY: forwarded contract.
-    if let Some(s) = unsafe {
-        transfer_shortcut(
-            q,
-            buf,
-            blocking,
-            CL_MAP_WRITE_INVALIDATE_REGION,
-            offset,
-            size,
-            ptr as *mut u8,
-            n,
-            wl,
-            ev,
-        )
-    } {
+    if let Some(s) = unsafe { transfer_shortcut(&t, blocking) } {
         return s;
     }
     if size < BULK_MIN || ptr.is_null() {
@@ -311,26 +325,19 @@ pub unsafe extern "C" fn clEnqueueReadBuffer(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> i32 {
+    let t = BufTransfer {
+        q,
+        buf,
+        map_flags: CL_MAP_READ,
+        offset,
+        size,
+        ptr: ptr.cast(),
+        n,
+        wl,
+        ev,
+    };
     // SAFETY: forwarded contract.
-    let in_place = unsafe { transfer_in_place(q, buf, false, offset, size, ptr.cast(), n, ev) };
-    if let Some(s) = in_place {
-        return s;
-    }
-    // SAFETY: forwarded contract.
-    if let Some(s) = unsafe {
-        transfer_shortcut(
-            q,
-            buf,
-            blocking,
-            CL_MAP_READ,
-            offset,
-            size,
-            ptr as *mut u8,
-            n,
-            wl,
-            ev,
-        )
-    } {
+    if let Some(s) = unsafe { transfer_shortcut(&t, blocking) } {
         return s;
     }
     if size < BULK_MIN || ptr.is_null() {
