@@ -170,7 +170,8 @@ mod tests {
 
     fn load(symbols: &Symbols) -> Loaded {
         Loaded {
-            // SAFETY: libc's strlen(const char *) -> size_t.
+            // SAFETY: libc declares strlen(const char *) -> size_t, which
+            // the field's type matches.
             strlen: unsafe { symbols.function("strlen") },
         }
     }

@@ -176,7 +176,8 @@ fn load_runtime(symbols: &Symbols) -> Runtime {
     let table = unsafe { ffi::Table::load(&|name| symbols.address(name)) };
     type GetVersion = unsafe extern "C" fn(*mut i32) -> i32;
     let mut version = 0i32;
-    // SAFETY: cudaRuntimeGetVersion(int *).
+    // SAFETY: libcudart declares cudaRuntimeGetVersion(int *) returning a
+    // cudaError_t (an int), which `GetVersion` matches.
     if let Some(get_version) = unsafe { symbols.function::<GetVersion>("cudaRuntimeGetVersion") } {
         // SAFETY: `version` is a valid int to write.
         unsafe { get_version(&mut version) };

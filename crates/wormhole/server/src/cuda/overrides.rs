@@ -19,7 +19,8 @@ use super::{ffi, runtime_major, Dim3, Wrapper};
 /// # Safety
 /// `v` is NULL or writable.
 pub unsafe fn cudaDriverGetVersion(_t: &mut Tenant, v: *mut i32) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `v` is NULL or the decoder's i32 local
+    // (`d_cudaDriverGetVersion`), the one int the call writes.
     let s = unsafe { ffi::cudaDriverGetVersion(v) };
     if s == super::NO_LIBRARY && !v.is_null() {
         // SAFETY: checked non-NULL.
@@ -35,11 +36,13 @@ pub unsafe fn cudaDriverGetVersion(_t: &mut Tenant, v: *mut i32) -> i32 {
 /// # Safety
 /// `free` and `total` are NULL or writable.
 pub unsafe fn cudaMemGetInfo(t: &mut Tenant, free: *mut usize, total: *mut usize) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `free` and `total` are each NULL or the decoder's size_t local
+    // (`d_cudaMemGetInfo`), one size_t each, the most the call writes.
     let s = unsafe { ffi::cudaMemGetInfo(free, total) };
     if let (true, Some(q)) = (s == cudaSuccess, &t.memory) {
         let left = q.limit().saturating_sub(q.used());
-        // SAFETY: each is checked non-NULL, and the caller's contract.
+        // SAFETY: each is written only when non-NULL, and is then the decoder's
+        // size_t local that the library just filled.
         unsafe {
             if !free.is_null() {
                 *free = (*free).min(usize::try_from(left).unwrap_or(usize::MAX));

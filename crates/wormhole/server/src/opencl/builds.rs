@@ -265,7 +265,8 @@ impl Job {
 /// # Safety
 /// `list` is NULL or holds `n` handles.
 unsafe fn list(list: *const *mut c_void, n: u32) -> Option<Vec<usize>> {
-    // SAFETY: the caller's contract.
+    // SAFETY: non-NULL here, so `list` is the decoder's vector of at least `n`
+    // table handles (`Tenant::handles`, `check_count`).
     (!list.is_null()).then(|| unsafe {
         std::slice::from_raw_parts(list, n as usize)
             .iter()
@@ -292,7 +293,11 @@ pub unsafe fn whBuildProgramStart(
     let work = Work::Build {
         program: program as usize,
     };
-    // SAFETY: the caller's contract.
+    // SAFETY: `program` is a table handle, kind Program; `device_list` is the
+    // decoder's (`Tenant::handles` refuses NULL and unknown ids, `check_count`
+    // the count), `options` NULL or a CString (`tenant::cstr`), `event` NULL or
+    // the decoder's slot (`out_new`): what `start` needs, and it refuses a NULL
+    // `event`.
     unsafe { start(t, work, num_devices, device_list, options, event) }
 }
 
@@ -320,7 +325,10 @@ pub unsafe fn whCompileProgramStart(
         return CL_INVALID_VALUE;
     }
     let n = num_input_headers as usize;
-    // SAFETY: the caller's contract: `n` handles and `n` C strings.
+    // SAFETY: `n` > 0 only with both lists non-NULL (checked above);
+    // `input_headers` then holds at least `n` table handles, kind Program
+    // (`check_count`), and `names` exactly `n` NUL-terminated strings
+    // (`custom::header_names` refuses another count and interior NULs).
     let headers = unsafe {
         Headers {
             programs: list(input_headers, num_input_headers).unwrap_or_default(),
@@ -336,7 +344,8 @@ pub unsafe fn whCompileProgramStart(
         program: program as usize,
         headers,
     };
-    // SAFETY: the caller's contract.
+    // SAFETY: `program`, `device_list`, `options` and `event` as in
+    // `whBuildProgramStart`, what `start` needs.
     unsafe { start(t, work, num_devices, device_list, options, event) }
 }
 
@@ -363,10 +372,12 @@ pub unsafe fn whLinkProgramStart(
     }
     let work = Work::Link {
         context: context as usize,
-        // SAFETY: the caller's contract.
+        // SAFETY: non-NULL (checked above), so the decoder's vector of at least
+        // `num_input_programs` table handles, kind Program (`check_count`).
         inputs: unsafe { list(input_programs, num_input_programs) }.unwrap_or_default(),
     };
-    // SAFETY: the caller's contract.
+    // SAFETY: `context` is a table handle, kind Context; `device_list`,
+    // `options` and `event` as in `whBuildProgramStart`, what `start` needs.
     unsafe { start(t, work, num_devices, device_list, options, event) }
 }
 
@@ -414,8 +425,10 @@ unsafe fn start(
             CL_INVALID_OPERATION
         };
     }
-    // SAFETY: the caller's contract on `device_list` and `options`; the
-    // handles and the event are retained for the job, which releases
+    // SAFETY: `device_list` is non-NULL only with `num_devices` > 0 (checked
+    // above) and then holds that many table handles (`check_count`); `options`
+    // is NULL or a CString (`tenant::cstr`). The programs and context (table
+    // handles) and `ev` (just made) are retained for the job, which releases
     // them.
     let job = unsafe {
         for p in work.programs() {

@@ -85,7 +85,9 @@ extern "C" fn event_trampoline(_event: *mut c_void, status: i32, data: *mut c_vo
 }
 
 extern "C" fn memdtor_trampoline(_mem: *mut c_void, data: *mut c_void) {
-    // SAFETY: as for `event_trampoline`; destructor callbacks run once.
+    // SAFETY: `data` is the Box leaked in `decode` for this registration; the
+    // library calls a destructor callback exactly once, so it is reclaimed
+    // once.
     let reg = unsafe { Box::from_raw(data as *mut Registration) };
     let mut e = Encoder::new();
     e.u8(notify::MEM_DESTRUCTOR);

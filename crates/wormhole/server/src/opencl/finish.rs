@@ -268,12 +268,14 @@ impl Drop for Owed {
 /// `queue` is a live command queue.
 pub unsafe fn finish(queue: *mut c_void) -> Option<Wait> {
     let mut ev = std::ptr::null_mut();
-    // SAFETY: the caller's contract; `ev` receives the new event.
+    // SAFETY: `queue` is a table handle, kind Queue (`waits::clFinish`; the
+    // decoder refused NULL); no wait list; `ev` is our local for the marker's
+    // event.
     let s = unsafe { ffi::clEnqueueMarkerWithWaitList(queue, 0, std::ptr::null(), &mut ev) };
     if s != CL_SUCCESS || ev.is_null() {
         return None;
     }
-    // SAFETY: as above.
+    // SAFETY: the same live queue from the table.
     if unsafe { ffi::clFlush(queue) } != CL_SUCCESS {
         // SAFETY: the event just made, ours.
         unsafe { ffi::clReleaseEvent(ev) };
@@ -296,7 +298,9 @@ pub unsafe fn finish(queue: *mut c_void) -> Option<Wait> {
 /// `events` are live events from the tenant's table.
 pub unsafe fn wait_for_events(events: &[*mut c_void]) -> Option<Wait> {
     let ctx = |e| {
-        // SAFETY: the caller's contract; the value is a cl_context.
+        // SAFETY: `e` is a live event from the table (`Tenant::handles` refused
+        // NULL and unknown ids, kind Event); CL_EVENT_CONTEXT answers one
+        // cl_context, a usize.
         unsafe { info_value::<usize>(ffi::clGetEventInfo, e, CL_EVENT_CONTEXT) }
     };
     let first = ctx(*events.first()?)?;
@@ -304,8 +308,9 @@ pub unsafe fn wait_for_events(events: &[*mut c_void]) -> Option<Wait> {
         return None;
     }
     for &e in events {
-        // SAFETY: as above; the value is a cl_command_queue (NULL for a
-        // user event).
+        // SAFETY: `e` is a live event from the table, as for the context;
+        // CL_EVENT_COMMAND_QUEUE answers one cl_command_queue (NULL for a user
+        // event).
         let q = unsafe { info_value::<usize>(ffi::clGetEventInfo, e, CL_EVENT_COMMAND_QUEUE) };
         if let Some(q) = q.filter(|&q| q != 0) {
             // SAFETY: the event's own queue, which it keeps alive.
@@ -350,9 +355,12 @@ pub unsafe fn read_buffer(
     let mut data = vec![0u8; size];
     let mut own = std::ptr::null_mut();
     let out = if event.is_null() { &mut own } else { event };
-    // SAFETY: the caller's contract; `data` holds `size` bytes and lives
-    // in the returned `Wait` until the read completed (`Owed` publishes or
-    // drops it only then).
+    // SAFETY: `queue` (kind Queue) and `buffer` (kind Mem) are table handles,
+    // the wait list NULL or at least `n` table events (`check_count`), `out`
+    // our local or the decoder's slot (`out_new`). The library bounds `offset`
+    // + `size` by the buffer and writes only into `data`, our `size` bytes,
+    // which the returned `Wait` keeps until the read completed (`Owed`
+    // publishes or drops it only then).
     let s = unsafe {
         ffi::clEnqueueReadBuffer(
             queue,
@@ -376,7 +384,7 @@ pub unsafe fn read_buffer(
         // reference is the wait's.
         unsafe { ffi::clRetainEvent(ev) };
     }
-    // SAFETY: as above.
+    // SAFETY: the live table queue the read was just enqueued on.
     unsafe { ffi::clFlush(queue) };
     Some(Wait {
         events: vec![ev],

@@ -32,7 +32,9 @@ pub unsafe fn withhold(param: u32, value: *mut c_void, size: usize) {
             | CL_DEVICE_PIPE_MAX_PACKET_SIZE
     );
     if pipes && !value.is_null() && size >= 4 {
-        // SAFETY: the caller's contract: at least 4 writable bytes.
+        // SAFETY: `value` is non-NULL and `size` >= 4 (checked above), and is
+        // the decoder's `out_buf` of `size` bytes (`queries::clGetDeviceInfo`);
+        // unaligned, as a byte buffer may be.
         unsafe { (value as *mut u32).write_unaligned(0) };
     }
 }

@@ -160,12 +160,17 @@ pub unsafe fn clGetProgramBuildInfo(
     size_ret: *mut usize,
 ) -> i32 {
     if param != CL_PROGRAM_BUILD_OPTIONS {
-        // SAFETY: forwarded contract.
+        // SAFETY: `program` and `device` are table handles (kinds Program,
+        // Device); `value` is NULL or the decoder's `out_buf` of `size` bytes
+        // and `size_ret` its usize local, so the library writes only server
+        // memory of the sizes it is told.
         return unsafe {
             ffi::clGetProgramBuildInfo(program, device, param, size, value, size_ret)
         };
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `program` and `device` are table handles (kinds Program, Device);
+    // the library refuses a device that is not the program's
+    // (CL_INVALID_DEVICE).
     let text = match unsafe { reported_options(program, device, t.limits.max_alloc) } {
         Ok(v) => v,
         Err(e) => return e,
@@ -213,9 +218,15 @@ pub unsafe fn clLinkProgram(
     user_data: *mut c_void,
     err: *mut i32,
 ) -> *mut c_void {
-    // SAFETY: the caller's contract on `options`.
+    // SAFETY: `options` is NULL or the decoder's CString (`tenant::cstr`,
+    // interior NULs refused), NUL-terminated and alive for the call.
     let app = (!options.is_null()).then(|| unsafe { CStr::from_ptr(options) }.to_owned());
-    // SAFETY: forwarded contract; `opts` outlives the call.
+    // SAFETY: `context` is a table handle (kind Context); `device_list` and
+    // `input_programs` are NULL or at least `num_devices` and
+    // `num_input_programs` table handles (`check_count`); `pfn_notify` is NULL
+    // for program callbacks (`callbacks::decode`), `user_data` NULL or a static
+    // stand-in; `err` is the decoder's local; `opts` is `options` or `ours`,
+    // both alive across every call.
     let link = |opts: *const c_char| unsafe {
         ffi::clLinkProgram(
             context,
@@ -265,13 +276,18 @@ pub unsafe fn clCreateProgramWithSource(
     let bytes = if lengths.is_null() {
         0
     } else {
-        // SAFETY: the caller's contract.
+        // SAFETY: non-NULL here, so `custom::source_lengths` pointed it at
+        // `count` lengths (`custom::sources` refuses a count other than
+        // `count`).
         unsafe { std::slice::from_raw_parts(lengths, count as usize) }
             .iter()
             .map(|&n| n as u64)
             .sum()
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `context` is a table handle (kind Context); `strings` is never
+    // NULL (`custom::sources` refuses it) and holds `count` pointers into the
+    // request, each with its length in `lengths` (an empty one given as "", so
+    // none is read to a NUL); `err` is the decoder's local.
     let p = unsafe { ffi::clCreateProgramWithSource(context, count, strings, lengths, err) };
     made_from(t, p, err, bytes)
 }
@@ -293,13 +309,22 @@ pub unsafe fn clCreateProgramWithBinary(
     let bytes = if lengths.is_null() {
         0
     } else {
-        // SAFETY: the caller's contract.
+        // SAFETY: non-NULL here, so `custom::binaries` made it with exactly
+        // `num_devices` lengths (it refuses another count).
         unsafe { std::slice::from_raw_parts(lengths, num_devices as usize) }
             .iter()
             .map(|&n| n as u64)
             .sum()
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `context` is a table handle (kind Context); `device_list` is NULL
+    // only with `num_devices` 0, else at least that many Device handles
+    // (`check_count`); `lengths` and `binaries` are both NULL or both
+    // `num_devices` entries, each binary pointing into the request with its
+    // length, a NULL one with 0, which the library refuses
+    // (`custom::binaries`); `binary_status` is NULL or the decoder's `out_buf`
+    // of 4 * `num_devices` bytes; `err` is the decoder's local. Not covered:
+    // PoCL 3.1 reads a binary's fixed header whatever its length, so a
+    // shorter binary is read past its end (no minimum is checked here).
     let p = unsafe {
         ffi::clCreateProgramWithBinary(
             context,
@@ -330,7 +355,8 @@ pub unsafe fn clGetKernelArgInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `kernel` is a table handle, kind Kernel (this function's
+    // contract, met by the decoder's `Tenant::handle`).
     let asked = unsafe { kernel_asked(kernel, t.limits.max_alloc) };
     if !asked {
         // The library's own refusals (an index past the last, a parameter
@@ -346,7 +372,8 @@ pub unsafe fn clGetKernelArgInfo(
             s
         };
     }
-    // SAFETY: forwarded contract.
+    // SAFETY: `kernel` is a table handle (kind Kernel); `value` is NULL or the
+    // decoder's `out_buf` of `size` bytes and `size_ret` its usize local.
     unsafe { ffi::clGetKernelArgInfo(kernel, index, param, size, value, size_ret) }
 }
 
@@ -357,7 +384,8 @@ pub unsafe fn clGetKernelArgInfo(
 /// # Safety
 /// `kernel` is a kernel from the tenant's table.
 unsafe fn kernel_asked(kernel: *mut c_void, max: u64) -> bool {
-    // SAFETY: the caller's contract; the answer is one cl_program.
+    // SAFETY: `kernel` is a table handle, kind Kernel (this function's
+    // contract); CL_KERNEL_PROGRAM answers one cl_program, a usize.
     let Some(program) =
         (unsafe { super::info_value::<usize>(ffi::clGetKernelInfo, kernel, CL_KERNEL_PROGRAM) })
     else {
@@ -408,7 +436,8 @@ pub fn for_library(t: &Tenant, options: &Option<CString>) -> Result<Options, i32
 /// # Safety
 /// `options` is NULL or a C string.
 pub unsafe fn thread_options(t: &Tenant, options: *const c_char) -> Option<CString> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `options` is NULL or the decoder's CString (`tenant::cstr`),
+    // passed on by `builds::start`: NUL-terminated and alive for the call.
     let app = (!options.is_null()).then(|| unsafe { CStr::from_ptr(options) }.to_owned());
     let app = with_includes(t, &app);
     match with_arg_info(&app) {

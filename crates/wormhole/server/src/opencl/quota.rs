@@ -69,17 +69,19 @@ extern "C" fn uncharge(_mem: *mut c_void, user: *mut c_void) {
 /// `mem` is a live memory object on which the caller holds the only
 /// reference it will hand out.
 pub unsafe fn charge(quota: &Arc<Quota>, mem: *mut c_void) -> Result<Option<Arc<Charge>>, i32> {
-    // SAFETY: `mem` is live (the caller's contract); both answers are one
-    // size_t or pointer.
+    // SAFETY: `mem` is the object the library just made for this call
+    // (`Tenant::insert`), live; CL_MEM_ASSOCIATED_MEMOBJECT answers one cl_mem,
+    // a usize.
     let parent =
         unsafe { info_value::<usize>(ffi::clGetMemObjectInfo, mem, CL_MEM_ASSOCIATED_MEMOBJECT) };
     if parent.is_some_and(|p| p != 0) {
         return Ok(None);
     }
-    // SAFETY: as above.
+    // SAFETY: the same live `mem`; CL_MEM_SIZE answers one size_t.
     let bytes = unsafe { info_value::<usize>(ffi::clGetMemObjectInfo, mem, CL_MEM_SIZE) };
     let refuse = |code| {
-        // SAFETY: the caller's reference, which nobody else has seen.
+        // SAFETY: the only reference to `mem`, which the library just made for
+        // `Tenant::insert` and nobody else has seen.
         unsafe { release_real(Kind::Mem, mem) };
         Err(code)
     };
@@ -146,7 +148,8 @@ pub unsafe fn charge_program(
             bytes,
         });
     }
-    // SAFETY: the caller's reference, which nobody else has seen.
+    // SAFETY: the only reference to `program`, which the library just made for
+    // `Tenant::insert` and nobody else has seen.
     unsafe { release_real(Kind::Program, program) };
     Err(CL_OUT_OF_HOST_MEMORY)
 }

@@ -335,8 +335,10 @@ pub unsafe fn create(
         return None;
     };
     if copy {
-        // SAFETY: `data` holds `size` bytes (the caller's contract) and `p`
-        // is `size` bytes of a piece no buffer uses yet.
+        // SAFETY: with COPY_HOST_PTR, `data` is non-NULL (checked above) and
+        // points at request bytes that `custom::host_ptr` checked are at least
+        // `size` (via `objects::clCreateBuffer`); `p` is `size` bytes of a
+        // piece no buffer uses yet (`ptr_at`).
         unsafe { wormhole_transport::copy::copy_bulk(p, data as *const u8, size) };
     }
     let lib_flags = (flags & !(CL_MEM_COPY_HOST_PTR | CL_MEM_ALLOC_HOST_PTR)) | CL_MEM_USE_HOST_PTR;
@@ -389,7 +391,10 @@ pub unsafe fn fix_flags(
     if param != CL_MEM_FLAGS || value.is_null() || size < 8 {
         return;
     }
-    // SAFETY: the caller's contract: 8 bytes written by the library.
+    // SAFETY: `value` is non-NULL and `size` >= 8 (checked above): the
+    // decoder's `out_buf` of `size` bytes (`queries::clGetMemObjectInfo`),
+    // holding the cl_mem_flags the library just wrote. Aligned for u64 only
+    // because the allocator gives a Vec<u8> 16-aligned memory.
     unsafe {
         let v = value as *mut u64;
         *v = sb.native_flags(mem, *v);

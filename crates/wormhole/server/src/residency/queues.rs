@@ -64,7 +64,7 @@ fn marker(q: usize) -> Option<usize> {
     if s != CL_SUCCESS || ev.is_null() {
         return None;
     }
-    // SAFETY: as above.
+    // SAFETY: `q` is the held live queue the marker was just enqueued on.
     unsafe { ffi::clFlush(q as *mut c_void) };
     Some(ev as usize)
 }

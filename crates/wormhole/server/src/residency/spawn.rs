@@ -29,7 +29,8 @@ fn above(fd: OwnedFd) -> Result<OwnedFd, ResidencyError> {
     if n < 0 {
         return Err(std::io::Error::last_os_error().into());
     }
-    // SAFETY: as above.
+    // SAFETY: `n` is the descriptor F_DUPFD_CLOEXEC just returned (checked >=
+    // 0), which nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(n) })
 }
 

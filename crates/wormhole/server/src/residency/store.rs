@@ -83,7 +83,10 @@ impl Store {
                 r
             }
         };
-        // SAFETY: the caller's contract.
+        // SAFETY: `src` points to `len` readable bytes (this function's
+        // contract: `local.rs` gives the buffer's bytes in the arena, bounded
+        // by `ptr_at`), all `pwrite_all` reads; the piece holds at least `len`
+        // bytes.
         unsafe { pwrite_all(&self.file, src, len, piece.start) }
     }
 
@@ -104,7 +107,10 @@ impl Store {
         if piece.end - piece.start < len {
             return Err(ResidencyError::NoBacking(key));
         }
-        // SAFETY: the caller's contract.
+        // SAFETY: `dst` points to `len` writable bytes (this function's
+        // contract: `local.rs` gives the buffer's bytes in the arena, bounded
+        // by `ptr_at`), all `pread_exact` writes; the piece holds at least
+        // `len` bytes (checked above).
         unsafe { pread_exact(&self.file, dst, len, piece.start) }
     }
 
