@@ -168,8 +168,10 @@ impl Reshape {
     pub unsafe fn scatter(&self, src: &[u8], dst: *mut u8) {
         self.rows(|s, h, n| {
             if let Some(part) = src.get(s..s + n) {
-                // SAFETY: `h + n <= host.extent` (the windows' arithmetic),
-                // within `dst` (the caller's contract).
+                // SAFETY: `h + n <= host.extent` (the windows' arithmetic: `h` is at most
+                // (region[2]-1)*zstep + (region[1]-1)*ystep and `n` the row's bytes), and `dst`
+                // holds the host window's extent (this fn's contract: the application's
+                // USE_HOST_PTR image from the map's origin).
                 unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), dst.add(h), n) };
             }
         });
