@@ -233,9 +233,9 @@ unsafe fn transfer_in_place(t: &BufTransfer) -> Option<i32> {
             // place before it evicts it.
             arena.mark_written(b.id);
         }
-        // SAFETY: `at` is `size` bytes of the buffer's storage in the arena
-        // (the directory's range, checked above) and `ptr` is the
-        // application's `size` bytes (caller's contract); the queue runs
+        // SAFETY: `at` is `size` bytes of the buffer's storage in the arena (the directory's range,
+        // checked above) and `ptr` is the application's, valid for `size` bytes by
+        // clEnqueueRead/WriteBuffer's contract (this fn's, non-NULL checked above); the queue runs
         // nothing that could touch the buffer meanwhile.
         unsafe {
             if write {
