@@ -181,7 +181,8 @@ fn deliver(frame: &[u8]) -> Result<(), wormhole_wire::WireError> {
             unsafe { f(r.obj as *mut c_void, status, r.user_data as *mut c_void) };
         }
         (notify::MEM_DESTRUCTOR, CallbackKind::Memdtor) => {
-            // SAFETY: as above, for destructor callbacks.
+            // SAFETY: the application registered this function as a memory-object destructor
+            // callback (clSetMemObjectDestructorCallback), with OpenCL's signature for it.
             let f: ObjFn = unsafe { std::mem::transmute::<usize, ObjFn>(r.pfn) };
             // SAFETY: calling the application's callback as specified.
             unsafe { f(r.obj as *mut c_void, r.user_data as *mut c_void) };

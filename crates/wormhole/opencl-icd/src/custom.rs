@@ -66,14 +66,16 @@ pub(crate) unsafe fn zero_list(p: *const u64, pairs: bool) -> Option<Vec<u64>> {
     let mut i = 0;
     // Bounded: a property list longer than this is not a property list.
     while i < 4096 {
-        // SAFETY: caller's contract: the list is readable up to its zero.
+        // SAFETY: `p` is non-NULL and, by the OpenCL properties rule (this fn's contract), readable
+        // up to and including its zero entry; `i` has not passed that zero (the loop stops at it).
         let key = unsafe { *p.add(i) };
         if key == 0 {
             break;
         }
         v.push(key);
         if pairs {
-            // SAFETY: as above; every key has a value.
+            // SAFETY: `key` at `i` is non-zero, and in a property list every non-zero key is
+            // followed by its value, so `i + 1` is still inside the list.
             v.push(unsafe { *p.add(i + 1) });
             i += 2;
         } else {
@@ -127,7 +129,8 @@ pub mod context_props {
     /// # Safety
     /// `p` is NULL or a zero-terminated property list.
     pub unsafe fn put(c: &mut Call, p: *const isize) -> Result<(), i32> {
-        // SAFETY: caller's contract.
+        // SAFETY: `p` is NULL or a zero-terminated cl_context_properties list by
+        // clCreateContext/FromType's contract (this fn's), which is zero_list's.
         let mut v = unsafe { zero_list(p as *const u64, true) };
         if let Some(v) = v.as_mut() {
             for i in (0..v.len()).step_by(2) {
@@ -152,16 +155,20 @@ pub mod partition_props {
         let v = if p.is_null() {
             None
         } else {
-            // SAFETY: caller's contract: at least one entry.
+            // SAFETY: `p` is non-NULL and a partition property list (this fn's contract,
+            // clCreateSubDevices'), which has at least its terminating entry.
             let first = unsafe { *p };
             if first == BY_COUNTS {
                 // {BY_COUNTS, n1, n2, ..., LIST_END(0), 0}
-                // SAFETY: caller's contract; the counts end with a zero.
+                // SAFETY: a BY_COUNTS list is its counts ended by
+                // CL_DEVICE_PARTITION_BY_COUNTS_LIST_END (0) by clCreateSubDevices' contract:
+                // zero_list(.., false) reads up to that zero.
                 let mut v = unsafe { zero_list(p, false) }.unwrap_or_default();
                 v.push(0);
                 Some(v)
             } else {
-                // SAFETY: caller's contract.
+                // SAFETY: other partition lists are {key, value} pairs ended by 0 by
+                // clCreateSubDevices' contract, the shape zero_list(.., true) reads.
                 unsafe { zero_list(p, true) }
             }
         };
@@ -176,7 +183,8 @@ pub mod queue_props {
     /// # Safety
     /// `p` is NULL or a zero-terminated property list.
     pub unsafe fn put(c: &mut Call, p: *const u64) -> Result<(), i32> {
-        // SAFETY: caller's contract.
+        // SAFETY: `p` is NULL or a zero-terminated {key, value} list by
+        // clCreateCommandQueueWithProperties'/clCreateSamplerWithProperties' contract (this fn's).
         put_list(c, unsafe { zero_list(p, true) });
         Ok(())
     }
@@ -203,7 +211,9 @@ unsafe fn put_host(c: &mut Call, p: *mut c_void, flags: u64, size: Option<u64>) 
         c.enc.u8(1);
         c.shape(1);
         let n = size.unwrap_or(0) as usize;
-        // SAFETY: caller's contract.
+        // SAFETY: USE_HOST_PTR or COPY_HOST_PTR is set and `p` non-NULL, so by the creating call's
+        // contract (this fn's) `p` holds the object's host size, which is `size` (the buffer's
+        // size, or the image's computed from its desc and pitches; None reads 0 bytes).
         c.enc
             .bytes(unsafe { std::slice::from_raw_parts(p as *const u8, n) });
     }
@@ -214,7 +224,8 @@ pub mod host_ptr {
     /// # Safety
     /// As the API requires of host_ptr.
     pub unsafe fn put(c: &mut Call, p: *mut c_void, flags: u64, size: usize) -> Result<(), i32> {
-        // SAFETY: caller's contract.
+        // SAFETY: `p` is NULL or, when the flags use it, holds `size` bytes by clCreateBuffer's
+        // contract on host_ptr.
         unsafe { put_host(c, p, flags, Some(size as u64)) };
         Ok(())
     }
@@ -245,7 +256,8 @@ unsafe fn format_elem(f: *const c_void) -> Option<u64> {
     if f.is_null() {
         return None;
     }
-    // SAFETY: caller's contract: two cl_uints.
+    // SAFETY: `f` is non-NULL and a cl_image_format (this fn's contract): two cl_uints, order and
+    // type.
     let (order, ty) = unsafe { (*(f as *const u32), *(f as *const u32).add(1)) };
     image_element_size(order, ty)
 }
@@ -259,7 +271,8 @@ pub mod image_desc {
             c.enc.opt_bytes(None);
             return Ok(());
         }
-        // SAFETY: caller's contract: a cl_image_desc is 72 bytes on 64-bit.
+        // SAFETY: `p` is non-NULL and a cl_image_desc by clCreateImage's contract (this fn's),
+        // IMAGE_DESC_LEN (72) bytes on 64-bit.
         let mut b = unsafe { std::slice::from_raw_parts(p as *const u8, IMAGE_DESC_LEN) }.to_vec();
         let mem = usize::from_le_bytes(b[64..72].try_into().unwrap_or([0; 8]));
         let id = obj(mem as *mut c_void, Kind::Mem)?.map_or(0, |o| o.id);
@@ -285,7 +298,8 @@ pub mod image_host_ptr {
             None
         } else {
             let d = desc as *const u64;
-            // SAFETY: caller's contract: a cl_image_desc.
+            // SAFETY: `desc` is non-NULL and a cl_image_desc by clCreateImage's contract (this
+            // fn's): a cl_mem_object_type padded to 8 bytes, then the six size_t read here.
             let (ty, w, h, dep, arr, row, slice) = unsafe {
                 (
                     *(desc as *const u32),
@@ -297,11 +311,13 @@ pub mod image_host_ptr {
                     *d.add(6),
                 )
             };
-            // SAFETY: caller's contract.
+            // SAFETY: `fmt` is NULL or a cl_image_format by clCreateImage's contract.
             unsafe { format_elem(fmt) }
                 .and_then(|e| image_host_size(ty, w, h, dep, arr, row, slice, e))
         };
-        // SAFETY: caller's contract.
+        // SAFETY: by clCreateImage's contract `p`, when the flags use it, holds at least the size
+        // image_host_size computes from the desc's dimensions and pitches (the spec's row_pitch *
+        // height * depth rule).
         unsafe { put_host(c, p, flags, size) };
         Ok(())
     }
@@ -322,10 +338,11 @@ pub mod image2d_host_ptr {
         h: usize,
         row: usize,
     ) -> Result<(), i32> {
-        // SAFETY: caller's contract.
+        // SAFETY: `fmt` is NULL or a cl_image_format by clCreateImage2D's contract.
         let size = unsafe { format_elem(fmt) }
             .and_then(|e| image_host_size(0x10F1, w as u64, h as u64, 1, 1, row as u64, 0, e));
-        // SAFETY: caller's contract.
+        // SAFETY: by clCreateImage2D's contract `p`, when the flags use it, holds at least
+        // row_pitch * height bytes, the size computed above.
         unsafe { put_host(c, p, flags, size) };
         Ok(())
     }
@@ -348,7 +365,7 @@ pub mod image3d_host_ptr {
         row: usize,
         slice: usize,
     ) -> Result<(), i32> {
-        // SAFETY: caller's contract.
+        // SAFETY: `fmt` is NULL or a cl_image_format by clCreateImage3D's contract.
         let size = unsafe { format_elem(fmt) }.and_then(|e| {
             image_host_size(
                 0x10F2,
@@ -361,7 +378,8 @@ pub mod image3d_host_ptr {
                 e,
             )
         });
-        // SAFETY: caller's contract.
+        // SAFETY: by clCreateImage3D's contract `p`, when the flags use it, holds at least
+        // slice_pitch * depth bytes, the size computed above.
         unsafe { put_host(c, p, flags, size) };
         Ok(())
     }
@@ -394,22 +412,26 @@ pub mod sources {
         lengths: *const usize,
     ) -> Result<(), i32> {
         put_entries(c, !strings.is_null(), count, |enc, i| {
-            // SAFETY: caller's contract.
+            // SAFETY: `strings` is non-NULL (`present`) and holds `count` entries by
+            // clCreateProgramWithSource's contract; `i < count`.
             let s = unsafe { *strings.add(i) };
             let len = if lengths.is_null() {
                 0
             } else {
-                // SAFETY: caller's contract.
+                // SAFETY: `lengths` is non-NULL and holds `count` entries by
+                // clCreateProgramWithSource's contract; `i < count`.
                 unsafe { *lengths.add(i) }
             };
             let bytes = if s.is_null() {
                 // A NULL entry is CL_INVALID_VALUE, as the API requires.
                 return Err(CL_INVALID_VALUE);
             } else if len == 0 {
-                // SAFETY: NUL-terminated by the caller's contract.
+                // SAFETY: a zero (or absent) length means NUL-terminated by
+                // clCreateProgramWithSource's contract; `s` is non-NULL.
                 unsafe { CStr::from_ptr(s) }.to_bytes()
             } else {
-                // SAFETY: `len` bytes by the caller's contract.
+                // SAFETY: a non-zero `lengths[i]` is the length of `strings[i]` by
+                // clCreateProgramWithSource's contract; `s` is non-NULL.
                 unsafe { std::slice::from_raw_parts(s as *const u8, len) }
             };
             enc.bytes(bytes);
@@ -439,12 +461,14 @@ pub mod binaries {
     ) -> Result<(), i32> {
         let present = !lengths.is_null() && !binaries.is_null();
         put_entries(c, present, n, |enc, i| {
-            // SAFETY: caller's contract.
+            // SAFETY: `binaries` and `lengths` are non-NULL (`present`) and hold `n` entries by
+            // clCreateProgramWithBinary's contract (num_devices of each); `i < n`.
             let (p, len) = unsafe { (*binaries.add(i), *lengths.add(i)) };
             if p.is_null() {
                 enc.opt_bytes(None);
             } else {
-                // SAFETY: caller's contract: `len` bytes.
+                // SAFETY: `p` is non-NULL and holds `lengths[i]` bytes by
+                // clCreateProgramWithBinary's contract.
                 enc.opt_bytes(Some(unsafe { std::slice::from_raw_parts(p, len) }));
             }
             Ok(())
@@ -467,12 +491,14 @@ pub mod header_names {
     /// `p` is NULL or holds `n` NUL-terminated strings.
     pub unsafe fn put(c: &mut Call, p: *const *const c_char, n: u32) -> Result<(), i32> {
         put_entries(c, !p.is_null(), n, |enc, i| {
-            // SAFETY: caller's contract.
+            // SAFETY: `p` is non-NULL and holds `n` entries by clCompileProgram's contract on
+            // header_include_names; `i < n`.
             let s = unsafe { *p.add(i) };
             let b = if s.is_null() {
                 &[][..]
             } else {
-                // SAFETY: caller's contract.
+                // SAFETY: `s` is non-NULL and a NUL-terminated header name by clCompileProgram's
+                // contract.
                 unsafe { CStr::from_ptr(s) }.to_bytes()
             };
             enc.bytes(b);
@@ -509,8 +535,9 @@ pub mod kernel_arg {
             return Ok(());
         }
         if size == std::mem::size_of::<usize>() {
-            // SAFETY: caller's contract: `size` (pointer-sized) bytes, with
-            // no promise of alignment (the size may be wrong for the value).
+            // SAFETY: `p` is non-NULL and holds `size` (pointer-sized) bytes by clSetKernelArg's
+            // contract on arg_value, with no promise of alignment (the size may be wrong for the
+            // value).
             let h = unsafe { std::ptr::read_unaligned(p as *const *mut c_void) };
             let o = match arg_object(h) {
                 ArgObject::Live(o) => Some(o),
@@ -535,7 +562,7 @@ pub mod kernel_arg {
                 }
             }
         }
-        // SAFETY: caller's contract.
+        // SAFETY: `p` is non-NULL and holds `size` bytes by clSetKernelArg's contract on arg_value.
         let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, size) };
         c.shape(if bytes.iter().all(|&b| b == 0) {
             1
@@ -563,7 +590,8 @@ unsafe fn rect_window(
         return None;
     }
     let (r, o) = (region as *const u64, origin as *const u64);
-    // SAFETY: caller's contract.
+    // SAFETY: `region` and `origin` are non-NULL (checked above) and three size_t each by this fn's
+    // contract (the rect calls' region and host_origin).
     let (r3, o3) = unsafe { ([*r, *r.add(1), *r.add(2)], [*o, *o.add(1), *o.add(2)]) };
     let ext = rect_extent(r3, 1, row as u64, slice as u64)?;
     Some((ext, ext.offset(o3, 1)?))
@@ -587,7 +615,8 @@ pub mod rect_out {
         _buffer_row: usize,
         _buffer_slice: usize,
     ) -> Result<(), i32> {
-        // SAFETY: caller's contract.
+        // SAFETY: `region` and `origin` are NULL or three size_t each by clEnqueueReadBufferRect's
+        // contract (this fn's), all rect_window reads.
         c.enc
             .bool(!p.is_null() && unsafe { rect_window(region, origin, row, slice) }.is_some());
         Ok(())
@@ -609,7 +638,8 @@ pub mod rect_out {
         _buffer_slice: usize,
     ) -> Result<(), i32> {
         let data = r.opt_bytes()?;
-        // SAFETY: caller's contract.
+        // SAFETY: `region` and `origin` are NULL or three size_t each by clEnqueueReadBufferRect's
+        // contract (this fn's).
         let window = unsafe { rect_window(region, origin, row, slice) };
         if let (Some(b), Some((ext, off))) = (data, window) {
             let r = region as *const u64;
@@ -641,7 +671,8 @@ pub mod rect_in {
         row: usize,
         slice: usize,
     ) -> Result<(), i32> {
-        // SAFETY: caller's contract.
+        // SAFETY: `region` and `origin` are NULL or three size_t each by clEnqueueWriteBufferRect's
+        // contract (this fn's).
         match (p.is_null(), unsafe {
             rect_window(region, origin, row, slice)
         }) {
@@ -688,10 +719,12 @@ pub mod image_out {
         slice: usize,
     ) -> Result<(), i32> {
         let data = r.opt_bytes()?;
-        // SAFETY: caller's contract.
+        // SAFETY: `region` is NULL or three size_t by clEnqueueReadImage's contract (this fn's).
         let w = unsafe { image_window_of(region, row, slice) };
         if let (Some(b), false, Some(w)) = (data, p.is_null(), w) {
-            // SAFETY: `p` holds the window (caller's contract).
+            // SAFETY: by clEnqueueReadImage's contract `p` holds the window of `region` under
+            // `row`/`slice` (w.extent bytes, with the element size the server reported for the
+            // image); scatter_rows writes only within it.
             unsafe { scatter_rows(&b, p as *mut u8, w, region_of(region)) };
         }
         Ok(())
@@ -702,7 +735,7 @@ pub mod image_out {
 /// `region` is non-NULL and points to 3 size_t.
 unsafe fn region_of(region: *const c_void) -> [u64; 3] {
     let r = region as *const u64;
-    // SAFETY: caller's contract.
+    // SAFETY: `region` is non-NULL and three size_t (this fn's contract).
     unsafe { [*r, *r.add(1), *r.add(2)] }
 }
 
@@ -716,7 +749,7 @@ unsafe fn image_window_of(region: *const c_void, row: usize, slice: usize) -> Op
         return None;
     }
     let (ty, elem) = IMAGE_SHAPE.with(|c| c.get());
-    // SAFETY: caller's contract.
+    // SAFETY: `region` is non-NULL (checked above) and three size_t (this fn's contract).
     image_window(
         ty,
         unsafe { region_of(region) },
@@ -739,7 +772,9 @@ unsafe fn scatter_rows(src: &[u8], dst: *mut u8, w: ImageWindow, region: [u64; 3
             let Some(part) = src.get(at..at + width) else {
                 return;
             };
-            // SAFETY: `at + width <= w.extent` (caller's contract).
+            // SAFETY: `at` is at most (region[2]-1)*zstep + (region[1]-1)*ystep, so `at + width <=
+            // w.extent` (image_window/rect_extent compute extent so), which `dst` holds (this fn's
+            // contract); `part` is inside `src`.
             unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), dst.add(at), width) };
         }
     }
@@ -768,10 +803,12 @@ pub mod image_in {
             c.enc.opt_bytes(None);
             return Ok(());
         }
-        // SAFETY: caller's contract.
+        // SAFETY: `region` is NULL or three size_t by clEnqueueWriteImage's contract (this fn's).
         match unsafe { image_window_of(region, row, slice) } {
             Some(w) => {
-                // SAFETY: caller's contract: `p` holds the window.
+                // SAFETY: by clEnqueueWriteImage's contract `p` holds the window of `region` under
+                // `row`/`slice`, w.extent bytes (with the element size the server reported for the
+                // image).
                 c.enc.opt_bytes(Some(unsafe {
                     std::slice::from_raw_parts(p as *const u8, w.extent as usize)
                 }))

@@ -97,15 +97,17 @@ pub unsafe extern "C" fn clGetEventInfo(
 ) -> i32 {
     // A stand-in event's command type is `later`'s to answer.
     let ask = |size, value, size_ret| {
-        // SAFETY: forwarded contract (`cached_info` passes its own buffer,
-        // of the size it gives, when it learns a value).
+        // SAFETY: `value` is NULL or holds `size` bytes and `size_ret` NULL or writable: the
+        // application's, by clGetEventInfo's contract, or `cached_info`'s own buffer of the size it
+        // gives when it learns a value.
         unsafe { crate::later::clGetEventInfo(ev, param, size, value, size_ret) }
     };
     match param {
         CL_EVENT_COMMAND_EXECUTION_STATUS => {
             if let Ok(Some(o)) = obj(ev, Kind::Event) {
                 if let Some(s) = ended(o) {
-                    // SAFETY: the caller's contract.
+                    // SAFETY: `value` is NULL or holds `size` bytes and `size_ret` NULL or a
+                    // writable size_t by clGetEventInfo's contract, which is answer's.
                     return unsafe { answer(&s.to_ne_bytes(), size, value, size_ret) };
                 }
             }
@@ -126,7 +128,9 @@ pub unsafe extern "C" fn clGetEventInfo(
                 param,
                 mutable: &[CL_EVENT_REFERENCE_COUNT, CL_EVENT_COMMAND_EXECUTION_STATUS],
             };
-            // SAFETY: the caller's contract; `ask` is the call itself.
+            // SAFETY: `value` is NULL or holds `size` bytes and `size_ret` NULL or a writable
+            // size_t by clGetEventInfo's contract; `ask` makes the call with such arguments, as
+            // cached_info requires.
             unsafe { cached_info(q, size, value, size_ret, &ask) }
         }
         _ => ask(size, value, size_ret),

@@ -55,10 +55,10 @@ impl Shape {
         if desc.is_null() {
             return None;
         }
-        // SAFETY: the caller's contract: a cl_mem_object_type (padded to
-        // 8 bytes), then width, height, depth, array size, row and slice
-        // pitch as size_t, two cl_uints, and the buffer or image it is made
-        // from (a pointer).
+        // SAFETY: `desc` is non-NULL and a cl_image_desc (this fn's contract, clCreateImage's): a
+        // cl_mem_object_type (padded to 8 bytes), then width, height, depth, array size, row and
+        // slice pitch as size_t, two cl_uints, and the buffer or image it is made from (a pointer):
+        // 72 bytes, all inside it.
         unsafe {
             let w = |i: usize| (desc as *const usize).add(i).read_unaligned();
             Some(Shape {
@@ -82,7 +82,8 @@ impl Shape {
         if self.of_buffer {
             return 0;
         }
-        // SAFETY: the caller's contract.
+        // SAFETY: `format` is NULL or a cl_image_format (this fn's contract, the creating call's),
+        // which element_size needs.
         let elem = unsafe { element_size(format) }.unwrap_or(0);
         [self.width, self.height, self.depth, self.array_size]
             .iter()
@@ -98,7 +99,8 @@ unsafe fn element_size(format: *const c_void) -> Option<u64> {
     if format.is_null() {
         return None;
     }
-    // SAFETY: the caller's contract: two cl_uints.
+    // SAFETY: `format` is non-NULL and a cl_image_format (this fn's contract): its first two fields
+    // are cl_uints.
     let (order, ty) = unsafe {
         (
             (format as *const u32).read_unaligned(),
@@ -120,7 +122,8 @@ pub unsafe fn remember(image: *mut c_void, flags: u64, format: *const c_void, sh
     let Ok(Some(o)) = obj(image, Kind::Mem) else {
         return;
     };
-    // SAFETY: the caller's contract.
+    // SAFETY: `format` is NULL or a cl_image_format (this fn's contract, the creating call's),
+    // which element_size needs.
     let Some(elem) = (unsafe { element_size(format) }) else {
         return;
     };
@@ -165,8 +168,10 @@ impl Reshape {
     pub unsafe fn scatter(&self, src: &[u8], dst: *mut u8) {
         self.rows(|s, h, n| {
             if let Some(part) = src.get(s..s + n) {
-                // SAFETY: `h + n <= host.extent` (the windows' arithmetic),
-                // within `dst` (the caller's contract).
+                // SAFETY: `h + n <= host.extent` (the windows' arithmetic: `h` is at most
+                // (region[2]-1)*zstep + (region[1]-1)*ystep and `n` the row's bytes), and `dst`
+                // holds the host window's extent (this fn's contract: the application's
+                // USE_HOST_PTR image from the map's origin).
                 unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), dst.add(h), n) };
             }
         });
@@ -342,7 +347,7 @@ mod tests {
             *b += 100;
         }
         let mut back = server.clone();
-        // SAFETY: as above.
+        // SAFETY: `host` still holds the host window (3 rows of 12 bytes).
         unsafe { m.reshape.gather(host.as_ptr(), &mut back) };
         assert_eq!(back, server.iter().map(|b| b + 100).collect::<Vec<_>>());
     }

@@ -89,7 +89,8 @@ pub unsafe fn send(options: *const c_char) {
     if options.is_null() {
         return;
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `options` is non-NULL (checked above) and NUL-terminated by the build's contract on
+    // its options string (this fn's).
     let Ok(text) = unsafe { CStr::from_ptr(options) }.to_str() else {
         return;
     };

@@ -82,7 +82,8 @@ pub unsafe fn cached_info(
     };
     let key = (q.func, q.param, extra);
     if let Some(status) = o.info.answer(key, handles, |v| {
-        // SAFETY: the caller's contract.
+        // SAFETY: `value` is NULL or writable for `size` bytes and `size_ret` NULL or a writable
+        // size_t (this fn's contract, the info query's), which is answer's.
         unsafe { answer(v, size, value, size_ret) }
     }) {
         return status;
@@ -90,7 +91,8 @@ pub unsafe fn cached_info(
     let Some(v) = learn(fetch) else {
         return forward();
     };
-    // SAFETY: the caller's contract.
+    // SAFETY: `value` is NULL or writable for `size` bytes and `size_ret` NULL or a writable size_t
+    // (this fn's contract, the info query's), which is answer's.
     let status = unsafe { answer(&v, size, value, size_ret) };
     o.info.keep(key, v);
     status
@@ -135,11 +137,13 @@ pub(crate) unsafe fn answer(
         if size < v.len() {
             return CL_INVALID_VALUE;
         }
-        // SAFETY: `value` holds `size` >= v.len() bytes (caller's contract).
+        // SAFETY: `value` is non-NULL and writable for `size` bytes by the info query's contract
+        // (param_value_size), and `size >= v.len()` was checked above.
         unsafe { std::ptr::copy_nonoverlapping(v.as_ptr(), value.cast::<u8>(), v.len()) };
     }
     if !size_ret.is_null() {
-        // SAFETY: the caller's contract.
+        // SAFETY: `size_ret` is non-NULL and a writable size_t by the info query's contract
+        // (param_value_size_ret).
         unsafe { *size_ret = v.len() };
     }
     CL_SUCCESS

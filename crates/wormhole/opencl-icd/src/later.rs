@@ -312,7 +312,8 @@ impl Later {
             }
             return s;
         }
-        // SAFETY: the caller's contract; the hold's barrier is ours.
+        // SAFETY: `ev` is NULL or the application's writable cl_event slot (this fn's contract,
+        // from the enqueue's); `barrier` is the hold's, a live event of ours.
         unsafe { hand_out(barrier, ev, stands_for) };
         CL_SUCCESS
     }
@@ -417,7 +418,8 @@ impl Later {
 unsafe fn unmap_held(q: usize, buf: usize, mapped: usize, hold: &Hold, status: i32) {
     let (q, buf) = (q as *mut c_void, buf as *mut c_void);
     let mut unmapped = std::ptr::null_mut();
-    // SAFETY: the caller's contract.
+    // SAFETY: `mapped` is our mapping of `buf`, given back once here (this fn's contract); `q` and
+    // `buf` are references of ours, live until released below; `unmapped` is a local slot.
     unsafe {
         let s = clEnqueueUnmapMemObject(
             q,
@@ -456,7 +458,10 @@ unsafe fn transfer_now(
         return e;
     }
     let (none, no_ev) = (std::ptr::null(), std::ptr::null_mut());
-    // SAFETY: the caller's contract; blocking, so complete on return.
+    // SAFETY: `app` is the application's memory for this transfer, which by the non-blocking
+    // transfer's contract stays valid until it completes, i.e. past this blocking call; the
+    // geometry (`offset`/`size`, origins, region, pitches) is what check_gated accepted against the
+    // object; `q` is our own queue and `mem` is held by our reference.
     let s = unsafe {
         match op {
             GatedOp::Buffer {
@@ -567,7 +572,8 @@ pub(crate) unsafe fn transfer_after_gate(
         return s;
     }
     let mut marker = std::ptr::null_mut();
-    // SAFETY: forwarded contract; a valid out-slot for the marker.
+    // SAFETY: `wl` holds `n` events by the transfer's contract (this fn's, the OpenCL enqueue's
+    // event_wait_list); `marker` is a local out-slot.
     let s = unsafe { gen::clEnqueueMarkerWithWaitList(q, n, wl, &mut marker) };
     if s != CL_SUCCESS {
         return s;
@@ -640,7 +646,9 @@ pub(crate) unsafe fn map_later(
         e => Err(e),
     };
     match hold {
-        // SAFETY: the caller's contract.
+        // SAFETY: `ev` is NULL or the application's writable cl_event slot by
+        // clEnqueueMapBuffer/MapImage's contract (this fn's); `cmd` is ours and the hold now keeps
+        // it.
         Ok(hold) => unsafe { Later::Map { fill, hold }.wait_for(cmd, ev, stands_for) },
         Err(s) => {
             // SAFETY: our own references.
@@ -717,7 +725,9 @@ impl Hold {
         } else {
             status.min(-1)
         };
-        // SAFETY: our events (the caller's contract).
+        // SAFETY: `user` is our user event, not yet set, and `held` our references to the barrier
+        // and the command; this fn runs once per hold (its contract), so each is set or released
+        // once.
         unsafe {
             drop_user_event(self.user as *mut c_void, status);
             for e in self.held {
@@ -769,10 +779,12 @@ pub unsafe extern "C" fn clGetEventInfo(
         _ => 0,
     };
     if stands_for == 0 {
-        // SAFETY: forwarded contract.
+        // SAFETY: the arguments are the application's, passed unchanged: clGetEventInfo's contract
+        // is the generated forwarder's.
         return unsafe { gen::clGetEventInfo(ev, param, size, value, size_ret) };
     }
-    // SAFETY: the caller's contract, as `answer` needs it.
+    // SAFETY: by clGetEventInfo's contract `value` is NULL or holds `size` bytes and `size_ret` is
+    // NULL or writable, which is what `answer` needs (it checks `size` before it writes).
     unsafe { crate::info_cache::answer(&stands_for.to_ne_bytes(), size, value, size_ret) }
 }
 
@@ -781,7 +793,8 @@ pub unsafe extern "C" fn clGetEventInfo(
 /// # Safety
 /// `user` is a user event of ours, whose status is not set yet.
 unsafe fn drop_user_event(user: *mut c_void, status: i32) {
-    // SAFETY: the caller's contract.
+    // SAFETY: `user` is our user event, not yet set (this fn's contract): set once, then our one
+    // reference released.
     unsafe {
         clSetUserEventStatus(user, status);
         gen::clReleaseEvent(user);

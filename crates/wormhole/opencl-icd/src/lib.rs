@@ -72,7 +72,8 @@ macro_rules! unsupported_ptr_err {
         /// The last argument is NULL or the caller's writable `cl_int`.
         unsafe extern "C" fn $name($($skip: usize,)* errcode_ret: *mut i32) -> *mut c_void {
             $(let _ = $skip;)*
-            // SAFETY: the caller's contract.
+            // SAFETY: `errcode_ret` is NULL or the application's writable cl_int by the OpenCL
+            // function's contract on errcode_ret, which set_errcode checks for NULL.
             unsafe { connection::set_errcode(errcode_ret, wormhole_opencl_api::CL_INVALID_OPERATION) };
             std::ptr::null_mut()
         }

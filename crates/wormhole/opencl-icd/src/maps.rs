@@ -36,7 +36,8 @@ pub(crate) struct Block {
 // map protocol's business (the fill before the application may look, the
 // application after), as for any mapping.
 unsafe impl Send for Block {}
-// SAFETY: as above; the block itself is never mutated.
+// SAFETY: a shared `&Block` exposes only `ptr` and `layout`, both fixed after `new`; the heap bytes
+// behind `ptr` pass between threads under the map protocol, as for Send.
 unsafe impl Sync for Block {}
 
 impl Block {
@@ -175,7 +176,11 @@ fn finish_map(r: &mut Reply<'_>, dest: Dest, id: u64, flags: u64) -> Result<*mut
         // ours).
         unsafe { copy_bulk(into, sp, len) };
     } else if raw {
-        // SAFETY: as above.
+        // SAFETY: `into` spans `len` bytes: `server_bytes` (allocated with `len`), a block `place`
+        // allocated with `len`, or the application's USE_HOST_PTR memory from the map's offset,
+        // valid for the mapped size by clCreateBuffer/clCreateImage's contract; `len` is the
+        // server's reply, trusted to be that size (not checked against the request here); recv_raw
+        // writes only the slice.
         r.recv_raw(unsafe { std::slice::from_raw_parts_mut(into, len) })?;
     }
     if let Some(rs) = dest.reshape() {
@@ -223,10 +228,11 @@ pub unsafe extern "C" fn clEnqueueMapBuffer(
     let r = if blocking == 0 && waits::user_events_open() {
         // It may wait for a user event that this very thread sets after we
         // return: it completes later, as natively.
-        // SAFETY: forwarded contract.
+        // SAFETY: `wl` holds `n` events and `ev` is NULL or a writable cl_event slot by
+        // clEnqueueMapBuffer's contract, which is map_buffer_later's.
         unsafe { map_buffer_later(q, buf, flags, offset, size, n, wl, ev) }
     } else {
-        // SAFETY: forwarded contract.
+        // SAFETY: `wl` holds `n` events by clEnqueueMapBuffer's contract on event_wait_list.
         unsafe { settle_for(blocking, q, n, wl) }
             .and_then(|()| map_buffer(q, buf, flags, offset, size, n, wl, ev, false))
     };
@@ -234,7 +240,7 @@ pub unsafe extern "C" fn clEnqueueMapBuffer(
         Ok(v) => (v, CL_SUCCESS),
         Err(e) => (std::ptr::null_mut(), e),
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `err` is NULL or a writable cl_int by clEnqueueMapBuffer's contract on errcode_ret.
     unsafe { set_errcode(err, e) };
     v
 }
@@ -263,7 +269,7 @@ unsafe fn map_request_tail(
     bits: u8,
 ) -> Result<(Option<u64>, u64), i32> {
     c.enc.u32(n);
-    // SAFETY: the caller's contract.
+    // SAFETY: `wl` holds `n` events (this fn's contract), which Call::handles reads.
     unsafe { c.handles(wl, n as usize, Kind::Event)? };
     let n_ev = c.out_new(ev);
     let id = fresh_id();
@@ -308,7 +314,9 @@ pub(crate) fn map_buffer(
     defer: bool,
 ) -> Result<*mut c_void, i32> {
     let mut c = buffer_map_call(q, buf, flags, offset, size)?;
-    // SAFETY: the caller's contract: `wl` holds `n` events.
+    // SAFETY: `wl` is the application's event_wait_list, holding `n` events by its enqueue's
+    // contract (map_buffer's only callers are clEnqueueMapBuffer and the buffer transfers, which
+    // pass theirs); map_buffer is a safe fn, so this rests on those crate-private callers.
     let (n_ev, id) = unsafe { map_request_tail(&mut c, n, wl, ev, map_tail_bits(defer, false)) }?;
     let host = host_ptr_of(buf)?;
     let mut r = c.finish()?;
@@ -322,7 +330,9 @@ pub(crate) fn map_buffer(
     } else {
         std::ptr::null_mut()
     };
-    // SAFETY: the caller's contract: `ev` is NULL or writable.
+    // SAFETY: `ev` is NULL or the application's writable cl_event slot by its enqueue's contract
+    // (transfer_via_map passes NULL; transfer_later its own local); like `wl`, map_buffer's callers
+    // guarantee it.
     unsafe { r.out_new(n_ev, ev, Kind::Event, status) };
     if status != CL_SUCCESS {
         return Err(status);
@@ -354,7 +364,7 @@ unsafe fn send_later(
     image: bool,
 ) -> Result<Sent, i32> {
     let mut cmd = std::ptr::null_mut();
-    // SAFETY: the caller's contract; `cmd` is our slot.
+    // SAFETY: `wl` holds `n` events (this fn's contract); `cmd` is our local slot, writable.
     let (n_ev, id) =
         unsafe { map_request_tail(&mut c, n, wl, &mut cmd, map_tail_bits(defer, true)) }?;
     let mut r = c.finish()?;
@@ -411,7 +421,7 @@ unsafe fn map_buffer_later(
 ) -> Result<*mut c_void, i32> {
     let host = host_ptr_of(buf)?;
     let c = buffer_map_call(q, buf, flags, offset, size)?;
-    // SAFETY: forwarded contract.
+    // SAFETY: `wl` holds `n` events by clEnqueueMapBuffer's contract (this fn's).
     let sent = unsafe { send_later(c, n, wl, host == 0, false) }?;
     if let Some(sp) = sent.reply.shared {
         remember(sp, Mapped::new(sent.id, sent.reply.len, flags, None, true));
@@ -423,7 +433,10 @@ unsafe fn map_buffer_later(
         0 => Dest::Fresh,
         h => Dest::Host((h + offset) as *mut u8),
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `ev` is NULL or writable by clEnqueueMapBuffer's contract; `sent.cmd` is the map's
+    // event send_later just returned, ours; `dest` is our fresh block or the buffer's USE_HOST_PTR
+    // memory from `offset` (the server accepted the map, so the range lies within the buffer, whose
+    // host memory clCreateBuffer's contract keeps valid).
     unsafe { map_pending(q, buf, sent, flags, dest, ev, CL_COMMAND_MAP_BUFFER) }
 }
 
@@ -437,7 +450,8 @@ unsafe fn give_event(e: *mut c_void, ev: *mut *mut c_void) {
         // SAFETY: our own reference.
         unsafe { crate::gen::clReleaseEvent(e) };
     } else {
-        // SAFETY: the caller's contract.
+        // SAFETY: `ev` is non-NULL here and a writable cl_event slot by the enqueue's contract
+        // (this fn's).
         unsafe { *ev = e };
     }
 }
@@ -572,7 +586,8 @@ unsafe fn map_pending(
         reshape: dest.reshape(),
         _owned: owned,
     };
-    // SAFETY: the caller's contract; `sent.cmd` is ours, taken by the call.
+    // SAFETY: `ev` is NULL or the application's writable slot by clEnqueueMapBuffer/MapImage's
+    // contract (this fn's); `sent.cmd` is our event for the map, whose reference map_later takes.
     let s = unsafe { crate::later::map_later(q, sent.cmd, fill, ev, stands_for) };
     if s != CL_SUCCESS {
         // Nothing will fill it: give the mapping back.
@@ -615,7 +630,7 @@ pub unsafe extern "C" fn clEnqueueMapImage(
         };
         let later = blocking == 0 && waits::user_events_open();
         if !later {
-            // SAFETY: forwarded contract.
+            // SAFETY: `wl` holds `n` events by clEnqueueMapImage's contract on event_wait_list.
             unsafe { settle_for(blocking, q, n, wl) }?;
         }
         // Asked now: the map's reply holds the channel.
@@ -627,7 +642,7 @@ pub unsafe extern "C" fn clEnqueueMapImage(
         c.enc.bytes(&bytes_of(o3));
         c.enc.bytes(&bytes_of(r3));
         let (p, (row, slice)) = if later {
-            // SAFETY: forwarded contract: `wl` holds `n` events.
+            // SAFETY: `wl` holds `n` events by clEnqueueMapImage's contract.
             let sent = unsafe { send_later(c, n, wl, false, true) }?;
             let (row, slice) = sent.pitches;
             let (dest, pitches) = match host.map(|h| h.mapping(o3, r3, row, slice)) {
@@ -639,11 +654,15 @@ pub unsafe extern "C" fn clEnqueueMapImage(
                     (Dest::Fresh, (row, slice))
                 }
             };
-            // SAFETY: forwarded contract.
+            // SAFETY: `ev` is NULL or writable by clEnqueueMapImage's contract; `sent.cmd` is our
+            // event for the map; `dest` is our fresh block or the window HostLayout::mapping placed
+            // in the image's USE_HOST_PTR memory, for an origin/region the server accepted
+            // (send_later fails otherwise).
             let p = unsafe { map_pending(q, image, sent, flags, dest, ev, CL_COMMAND_MAP_IMAGE) }?;
             (p, pitches)
         } else {
-            // SAFETY: forwarded contract: `wl` holds `n` events.
+            // SAFETY: `wl` holds `n` events and `ev` is NULL or a writable slot by
+            // clEnqueueMapImage's contract.
             unsafe { map_image_now(c, host, (o3, r3), flags, n, wl, ev) }?
         };
         // SAFETY: checked non-NULL above; slice_pitch may be NULL.
@@ -659,7 +678,7 @@ pub unsafe extern "C" fn clEnqueueMapImage(
         Ok(v) => (v, CL_SUCCESS),
         Err(e) => (std::ptr::null_mut(), e),
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `err` is NULL or a writable cl_int by clEnqueueMapImage's contract on errcode_ret.
     unsafe { set_errcode(err, e) };
     v
 }
@@ -686,7 +705,7 @@ unsafe fn map_image_now(
     wl: *const *mut c_void,
     ev: *mut *mut c_void,
 ) -> Result<(*mut c_void, (usize, usize)), i32> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `wl` holds `n` events (this fn's contract, clEnqueueMapImage's).
     let (n_ev, id) = unsafe { map_request_tail(&mut c, n, wl, ev, map_tail_bits(false, false)) }?;
     let mut r = c.finish()?;
     let status = r.status();
@@ -707,7 +726,7 @@ unsafe fn map_image_now(
             (row, slice) = pitches;
         }
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `ev` is NULL or a writable cl_event slot by clEnqueueMapImage's contract.
     unsafe { r.out_new(n_ev, ev, Kind::Event, status) };
     if status != CL_SUCCESS {
         return Err(status);
@@ -736,7 +755,9 @@ pub unsafe extern "C" fn clEnqueueUnmapMemObject(
             }
             m
         };
-        // SAFETY: forwarded contract; `m` is the mapping at `ptr`.
+        // SAFETY: `wl` holds `n` events and `ev` is NULL or writable by clEnqueueUnmapMemObject's
+        // contract; `m` was registered at `ptr` by the map that made it, so `ptr` is `m`'s memory
+        // (non-NULL: a key of the table).
         let status = unsafe { send_unmap(q, mem, ptr, &mut m, n, wl, ev) }?;
         if status != CL_SUCCESS {
             maps().entry(ptr as usize).or_default().push(m);
@@ -789,12 +810,14 @@ unsafe fn send_unmap(
     c.handle(q, Kind::Queue)?;
     c.handle(mem, Kind::Mem)?;
     c.enc.u32(n);
-    // SAFETY: the caller's contract.
+    // SAFETY: `wl` holds `n` events by clEnqueueUnmapMemObject's contract (this fn's; NULL with 0
+    // from map_pending).
     unsafe { c.handles(wl, n as usize, Kind::Event)? };
     let n_ev = c.out_new(ev);
     let mut r = c.finish()?;
     let status = r.status();
-    // SAFETY: the caller's contract.
+    // SAFETY: `ev` is NULL or a writable cl_event slot by clEnqueueUnmapMemObject's contract (this
+    // fn's).
     unsafe { r.out_new(n_ev, ev, Kind::Event, status) };
     Ok(status)
 }

@@ -179,7 +179,9 @@ fn poll(events: &[*mut c_void]) -> Result<(), i32> {
 /// `wl` holds `n` events (the caller's contract).
 pub unsafe fn settle(q: *mut c_void, n: u32, wl: *const *mut c_void) -> Result<bool, i32> {
     let mut marker = std::ptr::null_mut();
-    // SAFETY: forwarded contract; a valid out-slot for the marker.
+    // SAFETY: `wl` is NULL or holds `n` events (this fn's contract, the enqueue's event_wait_list),
+    // which the marker's forwarder reads (it encodes a NULL list as absent); `marker` is a local
+    // out-slot.
     let s = unsafe { gen::clEnqueueMarkerWithWaitList(q, n, wl, &mut marker) };
     if s != CL_SUCCESS {
         return Ok(false);

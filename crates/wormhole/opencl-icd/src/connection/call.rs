@@ -152,7 +152,8 @@ impl<'a> Call<'a> {
         self.shape(n as u64);
         let mut nulls = 0u64;
         for i in 0..n {
-            // SAFETY: caller's contract.
+            // SAFETY: `p` is non-NULL and holds `n` handles (this fn's contract: an event_wait_list
+            // and its num_events_in_wait_list, or a like list); `i < n`.
             let h = unsafe { *p.add(i) };
             nulls += u64::from(h.is_null());
             self.enc
@@ -171,7 +172,8 @@ impl<'a> Call<'a> {
             self.enc.opt_bytes(None);
             return;
         }
-        // SAFETY: caller's contract.
+        // SAFETY: `p` is non-NULL and holds `size` readable bytes (this fn's contract: an argument
+        // the OpenCL call sizes by its companion size argument).
         let s = unsafe { std::slice::from_raw_parts(p as *const u8, size as usize) };
         // Small values (work sizes, origins, patterns) can make a call
         // fail; for large data only the length can.
@@ -206,7 +208,8 @@ impl<'a> Call<'a> {
             self.shape(0);
             self.enc.opt_bytes(None);
         } else {
-            // SAFETY: caller's contract.
+            // SAFETY: `p` is non-NULL and NUL-terminated (this fn's contract: a name or options
+            // string the OpenCL call requires NUL-terminated).
             let s = unsafe { std::ffi::CStr::from_ptr(p) };
             // A name decides what a call can fail on (a kernel's, say).
             let mut h = rustc_hash::FxHasher::default();

@@ -108,8 +108,8 @@ extern "C" fn in_forked_child() {
 fn watch_forks() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        // SAFETY: the handler only touches an atomic, which is allowed in a
-        // child after fork(), and its code is never unmapped (see above).
+        // SAFETY: the handler only touches an atomic, which is allowed in a child after fork(), and
+        // its code is never unmapped (the library is linked `-z nodelete`, watch_forks' doc).
         let r = unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
         if r != 0 {
             log("cannot watch for fork(): a forked child may use the parent's connection");

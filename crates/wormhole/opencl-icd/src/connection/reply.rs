@@ -47,7 +47,8 @@ impl Reply<'_> {
         if n != 1 || list.is_null() {
             return;
         }
-        // SAFETY: the caller's contract: one handle.
+        // SAFETY: `list` is non-NULL and `n == 1` (checked above), and it holds `n` handles (this
+        // fn's contract, the wait's event_list), so one handle is readable.
         let Ok(Some(e)) = obj(unsafe { *list }, Kind::Event) else {
             return;
         };
@@ -119,7 +120,9 @@ impl Reply<'_> {
             };
             let Some(handles) = handles else {
                 // Plain data, the common case: no copy of our own.
-                // SAFETY: the caller's contract.
+                // SAFETY: `p` is non-NULL and holds `cap` writable bytes (this fn's contract, as
+                // out_bytes': the info query's param_value and param_value_size); copy_out writes
+                // at most `cap`.
                 unsafe { copy_out(b, p, cap) };
                 return Ok(());
             };
@@ -133,7 +136,8 @@ impl Reply<'_> {
                 }
                 InfoHandle::Custom => crate::custom::info(func, param, &mut v, first),
             }
-            // SAFETY: the caller's contract.
+            // SAFETY: as for the plain case: `p` holds `cap` writable bytes by the info query's
+            // contract, and copy_out writes at most `cap` of `v`.
             unsafe { copy_out(&v, p, cap) };
             Ok(())
         })
@@ -162,7 +166,8 @@ impl Reply<'_> {
         // Kernels returned here are new and carry the application's reference.
         let refs = u32::from(kind == Kind::Kernel);
         for (i, id) in ids.into_iter().take(cap).enumerate() {
-            // SAFETY: caller's contract; i < cap.
+            // SAFETY: `p` is non-NULL and holds `cap` handle slots (this fn's contract, the query's
+            // num_entries); `take(cap)` keeps `i < cap`.
             unsafe { *p.add(i) = object_for(id, kind, refs) };
         }
         Ok(())

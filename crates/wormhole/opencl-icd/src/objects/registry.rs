@@ -248,7 +248,8 @@ const QUARANTINE: usize = 4096;
 /// `p` is NULL or a writable handle slot.
 pub unsafe fn adopt_new(id: Option<u64>, p: *mut *mut c_void, kind: Kind) {
     if let (Some(id), false) = (id, p.is_null()) {
-        // SAFETY: caller's contract.
+        // SAFETY: `p` is non-NULL and a writable handle slot (this fn's contract: the enqueue's
+        // cl_event out-slot).
         unsafe { *p = object_for(id, kind, 1) };
     }
 }

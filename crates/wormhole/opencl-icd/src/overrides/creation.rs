@@ -22,7 +22,9 @@ pub unsafe extern "C" fn clCreateBuffer(
     err: *mut i32,
 ) -> *mut c_void {
     room::before_create(ctx, size);
-    // SAFETY: forwarded contract.
+    // SAFETY: the arguments are the application's, passed unchanged: clCreateBuffer's contract
+    // (`host_ptr` holding `size` bytes when the flags use it, `err` NULL or writable) is the
+    // generated forwarder's.
     let m = unsafe { gen::clCreateBuffer(ctx, flags, size, host_ptr, err) };
     remember_host_ptr(m, flags, host_ptr);
     count_held(m, size as u64);
@@ -56,7 +58,9 @@ pub unsafe extern "C" fn clCreateBufferWithProperties(
     err: *mut i32,
 ) -> *mut c_void {
     room::before_create(ctx, size);
-    // SAFETY: forwarded contract.
+    // SAFETY: the arguments are the application's, passed unchanged: clCreateBufferWithProperties'
+    // contract (`props` NULL or zero-terminated, `host_ptr` holding `size` bytes when the flags use
+    // it) is the generated forwarder's.
     let m = unsafe { gen::clCreateBufferWithProperties(ctx, props, flags, size, host_ptr, err) };
     remember_host_ptr(m, flags, host_ptr);
     count_held(m, size as u64);
@@ -100,7 +104,8 @@ pub unsafe extern "C" fn clCreateCommandQueue(
     props: u64,
     err: *mut i32,
 ) -> *mut c_void {
-    // SAFETY: forwarded contract.
+    // SAFETY: the arguments are the application's, passed unchanged: clCreateCommandQueue's
+    // contract is the generated forwarder's.
     let q = unsafe { gen::clCreateCommandQueue(ctx, dev, props, err) };
     note_queue(q, ctx, props);
     q
@@ -115,11 +120,13 @@ pub unsafe extern "C" fn clCreateCommandQueueWithProperties(
     props: *const u64,
     err: *mut i32,
 ) -> *mut c_void {
-    // SAFETY: forwarded contract.
+    // SAFETY: the arguments are the application's, passed unchanged:
+    // clCreateCommandQueueWithProperties' contract is the generated forwarder's.
     let q = unsafe { gen::clCreateCommandQueueWithProperties(ctx, dev, props, err) };
     if !q.is_null() {
-        // SAFETY: the list is zero-terminated pairs (caller's contract), and
-        // a queue was created from it, so the library read it the same way.
+        // SAFETY: `props` is NULL or zero-terminated name/value pairs by
+        // clCreateCommandQueueWithProperties' contract, the shape zero_list(.., true) reads; a
+        // queue was created from it, so the list was well formed.
         let list = unsafe { crate::custom::zero_list(props, true) }.unwrap_or_default();
         note_queue(q, ctx, queue_properties(&list));
     }
@@ -133,15 +140,16 @@ pub unsafe extern "C" fn clCreateKernel(
     name: *const c_char,
     err: *mut i32,
 ) -> *mut c_void {
-    // SAFETY: forwarded contract.
+    // SAFETY: the arguments are the application's, passed unchanged: clCreateKernel's contract is
+    // the generated forwarder's.
     let k = unsafe { gen::clCreateKernel(program, name, err) };
     if let (Ok(Some(o)), Ok(Some(p)), false) = (
         obj(k, Kind::Kernel),
         obj(program, Kind::Program),
         name.is_null(),
     ) {
-        // SAFETY: a NUL-terminated name (caller's contract; the kernel was
-        // created from it).
+        // SAFETY: `name` is non-NULL (checked above) and NUL-terminated by clCreateKernel's
+        // contract; the kernel was created from it.
         o.shape_as_kernel_of(p.shape_key(), unsafe { CStr::from_ptr(name) }.to_bytes());
     }
     k
@@ -155,7 +163,8 @@ pub unsafe extern "C" fn clSetKernelArg(
     size: usize,
     value: *const c_void,
 ) -> i32 {
-    // SAFETY: forwarded contract.
+    // SAFETY: the arguments are the application's, passed unchanged: clSetKernelArg's contract
+    // (`value` NULL or `size` bytes) is the generated forwarder's.
     let s = unsafe { gen::clSetKernelArg(k, index, size, value) };
     if s == CL_SUCCESS {
         if let Ok(Some(o)) = obj(k, Kind::Kernel) {
@@ -184,7 +193,8 @@ pub unsafe extern "C" fn clCreateSubBuffer(
     info: *const c_void,
     err: *mut i32,
 ) -> *mut c_void {
-    // SAFETY: forwarded contract.
+    // SAFETY: the arguments are the application's, passed unchanged: clCreateSubBuffer's contract
+    // (`info` a cl_buffer_region for a region sub-buffer) is the generated forwarder's.
     let m = unsafe { gen::clCreateSubBuffer(buf, flags, ty, info, err) };
     let parent = obj(buf, Kind::Mem).ok().flatten();
     if !m.is_null() {

@@ -36,7 +36,9 @@ unsafe fn settle(q: *mut c_void, n: u32, wl: *const *mut c_void) -> Result<(), i
     if n == 0 && !in_order() {
         return Ok(());
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `wl` is NULL or holds `n` events (this fn's contract, the enqueue's event_wait_list);
+    // waits::settle only passes it to the marker's forwarder, which refuses a NULL list with `n >
+    // 0`.
     unsafe { waits::settle(q, n, wl) }.map(|_| ())
 }
 
@@ -55,11 +57,13 @@ pub(crate) unsafe fn settle_for(
     wl: *const *mut c_void,
 ) -> Result<(), i32> {
     if blocking != 0 {
-        // SAFETY: the caller's contract.
+        // SAFETY: `wl` is NULL or holds `n` events (this fn's contract, the enqueue's
+        // event_wait_list), which settle needs.
         return unsafe { settle(q, n, wl) };
     }
     if !waits::user_events_open() {
-        // SAFETY: the caller's contract.
+        // SAFETY: `wl` is NULL or holds `n` events (this fn's contract, the enqueue's
+        // event_wait_list), which settle needs.
         let _ = unsafe { settle(q, n, wl) };
     }
     Ok(())
@@ -68,7 +72,8 @@ pub(crate) unsafe fn settle_for(
 /// # Safety
 /// As for `clCreateUserEvent`.
 pub unsafe extern "C" fn clCreateUserEvent(ctx: *mut c_void, err: *mut i32) -> *mut c_void {
-    // SAFETY: forwarded contract.
+    // SAFETY: the arguments are the application's, passed unchanged: clCreateUserEvent's contract
+    // (`err` NULL or writable) is the generated forwarder's.
     let e = unsafe { gen::clCreateUserEvent(ctx, err) };
     if let Ok(Some(o)) = obj(e, Kind::Event) {
         o.user_pending.store(true, Ordering::Relaxed);
@@ -80,7 +85,8 @@ pub unsafe extern "C" fn clCreateUserEvent(ctx: *mut c_void, err: *mut i32) -> *
 /// # Safety
 /// As for `clSetUserEventStatus`.
 pub unsafe extern "C" fn clSetUserEventStatus(ev: *mut c_void, status: i32) -> i32 {
-    // SAFETY: forwarded contract.
+    // SAFETY: the arguments are the application's, passed unchanged: clSetUserEventStatus's
+    // contract is the generated forwarder's.
     let s = unsafe { gen::clSetUserEventStatus(ev, status) };
     if s == CL_SUCCESS {
         if let Ok(Some(o)) = obj(ev, Kind::Event) {
@@ -100,20 +106,24 @@ pub unsafe extern "C" fn clSetUserEventStatus(ev: *mut c_void, status: i32) -> i
 /// As for `clWaitForEvents`.
 pub unsafe extern "C" fn clWaitForEvents(n: u32, list: *const *mut c_void) -> i32 {
     let s = if waits::free_channel() && n > 0 && !list.is_null() {
-        // SAFETY: forwarded contract: `list` holds `n` events.
+        // SAFETY: `list` is non-NULL and `n > 0` (checked above), and holds `n` events by
+        // clWaitForEvents' contract on event_list.
         let events = unsafe { std::slice::from_raw_parts(list, n as usize) };
         if let Err(e) = waits::timed(|| waits::wait(events)) {
             return e;
         }
         // The call below then returns at once, with its own status.
-        // SAFETY: forwarded contract.
+        // SAFETY: the arguments are the application's, passed unchanged: clWaitForEvents' contract
+        // is the generated forwarder's.
         unsafe { gen::clWaitForEvents(n, list) }
     } else {
-        // SAFETY: forwarded contract.
+        // SAFETY: the arguments are the application's, passed unchanged: clWaitForEvents' contract
+        // is the generated forwarder's.
         waits::timed(|| unsafe { gen::clWaitForEvents(n, list) })
     };
     if s == CL_SUCCESS && n > 0 && !list.is_null() {
-        // SAFETY: forwarded contract: `list` holds `n` events.
+        // SAFETY: `list` is non-NULL and `n > 0` (checked above), and holds `n` events by
+        // clWaitForEvents' contract; the call only read it.
         crate::event_state::note_all_complete(unsafe {
             std::slice::from_raw_parts(list, n as usize)
         });
@@ -139,6 +149,7 @@ pub unsafe extern "C" fn clFinish(q: *mut c_void) -> i32 {
             return crate::connection::take_deferred();
         }
     }
-    // SAFETY: forwarded contract.
+    // SAFETY: `q` is the application's, passed unchanged: clFinish's contract is the generated
+    // forwarder's.
     waits::timed(|| unsafe { gen::clFinish(q) })
 }

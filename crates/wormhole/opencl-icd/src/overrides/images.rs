@@ -26,9 +26,12 @@ pub unsafe extern "C" fn clCreateImage(
     host_ptr: *mut c_void,
     err: *mut i32,
 ) -> *mut c_void {
-    // SAFETY: forwarded contract.
+    // SAFETY: the arguments are the application's, passed unchanged: clCreateImage's contract is
+    // the generated forwarder's.
     let m = unsafe { gen::clCreateImage(ctx, flags, format, desc, host_ptr, err) };
-    // SAFETY: forwarded contract: a format and a description.
+    // SAFETY: `desc` is NULL or a cl_image_desc (72 bytes, all of_desc reads) and `format` NULL or
+    // a cl_image_format (two cl_uints) by clCreateImage's contract; `m` may be NULL (creation
+    // failed), which new_image's lookups refuse.
     unsafe {
         new_image(
             m,
@@ -53,10 +56,13 @@ pub unsafe extern "C" fn clCreateImageWithProperties(
     host_ptr: *mut c_void,
     err: *mut i32,
 ) -> *mut c_void {
-    // SAFETY: forwarded contract.
+    // SAFETY: the arguments are the application's, passed unchanged: clCreateImageWithProperties's
+    // contract is the generated forwarder's.
     let m =
         unsafe { gen::clCreateImageWithProperties(ctx, props, flags, format, desc, host_ptr, err) };
-    // SAFETY: forwarded contract: a format and a description.
+    // SAFETY: `desc` is NULL or a cl_image_desc and `format` NULL or a cl_image_format by
+    // clCreateImageWithProperties's contract; a NULL `m` (creation failed) is refused by
+    // new_image's lookups.
     unsafe {
         new_image(
             m,
@@ -86,7 +92,8 @@ unsafe fn new_image(
         o.set_created_flags(flags);
     }
     if let Some(shape) = shape {
-        // SAFETY: the caller's contract.
+        // SAFETY: `format` is NULL or a cl_image_format (this fn's contract), all that remember and
+        // Shape::bytes read through it.
         unsafe {
             host_images::remember(m, flags, format, shape);
             count_held(m, shape.bytes(format));
@@ -107,7 +114,8 @@ pub unsafe extern "C" fn clCreateImage2D(
     host_ptr: *mut c_void,
     err: *mut i32,
 ) -> *mut c_void {
-    // SAFETY: forwarded contract.
+    // SAFETY: the arguments are the application's, passed unchanged: clCreateImage2D's contract is
+    // the generated forwarder's.
     let m = unsafe { gen::clCreateImage2D(ctx, flags, format, w, h, row, host_ptr, err) };
     let shape = host_images::Shape {
         image_type: 0x10F1,
@@ -116,7 +124,7 @@ pub unsafe extern "C" fn clCreateImage2D(
         row_pitch: row,
         ..Default::default()
     };
-    // SAFETY: forwarded contract: a format.
+    // SAFETY: `format` is NULL or a cl_image_format by clCreateImage2D's contract.
     unsafe { new_image(m, flags, format, Some(shape), host_ptr) };
     m
 }
@@ -136,7 +144,8 @@ pub unsafe extern "C" fn clCreateImage3D(
     host_ptr: *mut c_void,
     err: *mut i32,
 ) -> *mut c_void {
-    // SAFETY: forwarded contract.
+    // SAFETY: the arguments are the application's, passed unchanged: clCreateImage3D's contract is
+    // the generated forwarder's.
     let m = unsafe { gen::clCreateImage3D(ctx, flags, format, w, h, d, row, slice, host_ptr, err) };
     let shape = host_images::Shape {
         image_type: 0x10F2,
@@ -147,7 +156,7 @@ pub unsafe extern "C" fn clCreateImage3D(
         slice_pitch: slice,
         ..Default::default()
     };
-    // SAFETY: forwarded contract: a format.
+    // SAFETY: `format` is NULL or a cl_image_format by clCreateImage3D's contract.
     unsafe { new_image(m, flags, format, Some(shape), host_ptr) };
     m
 }
@@ -209,7 +218,10 @@ unsafe fn image_later(
         row,
         slice,
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `ptr` is non-NULL and, by clEnqueueRead/WriteImage's contract (this fn's), holds the
+    // host window that `row`, `slice` and `region` describe and stays valid until the non-blocking
+    // transfer completes, as transfer_after_gate requires; `wl` holds `n` events and `ev` is NULL
+    // or writable.
     Some(unsafe { transfer_after_gate(q, image, op, ptr, n, wl, ev) })
 }
 
@@ -226,7 +238,7 @@ unsafe fn before_image_transfer(
     n: u32,
     wl: *const *mut c_void,
 ) -> Result<(), i32> {
-    // SAFETY: the caller's contract.
+    // SAFETY: `wl` holds `n` events (this fn's contract), as settle_for requires.
     unsafe { settle_for(blocking, q, n, wl) }?;
     stash_image_shape(image)
 }
@@ -252,7 +264,9 @@ macro_rules! image_transfer {
             ev: *mut *mut c_void,
         ) -> i32 {
             let app = ptr as *mut c_void;
-            // SAFETY: forwarded contract.
+            // SAFETY: the application's arguments, unchanged: `origin`/`region` are NULL or three
+            // size_t, `ptr` holds the window they describe, `wl` `n` events, `ev` NULL or writable,
+            // by this OpenCL function's contract, which is image_later's.
             let later = unsafe {
                 image_later(
                     q, image, $write, blocking, origin, region, row, slice, app, n, wl, ev,
@@ -261,11 +275,12 @@ macro_rules! image_transfer {
             if let Some(s) = later {
                 return s;
             }
-            // SAFETY: forwarded contract.
+            // SAFETY: `wl` holds `n` events by this OpenCL function's contract on event_wait_list.
             if let Err(e) = unsafe { before_image_transfer(q, image, blocking, n, wl) } {
                 return e;
             }
-            // SAFETY: forwarded contract.
+            // SAFETY: the arguments are the application's, passed unchanged: this OpenCL function's
+            // contract is the generated forwarder's.
             unsafe {
                 gen::$name(
                     q, image, blocking, origin, region, row, slice, ptr, n, wl, ev,

@@ -23,12 +23,14 @@ pub unsafe extern "C" fn clGetPlatformIDs(
     let ids: &[u64] = conn().map_or(&[], |c| c.platforms.as_slice());
     if !platforms.is_null() {
         for (i, &id) in ids.iter().take(n as usize).enumerate() {
-            // SAFETY: room for `n` handles (caller's contract).
+            // SAFETY: `platforms` is non-NULL and holds `n` entries by clGetPlatformIDs' contract
+            // (num_entries); `take(n)` keeps `i < n`.
             unsafe { *platforms.add(i) = object_for(id, Kind::Platform, 0) };
         }
     }
     if !num.is_null() {
-        // SAFETY: caller's contract.
+        // SAFETY: `num` is non-NULL and a writable cl_uint by clGetPlatformIDs' contract on
+        // num_platforms.
         unsafe { *num = ids.len() as u32 };
     }
     if ids.is_empty() {
@@ -70,7 +72,8 @@ pub unsafe extern "C" fn clGetPlatformInfo(
 ) -> i32 {
     match param {
         CL_PLATFORM_ICD_SUFFIX_KHR => {
-            // SAFETY: forwarded contract.
+            // SAFETY: `value` is NULL or holds `size` bytes and `size_ret` NULL or a writable
+            // size_t by clGetPlatformInfo's contract, which is answer's.
             unsafe { answer(b"WH", size, value, size_ret) }
         }
         // WORMHOLE_PLATFORM_NAME=remote keeps the remote name, for programs
@@ -92,10 +95,12 @@ pub unsafe extern "C" fn clGetPlatformInfo(
             }
             let remote = buf.split(|&b| b == 0).next().unwrap_or(&[]);
             let name = [NAME_PREFIX.as_bytes(), remote].concat();
-            // SAFETY: forwarded contract.
+            // SAFETY: `value` is NULL or holds `size` bytes and `size_ret` NULL or a writable
+            // size_t by clGetPlatformInfo's contract, which is answer's.
             unsafe { answer(&name, size, value, size_ret) }
         }
-        // SAFETY: forwarded contract.
+        // SAFETY: the arguments are the application's, passed unchanged: clGetPlatformInfo's
+        // contract is the generated forwarder's.
         _ => unsafe { gen::clGetPlatformInfo(p, param, size, value, size_ret) },
     }
 }
@@ -106,7 +111,8 @@ pub unsafe extern "C" fn clGetExtensionFunctionAddress(name: *const c_char) -> *
     if name.is_null() {
         return std::ptr::null_mut();
     }
-    // SAFETY: caller's contract.
+    // SAFETY: `name` is non-NULL (checked above) and NUL-terminated by
+    // clGetExtensionFunctionAddress's contract (this fn's).
     match unsafe { CStr::from_ptr(name) }.to_bytes() {
         b"clIcdGetPlatformIDsKHR" => crate::clIcdGetPlatformIDsKHR as *mut c_void,
         _ => std::ptr::null_mut(),
@@ -119,7 +125,8 @@ pub unsafe extern "C" fn clGetExtensionFunctionAddressForPlatform(
     _p: *mut c_void,
     name: *const c_char,
 ) -> *mut c_void {
-    // SAFETY: forwarded contract.
+    // SAFETY: `name` is NULL or NUL-terminated by clGetExtensionFunctionAddressForPlatform's
+    // contract, clGetExtensionFunctionAddress's.
     unsafe { clGetExtensionFunctionAddress(name) }
 }
 

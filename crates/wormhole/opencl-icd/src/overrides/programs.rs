@@ -29,7 +29,9 @@ pub unsafe extern "C" fn clBuildProgram(
     pfn_notify: *mut c_void,
     user_data: *mut c_void,
 ) -> i32 {
-    // SAFETY: forwarded contract.
+    // SAFETY: clBuildProgram's contract (this fn's): `device_list` NULL or `num_devices` devices,
+    // `options` NULL or NUL-terminated, `pfn_notify`/`user_data` the application's for `program`;
+    // `call` passes them unchanged, which is build's contract.
     unsafe {
         build(program, pfn_notify, user_data, options, |ev| match ev {
             None => gen::clBuildProgram(
@@ -61,7 +63,9 @@ pub unsafe extern "C" fn clCompileProgram(
     pfn_notify: *mut c_void,
     user_data: *mut c_void,
 ) -> i32 {
-    // SAFETY: forwarded contract.
+    // SAFETY: clCompileProgram's contract (this fn's): the lists hold their counts, `options` is
+    // NULL or NUL-terminated, `pfn_notify`/`user_data` the application's for `program`; `call`
+    // passes them unchanged, which is build's contract.
     unsafe {
         build(program, pfn_notify, user_data, options, |ev| match ev {
             None => gen::clCompileProgram(
@@ -106,7 +110,8 @@ unsafe fn build(
     options: *const c_char,
     call: impl FnOnce(Option<&mut *mut c_void>) -> i32,
 ) -> i32 {
-    // SAFETY: the caller's contract on `options`.
+    // SAFETY: `options` is NULL or NUL-terminated (this fn's contract, the build's options string),
+    // which includes::send needs.
     unsafe { crate::includes::send(options) };
     // Whatever comes of it, the program's kernels are this build's now.
     if let Ok(Some(p)) = obj(program, Kind::Program) {
@@ -147,7 +152,8 @@ pub unsafe extern "C" fn clLinkProgram(
     errcode_ret: *mut i32,
 ) -> *mut c_void {
     if !off_channel(pfn_notify, user_data) {
-        // SAFETY: forwarded contract.
+        // SAFETY: the arguments are the application's, passed unchanged: clLinkProgram's contract
+        // is the generated forwarder's.
         return unsafe {
             gen::clLinkProgram(
                 context,
@@ -163,7 +169,8 @@ pub unsafe extern "C" fn clLinkProgram(
         };
     }
     let mut ev = std::ptr::null_mut();
-    // SAFETY: forwarded contract; `ev` is ours.
+    // SAFETY: the application's arguments, unchanged (clLinkProgram's contract: the lists hold
+    // their counts, `options` NULL or NUL-terminated); `ev` is our local out-slot.
     let s = unsafe {
         gen::whLinkProgramStart(
             context,
@@ -230,7 +237,8 @@ pub unsafe extern "C" fn clGetProgramInfo(
     size_ret: *mut usize,
 ) -> i32 {
     if param != CL_PROGRAM_BINARIES {
-        // SAFETY: forwarded contract.
+        // SAFETY: the arguments are the application's, passed unchanged: clGetProgramInfo's
+        // contract is the generated forwarder's.
         return unsafe { gen::clGetProgramInfo(p, param, size, value, size_ret) };
     }
     let n: u32 = match info_value(gen::clGetProgramInfo, p, CL_PROGRAM_NUM_DEVICES) {
@@ -239,7 +247,8 @@ pub unsafe extern "C" fn clGetProgramInfo(
     };
     let need = n as usize * std::mem::size_of::<usize>();
     if !size_ret.is_null() {
-        // SAFETY: caller's contract.
+        // SAFETY: `size_ret` is non-NULL and a writable size_t by clGetProgramInfo's contract on
+        // param_value_size_ret.
         unsafe { *size_ret = need };
     }
     if value.is_null() {

@@ -34,7 +34,8 @@ unsafe fn rect_shortcut(
     ev: *mut *mut c_void,
 ) -> Option<i32> {
     if blocking != 0 || !waits::user_events_open() {
-        // SAFETY: forwarded contract.
+        // SAFETY: `wl` holds `n` events by clEnqueueRead/WriteBufferRect's contract on
+        // event_wait_list (this fn's).
         return unsafe { settle_for(blocking, q, n, wl) }.err();
     }
     if ptr.is_null() || geometry.iter().any(|p| p.is_null()) {
@@ -53,7 +54,10 @@ unsafe fn rect_shortcut(
         region,
         pitches,
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `ptr` is non-NULL and, by clEnqueueRead/WriteBufferRect's contract (this fn's), holds
+    // the host window `host_origin`, `region` and the host pitches describe, valid until the
+    // non-blocking transfer completes, as transfer_after_gate requires; the buffer side was checked
+    // against the buffer's size by rect_inside; `wl` holds `n` events and `ev` is NULL or writable.
     Some(unsafe { transfer_after_gate(q, buf, GatedOp::Rect { write, rect }, ptr, n, wl, ev) })
 }
 
@@ -79,7 +83,8 @@ unsafe fn rect_inside(
     let Ok(size) = mem_info::<usize>(buf, CL_MEM_SIZE) else {
         return Ok(());
     };
-    // SAFETY: the caller's contract.
+    // SAFETY: `origin` and `region` are non-NULL (checked above) and three size_t each by this fn's
+    // contract (the OpenCL rect calls' buffer_origin and region).
     let [o, r] = [origin, region].map(|p| unsafe { (p as *const [u64; 3]).read_unaligned() });
     ends_inside(size as u64, o, r, row as u64, slice as u64)
 }
@@ -134,7 +139,8 @@ macro_rules! rect_transfer {
                 host_slice_pitch,
             ];
             let app = ptr as *mut c_void;
-            // SAFETY: forwarded contract.
+            // SAFETY: `buffer_origin` and `region` are NULL or three size_t each by this OpenCL
+            // function's contract, all rect_inside reads.
             if let Err(e) = unsafe {
                 rect_inside(
                     buf,
@@ -146,14 +152,18 @@ macro_rules! rect_transfer {
             } {
                 return e;
             }
-            // SAFETY: forwarded contract.
+            // SAFETY: the application's arguments, unchanged: three size_t at each non-NULL
+            // geometry pointer, `ptr` holding the host window, `wl` `n` events, `ev` NULL or
+            // writable, by this OpenCL function's contract, which is rect_shortcut's.
             let shortcut = unsafe {
                 rect_shortcut(q, buf, $write, blocking, geometry, pitches, app, n, wl, ev)
             };
             if let Some(s) = shortcut {
                 return s;
             }
-            // SAFETY: forwarded contract.
+            // SAFETY: the arguments are the application's, passed unchanged (the buffer side
+            // checked by rect_inside): this OpenCL function's contract is the generated
+            // forwarder's.
             unsafe {
                 gen::$name(
                     q,

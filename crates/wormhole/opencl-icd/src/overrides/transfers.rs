@@ -90,8 +90,10 @@ unsafe fn transfer_via_map(o: &crate::objects::Obj, t: &BufTransfer) -> i32 {
     } else {
         Placement::Server
     });
-    // SAFETY: the mapping spans `size` bytes until unmapped; `ptr` holds
-    // `size` bytes (the caller's contract); they are distinct memory.
+    // SAFETY: `m` is the mapping of the `t.size` bytes map_buffer asked for (its length is the
+    // server's reply, trusted, not checked against `t.size`), live until the unmap below; the reply
+    // is in, so a read's bytes are there; `t.ptr` is the application's, valid for `t.size` bytes by
+    // clEnqueueRead/WriteBuffer's contract (this fn's contract); a fresh mapping cannot overlap it.
     unsafe { copy_for(t.map_flags, m, t.ptr, t.size) };
     // SAFETY: our own mapping, given back once.
     unsafe { clEnqueueUnmapMemObject(t.q, t.buf, m.cast(), 0, std::ptr::null(), t.ev) }
@@ -103,7 +105,8 @@ unsafe fn transfer_via_map(o: &crate::objects::Obj, t: &BufTransfer) -> i32 {
 /// # Safety
 /// Both point to `size` bytes of distinct memory.
 pub(crate) unsafe fn copy_for(map_flags: u64, mapped: *mut u8, app: *mut u8, size: usize) {
-    // SAFETY: the caller's contract.
+    // SAFETY: both pointers span `size` bytes of distinct memory (this fn's contract); copy_bulk
+    // reads only `size` bytes of its source and writes only `size` of its destination.
     unsafe {
         if map_flags == CL_MAP_READ {
             copy_bulk(app, mapped, size);
@@ -122,7 +125,8 @@ pub(crate) unsafe fn copy_for(map_flags: u64, mapped: *mut u8, app: *mut u8, siz
 /// # Safety
 /// As for `clEnqueueWriteBuffer` or `clEnqueueReadBuffer`.
 unsafe fn transfer_shortcut(t: &BufTransfer, blocking: u32) -> Option<i32> {
-    // SAFETY: forwarded contract.
+    // SAFETY: `t` is the application's transfer and this fn carries its contract: `t.ptr` holds
+    // `t.size` bytes, readable or writable as the direction needs.
     if let Some(s) = unsafe { transfer_in_place(t) } {
         return Some(s);
     }
@@ -140,7 +144,9 @@ unsafe fn transfer_shortcut(t: &BufTransfer, blocking: u32) -> Option<i32> {
     if blocking == 0 && waits::user_events_open() && !ptr.is_null() && size > 0 {
         // It may wait for a user event that this very thread sets after we
         // return: it completes later, as natively.
-        // SAFETY: forwarded contract.
+        // SAFETY: `t.ptr` holds `t.size` bytes (this fn's contract) and, this being a non-blocking
+        // transfer, stays valid until it completes, which transfer_later and transfer_after_gate
+        // require; `wl` holds `n` events by the same contract.
         return Some(unsafe {
             if shared_candidate(buf).is_some() {
                 transfer_later(t)
@@ -156,7 +162,8 @@ unsafe fn transfer_shortcut(t: &BufTransfer, blocking: u32) -> Option<i32> {
     }
     // Writes under BULK_MIN the server keeps, and runs as asked.
     if blocking != 0 || map_flags == CL_MAP_READ || size >= BULK_MIN {
-        // SAFETY: forwarded contract.
+        // SAFETY: `wl` holds `n` events by clEnqueueRead/WriteBuffer's contract on event_wait_list
+        // (this fn's contract).
         if let Err(e) = unsafe { settle_for(blocking, q, n, wl) } {
             return Some(e);
         }
@@ -165,7 +172,8 @@ unsafe fn transfer_shortcut(t: &BufTransfer, blocking: u32) -> Option<i32> {
         return None;
     }
     let o = shared_candidate(buf)?;
-    // SAFETY: forwarded contract.
+    // SAFETY: `t.ptr` is non-NULL and holds `t.size` bytes by the transfer's contract (this fn's
+    // contract), which is transfer_via_map's.
     Some(unsafe { transfer_via_map(o, t) })
 }
 
@@ -225,9 +233,9 @@ unsafe fn transfer_in_place(t: &BufTransfer) -> Option<i32> {
             // place before it evicts it.
             arena.mark_written(b.id);
         }
-        // SAFETY: `at` is `size` bytes of the buffer's storage in the arena
-        // (the directory's range, checked above) and `ptr` is the
-        // application's `size` bytes (caller's contract); the queue runs
+        // SAFETY: `at` is `size` bytes of the buffer's storage in the arena (the directory's range,
+        // checked above) and `ptr` is the application's, valid for `size` bytes by
+        // clEnqueueRead/WriteBuffer's contract (this fn's, non-NULL checked above); the queue runs
         // nothing that could touch the buffer meanwhile.
         unsafe {
             if write {
@@ -272,12 +280,14 @@ pub unsafe extern "C" fn clEnqueueWriteBuffer(
         wl,
         ev,
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `ptr` holds `size` readable bytes and `wl` `n` events by clEnqueueWriteBuffer's
+    // contract, which transfer_shortcut requires.
     if let Some(s) = unsafe { transfer_shortcut(&t, blocking) } {
         return s;
     }
     if size < BULK_MIN || ptr.is_null() {
-        // SAFETY: forwarded contract.
+        // SAFETY: the arguments are the application's, passed unchanged: clEnqueueWriteBuffer's
+        // contract is the generated forwarder's.
         return unsafe {
             gen::clEnqueueWriteBuffer(q, buf, blocking, offset, size, ptr, n, wl, ev)
         };
@@ -291,7 +301,9 @@ pub unsafe extern "C" fn clEnqueueWriteBuffer(
         c.handle(buf, Kind::Mem)?;
         c.enc.usize(offset);
         c.enc.u32(n);
-        // SAFETY: forwarded contract: `wl` holds `n` events, `ptr` `size` bytes.
+        // SAFETY: by clEnqueueWriteBuffer's contract `wl` holds `n` events and `ptr` `size`
+        // readable bytes; it stays valid until `finish_async` returns, which copies the bytes into
+        // the channel (blocking or not, the application keeps `ptr` valid at least that long).
         unsafe {
             c.handles(wl, n as usize, Kind::Event)?;
             c.attach_raw(ptr as *const u8, size);
@@ -301,7 +313,7 @@ pub unsafe extern "C" fn clEnqueueWriteBuffer(
         // deferred like any other write, blocking or not.
         let status = c.finish_async(false)?;
         if status == CL_SUCCESS {
-            // SAFETY: forwarded contract.
+            // SAFETY: `ev` is NULL or a writable cl_event slot by clEnqueueWriteBuffer's contract.
             unsafe { crate::objects::adopt_new(n_ev, ev, Kind::Event) };
         }
         Ok(status)
@@ -336,12 +348,14 @@ pub unsafe extern "C" fn clEnqueueReadBuffer(
         wl,
         ev,
     };
-    // SAFETY: forwarded contract.
+    // SAFETY: `ptr` holds `size` writable bytes and `wl` `n` events by clEnqueueReadBuffer's
+    // contract, which transfer_shortcut requires.
     if let Some(s) = unsafe { transfer_shortcut(&t, blocking) } {
         return s;
     }
     if size < BULK_MIN || ptr.is_null() {
-        // SAFETY: forwarded contract.
+        // SAFETY: the arguments are the application's, passed unchanged: clEnqueueReadBuffer's
+        // contract is the generated forwarder's.
         return unsafe { gen::clEnqueueReadBuffer(q, buf, blocking, offset, size, ptr, n, wl, ev) };
     }
     let run = || -> Result<i32, i32> {
@@ -351,17 +365,19 @@ pub unsafe extern "C" fn clEnqueueReadBuffer(
         c.handle(buf, Kind::Mem)?;
         c.enc.usize(offset);
         c.enc.u32(n);
-        // SAFETY: forwarded contract.
+        // SAFETY: `wl` holds `n` events by clEnqueueReadBuffer's contract on event_wait_list.
         unsafe { c.handles(wl, n as usize, Kind::Event)? };
         let n_ev = c.out_new(ev);
         let mut r = c.finish()?;
         let raw_follows = r.has_outputs() && r.opt_flag()?;
         if raw_follows {
-            // SAFETY: the application provides `size` writable bytes.
+            // SAFETY: `ptr` is non-NULL (checked above) and writable for `size` bytes by
+            // clEnqueueReadBuffer's contract; recv_raw fills exactly the slice it is given, so
+            // nothing past `size` is written.
             r.recv_raw(unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, size) })?;
         }
         let status = r.status_with_deferred();
-        // SAFETY: forwarded contract.
+        // SAFETY: `ev` is NULL or a writable cl_event slot by clEnqueueReadBuffer's contract.
         unsafe { r.out_new(n_ev, ev, Kind::Event, r.status()) };
         Ok(status)
     };
@@ -390,7 +406,7 @@ mod tests {
             let mut mapped = vec![0xEEu8; size];
             let mut app = pattern.clone();
             let invalidate = CL_MAP_WRITE_INVALIDATE_REGION;
-            // SAFETY: as above.
+            // SAFETY: both vectors hold `size` bytes and are distinct allocations.
             unsafe { copy_for(invalidate, mapped.as_mut_ptr(), app.as_mut_ptr(), size) };
             assert_eq!(mapped, pattern, "write: app to mapping");
             assert_eq!(app, pattern);
