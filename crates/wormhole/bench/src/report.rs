@@ -183,7 +183,27 @@ pub fn markdown(r: &Results) -> String {
         if r.same_core { "measured" } else { "not available in this wormhole-server (skipped)" }
     );
 
-    // ---- a. round trips
+    section_round_trips(w, r);
+    section_acceptance(w, r);
+    section_breakdown(w, r);
+    section_cpu_use(w, r);
+    section_bulk(w, r);
+    section_clpeak(w, r);
+    if !r.errors.is_empty() {
+        let _ = writeln!(w, "\n### Notes and failed steps\n");
+        for e in &r.errors {
+            let _ = writeln!(w, "- {}", e.replace('\n', " "));
+        }
+    }
+    let _ = writeln!(
+        w,
+        "\nCharts: `rtt.png`, `breakdown.png`, `cpu.png`, `ratios.png` beside this file."
+    );
+    s
+}
+
+/// a. The null-call round trip: raw primitives and every mode.
+fn section_round_trips(w: &mut String, r: &Results) {
     let _ = writeln!(w, "### a. Null-call round trip\n");
     let _ = writeln!(w, "`clGetEventInfo(CL_EVENT_COMMAND_EXECUTION_STATUS)` on a completed event, timed per call in a C program (`whbench nullcall`); raw primitives are two processes ping-ponging 30-byte messages (`wh-bench pingpong`). The C timer itself costs {} µs per sample (included in every call row).\n", us(median(&r.timer.iter().map(|s| s.median_ns).collect::<Vec<_>>())));
     let _ = writeln!(
@@ -258,8 +278,10 @@ pub fn markdown(r: &Results) -> String {
         "\n`clGetDeviceInfo(CL_DEVICE_TYPE)` (a server-override call), medians: {}.\n",
         di.join(", ")
     );
+}
 
-    // ---- acceptance
+/// The acceptance table, and why each goal missed.
+fn section_acceptance(w: &mut String, r: &Results) {
     let futex = rtt(r, "call: shm+futex") / rtt(r, "raw: futex");
     // Where some wake-ups land on the waker's CPU and others on a halted
     // one, both sides are bimodal and their medians jump between modes from
@@ -322,8 +344,10 @@ pub fn markdown(r: &Results) -> String {
     }
 
     let _ = writeln!(w, "\n{}", crate::misses::markdown(r));
+}
 
-    // ---- b. breakdown
+/// b. Where a forwarded null call's time goes.
+fn section_breakdown(w: &mut String, r: &Results) {
     let _ = writeln!(w, "### b. Where a forwarded null call's time goes\n");
     if let Some(m) = r.marshal {
         let _ = writeln!(w, "Marshalling measured in one process (`wh-bench marshal`): the stub's encoding, the server's generated decoder + handle validation + dispatch, and the reply's decoding, minus the native call: {:.0} ns − {:.0} ns = **{:.0} ns** per call (request {} B, reply {} B). Notification is the raw ping-pong of the same handoff; execution is the native call; the remainder is everything else (ring copies and bookkeeping, ICD loader dispatch, client registry and channel locks, scheduler wake-up latency beyond the raw ping-pong). Timer overhead is subtracted.\n", m.inprocess_ns, m.native_ns, m.marshal_ns, m.request_bytes, m.reply_bytes);
@@ -349,8 +373,11 @@ pub fn markdown(r: &Results) -> String {
             );
         }
     }
+}
 
-    // ---- c. CPU
+/// c. CPU use of the call-heavy workload, and idle CPU.
+fn section_cpu_use(w: &mut String, r: &Results) {
+    let native_h = r.callheavy.get("native").map(|v| heavy(v));
     let _ = writeln!(w, "\n### c. CPU use of the call-heavy workload\n");
     let _ = writeln!(w, "{} launches (clSetKernelArg + clEnqueueNDRangeKernel of a 256-item kernel), clFinish every {}. Client CPU from getrusage (all its threads, PoCL's workers included when native); server CPU of the tenant process from /proc (user/sys in 10 ms ticks; the total from schedstat). Idle: the tenant's and the listener's CPU over {:.1} s while the client is connected and idle.\n", r.config.get("launches").map_or("?", |s| s.as_str()), r.config.get("finish_every").map_or("?", |s| s.as_str()), r.callheavy.values().flatten().map(|c| c.idle_secs).fold(0.0, f64::max));
     let _ = writeln!(w, "| target | wall s | client user s | client sys s | server user s | server sys s | client+server CPU s | CPU vs native | wall vs native | idle tenant CPU |");
@@ -381,8 +408,11 @@ pub fn markdown(r: &Results) -> String {
             ratio(wr)
         );
     }
+}
 
-    // ---- d. workloads
+/// d. Bulk transfers.
+fn section_bulk(w: &mut String, r: &Results) {
+    let (nw, nr) = bulk(r, "native");
     let _ = writeln!(w, "\n### d. Bulk transfer\n");
     let _ = writeln!(w, "{} MiB written (`clEnqueueWriteBuffer` blocking + clFinish) and read back, {} repetitions per run; GB/s = 10⁹ bytes/s.\n", r.config.get("bulk_mib").map_or("?", |s| s.as_str()), r.config.get("bulk_reps").map_or("?", |s| s.as_str()));
     let _ = writeln!(
@@ -399,6 +429,10 @@ pub fn markdown(r: &Results) -> String {
             ratio(br / nr)
         );
     }
+}
+
+/// d. clpeak, native beside remoted, when it ran.
+fn section_clpeak(w: &mut String, r: &Results) {
     if !r.clpeak.is_empty() {
         let _ = writeln!(
             w,
@@ -453,17 +487,6 @@ pub fn markdown(r: &Results) -> String {
             }
         }
     }
-    if !r.errors.is_empty() {
-        let _ = writeln!(w, "\n### Notes and failed steps\n");
-        for e in &r.errors {
-            let _ = writeln!(w, "- {}", e.replace('\n', " "));
-        }
-    }
-    let _ = writeln!(
-        w,
-        "\nCharts: `rtt.png`, `breakdown.png`, `cpu.png`, `ratios.png` beside this file."
-    );
-    s
 }
 
 /// Native first, then the rest in name order.
@@ -527,18 +550,7 @@ fn bars(
                 .sum::<f64>()
         })
         .collect();
-    let mut ymax = tops.iter().copied().fold(0.0f64, f64::max);
-    if let Some(m) = marks {
-        ymax = m
-            .iter()
-            .copied()
-            .filter(|x| x.is_finite())
-            .fold(ymax, f64::max);
-    }
-    if let Some(h) = hline {
-        ymax = ymax.max(h);
-    }
-    let ymax = if ymax > 0.0 { ymax * 1.15 } else { 1.0 };
+    let ymax = y_top(&tops, marks, hline);
     let mut b = ChartBuilder::on(&root);
     b.caption(title, ("sans-serif", 22))
         .margin(12)
@@ -638,18 +650,7 @@ fn bars(
         }};
     }
     if log {
-        let lo = tops
-            .iter()
-            .copied()
-            .filter(|x| *x > 0.0)
-            .fold(f64::INFINITY, f64::min)
-            .min(1.0)
-            / 2.0;
-        let lo = if lo.is_finite() && lo > 0.0 {
-            lo
-        } else {
-            0.001
-        };
+        let lo = log_floor(&tops);
         draw!(
             b.build_cartesian_2d((0..n32).into_segmented(), (lo..ymax * 2.0).log_scale())?,
             lo
@@ -662,6 +663,40 @@ fn bars(
     }
     root.present()?;
     Ok(())
+}
+
+/// The y axis' top: above every stacked bar, mark and line, with room for
+/// the labels over the bars.
+fn y_top(tops: &[f64], marks: Option<&[f64]>, hline: Option<f64>) -> f64 {
+    let ymax = marks
+        .unwrap_or_default()
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite())
+        .chain(tops.iter().copied())
+        .chain(hline)
+        .fold(0.0f64, f64::max);
+    if ymax > 0.0 {
+        ymax * 1.15
+    } else {
+        1.0
+    }
+}
+
+/// A log axis' bottom: half the smallest bar (and at most 0.5).
+fn log_floor(tops: &[f64]) -> f64 {
+    let lo = tops
+        .iter()
+        .copied()
+        .filter(|x| *x > 0.0)
+        .fold(f64::INFINITY, f64::min)
+        .min(1.0)
+        / 2.0;
+    if lo.is_finite() && lo > 0.0 {
+        lo
+    } else {
+        0.001
+    }
 }
 
 /// Writes the four charts into `dir`; returns the files written.

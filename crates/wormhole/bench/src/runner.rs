@@ -649,6 +649,55 @@ pub fn run_all(opts: &Opts) -> anyhow::Result<Results> {
     }
 
     log("a. null-call round trips and raw primitives");
+    let steps = rtt_steps(&remote);
+    for r in 0..opts.rounds {
+        if r > 0 && ctx.spent(0.35) {
+            res.errors
+                .push(format!("time budget: round trips stopped after {r} rounds"));
+            break;
+        }
+        rtt_round(&ctx, &mut res, &steps, r);
+    }
+
+    log("b. in-process marshalling cost");
+    let mut cmd = Command::new(opts.bin_dir.join("wh-bench"));
+    cmd.arg("marshal").env("OCL_ICD_VENDORS", &ctx.pocl);
+    match proc::run_result(cmd, Duration::from_secs(120))
+        .map_err(anyhow::Error::from)
+        .and_then(|v| Ok(serde_json::from_value(v)?))
+    {
+        Ok(m) => res.marshal = Some(m),
+        Err(e) => res.errors.push(format!("marshal: {e:#}")),
+    }
+
+    log("c+d. call-heavy workload (CPU) and bulk transfers");
+    workloads(&ctx, &mut res, &remote);
+
+    if !opts.clpeak_args.is_empty() {
+        log(&format!("d. clpeak {}", opts.clpeak_args.join(" ")));
+        let pair = [Target::Native, Target::Shm("futex".into())];
+        'rounds: for r in 0..opts.clpeak_rounds {
+            for (i, t) in round_order(&pair, r).into_iter().enumerate() {
+                // Each side of the pair gets the same share of what is left.
+                let limit = opts.clpeak_timeout.min(ctx.left() / (2 - i as u32));
+                if limit < Duration::from_secs(20) {
+                    res.errors
+                        .push("time budget: clpeak skipped or cut short".into());
+                    break 'rounds;
+                }
+                let c = clpeak_once(&ctx, &t, limit);
+                res.clpeak.entry(t.label()).or_default().push(c);
+            }
+        }
+    }
+    drop(ctx);
+    res.total_s = start.elapsed().as_secs_f64();
+    Ok(res)
+}
+
+/// The round trips timed each round: calls on every target, then the raw
+/// primitives they are judged against.
+fn rtt_steps(remote: &[Target]) -> Vec<RttStep> {
     let mut steps = vec![RttStep::Call(Target::Native)];
     steps.extend(remote.iter().cloned().map(RttStep::Call));
     steps.push(RttStep::Call(Target::Tcp));
@@ -684,27 +733,13 @@ pub fn run_all(opts: &Opts) -> anyhow::Result<Results> {
             pin: true,
         },
     ]);
-    for r in 0..opts.rounds {
-        if r > 0 && ctx.spent(0.35) {
-            res.errors
-                .push(format!("time budget: round trips stopped after {r} rounds"));
-            break;
-        }
-        rtt_round(&ctx, &mut res, &steps, r);
-    }
+    steps
+}
 
-    log("b. in-process marshalling cost");
-    let mut cmd = Command::new(opts.bin_dir.join("wh-bench"));
-    cmd.arg("marshal").env("OCL_ICD_VENDORS", &ctx.pocl);
-    match proc::run_result(cmd, Duration::from_secs(120))
-        .map_err(anyhow::Error::from)
-        .and_then(|v| Ok(serde_json::from_value(v)?))
-    {
-        Ok(m) => res.marshal = Some(m),
-        Err(e) => res.errors.push(format!("marshal: {e:#}")),
-    }
-
-    log("c+d. call-heavy workload (CPU) and bulk transfers");
+/// c+d: the call-heavy workload and bulk transfers on every target, rounds
+/// alternated, within the time budget.
+fn workloads(ctx: &Ctx, res: &mut Results, remote: &[Target]) {
+    let opts = ctx.opts;
     let mut work = vec![Target::Native];
     work.extend(remote.iter().cloned());
     work.push(Target::Tcp);
@@ -722,7 +757,7 @@ pub fn run_all(opts: &Opts) -> anyhow::Result<Results> {
         for t in round_order(&work, r) {
             // Only transfers differ there.
             if t == streamed {
-                match bulk_once(&ctx, &t) {
+                match bulk_once(ctx, &t) {
                     Ok(b) => res.bulk.entry(t.label()).or_default().push(b),
                     Err(e) => res.errors.push(format!("bulk {}: {e:#}", t.label())),
                 }
@@ -733,40 +768,19 @@ pub fn run_all(opts: &Opts) -> anyhow::Result<Results> {
             if t == Target::ShmSync && r > 0 {
                 continue;
             }
-            match callheavy_once(&ctx, &t) {
+            match callheavy_once(ctx, &t) {
                 Ok(c) => res.callheavy.entry(t.label()).or_default().push(c),
                 Err(e) => res.errors.push(format!("callheavy {}: {e:#}", t.label())),
             }
             if t == Target::ShmSync {
                 continue;
             }
-            match bulk_once(&ctx, &t) {
+            match bulk_once(ctx, &t) {
                 Ok(b) => res.bulk.entry(t.label()).or_default().push(b),
                 Err(e) => res.errors.push(format!("bulk {}: {e:#}", t.label())),
             }
         }
     }
-
-    if !opts.clpeak_args.is_empty() {
-        log(&format!("d. clpeak {}", opts.clpeak_args.join(" ")));
-        let pair = [Target::Native, Target::Shm("futex".into())];
-        'rounds: for r in 0..opts.clpeak_rounds {
-            for (i, t) in round_order(&pair, r).into_iter().enumerate() {
-                // Each side of the pair gets the same share of what is left.
-                let limit = opts.clpeak_timeout.min(ctx.left() / (2 - i as u32));
-                if limit < Duration::from_secs(20) {
-                    res.errors
-                        .push("time budget: clpeak skipped or cut short".into());
-                    break 'rounds;
-                }
-                let c = clpeak_once(&ctx, &t, limit);
-                res.clpeak.entry(t.label()).or_default().push(c);
-            }
-        }
-    }
-    drop(ctx);
-    res.total_s = start.elapsed().as_secs_f64();
-    Ok(res)
 }
 
 #[cfg(test)]
