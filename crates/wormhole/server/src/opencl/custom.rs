@@ -397,11 +397,18 @@ pub mod source_lengths {
     }
 }
 
-/// Program binaries, one per device.
+/// Zero bytes kept after each program binary: a library may read a fixed
+/// header from a binary whatever length it is given (PoCL 3.1 does), so a
+/// short one must not let it read past our copy.
+pub const BINARY_PAD: usize = 4096;
+
+/// Program binaries, one per device, each copied with [`BINARY_PAD`] zero
+/// bytes after it (the lengths given the library are the tenant's).
 pub struct Binaries<'a> {
     lens: Option<Vec<usize>>,
     ptrs: Option<Vec<*const u8>>,
-    _b: Vec<&'a [u8]>,
+    _copies: Vec<Vec<u8>>,
+    _request: std::marker::PhantomData<&'a [u8]>,
 }
 
 impl Binaries<'_> {
@@ -410,6 +417,14 @@ impl Binaries<'_> {
     }
 }
 impl NoReply for Binaries<'_> {}
+
+/// `b` followed by [`BINARY_PAD`] zero bytes.
+fn padded(b: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(b.len() + BINARY_PAD);
+    v.extend_from_slice(b);
+    v.resize(b.len() + BINARY_PAD, 0);
+    v
+}
 
 pub mod binaries {
     use super::*;
@@ -422,32 +437,35 @@ pub mod binaries {
             return Ok(Binaries {
                 lens: None,
                 ptrs: None,
-                _b: Vec::new(),
+                _copies: Vec::new(),
+                _request: std::marker::PhantomData,
             });
         }
         let n = d.u32().map_err(bad)?;
         if n != *num_devices {
             return Err(CL_INVALID_VALUE);
         }
-        let mut bins = Vec::new();
-        let mut ptrs = Vec::new();
+        let mut bins: Vec<Option<&[u8]>> = Vec::new();
         for _ in 0..n {
-            match d.opt_bytes().map_err(bad)? {
-                Some(b) => {
-                    ptrs.push(b.as_ptr());
-                    bins.push(b);
-                }
-                None => {
-                    ptrs.push(std::ptr::null());
-                    bins.push(&[][..]);
-                }
-            }
+            bins.push(d.opt_bytes().map_err(bad)?);
         }
-        program_fits(t, &bins)?;
+        let parts: Vec<&[u8]> = bins.iter().map(|b| b.unwrap_or(&[])).collect();
+        program_fits(t, &parts)?;
+        let copies: Vec<Vec<u8>> = bins.iter().flatten().map(|b| padded(b)).collect();
+        // A copy's heap block stays where it is when `copies` moves.
+        let mut next = copies.iter();
+        let ptrs = bins
+            .iter()
+            .map(|b| match b {
+                Some(_) => next.next().map_or(std::ptr::null(), |c| c.as_ptr()),
+                None => std::ptr::null(),
+            })
+            .collect();
         Ok(Binaries {
-            lens: Some(bins.iter().map(|b| b.len()).collect()),
+            lens: Some(parts.iter().map(|b| b.len()).collect()),
             ptrs: Some(ptrs),
-            _b: bins,
+            _copies: copies,
+            _request: std::marker::PhantomData,
         })
     }
 }
@@ -755,5 +773,21 @@ pub mod image_in {
         slice: &usize,
     ) -> Result<Window<'a>, i32> {
         window_in(d, image_extent(*image, region, *row, *slice))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A binary shorter than any library's header still has zeros where a
+    /// header read would land, and keeps its own bytes in front.
+    #[test]
+    fn a_binary_is_copied_with_zeros_after_it() {
+        let short = padded(b"BC");
+        assert_eq!(short.len(), 2 + BINARY_PAD);
+        assert_eq!(&short[..2], b"BC");
+        assert!(short[2..].iter().all(|&b| b == 0));
+        assert_eq!(padded(&[]).len(), BINARY_PAD);
     }
 }

@@ -319,12 +319,12 @@ pub unsafe fn clCreateProgramWithBinary(
     // SAFETY: `context` is a table handle (kind Context); `device_list` is NULL
     // only with `num_devices` 0, else at least that many Device handles
     // (`check_count`); `lengths` and `binaries` are both NULL or both
-    // `num_devices` entries, each binary pointing into the request with its
-    // length, a NULL one with 0, which the library refuses
-    // (`custom::binaries`); `binary_status` is NULL or the decoder's `out_buf`
-    // of 4 * `num_devices` bytes; `err` is the decoder's local. Not covered:
-    // PoCL 3.1 reads a binary's fixed header whatever its length, so a
-    // shorter binary is read past its end (no minimum is checked here).
+    // `num_devices` entries, each binary a server-owned copy of its length
+    // followed by `custom::BINARY_PAD` zero bytes (PoCL 3.1 reads a fixed
+    // header whatever the length: a short binary's read stays in the copy),
+    // a NULL one with 0, which the library refuses (`custom::binaries`);
+    // `binary_status` is NULL or the decoder's `out_buf` of 4 * `num_devices`
+    // bytes; `err` is the decoder's local.
     let p = unsafe {
         ffi::clCreateProgramWithBinary(
             context,

@@ -393,11 +393,11 @@ pub unsafe fn fix_flags(
     }
     // SAFETY: `value` is non-NULL and `size` >= 8 (checked above): the
     // decoder's `out_buf` of `size` bytes (`queries::clGetMemObjectInfo`),
-    // holding the cl_mem_flags the library just wrote. Aligned for u64 only
-    // because the allocator gives a Vec<u8> 16-aligned memory.
+    // holding the cl_mem_flags the library just wrote; a byte buffer, so
+    // read and written unaligned.
     unsafe {
         let v = value as *mut u64;
-        *v = sb.native_flags(mem, *v);
+        v.write_unaligned(sb.native_flags(mem, v.read_unaligned()));
     }
 }
 
