@@ -151,6 +151,21 @@ fn buffer_span_ok(buf: *mut c_void, offset: u64, bytes: u64) -> Result<(), i32> 
     }
 }
 
+/// A linear transfer's span within its buffer (reads, writes, copies,
+/// fills). The library checks it as well; a tenant's offsets are bounded
+/// here first, so no library's omission can reach past a buffer.
+///
+/// # Safety
+/// None: `unsafe` only to share the form of the other checks (`buf` is a
+/// memory object from the table, as the decoder's `mem` kind ensures).
+pub(crate) unsafe fn buffer_range_ok(
+    buf: *mut c_void,
+    offset: usize,
+    size: usize,
+) -> Result<(), i32> {
+    buffer_span_ok(buf, offset as u64, size as u64)
+}
+
 /// A copy between an image box and a buffer span: the box within the
 /// image, the span (`offset` and the box's bytes) within the buffer.
 ///

@@ -13,7 +13,9 @@ pub use super::builds::{
 /// Residency drains a refused bulk request through this name.
 pub use super::bulk::Bulk;
 pub use super::bulk::{d_whEnqueueReadBufferBulk, d_whEnqueueWriteBufferBulk};
-pub(crate) use super::extents::{buffer_rect_ok, image_box_ok, image_span_ok, present};
+pub(crate) use super::extents::{
+    buffer_range_ok, buffer_rect_ok, image_box_ok, image_span_ok, present,
+};
 pub use super::includes::d_whIncludeDir;
 pub use super::launch::clCloneKernel;
 pub use super::maps::{d_clEnqueueMapBuffer, d_clEnqueueMapImage, d_clEnqueueUnmapMemObject};
