@@ -723,8 +723,9 @@ pub mod image_out {
         let w = unsafe { image_window_of(region, row, slice) };
         if let (Some(b), false, Some(w)) = (data, p.is_null(), w) {
             // SAFETY: by clEnqueueReadImage's contract `p` holds the window of `region` under
-            // `row`/`slice` (w.extent bytes, with the element size the server reported for the
-            // image); scatter_rows writes only within it.
+            // `row`/`slice` (w.extent bytes, from the region, pitches and the element size the
+            // server reported, checked to be a real format's in image_shape); scatter_rows writes
+            // only within it.
             unsafe { scatter_rows(&b, p as *mut u8, w, region_of(region)) };
         }
         Ok(())
@@ -807,8 +808,9 @@ pub mod image_in {
         match unsafe { image_window_of(region, row, slice) } {
             Some(w) => {
                 // SAFETY: by clEnqueueWriteImage's contract `p` holds the window of `region` under
-                // `row`/`slice`, w.extent bytes (with the element size the server reported for the
-                // image).
+                // `row`/`slice`, w.extent bytes (image_window derives it from the region and
+                // pitches; the element size the server reported was checked to be a real
+                // format's, image_shape).
                 c.enc.opt_bytes(Some(unsafe {
                     std::slice::from_raw_parts(p as *const u8, w.extent as usize)
                 }))

@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 
 use wormhole_opencl_api::{
     func, image_element_size, image_window, ImageWindow, Kind, CL_IMAGE_ELEMENT_SIZE,
-    CL_INVALID_VALUE, CL_MEM_TYPE,
+    CL_INVALID_VALUE, CL_MEM_TYPE, CL_OUT_OF_RESOURCES,
 };
 
 use crate::connection::info_value;
@@ -88,6 +88,18 @@ impl Shape {
         [self.width, self.height, self.depth, self.array_size]
             .iter()
             .fold(elem, |n, &d| n.saturating_mul(d.max(1) as u64))
+    }
+}
+
+/// An image's element size as the server reports it (clGetImageInfo), checked to be a size
+/// some OpenCL image format has (at most 4 channels of at most 4 bytes, or a packed format):
+/// it sizes the windows copied into and out of the application's memory, so a broken reply
+/// fails the call (`CL_OUT_OF_RESOURCES`) rather than overrunning them.
+pub(crate) fn server_element_size(elem: usize) -> Result<u64, i32> {
+    if matches!(elem, 1 | 2 | 3 | 4 | 6 | 8 | 12 | 16) {
+        Ok(elem as u64)
+    } else {
+        Err(CL_OUT_OF_RESOURCES)
     }
 }
 
@@ -240,11 +252,15 @@ pub fn layout(image: *mut c_void) -> Result<Option<HostLayout>, i32> {
         // A buffer: the map is the library's to refuse.
         return Ok(None);
     }
-    let elem: usize = info_value(gen::clGetImageInfo, image, CL_IMAGE_ELEMENT_SIZE)?;
+    let elem = server_element_size(info_value(
+        gen::clGetImageInfo,
+        image,
+        CL_IMAGE_ELEMENT_SIZE,
+    )?)?;
     Ok(Some(HostLayout {
         host,
         image_type,
-        elem: elem as u64,
+        elem,
         row: info_value(gen::clGetImageInfo, image, CL_IMAGE_ROW_PITCH)?,
         slice: info_value(gen::clGetImageInfo, image, CL_IMAGE_SLICE_PITCH)?,
     }))
@@ -298,6 +314,27 @@ impl HostLayout {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_element_sizes_of_real_formats_pass() {
+        for ok in [1, 2, 3, 4, 6, 8, 12, 16] {
+            assert_eq!(server_element_size(ok), Ok(ok as u64));
+        }
+        for bad in [0, 5, 7, 9, 15, 17, 32, 1 << 20, usize::MAX] {
+            assert_eq!(server_element_size(bad), Err(CL_OUT_OF_RESOURCES));
+        }
+        // Every format the client knows has one of them.
+        for order in 0x10B0..=0x10C4 {
+            for ty in 0x10D0..=0x10E0 {
+                if let Some(e) = image_element_size(order, ty) {
+                    assert!(
+                        server_element_size(e as usize).is_ok(),
+                        "{order:#x} {ty:#x}"
+                    );
+                }
+            }
+        }
+    }
 
     fn layout(image_type: u32, row: usize, slice: usize) -> HostLayout {
         HostLayout {

@@ -150,7 +150,9 @@ pub(crate) unsafe fn transfer_later(t: &BufTransfer) -> i32 {
         return e;
     }
     let mut done_ev = std::ptr::null_mut();
-    let m = match t.map(&mut done_ev, true) {
+    // SAFETY: `t.wl` holds `t.n` events by the enqueue's contract (this fn's, as for
+    // transfer_via_map); `done_ev` is our local slot, writable.
+    let m = match unsafe { t.map(&mut done_ev, true) } {
         Ok(m) => m,
         Err(e) => {
             // SAFETY: our user event, never handed out.
@@ -345,8 +347,9 @@ impl Later {
                     ..
                 } => {
                     // SAFETY: the map is done and lasts until the unmap in
-                    // `finish`; the application keeps its memory until the
-                    // transfer completes.
+                    // `finish`; it spans `size` bytes (map_buffer checked the
+                    // reply's length); the application keeps its memory until
+                    // the transfer completes.
                     unsafe { copy_for(*map_flags, *mapped as *mut u8, *app as *mut u8, *size) };
                 }
                 Later::Gated {

@@ -148,11 +148,29 @@ fn read_map_reply(r: &mut Reply<'_>) -> Result<MapReply, i32> {
     Ok(MapReply { raw, len, shared })
 }
 
+/// Whether a buffer mapping's length from the server (`got`) is the size the
+/// application asked to map: the client copies that size through the
+/// mapping, and writes the mapped bytes into USE_HOST_PTR memory sized by it.
+fn mapping_fits(requested: usize, got: usize) -> bool {
+    got == requested
+}
+
 /// Reads a map's reply and makes the application's mapping: the arena
 /// itself, or `dest` with the mapped bytes received (or copied from the
-/// arena) into it.
-fn finish_map(r: &mut Reply<'_>, dest: Dest, id: u64, flags: u64) -> Result<*mut c_void, i32> {
+/// arena) into it. `want`: a buffer map's size, which the reply's length
+/// must match (a broken reply fails the map); images lay the server's bytes
+/// out through their own copy, bounded by its length.
+fn finish_map(
+    r: &mut Reply<'_>,
+    dest: Dest,
+    id: u64,
+    flags: u64,
+    want: Option<usize>,
+) -> Result<*mut c_void, i32> {
     let MapReply { raw, len, shared } = read_map_reply(r)?;
+    if want.is_some_and(|w| !mapping_fits(w, len)) {
+        return Err(CL_OUT_OF_RESOURCES);
+    }
     if let (Some(sp), Dest::Fresh) = (shared, dest) {
         remember(sp, Mapped::new(id, len, flags, None, true));
         return Ok(sp.cast());
@@ -177,10 +195,10 @@ fn finish_map(r: &mut Reply<'_>, dest: Dest, id: u64, flags: u64) -> Result<*mut
         unsafe { copy_bulk(into, sp, len) };
     } else if raw {
         // SAFETY: `into` spans `len` bytes: `server_bytes` (allocated with `len`), a block `place`
-        // allocated with `len`, or the application's USE_HOST_PTR memory from the map's offset,
-        // valid for the mapped size by clCreateBuffer/clCreateImage's contract; `len` is the
-        // server's reply, trusted to be that size (not checked against the request here); recv_raw
-        // writes only the slice.
+        // allocated with `len`, or the application's USE_HOST_PTR buffer memory from the map's
+        // offset, valid for the mapped size by clCreateBuffer's contract (`len` equals that size,
+        // checked above; images never map straight into host memory); recv_raw writes only the
+        // slice.
         r.recv_raw(unsafe { std::slice::from_raw_parts_mut(into, len) })?;
     }
     if let Some(rs) = dest.reshape() {
@@ -233,8 +251,11 @@ pub unsafe extern "C" fn clEnqueueMapBuffer(
         unsafe { map_buffer_later(q, buf, flags, offset, size, n, wl, ev) }
     } else {
         // SAFETY: `wl` holds `n` events by clEnqueueMapBuffer's contract on event_wait_list.
-        unsafe { settle_for(blocking, q, n, wl) }
-            .and_then(|()| map_buffer(q, buf, flags, offset, size, n, wl, ev, false))
+        unsafe { settle_for(blocking, q, n, wl) }.and_then(|()| {
+            // SAFETY: `wl` holds `n` events and `ev` is NULL or a writable cl_event slot by
+            // clEnqueueMapBuffer's contract, which is map_buffer's.
+            unsafe { map_buffer(q, buf, flags, offset, size, n, wl, ev, false) }
+        })
     };
     let (v, e) = match r {
         Ok(v) => (v, CL_SUCCESS),
@@ -300,9 +321,14 @@ fn buffer_map_call(
     Ok(c)
 }
 
-/// A buffer map; see [`map_tail_bits`] for `defer`.
+/// A buffer map; see [`map_tail_bits`] for `defer`. On success the mapping
+/// is non-NULL and spans `size` bytes (a reply saying otherwise fails the
+/// map with `CL_OUT_OF_RESOURCES`).
+///
+/// # Safety
+/// `wl` holds `n` events; `ev` is NULL or a writable cl_event slot.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn map_buffer(
+pub(crate) unsafe fn map_buffer(
     q: *mut c_void,
     buf: *mut c_void,
     flags: u64,
@@ -314,9 +340,7 @@ pub(crate) fn map_buffer(
     defer: bool,
 ) -> Result<*mut c_void, i32> {
     let mut c = buffer_map_call(q, buf, flags, offset, size)?;
-    // SAFETY: `wl` is the application's event_wait_list, holding `n` events by its enqueue's
-    // contract (map_buffer's only callers are clEnqueueMapBuffer and the buffer transfers, which
-    // pass theirs); map_buffer is a safe fn, so this rests on those crate-private callers.
+    // SAFETY: `wl` holds `n` events (this fn's contract).
     let (n_ev, id) = unsafe { map_request_tail(&mut c, n, wl, ev, map_tail_bits(defer, false)) }?;
     let host = host_ptr_of(buf)?;
     let mut r = c.finish()?;
@@ -326,13 +350,16 @@ pub(crate) fn map_buffer(
             0 => Dest::Fresh,
             h => Dest::Host((h + offset) as *mut u8),
         };
-        finish_map(&mut r, dest, id, flags)?
+        finish_map(&mut r, dest, id, flags, Some(size))?
     } else {
         std::ptr::null_mut()
     };
-    // SAFETY: `ev` is NULL or the application's writable cl_event slot by its enqueue's contract
-    // (transfer_via_map passes NULL; transfer_later its own local); like `wl`, map_buffer's callers
-    // guarantee it.
+    // A success without a mapping is a broken reply: no event, no mapping.
+    let status = match (status, p.is_null()) {
+        (CL_SUCCESS, true) => CL_OUT_OF_RESOURCES,
+        _ => status,
+    };
+    // SAFETY: `ev` is NULL or a writable cl_event slot (this fn's contract).
     unsafe { r.out_new(n_ev, ev, Kind::Event, status) };
     if status != CL_SUCCESS {
         return Err(status);
@@ -423,6 +450,12 @@ unsafe fn map_buffer_later(
     let c = buffer_map_call(q, buf, flags, offset, size)?;
     // SAFETY: `wl` holds `n` events by clEnqueueMapBuffer's contract (this fn's).
     let sent = unsafe { send_later(c, n, wl, host == 0, false) }?;
+    if !mapping_fits(size, sent.reply.len) {
+        // A broken reply: no mapping for the application.
+        // SAFETY: our event for the map, never handed out.
+        unsafe { crate::gen::clReleaseEvent(sent.cmd) };
+        return Err(CL_OUT_OF_RESOURCES);
+    }
     if let Some(sp) = sent.reply.shared {
         remember(sp, Mapped::new(sent.id, sent.reply.len, flags, None, true));
         // SAFETY: our event, handed over or let go.
@@ -722,7 +755,7 @@ unsafe fn map_image_now(
                 Some(Ok(h)) => (Dest::Image(h.at, h.reshape), (h.row_pitch, h.slice_pitch)),
                 _ => (Dest::Fresh, (row, slice)),
             };
-            p = finish_map(&mut r, dest, id, flags)?;
+            p = finish_map(&mut r, dest, id, flags, None)?;
             (row, slice) = pitches;
         }
     }
@@ -820,4 +853,17 @@ unsafe fn send_unmap(
     // fn's).
     unsafe { r.out_new(n_ev, ev, Kind::Event, status) };
     Ok(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mapping_fits;
+
+    #[test]
+    fn a_mapping_must_be_the_size_asked_for() {
+        assert!(mapping_fits(4096, 4096));
+        assert!(!mapping_fits(4096, 4095));
+        assert!(!mapping_fits(4096, 4097));
+        assert!(!mapping_fits(4096, 0));
+    }
 }

@@ -163,8 +163,12 @@ pub unsafe extern "C" fn clCreateImage3D(
 
 /// An image's type and element size, which size its transfers' windows.
 pub(crate) fn image_shape(image: *mut c_void) -> Result<(u32, u64), i32> {
-    let elem: usize = info_value(gen::clGetImageInfo, image, CL_IMAGE_ELEMENT_SIZE)?;
-    Ok((mem_info::<u32>(image, CL_MEM_TYPE)?, elem as u64))
+    let elem = host_images::server_element_size(info_value(
+        gen::clGetImageInfo,
+        image,
+        CL_IMAGE_ELEMENT_SIZE,
+    )?)?;
+    Ok((mem_info::<u32>(image, CL_MEM_TYPE)?, elem))
 }
 
 /// Queries the image's shape before the transfer is marshalled (a query

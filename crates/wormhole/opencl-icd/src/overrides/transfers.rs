@@ -42,20 +42,28 @@ impl BufTransfer {
     }
 
     /// Maps the transfer's range after its wait list, the map's event at
-    /// `done` (NULL: none).
-    pub fn map(&self, done: *mut *mut c_void, blocking: bool) -> Result<*mut u8, i32> {
+    /// `done` (NULL: none). The mapping spans `self.size` bytes (map_buffer
+    /// fails a reply that says otherwise).
+    ///
+    /// # Safety
+    /// `self.wl` holds `self.n` events; `done` is NULL or a writable
+    /// cl_event slot.
+    pub unsafe fn map(&self, done: *mut *mut c_void, blocking: bool) -> Result<*mut u8, i32> {
         let t = self;
-        map_buffer(
-            t.q,
-            t.buf,
-            t.map_flags,
-            t.offset,
-            t.size,
-            t.n,
-            t.wl,
-            done,
-            blocking,
-        )
+        // SAFETY: `t.wl` holds `t.n` events and `done` is NULL or writable (this fn's contract).
+        unsafe {
+            map_buffer(
+                t.q,
+                t.buf,
+                t.map_flags,
+                t.offset,
+                t.size,
+                t.n,
+                t.wl,
+                done,
+                blocking,
+            )
+        }
         .map(|m| m as *mut u8)
     }
 }
@@ -80,7 +88,9 @@ fn shared_candidate(buf: *mut c_void) -> Option<&'static crate::objects::Obj> {
 /// As for `clEnqueueWriteBuffer` or `clEnqueueReadBuffer`: `t.ptr` holds
 /// `t.size` bytes.
 unsafe fn transfer_via_map(o: &crate::objects::Obj, t: &BufTransfer) -> i32 {
-    let m = match t.map(std::ptr::null_mut(), false) {
+    // SAFETY: `t.wl` holds `t.n` events by clEnqueueRead/WriteBuffer's contract (this fn's);
+    // `done` is NULL.
+    let m = match unsafe { t.map(std::ptr::null_mut(), false) } {
         Ok(m) => m,
         Err(e) => return e,
     };
@@ -90,8 +100,8 @@ unsafe fn transfer_via_map(o: &crate::objects::Obj, t: &BufTransfer) -> i32 {
     } else {
         Placement::Server
     });
-    // SAFETY: `m` is the mapping of the `t.size` bytes map_buffer asked for (its length is the
-    // server's reply, trusted, not checked against `t.size`), live until the unmap below; the reply
+    // SAFETY: `m` is a non-NULL mapping of `t.size` bytes (map_buffer checked the reply's length
+    // against `t.size`), live until the unmap below; the reply
     // is in, so a read's bytes are there; `t.ptr` is the application's, valid for `t.size` bytes by
     // clEnqueueRead/WriteBuffer's contract (this fn's contract); a fresh mapping cannot overlap it.
     unsafe { copy_for(t.map_flags, m, t.ptr, t.size) };
