@@ -44,9 +44,12 @@ use crate::opencl::{ffi, info_value};
 const LOCK_WAIT: Duration = Duration::from_millis(20);
 /// How long it waits for the queues' markers before it answers `Busy`.
 const DRAIN_WAIT: Duration = Duration::from_millis(20);
-/// How many times a command asks for room for its objects (others may
-/// evict some while it waits) before it fails.
-const MAX_ROUNDS: usize = 32;
+/// How long a command keeps asking for room for its objects (others may
+/// evict some while it waits; retries go ahead of first requests) before
+/// it fails: the ledger's own wait for room. A count of rounds ran out
+/// under heavy sharing while room was still coming (seven clients in a
+/// 12 MiB budget, one run in two in CI).
+const RETRY_FOR: Duration = Duration::from_secs(30);
 /// Kernel arguments past this index are not tracked (a kernel's record
 /// stays small); a command using one keeps whatever else it names
 /// resident, and the argument is taken as written.
@@ -609,9 +612,14 @@ impl Residency {
     ) -> Result<bool, i32> {
         let mut plan = first;
         let mut restored = false;
-        for round in 0..MAX_ROUNDS {
+        let deadline = Instant::now() + RETRY_FOR;
+        // Each round waits on the ledger for its grant, which paces it.
+        for round in 0u64.. {
             if plan.bytes == 0 {
                 return Ok(restored);
+            }
+            if round > 0 && Instant::now() >= deadline {
+                break;
             }
             let bytes = plan.bytes;
             let a = self.ask(|seq| FromTenant::Need {
