@@ -32,6 +32,8 @@ import sys
 import tempfile
 import time
 
+import bounds
+
 MiB = 1 << 20
 
 
@@ -316,6 +318,10 @@ def sharing(o, work, policy, pattern, whole):
         after = s.report()
         for t in tenants:
             t.verify()
+        if pattern == "notebook":
+            flat = [(t, r, w) for t, (r, w) in plan]
+            result["plan_allows"] = bounds.allows(flat, len(tenants), o.nbuf,
+                                                  (budget // 4) * MiB // o.nbuf, budget * MiB)
         result.update({
             "cells": len(plan),
             "wall_s": wall,
@@ -449,7 +455,20 @@ def main():
                           f"{fmt_bytes(r['bytes_moved'])} | {fmt_bytes(r['bytes_saved'])} | "
                           f"{fmt_bytes(r['bytes_restored'])} | "
                           + (f"{less:.1f}x | {faster:.2f}x |" if r is d else " | |"))
-        md += ["", "Round-robin: after one unmeasured round in which the four come in whole."]
+        md += ["", "Round-robin: after one unmeasured round in which the four come in whole.", "",
+               "What each notebook plan allows (`bounds.py`: the run's own cells replayed through "
+               "idealised policies, every buffer its own unit, result buffers left out), as eager's "
+               "bytes over the policy's:", "",
+               "| pattern | eager | delay storing as built (LRU) | clean buffers evicted first | "
+               "knowing the future (Belady) |", "|---|---|---|---|---|"]
+        for d in rows:
+            pa = d.get("plan_allows")
+            if d["policy"] != "delay" or not pa:
+                continue
+            name = d["pattern"] + (" (each cell reads the whole set)" if d["whole"] else "")
+            md.append(f"| {name} | {fmt_bytes(pa['eager']['bytes'])} | "
+                      + " | ".join(f"{fmt_bytes(pa[k]['bytes'])}, {pa[k]['less_than_eager']:.2f}x"
+                                   for k in ("lru", "clean-first", "belady")) + " |")
         md += ["", f"`residency = \"off\"` (the budget a hard limit): {off['served']} of {off['tenants']} "
                f"tenants served; the others were refused ({off['refusals'][0] if off['refusals'] else '-'}).",
                ""]
