@@ -9,8 +9,8 @@ const STATUS_QUERIES: u64 = 1000;
 
 /// The round trips the client counted, from its `WORMHOLE_LOG` exit line
 /// ("N calls forwarded, M of them round trips (f n, ...), K batched"): the
-/// total and those of `clGetEventInfo`.
-fn round_trips(stderr: &str) -> Option<(u64, u64)> {
+/// total and those of `func`.
+fn round_trips(stderr: &str, func: &str) -> Option<(u64, u64)> {
     let line = stderr
         .lines()
         .rev()
@@ -18,11 +18,11 @@ fn round_trips(stderr: &str) -> Option<(u64, u64)> {
     let (_, after) = line.split_once(" calls forwarded, ")?;
     let total = after.split_whitespace().next()?.parse().ok()?;
     let listed = after.split_once('(')?.1.split_once(')')?.0;
-    let event_info = listed
+    let of_func = listed
         .split(", ")
-        .find_map(|e| e.strip_prefix("clGetEventInfo "))
+        .find_map(|e| e.strip_prefix(func)?.strip_prefix(' '))
         .map_or(Some(0), |n| n.parse().ok())?;
-    Some((total, event_info))
+    Some((total, of_func))
 }
 
 #[test]
@@ -44,7 +44,7 @@ fn ended_events_answer_as_natively_without_round_trips() {
     )
     .expect("remoted run");
     check_pair("event_ends", &native, &remote, &server.log_text());
-    let (total, event_info) = round_trips(&remote.stderr)
+    let (total, event_info) = round_trips(&remote.stderr, "clGetEventInfo")
         .unwrap_or_else(|| panic!("no round-trip count in:\n{}", remote.stderr));
     assert!(
         total < STATUS_QUERIES / 10,
@@ -62,8 +62,48 @@ fn ended_events_answer_as_natively_without_round_trips() {
 fn the_round_trip_count_is_read_from_the_clients_line() {
     let line = "wormhole: 50 calls forwarded, 44 of them round trips (clGetEventInfo 8, \
                 clFinish 2), 6 batched";
-    assert_eq!(round_trips(line), Some((44, 8)));
+    assert_eq!(round_trips(line, "clGetEventInfo"), Some((44, 8)));
     let without = "wormhole: 5 calls forwarded, 3 of them round trips (clFinish 3), 2 batched";
-    assert_eq!(round_trips(without), Some((3, 0)));
-    assert_eq!(round_trips("nothing here"), None);
+    assert_eq!(round_trips(without, "clGetEventInfo"), Some((3, 0)));
+    assert_eq!(round_trips("nothing here", "clGetEventInfo"), None);
+}
+
+/// Markers that `markers.c` waits for, one after another, on a drained queue.
+const MARKERS: u64 = 300;
+
+/// A marker on a queue that has run everything is complete once sent, so
+/// its wait is answered by the client: the same output as natively, and
+/// no round trip per marker.
+#[test]
+fn markers_on_a_drained_queue_answer_as_natively_without_round_trips() {
+    let a = Artifacts::get().expect("artifacts");
+    let dir = wormhole_it::TempDir::new("markers").expect("scratch");
+    let bin = compile("markers", dir.path()).expect("compile");
+    let server = Server::start(a, dir.path()).expect("server");
+    let log = std::ffi::OsStr::new("1");
+    let native = wormhole_it::run(&bin, Route::Native, None, dir.path()).expect("native run");
+    let remote = run_env(
+        &bin,
+        Route::Wormhole,
+        Some(&server),
+        dir.path(),
+        &[("WORMHOLE_LOG", log)],
+    )
+    .expect("remoted run");
+    check_pair("markers", &native, &remote, &server.log_text());
+    assert!(
+        native.stdout.contains(&format!(
+            "complete after their wait: {MARKERS} of {MARKERS}"
+        )),
+        "{}",
+        native.stdout
+    );
+    let (_, waits) = round_trips(&remote.stderr, "clWaitForEvents")
+        .unwrap_or_else(|| panic!("no round-trip count in:\n{}", remote.stderr));
+    // The profiling queue's 20 markers are asked of the server.
+    assert!(
+        waits < 20 + MARKERS / 10,
+        "{waits} clWaitForEvents round trips for {MARKERS} markers waited for:\n{}",
+        remote.stderr
+    );
 }

@@ -83,8 +83,9 @@ pub fn status(ev: *mut c_void) -> Result<i32, i32> {
 }
 
 /// `clGetEventInfo`: an ended event's status, and the values that never
-/// change, answered here once known; everything else (the reference count,
-/// a status still changing, any invalid argument) asked of the server.
+/// change, answered here once known, and the reference count from the
+/// application's own; everything else (a status still changing, any invalid
+/// argument) asked of the server.
 ///
 /// # Safety
 /// As for `clGetEventInfo`.
@@ -118,6 +119,19 @@ pub unsafe extern "C" fn clGetEventInfo(
                 note_status(ev, st);
             }
             s
+        }
+        CL_EVENT_REFERENCE_COUNT => {
+            // The application's own count, as the peer (PoCL-remote) answers it: the library's
+            // may add references of its own, and the value is only ever a hint (the spec says
+            // so), stale as soon as it is read.
+            match obj(ev, Kind::Event) {
+                Ok(Some(o)) if o.app_refs() > 0 => {
+                    // SAFETY: `value` is NULL or holds `size` bytes and `size_ret` NULL or a
+                    // writable size_t by clGetEventInfo's contract, which is answer's.
+                    unsafe { answer(&o.app_refs().to_ne_bytes(), size, value, size_ret) }
+                }
+                _ => ask(size, value, size_ret),
+            }
         }
         CL_EVENT_COMMAND_QUEUE | CL_EVENT_COMMAND_TYPE | CL_EVENT_CONTEXT => {
             let q = CachedQuery {

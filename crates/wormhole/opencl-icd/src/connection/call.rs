@@ -8,7 +8,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::Ordering;
 
 use wormhole_client::{force_sync, Held, Sent, Shape};
-use wormhole_opencl_api::{CallbackKind, Kind, CL_OUT_OF_RESOURCES, CL_SUCCESS};
+use wormhole_opencl_api::{func, CallbackKind, Kind, CL_OUT_OF_RESOURCES, CL_SUCCESS};
 use wormhole_wire::Encoder;
 
 use super::reply::Reply;
@@ -64,6 +64,8 @@ pub struct Call<'a> {
     enqueued: (u64, u64),
     /// Wait for the answer even if the shape is known ([`ANSWER_NEEDED`]).
     must_answer: bool,
+    /// The call can change no queue's work (see `Chan::inert`).
+    inert: bool,
 }
 
 impl<'a> Call<'a> {
@@ -90,6 +92,7 @@ impl<'a> Call<'a> {
             named: [0; 4],
             enqueued: (0, 0),
             must_answer: false,
+            inert: matches!(func, func::clRetainEvent | func::clReleaseEvent),
         })
     }
 
@@ -269,10 +272,11 @@ impl<'a> Call<'a> {
             enc,
             raw,
             enqueued,
+            inert,
             ..
         } = self;
         let mut held = Held::exchange(guard, enc, Self::raw(raw), PREFIX).map_err(lost)?;
-        held.guard.note_enqueued(enqueued);
+        held.guard.note_sent(inert, enqueued);
         Ok(Reply { held })
     }
 
@@ -307,12 +311,13 @@ impl<'a> Call<'a> {
             shape,
             enqueued,
             must_answer,
+            inert,
             ..
         } = self;
         let raw = Self::raw(raw);
         match Held::send(guard, enc, raw, shape, must_answer, wake, PREFIX).map_err(lost)? {
             Sent::Answered(mut held) => {
-                held.guard.note_enqueued(enqueued);
+                held.guard.note_sent(inert, enqueued);
                 let own = held.status;
                 let status = if report_deferred {
                     held.status_with_deferred()
@@ -323,7 +328,7 @@ impl<'a> Call<'a> {
                 Ok(status)
             }
             Sent::Posted(mut guard) => {
-                guard.note_enqueued(enqueued);
+                guard.note_sent(inert, enqueued);
                 Ok(CL_SUCCESS)
             }
         }
@@ -346,10 +351,44 @@ pub fn while_drained<T>(
         return None;
     }
     let o = obj(q, Kind::Queue).ok()??;
-    if guard.drained != Some((o.id, guard.sent())) {
+    if guard.drained != Some((o.id, guard.epoch())) {
         return None;
     }
     f(o, &mut || guard.take_deferred())
+}
+
+/// After a marker with no wait list was sent for queue `q` as event `ev`:
+/// whether the queue had run everything it was given, with nothing sent
+/// between that and the marker. A marker waits only for its queue's earlier
+/// commands, so it is then complete once sent (the server runs it in
+/// order all the same), and the queue stays drained. Not on a profiling
+/// queue, whose marker's times the server must have before a wait returns.
+pub fn marker_on_drained(q: *mut c_void, ev: *mut c_void) -> bool {
+    let Some(conn) = conn() else {
+        return false;
+    };
+    let mut guard = conn.state.lock();
+    if FORK_GEN.load(Ordering::Relaxed) != conn.fork_gen || force_sync() {
+        return false;
+    }
+    let (Ok(Some(queue)), Ok(Some(event))) = (obj(q, Kind::Queue), obj(ev, Kind::Event)) else {
+        return false;
+    };
+    // Its start and end times are the device's, asked of the server.
+    if queue.profiling.load(Ordering::Relaxed) {
+        return false;
+    }
+    let Some((lq, le, at)) = guard.last_enqueued else {
+        return false;
+    };
+    let before = at.checked_sub(1).map(|d| (queue.id, d));
+    if (lq, le) != (queue.id, event.id) || guard.drained != before {
+        return false;
+    }
+    if guard.epoch() == at {
+        guard.drained = Some((queue.id, at));
+    }
+    true
 }
 
 /// clFinish's answer for a queue that has run everything it was given, with

@@ -17,7 +17,8 @@ use wormhole_transport::TransportError;
 use crate::objects::Checked;
 
 pub use call::{
-    finish_drained, info_value, set_errcode, take_deferred, while_drained, Call, ANSWER_NEEDED,
+    finish_drained, info_value, marker_on_drained, set_errcode, take_deferred, while_drained, Call,
+    ANSWER_NEEDED,
 };
 pub use reply::Reply;
 
@@ -39,20 +40,34 @@ const PREFIX: &str = "wormhole";
 pub struct Chan {
     link: Link,
     checked: Checked,
-    /// A queue known to have nothing left to run, and the count of frames
-    /// sent when that became known: while nothing else has been sent, a
+    /// A queue known to have nothing left to run, and the [`Chan::epoch`]
+    /// when that became known: while nothing else has been sent, a
     /// clFinish of that queue needs no round trip.
     drained: Option<(u64, u64)>,
     /// The last command sent that created an event on an in-order queue:
-    /// the queue, the event and the count of frames sent with it. Awaited
-    /// with nothing sent in between, it drains the queue.
+    /// the queue, the event and the epoch with it. Awaited with nothing
+    /// sent in between, it drains the queue.
     last_enqueued: Option<(u64, u64, u64)>,
+    /// Frames sent that can change no queue's work (an event's retain or
+    /// release), which therefore leave a drained queue drained.
+    inert: u64,
 }
 
 impl Chan {
-    fn note_enqueued(&mut self, (queue, event): (u64, u64)) {
-        if queue != 0 && event != 0 {
-            self.last_enqueued = Some((queue, event, self.sent()));
+    /// Frames sent so far that may have given a queue work: what
+    /// `drained` and `last_enqueued` are dated by.
+    pub(super) fn epoch(&self) -> u64 {
+        self.sent() - self.inert
+    }
+
+    /// Accounts for a frame just sent: `inert` (see [`Chan::inert`]), or
+    /// else, if it was an enqueue on an in-order queue that made an
+    /// event, that enqueue.
+    fn note_sent(&mut self, inert: bool, (queue, event): (u64, u64)) {
+        if inert {
+            self.inert += 1;
+        } else if queue != 0 && event != 0 {
+            self.last_enqueued = Some((queue, event, self.epoch()));
         }
     }
 }
@@ -153,6 +168,7 @@ fn connect() -> Result<Conn, NoConn> {
             checked: Checked::default(),
             drained: None,
             last_enqueued: None,
+            inert: 0,
         }),
         platforms: Vec::new(),
         arena,

@@ -31,7 +31,7 @@ impl Reply<'_> {
     pub fn drained(&mut self, q: *mut c_void, always: bool) {
         if let Ok(Some(o)) = obj(q, Kind::Queue) {
             if always || o.in_order.load(Ordering::Relaxed) {
-                self.held.guard.drained = Some((o.id, self.held.guard.sent()));
+                self.held.guard.drained = Some((o.id, self.held.guard.epoch()));
             }
         }
     }
@@ -52,10 +52,10 @@ impl Reply<'_> {
         let Ok(Some(e)) = obj(unsafe { *list }, Kind::Event) else {
             return;
         };
-        let sent = self.held.guard.sent();
+        let now = self.held.guard.epoch();
         if let Some((q, ev, at)) = self.held.guard.last_enqueued {
-            if ev == e.id && at + 1 == sent {
-                self.held.guard.drained = Some((q, sent));
+            if ev == e.id && at + 1 == now {
+                self.held.guard.drained = Some((q, now));
             }
         }
     }

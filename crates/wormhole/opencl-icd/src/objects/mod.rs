@@ -44,6 +44,9 @@ pub struct Obj {
     /// For queues: created to execute in order (and never changed since),
     /// so a command that completed had every earlier one complete first.
     pub in_order: std::sync::atomic::AtomicBool,
+    /// For queues: created with CL_QUEUE_PROFILING_ENABLE, so its events'
+    /// times are the device's to give (a marker is not answered here).
+    pub profiling: std::sync::atomic::AtomicBool,
     /// For kernels: the arguments set so far (bit i: argument i).
     args_set: AtomicU64,
     /// For queues and buffers: the id of the context they were created in
@@ -90,6 +93,12 @@ fn shape_of(v: impl Hash) -> u64 {
 }
 
 impl Obj {
+    /// The application's references to this object (0: an object it never
+    /// counted, such as a platform, or one seen only in a query's answer).
+    pub fn app_refs(&self) -> u32 {
+        self.refs.load(Ordering::Relaxed)
+    }
+
     /// What can make a call that names this object fail, as far as the
     /// object goes: the object itself, or what a buffer was created as.
     pub fn shape_key(&self) -> u64 {

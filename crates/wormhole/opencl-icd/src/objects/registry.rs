@@ -66,6 +66,7 @@ pub fn object_for(id: u64, kind: Kind, refs: u32) -> *mut c_void {
         info: Default::default(),
         shape_key: AtomicU64::new(0),
         in_order: std::sync::atomic::AtomicBool::new(false),
+        profiling: std::sync::atomic::AtomicBool::new(false),
         args_set: AtomicU64::new(0),
         created_in: AtomicU64::new(0),
         created_flags: AtomicU64::new(0),

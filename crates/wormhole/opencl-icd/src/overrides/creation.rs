@@ -73,6 +73,8 @@ pub unsafe extern "C" fn clCreateBufferWithProperties(
 /// CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, and CL_QUEUE_PROPERTIES as a
 /// property list names it.
 const OUT_OF_ORDER: u64 = 1;
+/// CL_QUEUE_PROFILING_ENABLE.
+const PROFILING: u64 = 2;
 const QUEUE_PROPERTIES: u64 = 0x1093;
 
 /// The CL_QUEUE_PROPERTIES bits of a property list's name and value pairs
@@ -84,12 +86,13 @@ fn queue_properties(pairs: &[u64]) -> u64 {
         .fold(0, |bits, kv| bits | kv[1])
 }
 
-/// Notes whether a new queue executes its commands in order, and its
-/// context.
+/// Notes whether a new queue executes its commands in order and profiles
+/// them, and its context.
 fn note_queue(q: *mut c_void, ctx: *mut c_void, props: u64) {
     if let Ok(Some(o)) = obj(q, Kind::Queue) {
         o.in_order
             .store(props & OUT_OF_ORDER == 0, Ordering::Relaxed);
+        o.profiling.store(props & PROFILING != 0, Ordering::Relaxed);
         if let Ok(Some(c)) = obj(ctx, Kind::Context) {
             o.created_in.store(c.id, Ordering::Relaxed);
         }

@@ -105,6 +105,9 @@ pub unsafe extern "C" fn clSetUserEventStatus(ev: *mut c_void, status: i32) -> i
 /// # Safety
 /// As for `clWaitForEvents`.
 pub unsafe extern "C" fn clWaitForEvents(n: u32, list: *const *mut c_void) -> i32 {
+    if let Some(s) = wait_known_complete(n, list) {
+        return s;
+    }
     let s = if waits::free_channel() && n > 0 && !list.is_null() {
         // SAFETY: `list` is non-NULL and `n > 0` (checked above), and holds `n` events by
         // clWaitForEvents' contract on event_list.
@@ -129,6 +132,65 @@ pub unsafe extern "C" fn clWaitForEvents(n: u32, list: *const *mut c_void) -> i3
         });
     }
     s
+}
+
+/// A marker: complete at once when its queue had run everything before it
+/// (`connection::marker_on_drained`), which the client then knows, so a
+/// wait for it needs no round trip.
+///
+/// # Safety
+/// As for `clEnqueueMarkerWithWaitList`.
+pub unsafe extern "C" fn clEnqueueMarkerWithWaitList(
+    q: *mut c_void,
+    n: u32,
+    wl: *const *mut c_void,
+    ev: *mut *mut c_void,
+) -> i32 {
+    // SAFETY: the arguments are the application's, passed unchanged to the generated forwarder,
+    // whose contract (clEnqueueMarkerWithWaitList's: `wl` holds `n` events, `ev` NULL or
+    // writable) is this fn's.
+    let s = unsafe { gen::clEnqueueMarkerWithWaitList(q, n, wl, ev) };
+    if s == CL_SUCCESS && n == 0 && !ev.is_null() {
+        // SAFETY: `ev` is non-NULL and writable (this fn's contract), and the call succeeded,
+        // so it wrote the new event there.
+        let e = unsafe { *ev };
+        if crate::connection::marker_on_drained(q, e) {
+            crate::event_state::note_status(e, CL_SUCCESS);
+        }
+    }
+    s
+}
+
+/// OpenCL 1.0's marker: as [`clEnqueueMarkerWithWaitList`] with no wait
+/// list (its event is not optional).
+///
+/// # Safety
+/// As for `clEnqueueMarker`.
+pub unsafe extern "C" fn clEnqueueMarker(q: *mut c_void, ev: *mut *mut c_void) -> i32 {
+    // SAFETY: as for clEnqueueMarkerWithWaitList: `ev` is the application's, NULL or writable.
+    let s = unsafe { gen::clEnqueueMarker(q, ev) };
+    if s == CL_SUCCESS && !ev.is_null() {
+        // SAFETY: `ev` is non-NULL and writable, and the call succeeded, so it holds the event.
+        let e = unsafe { *ev };
+        if crate::connection::marker_on_drained(q, e) {
+            crate::event_state::note_status(e, CL_SUCCESS);
+        }
+    }
+    s
+}
+
+/// A wait for one event this side knows completed (see `event_state`):
+/// answered here, with an earlier deferred failure not yet reported, as
+/// the server's answer would carry it.
+fn wait_known_complete(n: u32, list: *const *mut c_void) -> Option<i32> {
+    if n != 1 || list.is_null() {
+        return None;
+    }
+    // SAFETY: `list` is non-NULL and `n == 1`, and it holds `n` events (clWaitForEvents'
+    // contract on event_list), so one handle is readable.
+    let e = unsafe { *list };
+    let o = obj(e, Kind::Event).ok()??;
+    (crate::event_state::ended(o)? == CL_SUCCESS).then(crate::connection::take_deferred)
 }
 
 /// # Safety

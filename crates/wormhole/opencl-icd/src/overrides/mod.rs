@@ -23,7 +23,10 @@ pub use creation::{
     clCreateCommandQueueWithProperties, clCreateKernel, clCreateSubBuffer, clSetKernelArg,
 };
 pub(crate) use events::settle_for;
-pub use events::{clCreateUserEvent, clFinish, clSetUserEventStatus, clWaitForEvents};
+pub use events::{
+    clCreateUserEvent, clEnqueueMarker, clEnqueueMarkerWithWaitList, clFinish,
+    clSetUserEventStatus, clWaitForEvents,
+};
 pub use images::{
     clCreateImage, clCreateImage2D, clCreateImage3D, clCreateImageWithProperties,
     clEnqueueReadImage, clEnqueueWriteImage,
