@@ -16,20 +16,9 @@ if [ "${free_kib:-0}" -lt $((6 * 1024 * 1024)) ]; then
 fi
 cargo build --workspace --all-targets
 status=0
-# Gates that keep the tree as it is: formatting, clippy's warnings, and
-# fuzz targets that still build. Each fails the run, after all the tests.
-echo "== gates: cargo fmt --check, clippy -D warnings, fuzz targets build =="
-if ! cargo fmt --all --check; then
-  echo "FAILED: formatting (run: cargo fmt --all)"
-  status=1
-fi
-if ! cargo clippy -q --workspace --all-targets -- -D warnings; then
-  echo "FAILED: clippy warnings"
-  status=1
-fi
-if ! ./scripts/fuzz-build.sh; then
-  status=1
-fi
+# Gates that keep the tree as it is (formatting, clippy, fuzz targets that
+# build): each fails the run, after all the tests.
+./scripts/gates.sh || status=1
 for t in scripts/test-*.sh; do
   [ -e "$t" ] || continue
   echo "== $t =="
