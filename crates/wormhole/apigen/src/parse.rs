@@ -213,13 +213,19 @@ impl<'a> P<'a> {
         Ok((name, ctype, deps))
     }
 
+    /// The rest of `[KIND; COUNT]` (optionally followed by `?`) after its `[`.
+    fn handle_array(&mut self) -> R<(String, String)> {
+        let kind = self.kind()?;
+        self.expect(";")?;
+        let count = self.ident()?;
+        self.expect("]")?;
+        self.eat("?");
+        Ok((kind, count))
+    }
+
     fn ty(&mut self) -> R<Ty> {
         if self.eat("[") {
-            let kind = self.kind()?;
-            self.expect(";")?;
-            let count = self.ident()?;
-            self.expect("]")?;
-            self.eat("?");
+            let (kind, count) = self.handle_array()?;
             return Ok(Ty::HandleArray { kind, count });
         }
         let word = self.ident()?;
@@ -230,11 +236,7 @@ impl<'a> P<'a> {
             }
             "out" => {
                 if self.eat("[") {
-                    let kind = self.kind()?;
-                    self.expect(";")?;
-                    let count = self.ident()?;
-                    self.expect("]")?;
-                    self.eat("?");
+                    let (kind, count) = self.handle_array()?;
                     return Ok(Ty::OutHandles { kind, count });
                 }
                 let w = self.ident()?;
