@@ -37,10 +37,13 @@ pub struct Arena {
     fd: OwnedFd,
 }
 
-// SAFETY: the mapping is plain shared memory for buffer contents; the
-// struct hands out raw pointers only, whose use is the caller's to justify.
+// SAFETY: `base` is a shared file mapping, not tied to the thread that made
+// it, and unmapped only by Drop; the struct hands out raw pointers only, so
+// any access through them is justified where they are used.
 unsafe impl Send for Arena {}
-// SAFETY: as above; no method mutates the struct.
+// SAFETY: no `&Arena` method writes the struct: they read the immutable
+// `base`/`len`/`fd`, make syscalls on the file (fallocate to discard), or
+// touch the mapping through atomics (the directory) or handed-out pointers.
 unsafe impl Sync for Arena {}
 
 impl Arena {
@@ -247,7 +250,8 @@ mod tests {
         assert_eq!(got, [1, 2, 3, 4]);
         assert_eq!(a.offset_of(p, 4), Some(8192));
         a.discard(8192, 4096).expect("punch");
-        // SAFETY: as above.
+        // SAFETY: `q` is still byte 8192 of `b`'s live mapping; a punched
+        // hole reads as zeroes, it does not unmap.
         assert_eq!(unsafe { *q }, 0);
     }
 

@@ -122,7 +122,9 @@ pub struct Region {
 // SAFETY: the mapping is shared memory accessed only through ring ends, whose
 // header access is atomic; the raw pointer itself is never handed out mutably.
 unsafe impl Send for Region {}
-// SAFETY: as above.
+// SAFETY: `&Region` methods only read its immutable fields (base, layout,
+// fd); the ring memory they point into is shared through ring ends, whose
+// header access is atomic.
 unsafe impl Sync for Region {}
 
 impl Region {
@@ -355,8 +357,10 @@ pub struct NotifySender {
 impl NotifySender {
     pub fn new(region: Arc<Region>) -> Self {
         let cap = region.layout().notify;
-        // SAFETY: as in `ShmChannel::new`; the notify ring has one producer
-        // (this, behind a mutex) and one consumer (the client's).
+        // SAFETY: `ring_base(2)` maps the notify ring's header and `cap`
+        // bytes (`cap` from the region's own validated layout), kept mapped by
+        // `_region`; the ring has one producer (this, behind a mutex) and one
+        // consumer (the client's).
         let tx = unsafe { Producer::new(region.ring_base(2), cap, Handoff::Futex, None) };
         NotifySender {
             tx: std::sync::Mutex::new(tx),
@@ -387,7 +391,9 @@ pub struct NotifyReceiver {
 impl NotifyReceiver {
     pub fn new(region: Arc<Region>, alive: Option<Liveness>) -> Self {
         let cap = region.layout().notify;
-        // SAFETY: as in `NotifySender::new`.
+        // SAFETY: `ring_base(2)` maps the notify ring's header and `cap`
+        // bytes of the region's validated layout, kept mapped by `_region`;
+        // this is the ring's one consumer (the server holds its one producer).
         let rx = unsafe { Consumer::new(region.ring_base(2), cap, Handoff::Futex, alive) };
         NotifyReceiver {
             rx,
