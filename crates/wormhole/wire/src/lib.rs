@@ -55,21 +55,30 @@ pub struct RequestHeader {
     pub flags: u32,
 }
 
-impl RequestHeader {
-    #[inline]
-    pub fn encode(&self, enc: &mut Encoder) {
-        enc.u32(self.func);
-        enc.u32(self.flags);
-    }
+/// `encode` and `decode` for a header of fixed-width fields, written once so
+/// that the two cannot disagree on the fields' order or widths.
+macro_rules! fixed_header {
+    ($ty:ident { $($field:ident: $wire:ident),* $(,)? }) => {
+        impl $ty {
+            #[inline]
+            pub fn encode(&self, enc: &mut Encoder) {
+                $(enc.$wire(self.$field);)*
+            }
 
-    #[inline]
-    pub fn decode(dec: &mut Decoder<'_>) -> Result<Self, WireError> {
-        Ok(Self {
-            func: dec.u32()?,
-            flags: dec.u32()?,
-        })
-    }
+            #[inline]
+            pub fn decode(dec: &mut Decoder<'_>) -> Result<Self, WireError> {
+                Ok(Self {
+                    $($field: dec.$wire()?,)*
+                })
+            }
+        }
+    };
 }
+
+fixed_header!(RequestHeader {
+    func: u32,
+    flags: u32
+});
 
 /// Precedes every reply's outputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,21 +90,10 @@ pub struct ReplyHeader {
     pub deferred_status: i32,
 }
 
-impl ReplyHeader {
-    #[inline]
-    pub fn encode(&self, enc: &mut Encoder) {
-        enc.i32(self.status);
-        enc.i32(self.deferred_status);
-    }
-
-    #[inline]
-    pub fn decode(dec: &mut Decoder<'_>) -> Result<Self, WireError> {
-        Ok(Self {
-            status: dec.i32()?,
-            deferred_status: dec.i32()?,
-        })
-    }
-}
+fixed_header!(ReplyHeader {
+    status: i32,
+    deferred_status: i32,
+});
 
 /// Appends values to a growable buffer.
 #[derive(Debug, Default, Clone)]
