@@ -309,31 +309,76 @@ mod tests {
         }
     }
 
+    /// The shape of random decimals: each part present one time in N, and
+    /// digit counts and exponents below the given bounds.
+    #[derive(Clone, Copy)]
+    struct Decimal {
+        minus_one_in: u64,
+        int_digits: u64,
+        no_point_one_in: u64,
+        frac_digits: u64,
+        exp_one_in: u64,
+        exp_below: u64,
+    }
+
+    impl Decimal {
+        /// Numbers of any length, exponents across f64's whole range.
+        const ANY: Decimal = Decimal {
+            minus_one_in: 4,
+            int_digits: 12,
+            no_point_one_in: 2,
+            frac_digits: 24,
+            exp_one_in: 3,
+            exp_below: 330,
+        };
+        /// Long numbers with exponents in f32's range, mostly with a point.
+        const LONG: Decimal = Decimal {
+            minus_one_in: 8,
+            no_point_one_in: 4,
+            exp_one_in: 4,
+            exp_below: 60,
+            ..Decimal::ANY
+        };
+        /// Numbers short enough that every digit matters to an f32.
+        const SHORT: Decimal = Decimal {
+            int_digits: 3,
+            frac_digits: 9,
+            exp_below: 12,
+            ..Decimal::LONG
+        };
+
+        /// Replaces `s` with a random decimal of this shape.
+        fn write(&self, rng: &mut crate::synth::SplitMix64, s: &mut String) {
+            let digits = |rng: &mut crate::synth::SplitMix64, s: &mut String, max: u64| {
+                for _ in 0..rng.below(max) {
+                    s.push(char::from(b'0' + rng.below(10) as u8));
+                }
+            };
+            s.clear();
+            if rng.below(self.minus_one_in) == 0 {
+                s.push('-');
+            }
+            digits(rng, s, self.int_digits);
+            if rng.below(self.no_point_one_in) != 0 {
+                s.push('.');
+                digits(rng, s, self.frac_digits);
+            }
+            if rng.below(self.exp_one_in) == 0 {
+                s.push('e');
+                if rng.below(2) == 0 {
+                    s.push('-');
+                }
+                s.push_str(&rng.below(self.exp_below).to_string());
+            }
+        }
+    }
+
     #[test]
     fn random_decimals_match_std() {
         let mut rng = crate::synth::SplitMix64::new(42);
         let mut s = String::new();
         for _ in 0..200_000 {
-            s.clear();
-            if rng.below(4) == 0 {
-                s.push('-');
-            }
-            for _ in 0..rng.below(12) {
-                s.push(char::from(b'0' + rng.below(10) as u8));
-            }
-            if rng.below(2) == 0 {
-                s.push('.');
-                for _ in 0..rng.below(24) {
-                    s.push(char::from(b'0' + rng.below(10) as u8));
-                }
-            }
-            if rng.below(3) == 0 {
-                s.push('e');
-                if rng.below(2) == 0 {
-                    s.push('-');
-                }
-                s.push_str(&rng.below(330).to_string());
-            }
+            Decimal::ANY.write(&mut rng, &mut s);
             let want = s.parse::<f64>().ok();
             let got = parse_f64(s.as_bytes()).ok();
             match (want, got) {
@@ -360,28 +405,14 @@ mod tests {
     fn f32_path_matches_f64_then_cast() {
         let mut rng = crate::synth::SplitMix64::new(11);
         let mut s = String::new();
+        // Short numbers (every digit significant to f32) and long ones, in turn.
         for round in 0..400_000 {
-            s.clear();
-            if rng.below(8) == 0 {
-                s.push('-');
-            }
-            let (int_max, frac_max) = if round % 2 == 0 { (3, 9) } else { (12, 24) };
-            for _ in 0..rng.below(int_max) {
-                s.push(char::from(b'0' + rng.below(10) as u8));
-            }
-            if rng.below(4) != 0 {
-                s.push('.');
-                for _ in 0..rng.below(frac_max) {
-                    s.push(char::from(b'0' + rng.below(10) as u8));
-                }
-            }
-            if rng.below(4) == 0 {
-                s.push('e');
-                if rng.below(2) == 0 {
-                    s.push('-');
-                }
-                s.push_str(&rng.below(if round % 2 == 0 { 12 } else { 60 }).to_string());
-            }
+            let shape = if round % 2 == 0 {
+                Decimal::SHORT
+            } else {
+                Decimal::LONG
+            };
+            shape.write(&mut rng, &mut s);
             let want = parse_f64_prefix(s.as_bytes()).and_then(|(v, n)| {
                 if v.is_finite() {
                     Ok(((v as f32).to_bits(), n))
