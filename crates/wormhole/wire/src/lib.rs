@@ -95,6 +95,32 @@ fixed_header!(ReplyHeader {
     deferred_status: i32,
 });
 
+/// `Encoder::T` and `Decoder::T` for each fixed-width integer type `T`: its
+/// little-endian bytes, written and read by one definition.
+macro_rules! le_integers {
+    ($($t:ident),*) => {
+        impl Encoder {
+            $(
+                #[inline]
+                pub fn $t(&mut self, v: $t) {
+                    self.buf.extend_from_slice(&v.to_le_bytes());
+                }
+            )*
+        }
+
+        impl Decoder<'_> {
+            $(
+                #[inline]
+                pub fn $t(&mut self) -> Result<$t, WireError> {
+                    Ok($t::from_le_bytes(self.array()?))
+                }
+            )*
+        }
+    };
+}
+
+le_integers!(u32, i32, u64, i64);
+
 /// Appends values to a growable buffer.
 #[derive(Debug, Default, Clone)]
 pub struct Encoder {
@@ -117,22 +143,6 @@ impl Encoder {
     #[inline]
     pub fn u8(&mut self, v: u8) {
         self.buf.push(v);
-    }
-    #[inline]
-    pub fn u32(&mut self, v: u32) {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-    }
-    #[inline]
-    pub fn i32(&mut self, v: i32) {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-    }
-    #[inline]
-    pub fn u64(&mut self, v: u64) {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-    }
-    #[inline]
-    pub fn i64(&mut self, v: i64) {
-        self.buf.extend_from_slice(&v.to_le_bytes());
     }
     #[inline]
     pub fn usize(&mut self, v: usize) {
@@ -276,22 +286,6 @@ impl<'a> Decoder<'a> {
     #[inline]
     pub fn u8(&mut self) -> Result<u8, WireError> {
         Ok(self.array::<1>()?[0])
-    }
-    #[inline]
-    pub fn u32(&mut self) -> Result<u32, WireError> {
-        Ok(u32::from_le_bytes(self.array()?))
-    }
-    #[inline]
-    pub fn i32(&mut self) -> Result<i32, WireError> {
-        Ok(i32::from_le_bytes(self.array()?))
-    }
-    #[inline]
-    pub fn u64(&mut self) -> Result<u64, WireError> {
-        Ok(u64::from_le_bytes(self.array()?))
-    }
-    #[inline]
-    pub fn i64(&mut self) -> Result<i64, WireError> {
-        Ok(i64::from_le_bytes(self.array()?))
     }
 
     /// A `u64` that must fit this machine's `usize`.
