@@ -687,11 +687,6 @@ mod tests {
             vni: VNI,
         };
         st.links.insert(link, EpValue { ep: LINK_EP }, 0).unwrap();
-        let out_key = FlowKey {
-            ep: TAP_EP,
-            src: ME,
-            dst: PEER,
-        };
         let to_link = FlowValue {
             kind: TO_LINK,
             ifindex: LO,
@@ -701,18 +696,15 @@ mod tests {
             port: PORT.to_be(),
             ..FlowValue::default()
         };
-        st.flows.insert(out_key, to_link, 0).unwrap();
-        let in_key = FlowKey {
-            ep: LINK_EP,
-            src: PEER,
-            dst: ME,
-        };
         let to_tap = FlowValue {
             kind: TO_TAP,
             ifindex: LO,
             ..FlowValue::default()
         };
-        st.flows.insert(in_key, to_tap, 0).unwrap();
+        // ME to PEER goes from the TAP into the tunnel; PEER to ME from the link to the TAP.
+        for (ep, src, dst, value) in [(TAP_EP, ME, PEER, to_link), (LINK_EP, PEER, ME, to_tap)] {
+            st.flows.insert(FlowKey { ep, src, dst }, value, 0).unwrap();
+        }
     }
 
     /// Checks that `out` is `f` in VXLAN over UDP over IPv4 from LOCAL to REMOTE, with the
