@@ -95,7 +95,8 @@ pub unsafe fn copy_bulk_uncached(dst: *mut u8, src: *const u8, len: usize) {
         unsafe { stream_copy(dst, src, len) };
         return;
     }
-    // SAFETY: the same guarantees, which this function's contract passes on.
+    // SAFETY: `src` readable and `dst` writable for `len` bytes, apart (this
+    // function's contract): all that `copy_bulk` asks.
     unsafe { copy_bulk(dst, src, len) };
 }
 
@@ -118,8 +119,8 @@ unsafe fn copy_avoiding(hazard: bool, dst: *mut u8, src: *const u8, len: usize) 
             return;
         }
         if (1..64).contains(&d) {
-            // SAFETY: as for `stream_copy`: `sse2_copy` asks the same
-            // readable, writable, non-overlapping `len` bytes, no alignment.
+            // SAFETY: `sse2_copy` asks only readable `src` and writable `dst`
+            // for `len` bytes, apart (this function's contract), no alignment.
             unsafe { sse2_copy(dst, src, len) };
             return;
         }
