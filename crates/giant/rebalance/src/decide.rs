@@ -118,36 +118,27 @@ mod tests {
     #[test]
     fn coarse_pins_to_least_stolen_then_holds() {
         let mut d = Decider::new(Policy::Coarse, 50);
-        assert_eq!(d.observe(&[0, 0, 0, 0]), Decision::Warmup);
-        assert_eq!(
-            d.observe(&[10, 20, 5, 0]),
-            Decision::Stay { active_steal: 20 }
-        );
-        assert_eq!(
-            d.observe(&[100, 30, 8, 70]),
-            Decision::Pin {
-                targets: vec![2],
-                active_steal: 90
-            }
-        );
-        // Node 2 is active now; steal elsewhere does not matter.
-        assert_eq!(
-            d.observe(&[500, 500, 20, 500]),
-            Decision::Stay { active_steal: 12 }
-        );
-        // Node 2 stolen from, node 1 quiet: move there.
-        assert_eq!(
-            d.observe(&[600, 501, 100, 600]),
-            Decision::Pin {
-                targets: vec![1],
-                active_steal: 80
-            }
-        );
-        // Everyone stolen, node 1 still least: nothing better.
-        assert_eq!(
-            d.observe(&[700, 560, 200, 700]),
-            Decision::NoBetterNode { active_steal: 59 }
-        );
+        let pin = |node: usize, active_steal| Decision::Pin {
+            targets: vec![node],
+            active_steal,
+        };
+        let steps = [
+            ([0, 0, 0, 0], Decision::Warmup),
+            ([10, 20, 5, 0], Decision::Stay { active_steal: 20 }),
+            ([100, 30, 8, 70], pin(2, 90)),
+            // Node 2 is active now; steal elsewhere does not matter.
+            ([500, 500, 20, 500], Decision::Stay { active_steal: 12 }),
+            // Node 2 stolen from, node 1 quiet: move there.
+            ([600, 501, 100, 600], pin(1, 80)),
+            // Everyone stolen, node 1 still least: nothing better.
+            (
+                [700, 560, 200, 700],
+                Decision::NoBetterNode { active_steal: 59 },
+            ),
+        ];
+        for (steal, want) in steps {
+            assert_eq!(d.observe(&steal), want, "steal {steal:?}");
+        }
     }
 
     #[test]

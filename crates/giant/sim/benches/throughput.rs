@@ -5,7 +5,7 @@
 
 use std::hint::black_box;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use giant_sim::driver::feed;
@@ -66,11 +66,12 @@ fn main() {
         println!("SKIP: trace excerpt not found (set GIANT_TRACE_DIR)");
         return;
     }
-    let ev_files = giant_trace::table_files(&dir, "task_events").unwrap();
-    let us_files = giant_trace::table_files(&dir, "task_usage").unwrap();
-    let read = |p: &Path| std::fs::read(p).unwrap();
-    let ev_gz: Vec<Vec<u8>> = ev_files.iter().map(|p| read(p)).collect();
-    let us_gz: Vec<Vec<u8>> = us_files.iter().map(|p| read(p)).collect();
+    let read_all = |table: &str| -> Vec<Vec<u8>> {
+        let files = giant_trace::table_files(&dir, table).unwrap();
+        files.iter().map(|p| std::fs::read(p).unwrap()).collect()
+    };
+    let ev_gz = read_all("task_events");
+    let us_gz = read_all("task_usage");
     let all_gz: Vec<&Vec<u8>> = ev_gz.iter().chain(&us_gz).collect();
     let gz_bytes: usize = all_gz.iter().map(|d| d.len()).sum();
     let gunzip = |d: &[u8]| gunzip_whole(d);
@@ -94,21 +95,7 @@ fn main() {
 
     let t_flate = report(
         "gunzip: flate2 (zlib-rs backend), streaming",
-        time(|| {
-            let mut n = 0u64;
-            let mut buf = vec![0u8; 1 << 20];
-            for d in &all_gz {
-                let mut r = flate2::read::MultiGzDecoder::new(&d[..]);
-                loop {
-                    let k = r.read(&mut buf).unwrap();
-                    if k == 0 {
-                        break;
-                    }
-                    n += k as u64;
-                }
-            }
-            n
-        }),
+        time(|| flate2_streaming(&all_gz)),
         raw_bytes,
     );
     let t_miniz = report(
@@ -132,38 +119,12 @@ fn main() {
     );
     let t_csv = report(
         "split: csv crate ByteRecord (no number parsing)",
-        time(|| {
-            let mut n = 0u64;
-            for d in ev_raw.iter().chain(&us_raw) {
-                let mut r = csv::ReaderBuilder::new()
-                    .has_headers(false)
-                    .flexible(true)
-                    .from_reader(&d[..]);
-                let mut rec = csv::ByteRecord::new();
-                while r.read_byte_record(&mut rec).unwrap() {
-                    n += rec.len() as u64;
-                }
-            }
-            n
-        }),
+        time(|| csv_split(ev_raw.iter().chain(&us_raw))),
         raw_bytes,
     );
     let t_parse = report(
         "parse: giant-trace typed rows (all fields)",
-        time(|| {
-            let mut n = 0u64;
-            for d in &ev_raw {
-                for r in TraceReader::<_, TaskEvent>::new(&d[..], "ev", OnError::Fail) {
-                    n += r.unwrap().time & 1;
-                }
-            }
-            for d in &us_raw {
-                for r in TraceReader::<_, TaskUsage>::new(&d[..], "us", OnError::Fail) {
-                    n += r.unwrap().start_time & 1;
-                }
-            }
-            n
-        }),
+        time(|| typed_parse(&ev_raw, &us_raw)),
         raw_bytes,
     );
     let sim = |ev: &[Vec<u8>], us: &[Vec<u8>]| simulate(ev, us, |d| d, false);
@@ -214,6 +175,57 @@ fn main() {
             if r >= 5e6 { "PASS" } else { "BELOW" }
         );
     }
+}
+
+/// Stage: streams every gzip file through flate2; returns the bytes out.
+fn flate2_streaming(all_gz: &[&Vec<u8>]) -> u64 {
+    let mut n = 0u64;
+    let mut buf = vec![0u8; 1 << 20];
+    for d in all_gz {
+        let mut r = flate2::read::MultiGzDecoder::new(&d[..]);
+        loop {
+            let k = r.read(&mut buf).unwrap();
+            if k == 0 {
+                break;
+            }
+            n += k as u64;
+        }
+    }
+    n
+}
+
+/// Stage: splits every CSV buffer into fields with the csv crate, parsing no numbers;
+/// returns the fields seen.
+fn csv_split<'a>(raw: impl Iterator<Item = &'a Vec<u8>>) -> u64 {
+    let mut n = 0u64;
+    for d in raw {
+        let mut r = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(&d[..]);
+        let mut rec = csv::ByteRecord::new();
+        while r.read_byte_record(&mut rec).unwrap() {
+            n += rec.len() as u64;
+        }
+    }
+    n
+}
+
+/// Stage: parses every row of both tables into typed records; returns a value that
+/// depends on each of them, so that none is optimised away.
+fn typed_parse(ev_raw: &[Vec<u8>], us_raw: &[Vec<u8>]) -> u64 {
+    let mut n = 0u64;
+    for d in ev_raw {
+        for r in TraceReader::<_, TaskEvent>::new(&d[..], "ev", OnError::Fail) {
+            n += r.unwrap().time & 1;
+        }
+    }
+    for d in us_raw {
+        for r in TraceReader::<_, TaskUsage>::new(&d[..], "us", OnError::Fail) {
+            n += r.unwrap().start_time & 1;
+        }
+    }
+    n
 }
 
 /// Streams the event and usage parts, each opened by `open`, through the fine policy on

@@ -209,6 +209,15 @@ where
     // the gap would tick for ages (a time of 2^63 µs is 10^11 ticks).
     let horizon = |t: u64| t.saturating_add(MAX_GAP_US);
     let mut reach = sim.clock_start().map_or(u64::MAX, horizon);
+    // Whether a row at `t` is near enough to simulate; if so, it moves the horizon.
+    let mut within_reach = |t: u64| {
+        if t > reach {
+            return false;
+        }
+        last = t;
+        reach = horizon(t);
+        true
+    };
     loop {
         match (&he, &hu) {
             (None, None) => break,
@@ -216,12 +225,10 @@ where
                 if e.time > limit {
                     break;
                 }
-                if e.time > reach {
-                    sim.skip_far_ahead();
-                } else {
-                    last = e.time;
-                    reach = horizon(last);
+                if within_reach(e.time) {
                     sim.event(e);
+                } else {
+                    sim.skip_far_ahead();
                 }
                 events.next_into(&mut he)?;
             }
@@ -231,12 +238,10 @@ where
                 }
                 if u.end_time <= before {
                     sim.usage_before_events(u);
-                } else if u.start_time > reach {
-                    sim.skip_far_ahead();
-                } else {
-                    last = u.start_time;
-                    reach = horizon(last);
+                } else if within_reach(u.start_time) {
                     sim.usage(u);
+                } else {
+                    sim.skip_far_ahead();
                 }
                 usage.next_into(&mut hu)?;
             }

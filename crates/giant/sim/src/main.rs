@@ -515,30 +515,24 @@ fn cmd_figures(a: FigArgs) -> Result<()> {
         "Gini",
         |i| i.gini,
     )?;
-    let key: [plot::Metric<'_>; 3] = [
-        ("Gini of per-machine CPU", |r| r.gini),
-        ("Machines over capacity (fraction)", |r| r.overcommitted),
-        ("Migration traffic (Mbit/s)", |r| r.migration_mbit_s),
-    ];
+    let gini: plot::Metric<'_> = ("Gini of per-machine CPU", |r| r.gini);
+    let mean_cpu: plot::Metric<'_> = ("Mean CPU utilisation", |r| r.mean_cpu);
+    let over: plot::Metric<'_> = ("Machines over capacity (fraction)", |r| r.overcommitted);
+    let traffic: plot::Metric<'_> = ("Migration traffic (Mbit/s)", |r| r.migration_mbit_s);
     plot::sweep(
         &a.img.join("sweep-machines.png"),
         size_runs,
         "machines",
         |r| f64::from(r.machines),
-        &key,
+        &[gini, over, traffic],
     )?;
-    let key_oc: [plot::Metric<'_>; 4] = [
-        ("Gini of per-machine CPU", |r| r.gini),
-        ("Mean CPU utilisation", |r| r.mean_cpu),
-        ("Machines over capacity (fraction)", |r| r.overcommitted),
-        ("Migration traffic (Mbit/s)", |r| r.migration_mbit_s),
-    ];
+    // Overcommit changes how full machines get, so that sweep shows it too.
     plot::sweep(
         &a.img.join("sweep-overcommit.png"),
         oc_runs,
         "overcommit ratio",
         |r| r.overcommit,
-        &key_oc,
+        &[gini, mean_cpu, over, traffic],
     )?;
     plot::first_second(&a.img.join("first-second.png"), main)?;
     eprintln!(

@@ -237,6 +237,49 @@ pub fn policy_comparison(path: &Path, runs: &[Summary], note: &str) -> Result<()
 }
 
 /// Lines over trace time (hours) for each run, with `f` giving the y value of a sample.
+/// The y axis for values `ys`: up to a little above the greatest, and from 0 or, when
+/// they all sit far above 0 (Gini, whose differences are small), from just below the least.
+fn y_range(ys: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
+    let (least, greatest) = ys.fold((f64::INFINITY, 0.0_f64), |(lo, hi), y| {
+        (lo.min(y), hi.max(y))
+    });
+    let ymax = if greatest > 0.0 { greatest * 1.05 } else { 1.0 };
+    let ymin = if least.is_finite() && least > 0.5 * ymax {
+        least * 0.97
+    } else {
+        0.0
+    };
+    ymin..ymax
+}
+
+/// Axes over `xs` × `ys` on `area` under `caption` (text, size), the mesh labelled
+/// with the x description and, if given, the y one, in text of `label_px`.
+fn axes<'a, 'b>(
+    area: &'a Area<'b>,
+    path: &Path,
+    (caption, caption_px): (&str, u32),
+    (xs, ys): (std::ops::Range<f64>, std::ops::Range<f64>),
+    (x_desc, y_desc): (&str, Option<&str>),
+    label_px: u32,
+) -> Result<Chart<'a, 'b>, SimError> {
+    let mut chart = tryp!(
+        ChartBuilder::on(area)
+            .caption(caption, ("sans-serif", caption_px))
+            .margin(10)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d(xs, ys),
+        path
+    );
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(x_desc).label_style(("sans-serif", label_px));
+    if let Some(y) = y_desc {
+        mesh.y_desc(y);
+    }
+    tryp!(mesh.draw(), path);
+    Ok(chart)
+}
+
 pub fn over_time(
     path: &Path,
     runs: &[Summary],
@@ -251,39 +294,15 @@ pub fn over_time(
         .flat_map(|r| r.intervals.last())
         .map(|i| i.time_s / 3600.0)
         .fold(0.1, f64::max);
-    let ymax = runs
-        .iter()
-        .flat_map(|r| r.intervals.iter().map(f))
-        .fold(0.0, f64::max);
-    let ymin = runs
-        .iter()
-        .flat_map(|r| r.intervals.iter().map(f))
-        .fold(f64::INFINITY, f64::min);
-    let ymax = if ymax > 0.0 { ymax * 1.05 } else { 1.0 };
-    // Zoom in when the data sit far from 0 (Gini); otherwise start at 0.
-    let ymin = if ymin.is_finite() && ymin > 0.5 * ymax {
-        ymin * 0.97
-    } else {
-        0.0
-    };
-    let mut chart = tryp!(
-        ChartBuilder::on(&area)
-            .caption(title, ("sans-serif", 22))
-            .margin(10)
-            .x_label_area_size(45)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0f64..xmax, ymin..ymax),
-        path
-    );
-    tryp!(
-        chart
-            .configure_mesh()
-            .x_desc("trace time (hours)")
-            .y_desc(ylabel)
-            .label_style(("sans-serif", 14))
-            .draw(),
-        path
-    );
+    let ys = y_range(runs.iter().flat_map(|r| r.intervals.iter().map(f)));
+    let mut chart = axes(
+        &area,
+        path,
+        (title, 22),
+        (0f64..xmax, ys),
+        ("trace time (hours)", Some(ylabel)),
+        14,
+    )?;
     for (i, r) in runs.iter().enumerate() {
         let c = color(i);
         let s = tryp!(
@@ -327,32 +346,15 @@ pub fn sweep(
         (xmin - 1.0, xmin + 1.0)
     };
     for (panel, (name, f)) in panels.iter().zip(metrics) {
-        let ymax = runs.iter().map(f).fold(0.0, f64::max);
-        let ymin = runs.iter().map(f).fold(f64::INFINITY, f64::min);
-        let ymax = if ymax > 0.0 { ymax * 1.05 } else { 1.0 };
-        // Zoom in on the data (Gini differences are small); start at 0 when the data do.
-        let ymin = if ymin.is_finite() && ymin > 0.0 && ymin > 0.5 * ymax {
-            ymin * 0.97
-        } else {
-            0.0
-        };
-        let mut chart = tryp!(
-            ChartBuilder::on(panel)
-                .caption(*name, ("sans-serif", 20))
-                .margin(10)
-                .x_label_area_size(45)
-                .y_label_area_size(70)
-                .build_cartesian_2d(xmin..xmax, ymin..ymax),
-            path
-        );
-        tryp!(
-            chart
-                .configure_mesh()
-                .x_desc(xlabel)
-                .label_style(("sans-serif", 13))
-                .draw(),
-            path
-        );
+        let ys = y_range(runs.iter().map(f));
+        let mut chart = axes(
+            panel,
+            path,
+            (name, 20),
+            (xmin..xmax, ys),
+            (xlabel, None),
+            13,
+        )?;
         for (i, p) in policies.iter().enumerate() {
             let c = color(i);
             let mut pts: Vec<(f64, f64)> = runs

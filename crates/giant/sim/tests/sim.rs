@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{one_machine, real_dir, write_gz};
+use common::{one_machine, output_ok, real_dir, sim_cli, write_gz};
 use giant_sim::driver::feed;
 use giant_sim::model::Simulation;
 use giant_sim::policy::SortKey;
@@ -285,32 +285,27 @@ fn real_excerpt_reproducible_and_labelled_modelled() {
 fn cli_writes_labelled_outputs() {
     let dir = synthetic_dir();
     let out = tempfile::tempdir().unwrap();
-    let st = std::process::Command::new(env!("CARGO_BIN_EXE_giant-sim"))
-        .args([
-            "run",
-            "--trace",
-            dir.path().to_str().unwrap(),
-            "--policy",
-            "none,fine,budget-best-fit",
-        ])
-        // Every job of the 150-machine trace (the default sample, 100 / 12,583 of the
-        // jobs, leaves these 100 machines idle), and a threshold the synthetic usage
-        // reaches (at 0.8 no machine ever gets there): else the verdict says "no comparison".
-        .args([
-            "--machines",
-            "100",
-            "--job-sample",
-            "1",
-            "--threshold",
-            "0.4",
-        ])
-        .args(["--out", out.path().to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
+    let st = output_ok(
+        sim_cli()
+            .args([
+                "run",
+                "--trace",
+                dir.path().to_str().unwrap(),
+                "--policy",
+                "none,fine,budget-best-fit",
+            ])
+            // Every job of the 150-machine trace (the default sample, 100 / 12,583 of the
+            // jobs, leaves these 100 machines idle), and a threshold the synthetic usage
+            // reaches (at 0.8 no machine ever gets there): else the verdict says "no comparison".
+            .args([
+                "--machines",
+                "100",
+                "--job-sample",
+                "1",
+                "--threshold",
+                "0.4",
+            ])
+            .args(["--out", out.path().to_str().unwrap()]),
     );
     let csv = std::fs::read_to_string(out.path().join("runs.csv")).unwrap();
     assert_eq!(csv.lines().count(), 4);
@@ -343,7 +338,7 @@ fn cli_writes_labelled_outputs() {
     let stdout = String::from_utf8_lossy(&st.stdout);
     assert!(stdout.contains("comparison: ok"), "{stdout}");
     assert!(String::from_utf8_lossy(&st.stderr).contains("start: cold (auto: first event at 0 s"));
-    let st = std::process::Command::new(env!("CARGO_BIN_EXE_giant-sim"))
+    let st = sim_cli()
         .args([
             "run",
             "--trace",

@@ -9,7 +9,7 @@ mod common;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
-use common::{one_machine, real_dir, write_gz};
+use common::{one_machine, output_ok, real_dir, sim_cli, write_gz};
 use giant_sim::driver::LoadOptions;
 use giant_sim::warm::StartMode;
 use giant_sim::{verdict, Config, PolicyKind, Summary, Trace};
@@ -608,16 +608,11 @@ fn the_cli_says_why_a_part_alone_cannot_compare() {
     let part = real.join("task_events-part-00001-of-00500.csv.gz");
     std::os::unix::fs::symlink(&part, dir.path().join(part.file_name().unwrap())).unwrap();
     let out = tempfile::tempdir().unwrap();
-    let st = std::process::Command::new(env!("CARGO_BIN_EXE_giant-sim"))
-        .args(["run", "--trace", dir.path().to_str().unwrap()])
-        .args(["--policy", "none,fine", "--json", "--out"])
-        .arg(out.path())
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
+    let st = output_ok(
+        sim_cli()
+            .args(["run", "--trace", dir.path().to_str().unwrap()])
+            .args(["--policy", "none,fine", "--json", "--out"])
+            .arg(out.path()),
     );
     let stdout = String::from_utf8_lossy(&st.stdout);
     let stderr = String::from_utf8_lossy(&st.stderr);

@@ -126,18 +126,13 @@ fn scan_decimal(field: &[u8]) -> Result<Decimal, NumError> {
             i += 1;
         }
         let start = i;
-        let mut e: i32 = 0;
-        while let Some(&c) = body.get(i) {
-            let d = c.wrapping_sub(b'0');
-            if d > 9 {
-                break;
-            }
-            e = e.saturating_mul(10).saturating_add(i32::from(d));
-            i += 1;
-        }
-        if i == start {
+        let (e, end) = fold_digits(body, start, 0i32, |e, d| {
+            e.saturating_mul(10).saturating_add(i32::from(d))
+        });
+        if end == start {
             return Err(NumError::InvalidDigit);
         }
+        i = end;
         exp10 = exp10.saturating_add(if eneg { -e } else { e });
     }
     Ok(Decimal {
@@ -153,16 +148,25 @@ fn scan_decimal(field: &[u8]) -> Result<Decimal, NumError> {
 /// Appends the decimal digits of `body` from `i` on to `mant` (wrapping); returns it and
 /// the index of the first byte that is not a digit.
 #[inline(always)]
-fn digits(body: &[u8], mut i: usize, mut mant: u64) -> (u64, usize) {
+fn digits(body: &[u8], i: usize, mant: u64) -> (u64, usize) {
+    fold_digits(body, i, mant, |m, d| {
+        m.wrapping_mul(10).wrapping_add(u64::from(d))
+    })
+}
+
+/// Folds each decimal digit of `body` from `i` on into `acc` with `push`; returns the
+/// result and the index of the first byte that is not a digit.
+#[inline(always)]
+fn fold_digits<T>(body: &[u8], mut i: usize, mut acc: T, push: impl Fn(T, u8) -> T) -> (T, usize) {
     while let Some(&c) = body.get(i) {
         let d = c.wrapping_sub(b'0');
         if d > 9 {
             break;
         }
-        mant = mant.wrapping_mul(10).wrapping_add(u64::from(d));
+        acc = push(acc, d);
         i += 1;
     }
-    (mant, i)
+    (acc, i)
 }
 
 /// The correctly rounded `f64` of a scanned decimal (`field` is what was scanned).
@@ -309,31 +313,76 @@ mod tests {
         }
     }
 
+    /// The shape of random decimals: each part present one time in N, and
+    /// digit counts and exponents below the given bounds.
+    #[derive(Clone, Copy)]
+    struct DecimalShape {
+        minus_one_in: u64,
+        int_digits: u64,
+        no_point_one_in: u64,
+        frac_digits: u64,
+        exp_one_in: u64,
+        exp_below: u64,
+    }
+
+    impl DecimalShape {
+        /// Numbers of any length, exponents across f64's whole range.
+        const ANY: DecimalShape = DecimalShape {
+            minus_one_in: 4,
+            int_digits: 12,
+            no_point_one_in: 2,
+            frac_digits: 24,
+            exp_one_in: 3,
+            exp_below: 330,
+        };
+        /// Long numbers with exponents in f32's range, mostly with a point.
+        const LONG: DecimalShape = DecimalShape {
+            minus_one_in: 8,
+            no_point_one_in: 4,
+            exp_one_in: 4,
+            exp_below: 60,
+            ..DecimalShape::ANY
+        };
+        /// Numbers short enough that every digit matters to an f32.
+        const SHORT: DecimalShape = DecimalShape {
+            int_digits: 3,
+            frac_digits: 9,
+            exp_below: 12,
+            ..DecimalShape::LONG
+        };
+
+        /// Replaces `s` with a random decimal of this shape.
+        fn write(&self, rng: &mut crate::synth::SplitMix64, s: &mut String) {
+            let digits = |rng: &mut crate::synth::SplitMix64, s: &mut String, max: u64| {
+                for _ in 0..rng.below(max) {
+                    s.push(char::from(b'0' + rng.below(10) as u8));
+                }
+            };
+            s.clear();
+            if rng.below(self.minus_one_in) == 0 {
+                s.push('-');
+            }
+            digits(rng, s, self.int_digits);
+            if rng.below(self.no_point_one_in) != 0 {
+                s.push('.');
+                digits(rng, s, self.frac_digits);
+            }
+            if rng.below(self.exp_one_in) == 0 {
+                s.push('e');
+                if rng.below(2) == 0 {
+                    s.push('-');
+                }
+                s.push_str(&rng.below(self.exp_below).to_string());
+            }
+        }
+    }
+
     #[test]
     fn random_decimals_match_std() {
         let mut rng = crate::synth::SplitMix64::new(42);
         let mut s = String::new();
         for _ in 0..200_000 {
-            s.clear();
-            if rng.below(4) == 0 {
-                s.push('-');
-            }
-            for _ in 0..rng.below(12) {
-                s.push(char::from(b'0' + rng.below(10) as u8));
-            }
-            if rng.below(2) == 0 {
-                s.push('.');
-                for _ in 0..rng.below(24) {
-                    s.push(char::from(b'0' + rng.below(10) as u8));
-                }
-            }
-            if rng.below(3) == 0 {
-                s.push('e');
-                if rng.below(2) == 0 {
-                    s.push('-');
-                }
-                s.push_str(&rng.below(330).to_string());
-            }
+            DecimalShape::ANY.write(&mut rng, &mut s);
             let want = s.parse::<f64>().ok();
             let got = parse_f64(s.as_bytes()).ok();
             match (want, got) {
@@ -360,28 +409,14 @@ mod tests {
     fn f32_path_matches_f64_then_cast() {
         let mut rng = crate::synth::SplitMix64::new(11);
         let mut s = String::new();
+        // Short numbers (every digit significant to f32) and long ones, in turn.
         for round in 0..400_000 {
-            s.clear();
-            if rng.below(8) == 0 {
-                s.push('-');
-            }
-            let (int_max, frac_max) = if round % 2 == 0 { (3, 9) } else { (12, 24) };
-            for _ in 0..rng.below(int_max) {
-                s.push(char::from(b'0' + rng.below(10) as u8));
-            }
-            if rng.below(4) != 0 {
-                s.push('.');
-                for _ in 0..rng.below(frac_max) {
-                    s.push(char::from(b'0' + rng.below(10) as u8));
-                }
-            }
-            if rng.below(4) == 0 {
-                s.push('e');
-                if rng.below(2) == 0 {
-                    s.push('-');
-                }
-                s.push_str(&rng.below(if round % 2 == 0 { 12 } else { 60 }).to_string());
-            }
+            let shape = if round % 2 == 0 {
+                DecimalShape::SHORT
+            } else {
+                DecimalShape::LONG
+            };
+            shape.write(&mut rng, &mut s);
             let want = parse_f64_prefix(s.as_bytes()).and_then(|(v, n)| {
                 if v.is_finite() {
                     Ok(((v as f32).to_bits(), n))

@@ -291,10 +291,7 @@ impl SynthTrace {
     fn write_event(&self, out: &mut Vec<u8>, t: &Task, time: u64, kind: u8) {
         put_u64(out, time);
         out.extend_from_slice(b",,");
-        put_u64(out, t.job);
-        out.push(b',');
-        put_u64(out, u64::from(t.index));
-        out.push(b',');
+        put_task_id(out, t);
         if kind != 0 {
             put_u64(out, t.machine);
         }
@@ -314,15 +311,20 @@ impl SynthTrace {
     }
 }
 
+/// The task's `job_id,task_index,` columns, which both tables share.
+fn put_task_id(out: &mut Vec<u8>, t: &Task) {
+    put_u64(out, t.job);
+    out.push(b',');
+    put_u64(out, u64::from(t.index));
+    out.push(b',');
+}
+
 fn write_usage(out: &mut Vec<u8>, t: &Task, start: u64, end: u64) {
     put_u64(out, start);
     out.push(b',');
     put_u64(out, end);
     out.push(b',');
-    put_u64(out, t.job);
-    out.push(b',');
-    put_u64(out, u64::from(t.index));
-    out.push(b',');
+    put_task_id(out, t);
     put_u64(out, t.machine);
     let cpu = t.cpu * t.factor;
     let mem = t.mem * (0.5 + 0.5 * t.factor);

@@ -361,21 +361,16 @@ mod tests {
             t.lookup(e, mac(1), mac(2)).dests.as_ref(),
             &[Endpoint(10), Endpoint(11)]
         );
-        t.add(spec(
-            MacMatch::Any,
-            MacMatch::Not(mac(3)),
-            SourceMatch::Any,
-            12,
-        ));
-        assert_eq!(t.lookup(e, mac(1), mac(2)).dests.as_ref(), &[Endpoint(12)]);
-        assert_eq!(t.lookup(e, mac(1), mac(3)).dests.len(), 2);
-        t.add(spec(
-            MacMatch::Any,
-            MacMatch::Exact(mac(2)),
-            SourceMatch::Any,
-            13,
-        ));
-        assert_eq!(t.lookup(e, mac(1), mac(2)).dests.as_ref(), &[Endpoint(13)]);
+        // Each route added is more specific for mac(2) than those before it.
+        for (dst, dest) in [(MacMatch::Not(mac(3)), 12), (MacMatch::Exact(mac(2)), 13)] {
+            t.add(spec(MacMatch::Any, dst, SourceMatch::Any, dest));
+            assert_eq!(
+                t.lookup(e, mac(1), mac(2)).dests.as_ref(),
+                &[Endpoint(dest)]
+            );
+            // Neither matches mac(3): it still fans out to both catch-alls.
+            assert_eq!(t.lookup(e, mac(1), mac(3)).dests.len(), 2);
+        }
         // The source endpoint is really matched.
         t.add(spec(
             MacMatch::Any,

@@ -102,13 +102,34 @@ enum Cmd {
     Show,
 }
 
+/// A line of the endpoint table: its header and its rows share these columns.
+macro_rules! endpoint_line {
+    ($o:expr, $($col:expr),+ $(,)?) => {
+        writeln!(
+            $o,
+            "{:<4} {:<12} {:<10} {:<40} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7}",
+            $($col),+
+        )
+    };
+}
+
+/// A line of the route table: its header and its rows share these columns.
+macro_rules! route_line {
+    ($o:expr, $($col:expr),+ $(,)?) => {
+        writeln!(
+            $o,
+            "{:<4} {:<12} {:<22} {:<22} {:<10} {:<10} {:>10} {:>12}",
+            $($col),+
+        )
+    };
+}
+
 /// Renders the state as tables.
 fn render_state(s: &State) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "learning: {}", if s.learning { "on" } else { "off" });
-    let _ = writeln!(
+    let _ = endpoint_line!(
         o,
-        "{:<4} {:<12} {:<10} {:<40} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7}",
         "id",
         "name",
         "kind",
@@ -122,9 +143,8 @@ fn render_state(s: &State) -> String {
     );
     for e in &s.endpoints {
         let c = &e.counters;
-        let _ = writeln!(
+        let _ = endpoint_line!(
             o,
-            "{:<4} {:<12} {:<10} {:<40} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7}",
             e.id,
             e.name,
             e.kind,
@@ -138,11 +158,7 @@ fn render_state(s: &State) -> String {
         );
     }
     let _ = writeln!(o);
-    let _ = writeln!(
-        o,
-        "{:<4} {:<12} {:<22} {:<22} {:<10} {:<10} {:>10} {:>12}",
-        "id", "name", "src", "dst", "from", "to", "frames", "bytes"
-    );
+    let _ = route_line!(o, "id", "name", "src", "dst", "from", "to", "frames", "bytes");
     for r in &s.routes {
         let name = r.name.clone().unwrap_or_else(|| {
             if r.learned {
@@ -151,11 +167,7 @@ fn render_state(s: &State) -> String {
                 "-".into()
             }
         });
-        let _ = writeln!(
-            o,
-            "{:<4} {:<12} {:<22} {:<22} {:<10} {:<10} {:>10} {:>12}",
-            r.id, name, r.src, r.dst, r.from, r.to, r.frames, r.bytes
-        );
+        let _ = route_line!(o, r.id, name, r.src, r.dst, r.from, r.to, r.frames, r.bytes);
     }
     let g = &s.global;
     let _ = writeln!(

@@ -57,36 +57,22 @@ struct link_key {
 	__u32 vni;        /* host order */
 };
 
+/* A hash map NAME from KEY to VALUE of at most MAX entries: each table vnetd fills. */
+#define HASH_MAP(name, max, key_type, value_type) \
+	struct { \
+		__uint(type, BPF_MAP_TYPE_HASH); \
+		__uint(max_entries, max); \
+		__type(key, key_type); \
+		__type(value, value_type); \
+	} name SEC(".maps")
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, struct flow_key);
-	__type(value, struct flow_value);
-} flows SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);   /* TAP ifindex */
-	__type(value, struct endpoint);
-} taps SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, struct link_key);
-	__type(value, struct endpoint);
-} links SEC(".maps");
-
+HASH_MAP(flows, 16384, struct flow_key, struct flow_value);
+/* Keyed by the TAP's ifindex. */
+HASH_MAP(taps, 1024, __u32, struct endpoint);
+HASH_MAP(links, 4096, struct link_key, struct endpoint);
 /* The VXLAN port vnetd listens on (network order), keyed by each local IPv4 address it
  * listens on (network order); vnet_rx takes only datagrams to one of them. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 64);
-	__type(key, __u32);
-	__type(value, __u16);
-} locals SEC(".maps");
+HASH_MAP(locals, 64, __u32, __u16);
 
 /* Outer IPv4 + UDP + VXLAN, then the inner Ethernet header: what vnet_tx inserts after
  * the frame's own Ethernet header (which becomes the outer one). */

@@ -107,14 +107,15 @@ struct LinkKey {
     vni: u32,
 }
 
-// SAFETY: each is #[repr(C)] of integers and byte arrays laid out without padding, so every
-// bit pattern is a valid value and the kernel's copies match the C structs byte for byte.
+// SAFETY: #[repr(C)] u32 and two [u8; 6]: 16 bytes with no padding, so every bit pattern
+// is a valid value and the kernel's copies match `struct flow_key` byte for byte.
 unsafe impl aya::Pod for FlowKey {}
-// SAFETY: as above (5 × u32, 2 × u16, 2 × u64: 40 bytes, no padding).
+// SAFETY: #[repr(C)] 5 × u32, 2 × u16, 2 × u64 in that order: 40 bytes, each field at its
+// natural alignment, no padding; integers only, so any bits the kernel writes are valid.
 unsafe impl aya::Pod for FlowValue {}
-// SAFETY: as above.
+// SAFETY: #[repr(C)] one u32: 4 bytes, no padding, any bit pattern valid.
 unsafe impl aya::Pod for EpValue {}
-// SAFETY: as above.
+// SAFETY: #[repr(C)] two u32: 8 bytes, no padding, any bit pattern valid.
 unsafe impl aya::Pod for LinkKey {}
 
 /// An IPv4 address as the programs compare it (network byte order in memory).
@@ -677,26 +678,15 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_programs_encapsulate_and_decapsulate_exactly_and_pass_the_rest() {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            eprintln!("SKIPPED: loading eBPF programs needs root");
-            return;
-        }
-        let fp = FastPath::new(SocketAddr::from((LOCAL, PORT))).expect("the fast path loads");
-        let mut st = fp.lock();
+    /// The tables for one copied flow each way between ME (on the loopback device, standing
+    /// in for the TAP) and PEER (behind the link to REMOTE).
+    fn copy_one_flow_each_way(st: &mut State) {
         st.taps.insert(LO, EpValue { ep: TAP_EP }, 0).unwrap();
         let link = LinkKey {
             remote_ip: be_ip(REMOTE),
             vni: VNI,
         };
         st.links.insert(link, EpValue { ep: LINK_EP }, 0).unwrap();
-        let out_key = FlowKey {
-            ep: TAP_EP,
-            src: ME,
-            dst: PEER,
-        };
         let to_link = FlowValue {
             kind: TO_LINK,
             ifindex: LO,
@@ -706,18 +696,69 @@ mod tests {
             port: PORT.to_be(),
             ..FlowValue::default()
         };
-        st.flows.insert(out_key, to_link, 0).unwrap();
-        let in_key = FlowKey {
-            ep: LINK_EP,
-            src: PEER,
-            dst: ME,
-        };
         let to_tap = FlowValue {
             kind: TO_TAP,
             ifindex: LO,
             ..FlowValue::default()
         };
-        st.flows.insert(in_key, to_tap, 0).unwrap();
+        // ME to PEER goes from the TAP into the tunnel; PEER to ME from the link to the TAP.
+        for (ep, src, dst, value) in [(TAP_EP, ME, PEER, to_link), (LINK_EP, PEER, ME, to_tap)] {
+            st.flows.insert(FlowKey { ep, src, dst }, value, 0).unwrap();
+        }
+    }
+
+    /// Checks that `out` is `f` in VXLAN over UDP over IPv4 from LOCAL to REMOTE, with the
+    /// headers the kernel's own VXLAN device would write.
+    fn check_encapsulated(f: &[u8], out: &[u8]) {
+        assert_eq!(out.len(), f.len() + 50);
+        assert_eq!(out[12..14], [0x08, 0x00]);
+        let ip = &out[14..34];
+        assert!(csum_ok(ip), "outer IP checksum");
+        assert_eq!(ip[0], 0x45);
+        assert_eq!(
+            usize::from(u16::from_be_bytes([ip[2], ip[3]])),
+            f.len() + 36
+        );
+        assert_eq!(ip[6..8], [0x40, 0], "DF, no fragments");
+        assert_eq!((ip[8], ip[9]), (64, 17));
+        assert_eq!(ip[12..16], LOCAL.octets());
+        assert_eq!(ip[16..20], REMOTE.octets());
+        let udp = &out[34..42];
+        assert!(u16::from_be_bytes([udp[0], udp[1]]) >= 49152);
+        assert_eq!(udp[2..4], PORT.to_be_bytes());
+        assert_eq!(
+            usize::from(u16::from_be_bytes([udp[4], udp[5]])),
+            f.len() + 16
+        );
+        assert_eq!(udp[6..8], [0, 0], "no outer UDP checksum, as kernel VXLAN");
+        let (vni, inner) = vnet_core::vxlan::decode(&out[42..]).unwrap();
+        assert_eq!((vni, inner), (VNI, f));
+    }
+
+    /// `p` corrupted on the way: a few bits of its first 70 bytes flipped, sometimes cut
+    /// short (but never below a whole IPv4 header, which the test runner insists on).
+    fn corrupted(rng: &mut Rng, p: &[u8]) -> Vec<u8> {
+        let mut c = p.to_vec();
+        for _ in 0..=rng.below(3) {
+            let i = rng.below(70.min(c.len() as u64)) as usize;
+            c[i] ^= 1 << rng.below(8);
+        }
+        if rng.below(4) == 0 {
+            c.truncate(34 + rng.below(c.len() as u64 - 33) as usize);
+        }
+        c
+    }
+
+    #[test]
+    fn the_programs_encapsulate_and_decapsulate_exactly_and_pass_the_rest() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("SKIPPED: loading eBPF programs needs root");
+            return;
+        }
+        let fp = FastPath::new(SocketAddr::from((LOCAL, PORT))).expect("the fast path loads");
+        let mut st = fp.lock();
+        copy_one_flow_each_way(&mut st);
         let tx: &SchedClassifier = st.bpf.program("vnet_tx").unwrap().try_into().unwrap();
         let rx: &SchedClassifier = st.bpf.program("vnet_rx").unwrap().try_into().unwrap();
 
@@ -763,29 +804,7 @@ mod tests {
                 r, TC_ACT_REDIRECT,
                 "vnet_tx refused a copied flow ({len} bytes)"
             );
-            assert_eq!(out.len(), f.len() + 50);
-            assert_eq!(out[12..14], [0x08, 0x00]);
-            let ip = &out[14..34];
-            assert!(csum_ok(ip), "outer IP checksum");
-            assert_eq!(ip[0], 0x45);
-            assert_eq!(
-                usize::from(u16::from_be_bytes([ip[2], ip[3]])),
-                f.len() + 36
-            );
-            assert_eq!(ip[6..8], [0x40, 0], "DF, no fragments");
-            assert_eq!((ip[8], ip[9]), (64, 17));
-            assert_eq!(ip[12..16], LOCAL.octets());
-            assert_eq!(ip[16..20], REMOTE.octets());
-            let udp = &out[34..42];
-            assert!(u16::from_be_bytes([udp[0], udp[1]]) >= 49152);
-            assert_eq!(udp[2..4], PORT.to_be_bytes());
-            assert_eq!(
-                usize::from(u16::from_be_bytes([udp[4], udp[5]])),
-                f.len() + 16
-            );
-            assert_eq!(udp[6..8], [0, 0], "no outer UDP checksum, as kernel VXLAN");
-            let (vni, inner) = vnet_core::vxlan::decode(&out[42..]).unwrap();
-            assert_eq!((vni, inner), (VNI, &f[..]));
+            check_encapsulated(&f, &out);
 
             // The peer's side: the same packet as it arrives, addressed to us.
             let mut p = out;
@@ -803,16 +822,7 @@ mod tests {
             assert_eq!(back, want);
             decapsulated += 1;
 
-            // Corrupted on the way: a few bytes changed, or cut short.
-            let mut c = p.clone();
-            for _ in 0..=rng.below(3) {
-                let i = rng.below(70.min(c.len() as u64)) as usize;
-                c[i] ^= 1 << rng.below(8);
-            }
-            if rng.below(4) == 0 {
-                // The test runner refuses an IPv4 frame without a whole IPv4 header.
-                c.truncate(34 + rng.below(c.len() as u64 - 33) as usize);
-            }
+            let c = corrupted(&mut rng, &p);
             let (r, got) = test_run(rx, LO, &c);
             match (rx_accepts(&c), r) {
                 (Some(true) | None, TC_ACT_REDIRECT) => assert_eq!(got, c[50..].to_vec()),

@@ -182,7 +182,7 @@ fn main() -> anyhow::Result<()> {
     // SAFETY: umask has no preconditions; it is put back right after.
     let old_mask = unsafe { libc::umask(0o177) };
     let bound = UnixListener::bind(&socket);
-    // SAFETY: as above.
+    // SAFETY: umask takes no pointer and cannot fail; this puts back the mask saved above.
     unsafe { libc::umask(old_mask) };
     let listener = bound.with_context(|| format!("binding control socket {}", socket.display()))?;
     let worker_sh = sh.clone();

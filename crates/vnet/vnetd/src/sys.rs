@@ -62,6 +62,36 @@ fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
+/// Sets socket option `opt` at `level` to the value `v`, passed by address with its size.
+fn set_opt<T>(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: &T) -> io::Result<()> {
+    // SAFETY: `v` is a live `T`, readable for the `size_of::<T>()` bytes passed as its
+    // length; the kernel only reads them and refuses a length the option does not take.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            (v as *const T).cast(),
+            size_of::<T>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
+/// Binds the socket to `addr`, a `sockaddr_*` of the socket's family.
+fn bind_to<T>(fd: RawFd, addr: &T) -> io::Result<()> {
+    // SAFETY: `addr` is a live `T`, readable for the `size_of::<T>()` bytes passed as its
+    // length; the kernel only reads them and refuses an address of another family or size.
+    cvt(unsafe {
+        libc::bind(
+            fd,
+            (addr as *const T).cast(),
+            size_of::<T>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
 fn cvt_size(r: libc::ssize_t) -> io::Result<usize> {
     if r < 0 {
         Err(io::Error::last_os_error())
@@ -334,34 +364,13 @@ impl RawAddr {
 
 /// Enables UDP GRO on a socket (kernel ≥ 5.0); returns false when unsupported.
 pub fn enable_udp_gro(s: &UdpSocket) -> bool {
-    let one: libc::c_int = 1;
-    // SAFETY: we pass a pointer to a live c_int and its exact size.
-    let r = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            SOL_UDP,
-            UDP_GRO,
-            (&one as *const libc::c_int).cast(),
-            size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    r == 0
+    set_opt(s.as_raw_fd(), SOL_UDP, UDP_GRO, &(1 as libc::c_int)).is_ok()
 }
 
 /// Sets a socket buffer size option (best effort: `SO_*BUFFORCE` needs CAP_NET_ADMIN).
 pub fn set_buf(fd: RawFd, force_opt: libc::c_int, opt: libc::c_int, bytes: libc::c_int) {
     for o in [force_opt, opt] {
-        // SAFETY: pointer to a live c_int with its exact size.
-        let r = unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_SOCKET,
-                o,
-                (&bytes as *const libc::c_int).cast(),
-                size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if r == 0 {
+        if set_opt(fd, libc::SOL_SOCKET, o, &bytes).is_ok() {
             return;
         }
     }
@@ -611,44 +620,19 @@ pub fn open_packet(device: &str) -> io::Result<OwnedFd> {
     let idx = if_index(device)?;
     let one: libc::c_int = 1;
     for opt in [PACKET_VNET_HDR, PACKET_IGNORE_OUTGOING] {
-        // SAFETY: pointer to a live c_int with its exact size.
-        cvt(unsafe {
-            libc::setsockopt(
-                fd,
-                libc::SOL_PACKET,
-                opt,
-                (&one as *const libc::c_int).cast(),
-                size_of::<libc::c_int>() as _,
-            )
-        })?;
+        set_opt(fd, libc::SOL_PACKET, opt, &one)?;
     }
     // SAFETY: sockaddr_ll is plain old data; zero is valid.
     let mut ll: libc::sockaddr_ll = unsafe { zeroed() };
     ll.sll_family = libc::AF_PACKET as u16;
     ll.sll_protocol = proto;
     ll.sll_ifindex = idx as i32;
-    // SAFETY: we pass a valid sockaddr_ll and its size.
-    cvt(unsafe {
-        libc::bind(
-            fd,
-            (&ll as *const libc::sockaddr_ll).cast(),
-            size_of::<libc::sockaddr_ll>() as _,
-        )
-    })?;
+    bind_to(fd, &ll)?;
     // SAFETY: packet_mreq is plain old data; zero is valid.
     let mut mr: libc::packet_mreq = unsafe { zeroed() };
     mr.mr_ifindex = idx as i32;
     mr.mr_type = libc::PACKET_MR_PROMISC as u16;
-    // SAFETY: pointer to a live packet_mreq with its exact size.
-    cvt(unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_PACKET,
-            libc::PACKET_ADD_MEMBERSHIP,
-            (&mr as *const libc::packet_mreq).cast(),
-            size_of::<libc::packet_mreq>() as _,
-        )
-    })?;
+    set_opt(fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mr)?;
     Ok(sock)
 }
 
@@ -705,14 +689,7 @@ pub fn link_events() -> io::Result<OwnedFd> {
     let mut sa: libc::sockaddr_nl = unsafe { zeroed() };
     sa.nl_family = libc::AF_NETLINK as libc::sa_family_t;
     sa.nl_groups = libc::RTMGRP_LINK as u32;
-    // SAFETY: we pass a valid sockaddr_nl and its size.
-    cvt(unsafe {
-        libc::bind(
-            fd,
-            (&sa as *const libc::sockaddr_nl).cast(),
-            size_of::<libc::sockaddr_nl>() as _,
-        )
-    })?;
+    bind_to(fd, &sa)?;
     Ok(sock)
 }
 

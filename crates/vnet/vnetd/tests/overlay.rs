@@ -215,6 +215,16 @@ struct Mesh {
 /// vnetd's paths: every frame in user space, or established flows in the kernel.
 const MODES: [&str; 2] = ["off", "on"];
 
+/// Runs `check` once in each fast-path mode, as root (skipped otherwise).
+fn as_root_in_every_mode(check: fn(&str)) {
+    if !root() {
+        return;
+    }
+    for mode in MODES {
+        check(mode);
+    }
+}
+
 impl Mesh {
     /// With vnetd's default path (the kernel fast path where the kernel allows it).
     fn new(n: usize) -> Mesh {
@@ -459,12 +469,7 @@ fn three_hosts_broadcast_fans_out() {
 
 #[test]
 fn route_changes_apply_under_load_without_dropping_tcp() {
-    if !root() {
-        return;
-    }
-    for mode in MODES {
-        route_changes_under_load(mode);
-    }
+    as_root_in_every_mode(route_changes_under_load);
 }
 
 fn route_changes_under_load(mode: &str) {
@@ -514,12 +519,7 @@ fn route_changes_under_load(mode: &str) {
 
 #[test]
 fn interoperates_with_kernel_vxlan() {
-    if !root() {
-        return;
-    }
-    for mode in MODES {
-        kernel_vxlan_peer(mode);
-    }
+    as_root_in_every_mode(kernel_vxlan_peer);
 }
 
 fn kernel_vxlan_peer(mode: &str) {
@@ -575,12 +575,7 @@ fn kernel_vxlan_peer(mode: &str) {
 
 #[test]
 fn spoofed_source_mac_is_dropped_and_counted() {
-    if !root() {
-        return;
-    }
-    for mode in MODES {
-        spoofed_source_mac(mode);
-    }
+    as_root_in_every_mode(spoofed_source_mac);
 }
 
 fn spoofed_source_mac(mode: &str) {
@@ -637,12 +632,7 @@ fn dual_stack_listening_serves_ipv4_peers() {
 
 #[test]
 fn malformed_datagrams_are_counted_never_fatal() {
-    if !root() {
-        return;
-    }
-    for mode in MODES {
-        malformed_datagrams(mode);
-    }
+    as_root_in_every_mode(malformed_datagrams);
 }
 
 fn malformed_datagrams(mode: &str) {
@@ -988,7 +978,7 @@ fn the_control_socket_is_its_owners_alone() {
     // SAFETY: umask has no preconditions; the daemon inherits 000, put back below.
     let old = unsafe { libc::umask(0) };
     let d = Daemon::start(&h, "127.0.0.1:4789", "");
-    // SAFETY: as above.
+    // SAFETY: umask takes no pointer and cannot fail; this puts back the test's own mask.
     unsafe { libc::umask(old) };
     let mode = std::fs::metadata(&d.sock)
         .expect("socket")

@@ -63,26 +63,26 @@ impl<'a> P<'a> {
         }
     }
 
-    fn ident(&mut self) -> R<String> {
+    /// After white space, the longest run of characters that `part` accepts
+    /// (not consumed).
+    fn run_of(&mut self, part: impl Fn(char) -> bool) -> &'a str {
         self.skip_ws();
-        let rest = &self.src[self.pos..];
-        let n = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(rest.len());
-        if n == 0 {
+        let src: &'a str = self.src;
+        let rest = &src[self.pos..];
+        &rest[..rest.find(|c: char| !part(c)).unwrap_or(rest.len())]
+    }
+
+    fn ident(&mut self) -> R<String> {
+        let name = self.run_of(|c| c.is_ascii_alphanumeric() || c == '_');
+        if name.is_empty() {
             return self.err("expected a name");
         }
-        self.pos += n;
-        Ok(rest[..n].to_string())
+        self.pos += name.len();
+        Ok(name.to_string())
     }
 
     fn number(&mut self) -> R<u64> {
-        self.skip_ws();
-        let rest = &self.src[self.pos..];
-        let n = rest
-            .find(|c: char| !(c.is_ascii_hexdigit() || c == 'x'))
-            .unwrap_or(rest.len());
-        let text = &rest[..n];
+        let text = self.run_of(|c| c.is_ascii_hexdigit() || c == 'x');
         let v = if let Some(h) = text.strip_prefix("0x") {
             u64::from_str_radix(h, 16)
         } else {
@@ -90,7 +90,7 @@ impl<'a> P<'a> {
         };
         match v {
             Ok(v) => {
-                self.pos += n;
+                self.pos += text.len();
                 Ok(v)
             }
             Err(_) => self.err(format!("bad number `{text}`")),
@@ -99,11 +99,9 @@ impl<'a> P<'a> {
 
     /// Text up to (not including) any of `stops`, for C type spellings.
     fn until(&mut self, stops: &[char]) -> String {
-        self.skip_ws();
-        let rest = &self.src[self.pos..];
-        let n = rest.find(|c| stops.contains(&c)).unwrap_or(rest.len());
-        self.pos += n;
-        rest[..n].trim().to_string()
+        let text = self.run_of(|c| !stops.contains(&c));
+        self.pos += text.len();
+        text.trim().to_string()
     }
 
     /// A call expression `name(...)`, up to its matching parenthesis.
@@ -213,13 +211,19 @@ impl<'a> P<'a> {
         Ok((name, ctype, deps))
     }
 
+    /// The rest of `[KIND; COUNT]` (optionally followed by `?`) after its `[`.
+    fn handle_array(&mut self) -> R<(String, String)> {
+        let kind = self.kind()?;
+        self.expect(";")?;
+        let count = self.ident()?;
+        self.expect("]")?;
+        self.eat("?");
+        Ok((kind, count))
+    }
+
     fn ty(&mut self) -> R<Ty> {
         if self.eat("[") {
-            let kind = self.kind()?;
-            self.expect(";")?;
-            let count = self.ident()?;
-            self.expect("]")?;
-            self.eat("?");
+            let (kind, count) = self.handle_array()?;
             return Ok(Ty::HandleArray { kind, count });
         }
         let word = self.ident()?;
@@ -230,11 +234,7 @@ impl<'a> P<'a> {
             }
             "out" => {
                 if self.eat("[") {
-                    let kind = self.kind()?;
-                    self.expect(";")?;
-                    let count = self.ident()?;
-                    self.expect("]")?;
-                    self.eat("?");
+                    let (kind, count) = self.handle_array()?;
                     return Ok(Ty::OutHandles { kind, count });
                 }
                 let w = self.ident()?;

@@ -39,30 +39,17 @@ const DRIVER: &str = include_str!("../../cuda-api/driver.api");
 
 use Part::*;
 
+/// What the builds generate for a library the CUDA runtime stand-in forwards to.
+const FORWARDED: &[Part] = &[Common, Client, Server, ForwardTable, Forwarders];
+
 /// Each description, and what the builds generate from it.
 const DESCRIPTIONS: &[(&str, &str, &[Part])] = &[
     ("opencl", OPENCL, &[Common, Client, Server]),
     ("cuda", CUDA, &[Common, Client, Server, Exports]),
-    (
-        "cublas",
-        CUBLAS,
-        &[Common, Client, Server, ForwardTable, Forwarders],
-    ),
-    (
-        "cublaslt",
-        CUBLASLT,
-        &[Common, Client, Server, ForwardTable, Forwarders],
-    ),
-    (
-        "curand",
-        CURAND,
-        &[Common, Client, Server, ForwardTable, Forwarders],
-    ),
-    (
-        "cusolver",
-        CUSOLVER,
-        &[Common, Client, Server, ForwardTable, Forwarders],
-    ),
+    ("cublas", CUBLAS, FORWARDED),
+    ("cublaslt", CUBLASLT, FORWARDED),
+    ("curand", CURAND, FORWARDED),
+    ("cusolver", CUSOLVER, FORWARDED),
     (
         "driver",
         DRIVER,

@@ -271,12 +271,22 @@ fn bind(src: &OwnedFd, target: &Path, read_only: bool) -> Result<(), ConfineErro
             | MsFlags::MS_RDONLY
             | MsFlags::MS_NOSUID
             | locked_flags(target);
-        sys(
-            "read-only remount",
-            mount(None::<&str>, target, None::<&str>, flags, None::<&str>),
-        )?;
+        set_mount_flags("read-only remount", target, flags)?;
     }
     Ok(())
+}
+
+/// Changes the mount at `target` (its propagation, or with MS_REMOUNT its
+/// flags): no source, file system type or data.
+fn set_mount_flags<P: ?Sized + nix::NixPath>(
+    what: &'static str,
+    target: &P,
+    flags: MsFlags,
+) -> Result<(), ConfineError> {
+    sys(
+        what,
+        mount(None::<&str>, target, None::<&str>, flags, None::<&str>),
+    )
 }
 
 /// What a path to show in the new root is, read before anything is
@@ -401,15 +411,10 @@ fn device_nodes() -> Vec<PathBuf> {
 /// mounts (its socket's directory, its token file, other tenants' files,
 /// the users' homes) are gone from this mount namespace afterwards.
 fn new_root(read_paths: &[PathBuf], cache: Option<&Path>) -> Result<(), ConfineError> {
-    sys(
+    set_mount_flags(
         "making mounts private",
-        mount(
-            None::<&str>,
-            "/",
-            None::<&str>,
-            MsFlags::MS_REC | MsFlags::MS_PRIVATE,
-            None::<&str>,
-        ),
+        "/",
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
     )?;
     let mut sources: Vec<Source> = SYSTEM_PATHS
         .iter()
@@ -491,15 +496,10 @@ fn fill_root(
     )?;
     let _ = std::fs::remove_dir("/.old");
     // The skeleton itself read-only: nothing can be added beside the binds.
-    sys(
+    set_mount_flags(
         "read-only root",
-        mount(
-            None::<&str>,
-            "/",
-            None::<&str>,
-            MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID,
-            None::<&str>,
-        ),
+        "/",
+        MsFlags::MS_BIND | MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID,
     )?;
     Ok(())
 }

@@ -540,6 +540,15 @@ mod tests {
         })
     }
 
+    /// 100 bytes, oversubscribed, the Delay policy, with `tenants` joined.
+    fn delay_100(tenants: &[TenantId]) -> Ledger {
+        let mut l = ledger(100, true, Policy::Delay);
+        for &t in tenants {
+            l.join(t);
+        }
+        l
+    }
+
     /// 100 bytes, oversubscribed, each tenant capped at 60.
     fn capped_at_60() -> Ledger {
         Ledger::new(LedgerConfig {
@@ -602,10 +611,7 @@ mod tests {
 
     #[test]
     fn room_is_asked_of_the_least_recently_active_tenant_first() {
-        let mut l = ledger(100, true, Policy::Delay);
-        for t in 1..=3 {
-            l.join(t);
-        }
+        let mut l = delay_100(&[1, 2, 3]);
         let mut out = Vec::new();
         for t in 1..=2 {
             need(&mut l, t, 1, 50, 0);
@@ -623,10 +629,7 @@ mod tests {
 
     #[test]
     fn a_silent_tenant_is_taken_as_busy_and_the_next_one_asked() {
-        let mut l = ledger(100, true, Policy::Delay);
-        for t in 1..=3 {
-            l.join(t);
-        }
+        let mut l = delay_100(&[1, 2, 3]);
         need(&mut l, 1, 1, 50, 0);
         need(&mut l, 2, 1, 50, 0);
         let out = need(&mut l, 3, 1, 50, 0);
@@ -644,9 +647,7 @@ mod tests {
 
     #[test]
     fn a_request_nobody_can_make_room_for_is_refused_in_time() {
-        let mut l = ledger(100, true, Policy::Delay);
-        l.join(1);
-        l.join(2);
+        let mut l = delay_100(&[1, 2]);
         need(&mut l, 1, 1, 100, 0);
         let out = need(&mut l, 2, 1, 10, 0);
         assert_eq!(out, vec![ask(1, 1, 10, true)]);
@@ -679,10 +680,7 @@ mod tests {
     /// they wait, so waiting in line holds no room anyone needs.)
     #[test]
     fn requests_are_served_in_order() {
-        let mut l = ledger(100, true, Policy::Delay);
-        for t in 1..=3 {
-            l.join(t);
-        }
+        let mut l = delay_100(&[1, 2, 3]);
         need(&mut l, 1, 1, 80, 0);
         let out = need(&mut l, 2, 1, 60, 0);
         assert_eq!(out, vec![ask(1, 1, 40, true)]);
@@ -703,10 +701,7 @@ mod tests {
     /// and the tenant is never asked to give what its own request holds.
     #[test]
     fn a_retry_goes_first_and_a_tenant_is_not_forced_for_itself() {
-        let mut l = ledger(100, true, Policy::Delay);
-        for t in 1..=3 {
-            l.join(t);
-        }
+        let mut l = delay_100(&[1, 2, 3]);
         need(&mut l, 1, 1, 80, 0);
         assert_eq!(need(&mut l, 2, 1, 60, 0), vec![ask(1, 1, 40, true)]);
         let mut out = Vec::new();
@@ -724,9 +719,7 @@ mod tests {
         );
         // Tenant 3 is the first asked (the oldest, by id) for room for its
         // own request: not forced.
-        let mut l = ledger(100, true, Policy::Delay);
-        l.join(3);
-        l.join(4);
+        let mut l = delay_100(&[3, 4]);
         need(&mut l, 3, 1, 40, 0);
         need(&mut l, 4, 1, 50, 0);
         assert_eq!(need(&mut l, 3, 2, 20, 0), vec![ask(3, 1, 10, false)]);
@@ -796,9 +789,7 @@ mod tests {
 
     #[test]
     fn an_active_with_seq_0_gets_no_answer_but_displaces() {
-        let mut l = ledger(100, true, Policy::Delay);
-        l.join(1);
-        l.join(2);
+        let mut l = delay_100(&[1, 2]);
         let mut out = Vec::new();
         l.handle(1, FromTenant::Active { seq: 0 }, 0, &mut out);
         assert!(out.is_empty());

@@ -21,27 +21,18 @@
 //! costs only itself saves.
 
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use nix::sys::mman::{munmap, MapFlags};
+use nix::sys::mman::MapFlags;
 
-use crate::shm::{check_file_len, map_shared, sealed_memfd};
+use crate::shm::{check_file_len, sealed_memfd, SharedMap};
 use crate::TransportError;
 
 /// A shared mapping of the arena's file.
 pub struct Arena {
-    base: NonNull<u8>,
-    len: usize,
-    fd: OwnedFd,
+    map: SharedMap,
 }
-
-// SAFETY: the mapping is plain shared memory for buffer contents; the
-// struct hands out raw pointers only, whose use is the caller's to justify.
-unsafe impl Send for Arena {}
-// SAFETY: as above; no method mutates the struct.
-unsafe impl Sync for Arena {}
 
 impl Arena {
     /// A fresh arena of `len` bytes (server side). Pages cost memory only
@@ -58,37 +49,38 @@ impl Arena {
     }
 
     fn map(fd: OwnedFd, len: usize) -> Result<Arc<Self>, TransportError> {
-        let base = map_shared(&fd, len, MapFlags::MAP_NORESERVE)?;
-        Ok(Arc::new(Arena { base, len, fd }))
+        Ok(Arc::new(Arena {
+            map: SharedMap::new(fd, len, MapFlags::MAP_NORESERVE)?,
+        }))
     }
 
     /// The file to pass to the peer.
     pub fn fd(&self) -> &OwnedFd {
-        &self.fd
+        self.map.fd()
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.map.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// The address of byte `off`, if `len` bytes from there lie inside.
     pub fn ptr_at(&self, off: u64, len: usize) -> Option<*mut u8> {
         let off = usize::try_from(off).ok()?;
-        if off.checked_add(len)? > self.len {
+        if off.checked_add(len)? > self.len() {
             return None;
         }
         // SAFETY: in bounds of the mapping, checked above.
-        Some(unsafe { self.base.as_ptr().add(off) })
+        Some(unsafe { self.map.base().add(off) })
     }
 
     /// Where `[p, p + len)` lies in the arena, if it lies wholly inside.
     pub fn offset_of(&self, p: *const u8, len: usize) -> Option<u64> {
-        let off = (p as usize).checked_sub(self.base.as_ptr() as usize)?;
-        (off.checked_add(len)? <= self.len).then_some(off as u64)
+        let off = (p as usize).checked_sub(self.map.base() as usize)?;
+        (off.checked_add(len)? <= self.len()).then_some(off as u64)
     }
 
     /// Gives the pages of `[off, off + len)` back to the system; they read
@@ -99,7 +91,7 @@ impl Arena {
             libc::off_t::try_from(len).map_err(|_| TransportError::BadLayout)?,
         );
         nix::fcntl::fallocate(
-            self.fd.as_raw_fd(),
+            self.map.fd().as_raw_fd(),
             nix::fcntl::FallocateFlags::FALLOC_FL_PUNCH_HOLE
                 | nix::fcntl::FallocateFlags::FALLOC_FL_KEEP_SIZE,
             o,
@@ -122,7 +114,7 @@ impl Arena {
     /// a direct-mapped table spreads them): its id, offset, length and
     /// written words.
     fn slot(&self, id: u64) -> Option<[&AtomicU64; 4]> {
-        if (self.len as u64) < DIRECTORY_LEN {
+        if (self.len() as u64) < DIRECTORY_LEN {
             return None;
         }
         let at = (id % SLOTS) as usize * SLOT;
@@ -130,7 +122,7 @@ impl Arena {
         // which is page-aligned, so every word is 8-byte aligned. AtomicU64
         // has u64's layout; both processes touch these words only through
         // atomics (a client that does otherwise garbles its own answers).
-        let word = |i: usize| unsafe { &*(self.base.as_ptr().add(at + 8 * i) as *const AtomicU64) };
+        let word = |i: usize| unsafe { &*(self.map.base().add(at + 8 * i) as *const AtomicU64) };
         Some([word(0), word(1), word(2), word(3)])
     }
 
@@ -219,16 +211,6 @@ impl Arena {
     }
 }
 
-impl Drop for Arena {
-    fn drop(&mut self) {
-        // SAFETY: our own mapping, of exactly this length; nothing borrowed
-        // from it outlives the Arena (callers hold the Arc while they use it).
-        unsafe {
-            let _ = munmap(self.base.cast(), self.len);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,7 +229,8 @@ mod tests {
         assert_eq!(got, [1, 2, 3, 4]);
         assert_eq!(a.offset_of(p, 4), Some(8192));
         a.discard(8192, 4096).expect("punch");
-        // SAFETY: as above.
+        // SAFETY: `q` is still byte 8192 of `b`'s live mapping; a punched
+        // hole reads as zeroes, it does not unmap.
         assert_eq!(unsafe { *q }, 0);
     }
 

@@ -134,18 +134,17 @@ pub struct Connection {
 /// closed.
 fn alive_check(sock: UnixStream) -> impl Fn() -> bool + Send + Sync {
     move || {
+        use nix::sys::socket::{recv, MsgFlags};
         let mut b = [0u8; 1];
-        // SAFETY: a non-blocking peek into a 1-byte buffer we own.
-        let n = unsafe {
-            libc::recv(
-                sock.as_raw_fd(),
-                b.as_mut_ptr().cast(),
-                1,
-                libc::MSG_PEEK | libc::MSG_DONTWAIT,
-            )
-        };
-        !(n == 0
-            || (n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::WouldBlock))
+        // An end of stream or an error is a server gone; nothing to read is one alive.
+        match recv(
+            sock.as_raw_fd(),
+            &mut b,
+            MsgFlags::MSG_PEEK | MsgFlags::MSG_DONTWAIT,
+        ) {
+            Ok(n) => n > 0,
+            Err(e) => e == nix::errno::Errno::EAGAIN,
+        }
     }
 }
 

@@ -40,7 +40,8 @@ fn forward_distance(dst: *const u8, src: *const u8) -> usize {
 /// writable for `len` bytes, and the two do not overlap.
 #[inline]
 pub unsafe fn copy_bulk(dst: *mut u8, src: *const u8, len: usize) {
-    // SAFETY: the caller's contract.
+    // SAFETY: `src` readable and `dst` writable for `len` bytes, apart: this
+    // function's contract, which is also all that `copy_avoiding` asks.
     unsafe { copy_avoiding(distance_hazard(), dst, src, len) }
 }
 
@@ -88,11 +89,14 @@ fn distance_hazard() -> bool {
 pub unsafe fn copy_bulk_uncached(dst: *mut u8, src: *const u8, len: usize) {
     #[cfg(target_arch = "x86_64")]
     if len >= MIN_LOOP {
-        // SAFETY: the caller's contract.
+        // SAFETY: this function's caller gives `copy_bulk`'s guarantees
+        // (readable `src`, writable `dst`, `len` bytes each, apart), which
+        // are all `stream_copy` asks; it aligns `dst` itself.
         unsafe { stream_copy(dst, src, len) };
         return;
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `src` readable and `dst` writable for `len` bytes, apart (this
+    // function's contract): all that `copy_bulk` asks.
     unsafe { copy_bulk(dst, src, len) };
 }
 
@@ -109,17 +113,20 @@ unsafe fn copy_avoiding(hazard: bool, dst: *mut u8, src: *const u8, len: usize) 
     if hazard && len >= MIN_LOOP {
         let d = forward_distance(dst, src);
         if len >= MIN_STREAM && (1..512).contains(&d) {
-            // SAFETY: the caller's contract.
+            // SAFETY: `src` readable, `dst` writable for `len` bytes and
+            // apart (this function's contract) is all `stream_copy` asks.
             unsafe { stream_copy(dst, src, len) };
             return;
         }
         if (1..64).contains(&d) {
-            // SAFETY: the caller's contract.
+            // SAFETY: `sse2_copy` asks only readable `src` and writable `dst`
+            // for `len` bytes, apart (this function's contract), no alignment.
             unsafe { sse2_copy(dst, src, len) };
             return;
         }
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `copy_nonoverlapping`'s conditions are this function's contract:
+    // `len` readable bytes at `src`, `len` writable at `dst`, not overlapping.
     unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
 }
 
@@ -140,7 +147,9 @@ pub fn copy_bulk_slice(dst: &mut [u8], src: &[u8]) {
 /// As for [`copy_bulk`].
 #[cfg(target_arch = "x86_64")]
 unsafe fn sse2_copy(dst: *mut u8, src: *const u8, len: usize) {
-    // SAFETY: the caller's contract; the tail lies inside both buffers.
+    // SAFETY: both buffers hold `len` bytes and do not overlap (this
+    // function's contract); `copy_blocks` returns `i <= len`, so the tail
+    // `i..len` lies inside both; unaligned 16-byte stores need no alignment.
     unsafe {
         let i = copy_blocks::<false>(dst, src, 0, len);
         std::ptr::copy_nonoverlapping(src.add(i), dst.add(i), len - i);
@@ -184,7 +193,7 @@ unsafe fn copy_blocks<const STREAM: bool>(
     let mut i = from;
     while i + 64 <= len {
         // SAFETY: `i + 64 <= len`, so all four 16-byte blocks lie inside
-        // both buffers (caller's contract); loads may be unaligned, and with
+        // both buffers (`len` bytes each: this function's contract); loads may be unaligned, and with
         // `STREAM` each store is 16-byte aligned (`dst + from` is 64-byte
         // aligned and steps are 64), as `_mm_stream_si128` requires.
         unsafe {
@@ -220,6 +229,25 @@ mod tests {
         unsafe { copy_avoiding(hazard, dst.as_mut_ptr(), src.as_ptr(), src.len()) };
     }
 
+    /// Copies `src` into `dst` at `doff` (the rest of `dst` filled with a
+    /// marker first) and checks that exactly those bytes changed, to `src`.
+    #[track_caller]
+    fn copy_exactly(hazard: bool, dst: &mut [u8], doff: usize, src: &[u8]) {
+        let len = src.len();
+        dst.fill(0xEE);
+        copy_with(hazard, &mut dst[doff..doff + len], src);
+        let at = format!("len {len} dst+{doff} hazard {hazard}");
+        assert!(dst[doff..doff + len] == *src, "{at}: bytes differ");
+        assert!(
+            dst[..doff].iter().all(|&b| b == 0xEE),
+            "{at}: wrote before dst"
+        );
+        assert!(
+            dst[doff + len..].iter().all(|&b| b == 0xEE),
+            "{at}: wrote past dst"
+        );
+    }
+
     #[test]
     fn the_workaround_is_taken_on_amd_only() {
         let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
@@ -250,18 +278,7 @@ mod tests {
         {
             for so in [0usize, 1, 16, 100] {
                 for doff in [0usize, 1, 8, 16, 63, 64, 4095] {
-                    dst.fill(0xEE);
-                    copy_with(hazard, &mut dst[doff..doff + len], &src[so..so + len]);
-                    assert_eq!(
-                        &dst[doff..doff + len],
-                        &src[so..so + len],
-                        "len {len} src+{so} dst+{doff} hazard {hazard}"
-                    );
-                    assert!(dst[..doff].iter().all(|&b| b == 0xEE), "wrote before dst");
-                    assert!(
-                        dst[doff + len..].iter().all(|&b| b == 0xEE),
-                        "wrote past dst"
-                    );
+                    copy_exactly(hazard, &mut dst, doff, &src[so..so + len]);
                 }
             }
         }
@@ -275,17 +292,7 @@ mod tests {
         let mut dst = vec![0u8; len + 640];
         let cases = [(0, 0), (0, 16), (16, 63), (1, 200), (0, 600), (63, 1)];
         for ((so, doff), hazard) in cases.into_iter().flat_map(|c| [(c, true), (c, false)]) {
-            dst.fill(0xEE);
-            copy_with(hazard, &mut dst[doff..doff + len], &src[so..so + len]);
-            assert!(
-                dst[doff..doff + len] == src[so..so + len],
-                "src+{so} dst+{doff} hazard {hazard}"
-            );
-            assert!(dst[..doff].iter().all(|&b| b == 0xEE), "wrote before dst");
-            assert!(
-                dst[doff + len..].iter().all(|&b| b == 0xEE),
-                "wrote past dst"
-            );
+            copy_exactly(hazard, &mut dst, doff, &src[so..so + len]);
         }
     }
 

@@ -43,7 +43,8 @@ pub fn wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> Wait 
 
 /// Wakes at most `n` waiters on `word`.
 pub fn wake(word: &AtomicU32, n: u32) {
-    // SAFETY: as for `wait`; FUTEX_WAKE does not access the memory.
+    // SAFETY: `word` is a live, aligned u32 (it is a reference); FUTEX_WAKE
+    // uses its address only as a key and takes no other pointer.
     unsafe {
         libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, n, 0, 0, 0);
     }

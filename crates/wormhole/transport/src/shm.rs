@@ -90,40 +90,74 @@ pub(crate) fn check_file_len(fd: &OwnedFd, len: usize) -> Result<(), TransportEr
     Ok(())
 }
 
-/// Maps `len` bytes of `fd` shared, read-write. The caller unmaps it.
-pub(crate) fn map_shared(
-    fd: &OwnedFd,
-    len: usize,
-    extra: MapFlags,
-) -> Result<NonNull<u8>, TransportError> {
-    let nz = std::num::NonZeroUsize::new(len).ok_or(TransportError::BadLayout)?;
-    // SAFETY: a fresh shared mapping of a file we hold; no Rust object
-    // aliases it, and its owner unmaps it only when dropped.
-    let ptr = unsafe {
-        mmap(
-            None,
-            nz,
-            ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
-            MapFlags::MAP_SHARED | extra,
-            fd.as_fd(),
-            0,
-        )?
-    };
-    Ok(ptr.cast())
-}
-
-pub struct Region {
+/// `len` bytes of a file mapped shared, read-write (a channel's rings, or an
+/// arena); unmapped when dropped.
+pub(crate) struct SharedMap {
     base: NonNull<u8>,
     len: usize,
-    layout: Layout,
     fd: OwnedFd,
 }
 
-// SAFETY: the mapping is shared memory accessed only through ring ends, whose
-// header access is atomic; the raw pointer itself is never handed out mutably.
-unsafe impl Send for Region {}
-// SAFETY: as above.
-unsafe impl Sync for Region {}
+// SAFETY: the mapping belongs to the process, not to the thread that made it,
+// and only Drop unmaps it; the struct hands out raw pointers only, so what is
+// done through them is justified where they are used (ring ends, arena users).
+unsafe impl Send for SharedMap {}
+// SAFETY: no `&SharedMap` method writes the struct: each reads an immutable field.
+unsafe impl Sync for SharedMap {}
+
+impl SharedMap {
+    /// Maps `len` bytes of `fd`, with `extra` flags beside MAP_SHARED.
+    pub(crate) fn new(fd: OwnedFd, len: usize, extra: MapFlags) -> Result<Self, TransportError> {
+        let nz = std::num::NonZeroUsize::new(len).ok_or(TransportError::BadLayout)?;
+        // SAFETY: a fresh shared mapping of a file we hold; no Rust object
+        // aliases it, and only this struct's Drop unmaps it.
+        let ptr = unsafe {
+            mmap(
+                None,
+                nz,
+                ProtFlags::PROT_READ | ProtFlags::PROT_WRITE,
+                MapFlags::MAP_SHARED | extra,
+                fd.as_fd(),
+                0,
+            )?
+        };
+        Ok(SharedMap {
+            base: ptr.cast(),
+            len,
+            fd,
+        })
+    }
+
+    /// The first byte of the mapping.
+    pub(crate) fn base(&self) -> *mut u8 {
+        self.base.as_ptr()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The mapped file.
+    pub(crate) fn fd(&self) -> &OwnedFd {
+        &self.fd
+    }
+}
+
+impl Drop for SharedMap {
+    fn drop(&mut self) {
+        // SAFETY: `base` and `len` are exactly the range `new` mapped, unmapped
+        // nowhere else; its users (ring ends, arena buffers) hold the Arc of the
+        // Region or Arena that owns this map while they use it.
+        unsafe {
+            let _ = munmap(self.base.cast(), self.len);
+        }
+    }
+}
+
+pub struct Region {
+    map: SharedMap,
+    layout: Layout,
+}
 
 impl Region {
     /// Creates a fresh, zeroed memfd region (server side).
@@ -153,18 +187,15 @@ impl Region {
         } else {
             MapFlags::empty()
         };
-        let ptr = map_shared(&fd, len, populate)?;
         Ok(Arc::new(Region {
-            base: ptr,
-            len,
+            map: SharedMap::new(fd, len, populate)?,
             layout,
-            fd,
         }))
     }
 
     /// The file to pass to the peer.
     pub fn fd(&self) -> &OwnedFd {
-        &self.fd
+        self.map.fd()
     }
 
     pub fn layout(&self) -> Layout {
@@ -172,18 +203,9 @@ impl Region {
     }
 
     fn ring_base(&self, ring: usize) -> *mut u8 {
-        // SAFETY: offsets computed by `Layout` lie inside the mapping.
-        unsafe { self.base.as_ptr().add(self.layout.offset(ring)) }
-    }
-}
-
-impl Drop for Region {
-    fn drop(&mut self) {
-        // SAFETY: we mapped exactly this range and no ring end outlives us
-        // (each holds an Arc to the region).
-        unsafe {
-            let _ = munmap(self.base.cast(), self.len);
-        }
+        // SAFETY: the map is `layout.total()` bytes long, and `offset(ring)`
+        // (for ring < 3) is the sum of the rings before it: inside the mapping.
+        unsafe { self.map.base().add(self.layout.offset(ring)) }
     }
 }
 
@@ -355,8 +377,10 @@ pub struct NotifySender {
 impl NotifySender {
     pub fn new(region: Arc<Region>) -> Self {
         let cap = region.layout().notify;
-        // SAFETY: as in `ShmChannel::new`; the notify ring has one producer
-        // (this, behind a mutex) and one consumer (the client's).
+        // SAFETY: `ring_base(2)` maps the notify ring's header and `cap`
+        // bytes (`cap` from the region's own validated layout), kept mapped by
+        // `_region`; the ring has one producer (this, behind a mutex) and one
+        // consumer (the client's).
         let tx = unsafe { Producer::new(region.ring_base(2), cap, Handoff::Futex, None) };
         NotifySender {
             tx: std::sync::Mutex::new(tx),
@@ -387,7 +411,9 @@ pub struct NotifyReceiver {
 impl NotifyReceiver {
     pub fn new(region: Arc<Region>, alive: Option<Liveness>) -> Self {
         let cap = region.layout().notify;
-        // SAFETY: as in `NotifySender::new`.
+        // SAFETY: `ring_base(2)` maps the notify ring's header and `cap`
+        // bytes of the region's validated layout, kept mapped by `_region`;
+        // this is the ring's one consumer (the server holds its one producer).
         let rx = unsafe { Consumer::new(region.ring_base(2), cap, Handoff::Futex, alive) };
         NotifyReceiver {
             rx,

@@ -257,7 +257,8 @@ impl<S: Read + Write + Send> Channel for StreamChannel<S> {
 
 /// Whether `fd` has bytes (or an end) to read now.
 fn readable(fd: RawFd) -> Result<bool, TransportError> {
-    // SAFETY: the caller's descriptor is open for the duration of the call.
+    // SAFETY: callers pass a descriptor they hold open across this call (the
+    // stream's own socket, or a test's live wake pipe); the borrow ends here.
     let b = unsafe { BorrowedFd::borrow_raw(fd) };
     let mut p = [PollFd::new(b, PollFlags::POLLIN)];
     Ok(poll(&mut p, PollTimeout::ZERO)? > 0)
@@ -432,6 +433,15 @@ mod tests {
         n
     }
 
+    /// Ends the server's reply, whose message is `reply`, and reads that
+    /// message on the client.
+    fn end_reply_of_reply(server: &mut StreamChannel<Unix>, client: &mut StreamChannel<Unix>) {
+        server.end_reply().expect("end");
+        let mut buf = Vec::new();
+        client.recv(&mut buf).expect("reply");
+        assert_eq!(buf, b"reply");
+    }
+
     #[test]
     fn a_note_waits_out_a_reply_and_its_bulk_bytes() {
         let (mut client, mut server, mut notes) = pair();
@@ -440,10 +450,7 @@ mod tests {
         server.flush().expect("flush");
         notifier.notify(b"fired").expect("notify");
         server.send_raw(b"BULK").expect("raw");
-        server.end_reply().expect("end");
-        let mut buf = Vec::new();
-        client.recv(&mut buf).expect("reply");
-        assert_eq!(buf, b"reply");
+        end_reply_of_reply(&mut server, &mut client);
         let mut raw = [0u8; 4];
         client.recv_raw(&mut raw).expect("bulk");
         assert_eq!(&raw, b"BULK");
@@ -459,10 +466,7 @@ mod tests {
         let notifier = server.notifier();
         notifier.notify(b"one").expect("notify");
         server.send(b"reply").expect("send");
-        server.end_reply().expect("end");
-        let mut buf = Vec::new();
-        client.recv(&mut buf).expect("reply");
-        assert_eq!(buf, b"reply");
+        end_reply_of_reply(&mut server, &mut client);
         assert_eq!(next_note(&mut notes, &mut client), b"one");
         // With no call in flight, the notifier reads the socket itself.
         notifier.notify(b"two").expect("notify");

@@ -55,21 +55,30 @@ pub struct RequestHeader {
     pub flags: u32,
 }
 
-impl RequestHeader {
-    #[inline]
-    pub fn encode(&self, enc: &mut Encoder) {
-        enc.u32(self.func);
-        enc.u32(self.flags);
-    }
+/// `encode` and `decode` for a header of fixed-width fields, written once so
+/// that the two cannot disagree on the fields' order or widths.
+macro_rules! fixed_header {
+    ($ty:ident { $($field:ident: $wire:ident),* $(,)? }) => {
+        impl $ty {
+            #[inline]
+            pub fn encode(&self, enc: &mut Encoder) {
+                $(enc.$wire(self.$field);)*
+            }
 
-    #[inline]
-    pub fn decode(dec: &mut Decoder<'_>) -> Result<Self, WireError> {
-        Ok(Self {
-            func: dec.u32()?,
-            flags: dec.u32()?,
-        })
-    }
+            #[inline]
+            pub fn decode(dec: &mut Decoder<'_>) -> Result<Self, WireError> {
+                Ok(Self {
+                    $($field: dec.$wire()?,)*
+                })
+            }
+        }
+    };
 }
+
+fixed_header!(RequestHeader {
+    func: u32,
+    flags: u32
+});
 
 /// Precedes every reply's outputs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,21 +90,36 @@ pub struct ReplyHeader {
     pub deferred_status: i32,
 }
 
-impl ReplyHeader {
-    #[inline]
-    pub fn encode(&self, enc: &mut Encoder) {
-        enc.i32(self.status);
-        enc.i32(self.deferred_status);
-    }
+fixed_header!(ReplyHeader {
+    status: i32,
+    deferred_status: i32,
+});
 
-    #[inline]
-    pub fn decode(dec: &mut Decoder<'_>) -> Result<Self, WireError> {
-        Ok(Self {
-            status: dec.i32()?,
-            deferred_status: dec.i32()?,
-        })
-    }
+/// `Encoder::T` and `Decoder::T` for each fixed-width integer type `T`: its
+/// little-endian bytes, written and read by one definition.
+macro_rules! le_integers {
+    ($($t:ident),*) => {
+        impl Encoder {
+            $(
+                #[inline]
+                pub fn $t(&mut self, v: $t) {
+                    self.buf.extend_from_slice(&v.to_le_bytes());
+                }
+            )*
+        }
+
+        impl Decoder<'_> {
+            $(
+                #[inline]
+                pub fn $t(&mut self) -> Result<$t, WireError> {
+                    Ok($t::from_le_bytes(self.array()?))
+                }
+            )*
+        }
+    };
 }
+
+le_integers!(u32, i32, u64, i64);
 
 /// Appends values to a growable buffer.
 #[derive(Debug, Default, Clone)]
@@ -119,22 +143,6 @@ impl Encoder {
     #[inline]
     pub fn u8(&mut self, v: u8) {
         self.buf.push(v);
-    }
-    #[inline]
-    pub fn u32(&mut self, v: u32) {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-    }
-    #[inline]
-    pub fn i32(&mut self, v: i32) {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-    }
-    #[inline]
-    pub fn u64(&mut self, v: u64) {
-        self.buf.extend_from_slice(&v.to_le_bytes());
-    }
-    #[inline]
-    pub fn i64(&mut self, v: i64) {
-        self.buf.extend_from_slice(&v.to_le_bytes());
     }
     #[inline]
     pub fn usize(&mut self, v: usize) {
@@ -278,22 +286,6 @@ impl<'a> Decoder<'a> {
     #[inline]
     pub fn u8(&mut self) -> Result<u8, WireError> {
         Ok(self.array::<1>()?[0])
-    }
-    #[inline]
-    pub fn u32(&mut self) -> Result<u32, WireError> {
-        Ok(u32::from_le_bytes(self.array()?))
-    }
-    #[inline]
-    pub fn i32(&mut self) -> Result<i32, WireError> {
-        Ok(i32::from_le_bytes(self.array()?))
-    }
-    #[inline]
-    pub fn u64(&mut self) -> Result<u64, WireError> {
-        Ok(u64::from_le_bytes(self.array()?))
-    }
-    #[inline]
-    pub fn i64(&mut self) -> Result<i64, WireError> {
-        Ok(i64::from_le_bytes(self.array()?))
     }
 
     /// A `u64` that must fit this machine's `usize`.

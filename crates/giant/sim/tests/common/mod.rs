@@ -35,3 +35,19 @@ pub fn one_machine() -> Config {
         ..Config::default()
     }
 }
+
+/// A command that runs the `giant-sim` binary under test.
+pub fn sim_cli() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_giant-sim"))
+}
+
+/// Runs `cmd`, which must succeed (else its stderr is shown).
+pub fn output_ok(cmd: &mut std::process::Command) -> std::process::Output {
+    let st = cmd.output().unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    st
+}

@@ -157,8 +157,10 @@ fn client_cached(o: &mut String, f: &Func, mutable: &[u32]) {
         o,
         "{ALLOW}\npub unsafe extern \"C\" fn {name}({params}) -> i32 {{\n    \
          let q = CachedQuery {{ func: func::{name}, obj: {first}, kind: {fk}, extra: {extra}, param: param_name, mutable: &[{mutable}] }};\n    \
-         // SAFETY: the caller's contract is the query's; `fetch` passes it on\n    \
-         // with the caller's arguments or with a buffer of ours and its size.\n    \
+         // SAFETY: the application passes `{value}` NULL or writable for `{sz}`\n    \
+         // bytes and `{size_ret}` NULL or a writable size_t, as {name} requires and\n    \
+         // cached_info needs; `fetch` hands the server stub those or a buffer of\n    \
+         // cached_info's own with its true size.\n    \
          unsafe {{ cached_info(q, {sz}, {value}, {size_ret}, &|s, v, r| fetch_{name}({fetch})) }}\n}}\n",
         name = f.name,
         params = c_params(f),
@@ -417,7 +419,9 @@ fn per_thread_wrapper(o: &mut String, f: &Func, stream: &str) {
 {ALLOW}
 pub unsafe extern \"C\" fn {name}_ptsz({params}) -> {ret} {{
     let {stream} = if {stream}.is_null() {{ 2usize as *mut c_void }} else {{ {stream} }};
-    // SAFETY: the caller's contract is `{name}`'s.
+    // SAFETY: the arguments are the application's, valid as `{name}` requires
+    // (this function's contract); only a NULL stream became the per-thread
+    // default stream's handle, which `{name}` accepts as a stream.
     unsafe {{ {target}({args}) }}
 }}
 ",

@@ -23,12 +23,9 @@ pub fn fingerprint(api: &Api) -> u64 {
     h
 }
 
-/// The client side of a library forwarded through another one: the
-/// addresses of the client's implementations of every exported function,
-/// in description order (`forward_table()`), with the description's
-/// [`fingerprint`]. The including module must have the generated stubs
-/// (from [`gen_client`]) and `overrides` in scope.
-pub fn gen_forward_table(api: &Api) -> String {
+/// The constants both sides of a forwarded library check each other by: the
+/// description's fingerprint and the table's length.
+fn table_constants(api: &Api) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
@@ -40,6 +37,16 @@ pub fn gen_forward_table(api: &Api) -> String {
         o,
         "/// The number of exported functions.\npub const FORWARD_LEN: usize = {n};"
     );
+    o
+}
+
+/// The client side of a library forwarded through another one: the
+/// addresses of the client's implementations of every exported function,
+/// in description order (`forward_table()`), with the description's
+/// [`fingerprint`]. The including module must have the generated stubs
+/// (from [`gen_client`]) and `overrides` in scope.
+pub fn gen_forward_table(api: &Api) -> String {
+    let mut o = table_constants(api);
     o.push_str("/// The client's implementation of each exported function, in description order.\npub fn forward_table() -> [usize; FORWARD_LEN] {\n    [\n");
     for f in exported(api) {
         let m = impl_module(f);
@@ -61,18 +68,8 @@ pub fn gen_forward_table(api: &Api) -> String {
 /// function returning a status) or `fallback_NAME()` (a `custom NAME`
 /// return) when there is none; plus the versioned ELF exports (`node`).
 pub fn gen_forwarders(api: &Api, node: &str) -> String {
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "/// The description's fingerprint (wormhole_apigen::fingerprint).\npub const FINGERPRINT: u64 = {:#x};",
-        fingerprint(api)
-    );
-    let n = exported(api).count();
-    let _ = writeln!(
-        o,
-        "/// The number of exported functions.\npub const FORWARD_LEN: usize = {n};\n"
-    );
-    o.push_str("/// One forwarder per exported function.\n#[allow(non_snake_case, unused_imports, clippy::too_many_arguments, clippy::missing_safety_doc, clippy::unused_unit)]\npub mod fwd {\n    use std::ffi::{c_char, c_void};\n    use super::*;\n\n");
+    let mut o = table_constants(api);
+    o.push_str("\n/// One forwarder per exported function.\n#[allow(non_snake_case, unused_imports, clippy::too_many_arguments, clippy::missing_safety_doc, clippy::unused_unit)]\npub mod fwd {\n    use std::ffi::{c_char, c_void};\n    use super::*;\n\n");
     for (i, f) in exported(api).enumerate() {
         let types: Vec<String> = f.args.iter().map(|a| a.ty.ctype()).collect();
         let names: Vec<&str> = f.args.iter().map(|a| a.name.as_str()).collect();

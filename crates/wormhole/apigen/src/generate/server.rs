@@ -218,15 +218,7 @@ fn server_input(
     let refcounting = f.attrs.retain.is_some() || f.attrs.release.is_some();
     match &a.ty {
         Ty::Scalar(s) => {
-            let m = match s {
-                Scalar::U32 | Scalar::Bool => "u32",
-                Scalar::I32 => "i32",
-                Scalar::U64 | Scalar::Bitfield => "u64",
-                Scalar::Usize => "usize",
-                Scalar::I64 => "i64",
-                Scalar::F32 => "f32",
-                Scalar::F64 => "f64",
-            };
+            let m = s.rust();
             match s {
                 Scalar::F32 => {
                     let _ = writeln!(o, "    let v_{n} = f32::from_bits(d.u32().map_err(bad)?);");
@@ -426,7 +418,7 @@ fn ffi_dlopen(o: &mut String, api: &Api) {
     for f in forwarded(api) {
         let _ = writeln!(
             o,
-            "                {n}: {{ let p = sym(\"{n}\"); if p.is_null() {{ None }} else {{ // SAFETY: the caller's contract: `p` is this function.\n                    Some(unsafe {{ std::mem::transmute::<*mut c_void, unsafe extern \"C\" fn({}) -> {}>(p) }}) }} }},",
+            "                {n}: {{ let p = sym(\"{n}\"); if p.is_null() {{ None }} else {{ // SAFETY: `p` is not NULL, so by `load`'s contract it is `{n}`, whose C signature this is.\n                    Some(unsafe {{ std::mem::transmute::<*mut c_void, unsafe extern \"C\" fn({}) -> {}>(p) }}) }} }},",
             c_params(f),
             f.ret.ctype(),
             n = f.name
@@ -439,7 +431,7 @@ fn ffi_dlopen(o: &mut String, api: &Api) {
         let names: Vec<&str> = f.args.iter().map(|a| a.name.as_str()).collect();
         let _ = writeln!(
             o,
-            "    pub unsafe fn {n}({}) -> {} {{\n        match super::table().{n} {{\n            // SAFETY: the caller's contract is the library function's.\n            Some(f) => unsafe {{ f({}) }},\n            None => super::NO_LIBRARY,\n        }}\n    }}",
+            "    pub unsafe fn {n}({}) -> {} {{\n        match super::table().{n} {{\n            // SAFETY: `f` is the library's {n} with this signature (`Table::load`), and the\n            // arguments are valid as {n} requires: this function's contract with its caller.\n            Some(f) => unsafe {{ f({}) }},\n            None => super::NO_LIBRARY,\n        }}\n    }}",
             c_params(f),
             f.ret.ctype(),
             names.join(", "),

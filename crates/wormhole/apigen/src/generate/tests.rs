@@ -3,6 +3,14 @@
 use super::*;
 use crate::parse;
 
+/// Fails, showing `text`, unless `text` contains each of `pieces`.
+#[track_caller]
+fn assert_has(text: &str, pieces: &[&str]) {
+    for p in pieces {
+        assert!(text.contains(p), "missing {p:?} in:\n{text}");
+    }
+}
+
 #[test]
 fn per_thread_variants_are_exported_and_map_the_null_stream() {
     let api = crate::parse(
@@ -13,34 +21,25 @@ fn per_thread_variants_are_exported_and_map_the_null_stream() {
     )
     .expect("parse");
     let client = gen_client(&api);
-    assert!(
-        client.contains(
-            "pub unsafe extern \"C\" fn cudaMemcpyAsync_ptsz(n: usize, stream: *mut c_void) -> i32"
-        ),
-        "{client}"
-    );
-    assert!(
-        client.contains(
-            "let stream = if stream.is_null() { 2usize as *mut c_void } else { stream };"
-        ),
-        "{client}"
-    );
-    assert!(
-        client.contains("unsafe { cudaMemcpyAsync(n, stream) }"),
-        "{client}"
+    assert_has(
+        &client,
+        &[
+            "pub unsafe extern \"C\" fn cudaMemcpyAsync_ptsz(n: usize, stream: *mut c_void) -> i32",
+            "let stream = if stream.is_null() { 2usize as *mut c_void } else { stream };",
+            "unsafe { cudaMemcpyAsync(n, stream) }",
+        ],
     );
     // A _ptds variant is the function itself: no wrapper.
     assert!(!client.contains("cudaMemcpy_ptds"), "{client}");
     let exports = gen_exports(&api, "c", "libx.so.1");
-    assert!(
-        exports.contains("cudaMemcpyAsync_ptsz@@libx.so.1"),
-        "{exports}"
+    assert_has(
+        &exports,
+        &[
+            "cudaMemcpyAsync_ptsz@@libx.so.1",
+            "sym c::gen::cudaMemcpyAsync_ptsz",
+            "cudaMemcpy_ptds@@libx.so.1",
+        ],
     );
-    assert!(
-        exports.contains("sym c::gen::cudaMemcpyAsync_ptsz"),
-        "{exports}"
-    );
-    assert!(exports.contains("cudaMemcpy_ptds@@libx.so.1"), "{exports}");
     assert!(!exports.contains("cudaFree_pt"), "{exports}");
 }
 
@@ -52,14 +51,15 @@ fn a_cached_query_asks_through_its_fetch_stub() {
          param_value_size_ret: out usize?) -> status cached=except(0x11B2);",
     )
     .expect("parse");
-    let client = gen_client(&api);
-    assert!(
-        client.contains("extra: key_of(device, Kind::Device)"),
-        "{client}"
+    assert_has(
+        &gen_client(&api),
+        &[
+            "extra: key_of(device, Kind::Device)",
+            "mutable: &[0x11b2]",
+            "fetch_clGetKernelWorkGroupInfo(kernel, device, param_name, s, v, r)",
+            "pub unsafe extern \"C\" fn fetch_clGetKernelWorkGroupInfo(",
+        ],
     );
-    assert!(client.contains("mutable: &[0x11b2]"), "{client}");
-    assert!(client.contains("fetch_clGetKernelWorkGroupInfo(kernel, device, param_name, s, v, r)"));
-    assert!(client.contains("pub unsafe extern \"C\" fn fetch_clGetKernelWorkGroupInfo("));
 }
 
 #[test]
@@ -71,15 +71,14 @@ fn an_async_creation_posts_under_its_own_id() {
     .expect("parse");
     let client = gen_client(&api);
     let make = &client[..client.find("fn clPlain").expect("clPlain")];
-    assert!(
-        make.contains("c.enc.usize(n); c.shape((class(n)) as u64);"),
-        "{make}"
+    assert_has(
+        make,
+        &[
+            "c.enc.usize(n); c.shape((class(n)) as u64);",
+            "let status = c.finish_async_create()?;",
+            "adopt_id(new_id, Kind::Mem)",
+        ],
     );
-    assert!(
-        make.contains("let status = c.finish_async_create()?;"),
-        "{make}"
-    );
-    assert!(make.contains("adopt_id(new_id, Kind::Mem)"), "{make}");
     let plain = &client[client.find("fn clPlain").expect("clPlain")..];
     assert!(plain.contains("r.adopt(new_id, Kind::Mem)") && !plain.contains("finish_async"));
     assert!(
@@ -118,15 +117,18 @@ fn forwarders_index_the_table_in_description_order() {
                fn c(x: h) -> status unsupported;";
     let api = parse(src).expect("parse");
     let fwd = gen_forwarders(&api, "libx.so.1");
-    assert!(fwd.contains("pub const FORWARD_LEN: usize = 3;"));
-    assert!(fwd.contains("match table(0)"));
-    assert!(fwd.contains("unsafe extern \"C\" fn(*mut c_void, i64, f32, f64) -> i32"));
-    assert!(fwd.contains("None => fallback_status()"));
-    assert!(fwd.contains("None => fallback_name()"));
-    assert!(fwd.contains(".symver wormhole_x_b, b@@libx.so.1"));
-    assert!(
-        fwd.contains(".symver wormhole_x_c, c@@libx.so.1"),
-        "unsupported: exported, to refuse"
+    assert_has(
+        &fwd,
+        &[
+            "pub const FORWARD_LEN: usize = 3;",
+            "match table(0)",
+            "unsafe extern \"C\" fn(*mut c_void, i64, f32, f64) -> i32",
+            "None => fallback_status()",
+            "None => fallback_name()",
+            ".symver wormhole_x_b, b@@libx.so.1",
+            // An unsupported function is exported too, to refuse.
+            ".symver wormhole_x_c, c@@libx.so.1",
+        ],
     );
     let table = gen_forward_table(&api);
     assert!(table.contains("        a as *const () as usize,\n        overrides::b as"));
