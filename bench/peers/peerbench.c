@@ -22,91 +22,14 @@
  *   peerbench idle SECONDS               a context, a queue and a built
  *                                        kernel, then "READY" and a sleep
  */
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
+#define BENCH_NAME "peerbench"
+#include "../common/bench.h"
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-#define CHECK(call)                                                            \
-    do {                                                                       \
-        cl_int e_ = (call);                                                    \
-        if (e_ != CL_SUCCESS) {                                                \
-            fprintf(stderr, "peerbench: %s failed: %d (line %d)\n", #call, e_,  \
-                    __LINE__);                                                 \
-            exit(2);                                                           \
-        }                                                                      \
-    } while (0)
 
 static cl_device_id dev;
 static cl_context ctx;
 static cl_command_queue q;
-
-static double now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static void setup(void) {
-    cl_platform_id p;
-    cl_uint n = 0;
-    CHECK(clGetPlatformIDs(1, &p, &n));
-    if (n == 0) {
-        fprintf(stderr, "peerbench: no OpenCL platform\n");
-        exit(2);
-    }
-    CHECK(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &dev, NULL));
-    cl_int err;
-    ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    CHECK(err);
-    q = clCreateCommandQueue(ctx, dev, 0, &err);
-    CHECK(err);
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Prints "name":{"n":..,"median_ns":..,"mean_ns":..,"p99_ns":..} and a
- * comma unless it is the last. */
-static void summary(const char *name, double *v, size_t n, int last) {
-    qsort(v, n, sizeof *v, cmp_double);
-    double sum = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += v[i];
-    size_t r99 = (size_t)(0.99 * (double)n + 0.999999);
-    if (r99 < 1)
-        r99 = 1;
-    double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    printf("\"%s\":{\"n\":%zu,\"median_ns\":%.1f,\"mean_ns\":%.1f,\"p99_ns\":%.1f}%s", name, n,
-           med, sum / (double)n, v[r99 - 1], last ? "" : ",");
-}
-
-static const char *add_src = "__kernel void add(__global int *a, int b) {\n"
-                             "  size_t i = get_global_id(0);\n"
-                             "  a[i] += b;\n"
-                             "}\n";
-
-enum { N = 256 };
-
-static cl_kernel add_kernel(cl_program *prog, cl_mem *buf) {
-    cl_int err;
-    *prog = clCreateProgramWithSource(ctx, 1, &add_src, NULL, &err);
-    CHECK(err);
-    CHECK(clBuildProgram(*prog, 1, &dev, "", NULL, NULL));
-    cl_kernel k = clCreateKernel(*prog, "add", &err);
-    CHECK(err);
-    int zero[N] = {0};
-    *buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, zero, &err);
-    CHECK(err);
-    CHECK(clSetKernelArg(k, 0, sizeof *buf, buf));
-    return k;
-}
 
 /* The round trips. Each is warmed up (WARM calls), then timed call by call. */
 enum { WARM = 200 };
@@ -125,10 +48,10 @@ static long count(const char *name, long iters) { return want(name) ? iters : 1;
 static void trips(long iters) {
     cl_program prog;
     cl_mem buf;
-    cl_kernel k = add_kernel(&prog, &buf);
+    cl_kernel k = add_kernel(ctx, dev, &prog, &buf);
     int one = 1;
     CHECK(clSetKernelArg(k, 1, sizeof one, &one));
-    size_t global = N;
+    size_t global = ADD_N;
     double *v = malloc(sizeof(double) * (size_t)iters);
     if (!v)
         exit(2);
@@ -251,8 +174,8 @@ static void trips(long iters) {
 static void callheavy(long launches, long every) {
     cl_program prog;
     cl_mem buf;
-    cl_kernel k = add_kernel(&prog, &buf);
-    size_t global = N;
+    cl_kernel k = add_kernel(ctx, dev, &prog, &buf);
+    size_t global = ADD_N;
     int b = 0;
     CHECK(clSetKernelArg(k, 1, sizeof b, &b));
     CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
@@ -269,9 +192,9 @@ static void callheavy(long launches, long every) {
     }
     CHECK(clFinish(q));
     double wall = (now_ns() - t0) * 1e-9;
-    int out[N];
+    int out[ADD_N];
     CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < ADD_N; i++) {
         if (out[i] != (int)expect) {
             fprintf(stderr, "peerbench: wrong result %d, want %ld\n", out[i], expect);
             exit(4);
@@ -352,14 +275,9 @@ static void build(long n) {
                  "  o[get_global_id(0)] = acc;\n"
                  "}\n",
                  (long)getpid() * 1000 + i, (long)ts.tv_sec, (long)ts.tv_nsec);
-        const char *s = src;
-        cl_int err;
         double t0 = now_ns();
-        cl_program p = clCreateProgramWithSource(ctx, 1, &s, NULL, &err);
-        CHECK(err);
-        CHECK(clBuildProgram(p, 1, &dev, "", NULL, NULL));
-        cl_kernel k = clCreateKernel(p, "scale", &err);
-        CHECK(err);
+        cl_program p = build_program(ctx, dev, src, "");
+        cl_kernel k = new_kernel(p, "scale");
         v[i] = now_ns() - t0;
         clReleaseKernel(k);
         clReleaseProgram(p);
@@ -373,9 +291,9 @@ static void build(long n) {
 static void idle(long seconds) {
     cl_program prog;
     cl_mem buf;
-    cl_kernel k = add_kernel(&prog, &buf);
+    cl_kernel k = add_kernel(ctx, dev, &prog, &buf);
     int one = 1;
-    size_t global = N;
+    size_t global = ADD_N;
     CHECK(clSetKernelArg(k, 1, sizeof one, &one));
     CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
     CHECK(clFinish(q));
@@ -399,7 +317,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "peerbench: counts must be positive\n");
         return 1;
     }
-    setup();
+    open_device(&dev, &ctx, &q);
     if (strcmp(argv[1], "trips") == 0)
         trips(a);
     else if (strcmp(argv[1], "callheavy") == 0)

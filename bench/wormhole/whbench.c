@@ -18,56 +18,20 @@
  * the server process's CPU time at those points (and while it holds, the
  * idle server's).
  */
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
+#define BENCH_NAME "whbench"
+#include "../common/bench.h"
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/resource.h>
-#include <time.h>
-
-#define CHECK(call)                                                            \
-    do {                                                                       \
-        cl_int e_ = (call);                                                    \
-        if (e_ != CL_SUCCESS) {                                                \
-            fprintf(stderr, "whbench: %s failed: %d (line %d)\n", #call, e_,    \
-                    __LINE__);                                                 \
-            exit(2);                                                           \
-        }                                                                      \
-    } while (0)
 
 static cl_device_id dev;
 static cl_context ctx;
 static cl_command_queue q;
-
-static double now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
 
 static double cpu_s(int user) {
     struct rusage r;
     getrusage(RUSAGE_SELF, &r);
     struct timeval tv = user ? r.ru_utime : r.ru_stime;
     return (double)tv.tv_sec + (double)tv.tv_usec * 1e-6;
-}
-
-static void setup(void) {
-    cl_platform_id p;
-    cl_uint n = 0;
-    CHECK(clGetPlatformIDs(1, &p, &n));
-    if (n == 0) {
-        fprintf(stderr, "whbench: no OpenCL platform\n");
-        exit(2);
-    }
-    CHECK(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &dev, NULL));
-    cl_int err;
-    ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    CHECK(err);
-    q = clCreateCommandQueue(ctx, dev, 0, &err);
-    CHECK(err);
 }
 
 static void handshake(const char *what) {
@@ -81,26 +45,6 @@ static void handshake(const char *what) {
         fprintf(stderr, "whbench: runner went away\n");
         exit(3);
     }
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Prints "name":{"n":..,"median_ns":..,"p99_ns":..,"mean_ns":..,"min_ns":..} */
-static void summary(const char *name, double *v, size_t n, int comma) {
-    qsort(v, n, sizeof *v, cmp_double);
-    double sum = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += v[i];
-    size_t r99 = (size_t)(0.99 * (double)n + 0.999999);
-    if (r99 < 1)
-        r99 = 1;
-    double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    printf("\"%s\":{\"n\":%zu,\"median_ns\":%.1f,\"p99_ns\":%.1f,\"mean_ns\":%.1f,"
-           "\"min_ns\":%.1f}%s",
-           name, n, med, v[r99 - 1], sum / (double)n, v[0], comma ? "," : "");
 }
 
 static void nullcall(long iters) {
@@ -123,54 +67,30 @@ static void nullcall(long iters) {
         double t = now_ns();
         v[i] = now_ns() - t;
     }
-    summary("timer", v, (size_t)iters, 1);
+    summary("timer", v, (size_t)iters, 0);
     for (long i = 0; i < iters; i++) {
         double t = now_ns();
         clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
         v[i] = now_ns() - t;
     }
-    summary("event_info", v, (size_t)iters, 1);
+    summary("event_info", v, (size_t)iters, 0);
     cl_device_type ty;
     for (long i = 0; i < iters; i++) {
         double t = now_ns();
         clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof ty, &ty, NULL);
         v[i] = now_ns() - t;
     }
-    summary("device_info", v, (size_t)iters, 0);
+    summary("device_info", v, (size_t)iters, 1);
     printf("}\n");
     free(v);
     clReleaseEvent(ev);
 }
 
-static const char *src =
-    "__kernel void add(__global int *a, int b) {\n"
-    "  size_t i = get_global_id(0);\n"
-    "  a[i] += b;\n"
-    "}\n";
-
-enum { N = 256 };
-
-/* The `add` kernel, built, with a zeroed buffer of N ints as its first
- * argument. */
-static cl_kernel add_kernel(cl_program *prog, cl_mem *buf) {
-    cl_int err;
-    *prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
-    CHECK(err);
-    CHECK(clBuildProgram(*prog, 1, &dev, "", NULL, NULL));
-    cl_kernel k = clCreateKernel(*prog, "add", &err);
-    CHECK(err);
-    int zero[N] = {0};
-    *buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, zero, &err);
-    CHECK(err);
-    CHECK(clSetKernelArg(k, 0, sizeof *buf, buf));
-    return k;
-}
-
 static void callheavy(long launches, long every) {
     cl_program prog;
     cl_mem buf;
-    cl_kernel k = add_kernel(&prog, &buf);
-    size_t global = N;
+    cl_kernel k = add_kernel(ctx, dev, &prog, &buf);
+    size_t global = ADD_N;
     int b = 0;
     CHECK(clSetKernelArg(k, 1, sizeof b, &b));
     CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
@@ -188,9 +108,9 @@ static void callheavy(long launches, long every) {
     }
     CHECK(clFinish(q));
     double wall = (now_ns() - t0) * 1e-9, user = cpu_s(1) - u0, sys = cpu_s(0) - s0;
-    int out[N];
+    int out[ADD_N];
     CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
-    for (int i = 0; i < N; i++) {
+    for (int i = 0; i < ADD_N; i++) {
         if (out[i] != (int)expect) {
             fprintf(stderr, "whbench: wrong result %d, want %ld\n", out[i], expect);
             exit(4);
@@ -257,10 +177,10 @@ static void bulk(long mib, long reps) {
 static void readback(long rounds) {
     cl_program prog;
     cl_mem buf;
-    cl_kernel k = add_kernel(&prog, &buf);
+    cl_kernel k = add_kernel(ctx, dev, &prog, &buf);
     int one = 1;
     CHECK(clSetKernelArg(k, 1, sizeof one, &one));
-    size_t global = N;
+    size_t global = ADD_N;
     double *v = malloc(sizeof(double) * (size_t)rounds);
     if (!v)
         exit(2);
@@ -276,7 +196,7 @@ static void readback(long rounds) {
         }
     }
     printf("RESULT {\"bench\":\"readback\",");
-    summary("round", v, (size_t)rounds, 0);
+    summary("round", v, (size_t)rounds, 1);
     printf("}\n");
     free(v);
     clReleaseMemObject(buf);
@@ -294,7 +214,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "whbench: counts must be positive\n");
         return 1;
     }
-    setup();
+    open_device(&dev, &ctx, &q);
     if (strcmp(argv[1], "nullcall") == 0)
         nullcall(a);
     else if (strcmp(argv[1], "callheavy") == 0)
