@@ -162,6 +162,23 @@ static __attribute__((unused)) cl_mem buffer(env_t *t, cl_mem_flags f, size_t n,
     return m;
 }
 
+/* RGBA with 8-bit unsigned channels: the format the image tests use. */
+static const __attribute__((unused)) cl_image_format rgba8 = {CL_RGBA, CL_UNSIGNED_INT8};
+
+/* An image description of `type`, `w` x `h` x `depth` pixels (0 for a
+ * dimension the type lacks), every other field zero: no pitches, no array,
+ * no buffer. */
+static __attribute__((unused)) cl_image_desc image_desc(cl_mem_object_type type, size_t w,
+                                                        size_t h, size_t depth) {
+    cl_image_desc d;
+    memset(&d, 0, sizeof d);
+    d.image_type = type;
+    d.image_width = w;
+    d.image_height = h;
+    d.image_depth = depth;
+    return d;
+}
+
 /* Squares 0..63 on the device and returns their sum (85344): proof, in a
  * few calls, that the device computes. */
 static __attribute__((unused)) long sum_of_squares(env_t *t) {
