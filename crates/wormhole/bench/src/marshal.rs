@@ -17,19 +17,17 @@ use wormhole_server::opencl::tenant::{Limits, Tenant};
 use wormhole_server::opencl::{dispatch, ffi};
 use wormhole_wire::{Decoder, Encoder, ReplyHeader, RequestHeader, REPLY_HEADER_LEN};
 
+use crate::native::{check, first_device, Native, NativeError};
 use crate::stats::median;
 
-const CL_DEVICE_TYPE_ALL: u64 = 0xFFFF_FFFF;
 const CL_EVENT_COMMAND_EXECUTION_STATUS: u32 = 0x11D3;
 /// The id the bench's tenant knows the event by.
 const EVENT_ID: u64 = 7;
 
 #[derive(Debug, Error)]
 pub enum MarshalError {
-    #[error("OpenCL: {what} failed with {code}")]
-    Cl { what: &'static str, code: i32 },
-    #[error("no OpenCL platform or device")]
-    NoDevice,
+    #[error(transparent)]
+    Native(#[from] NativeError),
     #[error("bench state: {0}")]
     Internal(&'static str),
     #[error("wire: {0}")]
@@ -50,39 +48,9 @@ pub struct MarshalResult {
     pub reply_bytes: usize,
 }
 
-fn check(what: &'static str, code: i32) -> Result<(), MarshalError> {
-    if code == 0 {
-        Ok(())
-    } else {
-        Err(MarshalError::Cl { what, code })
-    }
-}
-
 /// A completed marker event on the first device, made natively.
 fn completed_event() -> Result<*mut c_void, MarshalError> {
-    let platforms = wormhole_server::opencl::platforms(&[]);
-    let p = *platforms.first().ok_or(MarshalError::NoDevice)?;
-    let mut dev = std::ptr::null_mut();
-    // SAFETY: room for one device handle.
-    check("clGetDeviceIDs", unsafe {
-        ffi::clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &mut dev, std::ptr::null_mut())
-    })?;
-    let mut err = 0;
-    // SAFETY: one valid device, no properties, no callback.
-    let ctx = unsafe {
-        ffi::clCreateContext(
-            std::ptr::null(),
-            1,
-            &dev,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            &mut err,
-        )
-    };
-    check("clCreateContext", err)?;
-    // SAFETY: valid context and device.
-    let q = unsafe { ffi::clCreateCommandQueue(ctx, dev, 0, &mut err) };
-    check("clCreateCommandQueue", err)?;
+    let Native { queue: q, .. } = first_device()?;
     let mut ev = std::ptr::null_mut();
     // SAFETY: valid queue, empty wait list, one event slot.
     check("clEnqueueMarkerWithWaitList", unsafe {
@@ -203,7 +171,7 @@ pub fn run(batches: usize, batch: usize) -> Result<MarshalResult, MarshalError> 
     // SAFETY: `ev` is a live event.
     check("clRetainEvent", unsafe { ffi::clRetainEvent(ev) })?;
     t.insert(EVENT_ID, Kind::Event, ev)
-        .map_err(|code| MarshalError::Cl {
+        .map_err(|code| NativeError::Cl {
             what: "insert",
             code,
         })?;
@@ -226,7 +194,7 @@ pub fn run(batches: usize, batch: usize) -> Result<MarshalResult, MarshalError> 
             )
         };
         std::hint::black_box(st);
-        check("clGetEventInfo", r)
+        Ok(check("clGetEventInfo", r)?)
     };
     let mut sizes = (0, 0);
     // Alternate the two, so drift on a shared machine hits both alike.

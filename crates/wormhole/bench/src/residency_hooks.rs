@@ -25,9 +25,9 @@ use wormhole_server::residency::{self, Frame, Residency};
 use wormhole_transport::arena::Arena;
 use wormhole_wire::{Encoder, RequestHeader};
 
+use crate::native::{check, first_device, Native, NativeError};
 use crate::stats::median;
 
-const CL_DEVICE_TYPE_ALL: u64 = 0xFFFF_FFFF;
 const CTX: u64 = 1;
 const QUEUE: u64 = 2;
 const BUF: u64 = 3;
@@ -36,10 +36,10 @@ const KERNEL: u64 = 5;
 
 #[derive(Debug, Error)]
 pub enum HooksError {
-    #[error("OpenCL: {what} failed with {code}")]
-    Cl { what: &'static str, code: i32 },
-    #[error("no OpenCL platform or device")]
-    NoDevice,
+    #[error(transparent)]
+    Native(#[from] NativeError),
+    #[error("the shared buffer arena: {0}")]
+    Arena(#[from] wormhole_transport::TransportError),
     #[error("residency: {0}")]
     Residency(#[from] wormhole_server::residency::ResidencyError),
     #[error("{0}")]
@@ -56,14 +56,6 @@ pub struct HooksResult {
     pub launch_without_ns: f64,
     pub set_arg_ns: f64,
     pub set_arg_without_ns: f64,
-}
-
-fn check(what: &'static str, code: i32) -> Result<(), HooksError> {
-    if code == 0 {
-        Ok(())
-    } else {
-        Err(HooksError::Cl { what, code })
-    }
 }
 
 /// A request frame: the header, then what `body` writes.
@@ -99,16 +91,14 @@ fn ledger(sock: OwnedFd) {
 /// A tenant with a context, a queue, a buffer in an arena and a kernel
 /// whose first argument is that buffer; with residency when `sock` is given.
 fn tenant(sock: Option<OwnedFd>) -> Result<Tenant, HooksError> {
-    let platforms = wormhole_server::opencl::platforms(&[]);
-    let p = *platforms.first().ok_or(HooksError::NoDevice)?;
-    let mut dev = std::ptr::null_mut();
-    // SAFETY: room for one device handle.
-    check("clGetDeviceIDs", unsafe {
-        ffi::clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &mut dev, std::ptr::null_mut())
-    })?;
+    let Native {
+        platforms,
+        context: ctx,
+        queue: q,
+    } = first_device()?;
     let mut t = Tenant::new(platforms, Limits::default(), None);
     t.shared = Some(wormhole_server::opencl::shared::SharedBuffers::new(
-        Arena::create(64 << 20).map_err(|_| HooksError::NoDevice)?,
+        Arena::create(64 << 20)?,
     ));
     if let Some(s) = sock {
         let config = Config {
@@ -119,21 +109,6 @@ fn tenant(sock: Option<OwnedFd>) -> Result<Tenant, HooksError> {
         residency::attach_to(&mut t, &config, s)?;
     }
     let mut err = 0;
-    // SAFETY: one valid device, no properties, no callback.
-    let ctx = unsafe {
-        ffi::clCreateContext(
-            std::ptr::null(),
-            1,
-            &dev,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            &mut err,
-        )
-    };
-    check("clCreateContext", err)?;
-    // SAFETY: valid context and device.
-    let q = unsafe { ffi::clCreateCommandQueue(ctx, dev, 0, &mut err) };
-    check("clCreateCommandQueue", err)?;
     // SAFETY: a context from above; no host pointer.
     let buf = unsafe {
         wormhole_server::opencl::overrides::clCreateBuffer(
@@ -172,7 +147,7 @@ fn tenant(sock: Option<OwnedFd>) -> Result<Tenant, HooksError> {
         (PROG, Kind::Program, prog),
         (KERNEL, Kind::Kernel, k),
     ] {
-        t.insert(id, kind, raw).map_err(|code| HooksError::Cl {
+        t.insert(id, kind, raw).map_err(|code| NativeError::Cl {
             what: "insert",
             code,
         })?;
