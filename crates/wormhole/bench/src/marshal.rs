@@ -8,7 +8,6 @@
 
 use std::ffi::c_void;
 use std::sync::Mutex;
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -18,7 +17,7 @@ use wormhole_server::opencl::{dispatch, ffi};
 use wormhole_wire::{Decoder, Encoder, ReplyHeader, RequestHeader, REPLY_HEADER_LEN};
 
 use crate::native::{check, first_device, Native, NativeError};
-use crate::stats::median;
+use crate::stats::{median, per_call};
 
 const CL_EVENT_COMMAND_EXECUTION_STATUS: u32 = 0x11D3;
 /// The id the bench's tenant knows the event by.
@@ -60,26 +59,6 @@ fn completed_event() -> Result<*mut c_void, MarshalError> {
     check("clFinish", unsafe { ffi::clFinish(q) })?;
     // The context, queue and event live until the process ends.
     Ok(ev)
-}
-
-/// Times `batch` calls of `f` `batches` times; per-call median in ns.
-fn per_call(
-    batches: usize,
-    batch: usize,
-    mut f: impl FnMut() -> Result<(), MarshalError>,
-) -> Result<f64, MarshalError> {
-    for _ in 0..batch {
-        f()?;
-    }
-    let mut v = Vec::with_capacity(batches);
-    for _ in 0..batches {
-        let t = Instant::now();
-        for _ in 0..batch {
-            f()?;
-        }
-        v.push(t.elapsed().as_nanos() as f64 / batch as f64);
-    }
-    Ok(median(&v))
 }
 
 /// The client's part of the state a real call touches: the object registry
@@ -194,7 +173,7 @@ pub fn run(batches: usize, batch: usize) -> Result<MarshalResult, MarshalError> 
             )
         };
         std::hint::black_box(st);
-        Ok(check("clGetEventInfo", r)?)
+        check("clGetEventInfo", r)
     };
     let mut sizes = (0, 0);
     // Alternate the two, so drift on a shared machine hits both alike.
@@ -204,7 +183,7 @@ pub fn run(batches: usize, batch: usize) -> Result<MarshalResult, MarshalError> 
         nat.push(per_call(batches / 5 + 1, batch, native)?);
         inp.push(per_call(batches / 5 + 1, batch, || {
             sizes = one_call(&client, &mut t, &mut srv, ev_obj)?;
-            Ok(())
+            Ok::<(), MarshalError>(())
         })?);
     }
     let native_ns = median(&nat);

@@ -26,7 +26,7 @@ use wormhole_transport::arena::Arena;
 use wormhole_wire::{Encoder, RequestHeader};
 
 use crate::native::{check, first_device, Native, NativeError};
-use crate::stats::median;
+use crate::stats::per_call;
 
 const CTX: u64 = 1;
 const QUEUE: u64 = 2;
@@ -189,26 +189,6 @@ fn tenant(sock: Option<OwnedFd>) -> Result<Tenant, HooksError> {
         )
     })?;
     Ok(t)
-}
-
-/// Times `batch` runs of `f`, `batches` times; the per-run median in ns.
-fn per_call(
-    batches: usize,
-    batch: usize,
-    mut f: impl FnMut() -> Result<(), HooksError>,
-) -> Result<f64, HooksError> {
-    for _ in 0..batch {
-        f()?;
-    }
-    let mut v = Vec::with_capacity(batches);
-    for _ in 0..batches {
-        let t = std::time::Instant::now();
-        for _ in 0..batch {
-            f()?;
-        }
-        v.push(t.elapsed().as_nanos() as f64 / batch as f64);
-    }
-    Ok(median(&v))
 }
 
 /// The hooks around one request, as the serve loop runs them (the call
