@@ -97,6 +97,128 @@ static __attribute__((unused)) cl_kernel add_kernel(cl_context ctx, cl_device_id
     return k;
 }
 
+/* One launch of `add` adding `b`, waited for. */
+static __attribute__((unused)) void add_once(cl_command_queue q, cl_kernel k, int b) {
+    size_t global = ADD_N;
+    CHECK(clSetKernelArg(k, 1, sizeof b, &b));
+    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
+    CHECK(clFinish(q));
+}
+
+/* The call-heavy loop (the part to time): `launches` launches of `add`,
+ * the i-th adding i % 7, with a clFinish every `every` launches and at the
+ * end. Returns what each int of the buffer has gained. */
+static __attribute__((unused)) long add_launches(cl_command_queue q, cl_kernel k, long launches,
+                                                 long every) {
+    size_t global = ADD_N;
+    long sum = 0;
+    for (long i = 0; i < launches; i++) {
+        int b = (int)(i % 7);
+        sum += b;
+        CHECK(clSetKernelArg(k, 1, sizeof b, &b));
+        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
+        if ((i + 1) % every == 0)
+            CHECK(clFinish(q));
+    }
+    CHECK(clFinish(q));
+    return sum;
+}
+
+/* Exits 4 unless every int of `add`'s buffer is `want`. */
+static __attribute__((unused)) void check_add(cl_command_queue q, cl_mem buf, long want) {
+    int out[ADD_N];
+    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
+    for (int i = 0; i < ADD_N; i++) {
+        if (out[i] != (int)want) {
+            fprintf(stderr, BENCH_NAME ": wrong result %d, want %ld\n", out[i], want);
+            exit(4);
+        }
+    }
+}
+
+/* Writes MIB MiB to a buffer and reads them back, REPS times, each
+ * blocking and checked; prints
+ * RESULT {"bench":"bulk","mib":..,"write_gbps":[..],"read_gbps":[..]}. */
+static __attribute__((unused)) void bulk(cl_context ctx, cl_command_queue q, long mib, long reps) {
+    size_t size = (size_t)mib << 20;
+    unsigned char *src_h = malloc(size), *dst_h = malloc(size);
+    double *w = malloc(sizeof(double) * (size_t)reps), *r = malloc(sizeof(double) * (size_t)reps);
+    if (!src_h || !dst_h || !w || !r) {
+        fprintf(stderr, BENCH_NAME ": out of memory\n");
+        exit(2);
+    }
+    for (size_t i = 0; i < size; i++)
+        src_h[i] = (unsigned char)(i * 131u + 7u);
+    cl_int err;
+    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, size, NULL, &err);
+    CHECK(err);
+    /* First touch of the device buffer, outside the timings. */
+    CHECK(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, size, src_h, 0, NULL, NULL));
+    CHECK(clFinish(q));
+    for (long i = 0; i < reps; i++) {
+        memset(dst_h, 0, size);
+        double t = now_ns();
+        CHECK(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, size, src_h, 0, NULL, NULL));
+        CHECK(clFinish(q));
+        w[i] = (double)size / (now_ns() - t);
+        t = now_ns();
+        CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, size, dst_h, 0, NULL, NULL));
+        CHECK(clFinish(q));
+        r[i] = (double)size / (now_ns() - t);
+        if (memcmp(src_h, dst_h, size) != 0) {
+            fprintf(stderr, BENCH_NAME ": data read back differs\n");
+            exit(4);
+        }
+    }
+    printf("RESULT {\"bench\":\"bulk\",\"mib\":%ld,\"write_gbps\":[", mib);
+    for (long i = 0; i < reps; i++)
+        printf("%s%.3f", i ? "," : "", w[i]);
+    printf("],\"read_gbps\":[");
+    for (long i = 0; i < reps; i++)
+        printf("%s%.3f", i ? "," : "", r[i]);
+    printf("]}\n");
+    free(w);
+    free(r);
+    CHECK(clReleaseMemObject(buf));
+    free(src_h);
+    free(dst_h);
+}
+
+/* A benchmark mode: its name on the command line and what runs it, with
+ * the line's one or two counts (the second is 1 when not given). */
+typedef struct {
+    const char *name;
+    void (*run)(long a, long b);
+} bench_mode;
+
+/* The programs' main: "NAME MODE A [B]" with positive counts; opens the
+ * device into `dev`, `ctx` and `q`, runs the mode, and releases them. */
+static __attribute__((unused)) int run_mode(int argc, char **argv, const char *usage,
+                                            const bench_mode *modes, size_t n,
+                                            cl_device_id *dev, cl_context *ctx,
+                                            cl_command_queue *q) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: " BENCH_NAME " %s\n", usage);
+        return 1;
+    }
+    long a = atol(argv[2]), b = argc > 3 ? atol(argv[3]) : 1;
+    if (a <= 0 || b <= 0) {
+        fprintf(stderr, BENCH_NAME ": counts must be positive\n");
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(argv[1], modes[i].name) == 0) {
+            open_device(dev, ctx, q);
+            modes[i].run(a, b);
+            clReleaseCommandQueue(*q);
+            clReleaseContext(*ctx);
+            return 0;
+        }
+    }
+    fprintf(stderr, BENCH_NAME ": unknown benchmark %s\n", argv[1]);
+    return 1;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);

@@ -45,7 +45,8 @@ static int want(const char *name) {
 static long warm(const char *name) { return want(name) ? WARM : 0; }
 static long count(const char *name, long iters) { return want(name) ? iters : 1; }
 
-static void trips(long iters) {
+static void trips(long iters, long unused) {
+    (void)unused;
     cl_program prog;
     cl_mem buf;
     cl_kernel k = add_kernel(ctx, dev, &prog, &buf);
@@ -175,31 +176,11 @@ static void callheavy(long launches, long every) {
     cl_program prog;
     cl_mem buf;
     cl_kernel k = add_kernel(ctx, dev, &prog, &buf);
-    size_t global = ADD_N;
-    int b = 0;
-    CHECK(clSetKernelArg(k, 1, sizeof b, &b));
-    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
-    CHECK(clFinish(q));
+    add_once(q, k, 0);
     double t0 = now_ns();
-    long expect = 0;
-    for (long i = 0; i < launches; i++) {
-        b = (int)(i % 7);
-        expect += b;
-        CHECK(clSetKernelArg(k, 1, sizeof b, &b));
-        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
-        if ((i + 1) % every == 0)
-            CHECK(clFinish(q));
-    }
-    CHECK(clFinish(q));
+    long expect = add_launches(q, k, launches, every);
     double wall = (now_ns() - t0) * 1e-9;
-    int out[ADD_N];
-    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
-    for (int i = 0; i < ADD_N; i++) {
-        if (out[i] != (int)expect) {
-            fprintf(stderr, "peerbench: wrong result %d, want %ld\n", out[i], expect);
-            exit(4);
-        }
-    }
+    check_add(q, buf, expect);
     printf("RESULT {\"bench\":\"callheavy\",\"launches\":%ld,\"finish_every\":%ld,\"wall_s\":%.6f}\n",
            launches, every, wall);
     clReleaseMemObject(buf);
@@ -207,55 +188,12 @@ static void callheavy(long launches, long every) {
     clReleaseProgram(prog);
 }
 
-static void bulk(long mib, long reps) {
-    size_t size = (size_t)mib << 20;
-    unsigned char *src_h = malloc(size), *dst_h = malloc(size);
-    if (!src_h || !dst_h) {
-        fprintf(stderr, "peerbench: out of memory\n");
-        exit(2);
-    }
-    for (size_t i = 0; i < size; i++)
-        src_h[i] = (unsigned char)(i * 131u + 7u);
-    cl_int err;
-    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, size, NULL, &err);
-    CHECK(err);
-    CHECK(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, size, src_h, 0, NULL, NULL));
-    CHECK(clFinish(q));
-    double *w = malloc(sizeof(double) * (size_t)reps), *r = malloc(sizeof(double) * (size_t)reps);
-    if (!w || !r)
-        exit(2);
-    for (long i = 0; i < reps; i++) {
-        memset(dst_h, 0, size);
-        double t = now_ns();
-        CHECK(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, size, src_h, 0, NULL, NULL));
-        CHECK(clFinish(q));
-        w[i] = (double)size / (now_ns() - t);
-        t = now_ns();
-        CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, size, dst_h, 0, NULL, NULL));
-        CHECK(clFinish(q));
-        r[i] = (double)size / (now_ns() - t);
-        if (memcmp(src_h, dst_h, size) != 0) {
-            fprintf(stderr, "peerbench: data read back differs\n");
-            exit(4);
-        }
-    }
-    printf("RESULT {\"bench\":\"bulk\",\"mib\":%ld,\"write_gbps\":[", mib);
-    for (long i = 0; i < reps; i++)
-        printf("%s%.3f", i ? "," : "", w[i]);
-    printf("],\"read_gbps\":[");
-    for (long i = 0; i < reps; i++)
-        printf("%s%.3f", i ? "," : "", r[i]);
-    printf("]}\n");
-    free(w);
-    free(r);
-    clReleaseMemObject(buf);
-    free(src_h);
-    free(dst_h);
-}
+static void bulk_mode(long mib, long reps) { bulk(ctx, q, mib, reps); }
 
 /* Builds N programs whose sources differ (a constant named after this
  * process, the time and the count), so no compiler cache answers. */
-static void build(long n) {
+static void build(long n, long unused) {
+    (void)unused;
     double *v = malloc(sizeof(double) * (size_t)n);
     if (!v)
         exit(2);
@@ -288,15 +226,12 @@ static void build(long n) {
     free(v);
 }
 
-static void idle(long seconds) {
+static void idle(long seconds, long unused) {
+    (void)unused;
     cl_program prog;
     cl_mem buf;
     cl_kernel k = add_kernel(ctx, dev, &prog, &buf);
-    int one = 1;
-    size_t global = ADD_N;
-    CHECK(clSetKernelArg(k, 1, sizeof one, &one));
-    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
-    CHECK(clFinish(q));
+    add_once(q, k, 1);
     printf("READY\n");
     fflush(stdout);
     sleep((unsigned)seconds);
@@ -307,32 +242,10 @@ static void idle(long seconds) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) {
-        fprintf(stderr, "usage: peerbench trips ITERS | callheavy LAUNCHES EVERY | bulk MIB REPS"
-                        " | build N | idle SECONDS\n");
-        return 1;
-    }
-    long a = atol(argv[2]), b = argc > 3 ? atol(argv[3]) : 1;
-    if (a <= 0 || b <= 0) {
-        fprintf(stderr, "peerbench: counts must be positive\n");
-        return 1;
-    }
-    open_device(&dev, &ctx, &q);
-    if (strcmp(argv[1], "trips") == 0)
-        trips(a);
-    else if (strcmp(argv[1], "callheavy") == 0)
-        callheavy(a, b);
-    else if (strcmp(argv[1], "bulk") == 0)
-        bulk(a, b);
-    else if (strcmp(argv[1], "build") == 0)
-        build(a);
-    else if (strcmp(argv[1], "idle") == 0)
-        idle(a);
-    else {
-        fprintf(stderr, "peerbench: unknown benchmark %s\n", argv[1]);
-        return 1;
-    }
-    clReleaseCommandQueue(q);
-    clReleaseContext(ctx);
-    return 0;
+    static const bench_mode modes[] = {
+        {"trips", trips}, {"callheavy", callheavy}, {"bulk", bulk_mode}, {"build", build}, {"idle", idle},
+    };
+    return run_mode(argc, argv,
+                    "trips ITERS | callheavy LAUNCHES EVERY | bulk MIB REPS | build N | idle SECONDS",
+                    modes, sizeof modes / sizeof *modes, &dev, &ctx, &q);
 }

@@ -47,7 +47,8 @@ static void handshake(const char *what) {
     }
 }
 
-static void nullcall(long iters) {
+static void nullcall(long iters, long unused) {
+    (void)unused;
     cl_event ev;
     CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &ev));
     CHECK(clFinish(q));
@@ -90,32 +91,12 @@ static void callheavy(long launches, long every) {
     cl_program prog;
     cl_mem buf;
     cl_kernel k = add_kernel(ctx, dev, &prog, &buf);
-    size_t global = ADD_N;
-    int b = 0;
-    CHECK(clSetKernelArg(k, 1, sizeof b, &b));
-    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
-    CHECK(clFinish(q));
+    add_once(q, k, 0);
     handshake("READY");
     double u0 = cpu_s(1), s0 = cpu_s(0), t0 = now_ns();
-    long expect = 0;
-    for (long i = 0; i < launches; i++) {
-        b = (int)(i % 7);
-        expect += b;
-        CHECK(clSetKernelArg(k, 1, sizeof b, &b));
-        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
-        if ((i + 1) % every == 0)
-            CHECK(clFinish(q));
-    }
-    CHECK(clFinish(q));
+    long expect = add_launches(q, k, launches, every);
     double wall = (now_ns() - t0) * 1e-9, user = cpu_s(1) - u0, sys = cpu_s(0) - s0;
-    int out[ADD_N];
-    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
-    for (int i = 0; i < ADD_N; i++) {
-        if (out[i] != (int)expect) {
-            fprintf(stderr, "whbench: wrong result %d, want %ld\n", out[i], expect);
-            exit(4);
-        }
-    }
+    check_add(q, buf, expect);
     printf("RESULT {\"bench\":\"callheavy\",\"launches\":%ld,\"finish_every\":%ld,"
            "\"wall_s\":%.6f,\"user_s\":%.6f,\"sys_s\":%.6f}\n",
            launches, every, wall, user, sys);
@@ -126,55 +107,13 @@ static void callheavy(long launches, long every) {
     clReleaseProgram(prog);
 }
 
-static void bulk(long mib, long reps) {
-    size_t size = (size_t)mib << 20;
-    unsigned char *src_h = malloc(size), *dst_h = malloc(size);
-    if (!src_h || !dst_h) {
-        fprintf(stderr, "whbench: out of memory\n");
-        exit(2);
-    }
-    for (size_t i = 0; i < size; i++)
-        src_h[i] = (unsigned char)(i * 131u + 7u);
-    memset(dst_h, 0, size);
-    cl_int err;
-    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, size, NULL, &err);
-    CHECK(err);
-    /* First touch of the device buffer, outside the timings. */
-    CHECK(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, size, src_h, 0, NULL, NULL));
-    CHECK(clFinish(q));
-    printf("RESULT {\"bench\":\"bulk\",\"mib\":%ld,\"write_gbps\":[", mib);
-    double *rd = malloc(sizeof(double) * (size_t)reps);
-    if (!rd)
-        exit(2);
-    for (long r = 0; r < reps; r++) {
-        double t = now_ns();
-        CHECK(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, size, src_h, 0, NULL, NULL));
-        CHECK(clFinish(q));
-        double w = (double)size / (now_ns() - t);
-        t = now_ns();
-        CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, size, dst_h, 0, NULL, NULL));
-        CHECK(clFinish(q));
-        rd[r] = (double)size / (now_ns() - t);
-        printf("%s%.3f", r ? "," : "", w);
-    }
-    printf("],\"read_gbps\":[");
-    for (long r = 0; r < reps; r++)
-        printf("%s%.3f", r ? "," : "", rd[r]);
-    printf("]}\n");
-    if (memcmp(src_h, dst_h, size) != 0) {
-        fprintf(stderr, "whbench: data read back differs\n");
-        exit(4);
-    }
-    free(rd);
-    clReleaseMemObject(buf);
-    free(src_h);
-    free(dst_h);
-}
+static void bulk_mode(long mib, long reps) { bulk(ctx, q, mib, reps); }
 
 /* A launch and a blocking read of its result, ROUNDS times: the read waits
  * for the kernel, so every round is one wait on the device (per-round
  * time, median and mean). */
-static void readback(long rounds) {
+static void readback(long rounds, long unused) {
+    (void)unused;
     cl_program prog;
     cl_mem buf;
     cl_kernel k = add_kernel(ctx, dev, &prog, &buf);
@@ -205,29 +144,12 @@ static void readback(long rounds) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) {
-        fprintf(stderr, "usage: whbench nullcall ITERS | callheavy LAUNCHES EVERY | bulk MIB REPS | readback ROUNDS\n");
-        return 1;
-    }
-    long a = atol(argv[2]), b = argc > 3 ? atol(argv[3]) : 1;
-    if (a <= 0 || b <= 0) {
-        fprintf(stderr, "whbench: counts must be positive\n");
-        return 1;
-    }
-    open_device(&dev, &ctx, &q);
-    if (strcmp(argv[1], "nullcall") == 0)
-        nullcall(a);
-    else if (strcmp(argv[1], "callheavy") == 0)
-        callheavy(a, b);
-    else if (strcmp(argv[1], "bulk") == 0)
-        bulk(a, b);
-    else if (strcmp(argv[1], "readback") == 0)
-        readback(a);
-    else {
-        fprintf(stderr, "whbench: unknown benchmark %s\n", argv[1]);
-        return 1;
-    }
-    clReleaseCommandQueue(q);
-    clReleaseContext(ctx);
-    return 0;
+    static const bench_mode modes[] = {
+        {"nullcall", nullcall},
+        {"callheavy", callheavy},
+        {"bulk", bulk_mode},
+        {"readback", readback},
+    };
+    return run_mode(argc, argv, "nullcall ITERS | callheavy LAUNCHES EVERY | bulk MIB REPS | readback ROUNDS",
+                    modes, sizeof modes / sizeof *modes, &dev, &ctx, &q);
 }
