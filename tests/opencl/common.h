@@ -9,7 +9,11 @@
  *
  * The platform is the first whose name contains $WH_TEST_PLATFORM
  * (default "Portable", i.e. PoCL; through Wormhole its name gains a prefix
- * but still contains it). */
+ * but still contains it).
+ *
+ * The isolation tests' C programs (crates/wormhole/isolation-tests/c/)
+ * include it too, for its checks; every helper is marked unused so that a
+ * program may take only what it needs under -Wall -Werror. */
 #ifndef WH_TEST_COMMON_H
 #define WH_TEST_COMMON_H
 
@@ -94,7 +98,7 @@ typedef struct {
     int cl_major, cl_minor;
 } env_t;
 
-static void env_init(env_t *t, cl_command_queue_properties qprops) {
+static __attribute__((unused)) void env_init(env_t *t, cl_command_queue_properties qprops) {
     const char *want = getenv("WH_TEST_PLATFORM");
     if (!want || !*want) want = "Portable";
     cl_platform_id plats[16];
@@ -126,7 +130,7 @@ static void env_init(env_t *t, cl_command_queue_properties qprops) {
     CHECK_ERR(e, "clCreateCommandQueue");
 }
 
-static void env_done(env_t *t) {
+static __attribute__((unused)) void env_done(env_t *t) {
     CHECK(clFinish(t->q));
     CHECK(clReleaseCommandQueue(t->q));
     CHECK(clReleaseContext(t->ctx));

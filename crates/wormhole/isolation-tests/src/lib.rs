@@ -405,40 +405,93 @@ pub struct Session {
     next_id: u64,
 }
 
+/// Makes the call `what` (clGetPlatformIDs, clGetDeviceIDs: its output
+/// an optional list of ids) and returns the first id.
+fn first_id(client: &mut RawClient, what: &str, frame: &[u8]) -> Result<u64, TestError> {
+    let r = client.call(frame)?;
+    expect_ok(what, &r)?;
+    let mut d = r.outputs();
+    let ids = if d.bool()? { d.u64s()? } else { Vec::new() };
+    ids.first()
+        .copied()
+        .ok_or_else(|| TestError::Protocol(format!("{what} returned no id")))
+}
+
+/// A clEnqueueReadBuffer request: a blocking read of `size` bytes at
+/// `offset` of `mem` on `queue`, into a host buffer, with no events.
+pub fn read_buffer_frame(queue: u64, mem: u64, offset: u64, size: u64) -> Vec<u8> {
+    Frame::new(func::clEnqueueReadBuffer)
+        .h(queue)
+        .h(mem)
+        .u32(1)
+        .u64(offset)
+        .u64(size)
+        .b(true)
+        .no_events()
+        .done()
+}
+
+/// A tenant beside the one under test, whose own data must keep coming
+/// back exactly whatever the other does.
+pub struct Neighbour {
+    pub session: Session,
+    round: u8,
+}
+
+impl Neighbour {
+    pub fn open(path: &Path) -> Result<Self, TestError> {
+        Ok(Neighbour {
+            session: Session::open(path)?,
+            round: 0,
+        })
+    }
+
+    /// Asserts that a round trip of a fresh pattern still returns exactly it.
+    #[track_caller]
+    pub fn ok(&mut self) {
+        self.round = self.round.wrapping_add(1);
+        assert!(
+            self.session.round_trip(self.round).expect("neighbour call"),
+            "the neighbour got wrong data back"
+        );
+    }
+
+    /// Makes a 64-byte buffer in the neighbour's context under `id` (an id
+    /// the tenant under test then forges).
+    #[track_caller]
+    pub fn make_buffer(&mut self, id: u64) {
+        let f = Frame::new(func::clCreateBuffer)
+            .h(self.session.context)
+            .u64(1)
+            .u64(64)
+            .u8(0)
+            .u64(id)
+            .done();
+        let status = self.session.client.status(&f).expect("neighbour's buffer");
+        assert_eq!(status, CL_SUCCESS);
+    }
+}
+
 /// Bytes in a [`Session`]'s buffer.
 pub const SESSION_BUFFER: usize = 4096;
 
 impl Session {
     pub fn open(path: &Path) -> Result<Self, TestError> {
         let mut client = RawClient::connect(path)?;
-        let r = client.call(
-            &Frame::new(func::clGetPlatformIDs)
-                .u32(8)
-                .b(true)
-                .b(true)
-                .done(),
-        )?;
-        expect_ok("clGetPlatformIDs", &r)?;
-        let mut d = r.outputs();
-        let platform = if d.bool()? { d.u64s()? } else { Vec::new() }
-            .first()
-            .copied()
-            .ok_or_else(|| TestError::Protocol("no platform".into()))?;
-        let r = client.call(
-            &Frame::new(func::clGetDeviceIDs)
-                .h(platform)
-                .u64(u64::from(u32::MAX))
-                .u32(1)
-                .b(true)
-                .b(true)
-                .done(),
-        )?;
-        expect_ok("clGetDeviceIDs", &r)?;
-        let mut d = r.outputs();
-        let device = if d.bool()? { d.u64s()? } else { Vec::new() }
-            .first()
-            .copied()
-            .ok_or_else(|| TestError::Protocol("no device".into()))?;
+        let platforms = Frame::new(func::clGetPlatformIDs)
+            .u32(8)
+            .b(true)
+            .b(true)
+            .done();
+        let platform = first_id(&mut client, "clGetPlatformIDs", &platforms)?;
+        let devices = Frame::new(func::clGetDeviceIDs)
+            .h(platform)
+            .u64(u64::from(u32::MAX))
+            .u32(1)
+            .b(true)
+            .b(true)
+            .done();
+        let device = first_id(&mut client, "clGetDeviceIDs", &devices)?;
         let mut s = Session {
             client,
             platform,
@@ -496,15 +549,7 @@ impl Session {
     }
 
     pub fn read_frame(&self, offset: u64, size: u64) -> Vec<u8> {
-        Frame::new(func::clEnqueueReadBuffer)
-            .h(self.queue)
-            .h(self.buffer)
-            .u32(1)
-            .u64(offset)
-            .u64(size)
-            .b(true)
-            .no_events()
-            .done()
+        read_buffer_frame(self.queue, self.buffer, offset, size)
     }
 
     /// Writes a pattern derived from `seed` and reads it back: true when
