@@ -84,7 +84,7 @@ static const char *const add_src = "__kernel void add(__global int *a, int b) {\
                                    "}\n";
 
 /* The `add` kernel, built, with a zeroed buffer of ADD_N ints (returned in
- * `buf`) as its first argument; the caller sets the second. */
+ * `buf`) as its first argument and 1 as its second. */
 static __attribute__((unused)) cl_kernel add_kernel(cl_context ctx, cl_device_id dev,
                                                     cl_program *prog, cl_mem *buf) {
     *prog = build_program(ctx, dev, add_src, "");
@@ -94,7 +94,30 @@ static __attribute__((unused)) cl_kernel add_kernel(cl_context ctx, cl_device_id
     *buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, zero, &e);
     CHECK(e);
     CHECK(clSetKernelArg(k, 0, sizeof *buf, buf));
+    int one = 1;
+    CHECK(clSetKernelArg(k, 1, sizeof one, &one));
     return k;
+}
+
+/* Room for `n` per-call times. */
+static __attribute__((unused)) double *times(long n) {
+    double *v = malloc(sizeof(double) * (size_t)n);
+    if (!v) {
+        fprintf(stderr, BENCH_NAME ": out of memory\n");
+        exit(2);
+    }
+    return v;
+}
+
+/* One round trip to the device: a launch of `add` and a blocking read of
+ * the buffer's first int, which it returns (the read waits for the
+ * kernel). */
+static __attribute__((unused)) int add_and_read(cl_command_queue q, cl_kernel k, cl_mem buf) {
+    size_t global = ADD_N;
+    int out;
+    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
+    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof out, &out, 0, NULL, NULL));
+    return out;
 }
 
 /* One launch of `add` adding `b`, waited for. */

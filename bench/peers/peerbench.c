@@ -45,130 +45,120 @@ static int want(const char *name) {
 static long warm(const char *name) { return want(name) ? WARM : 0; }
 static long count(const char *name, long iters) { return want(name) ? iters : 1; }
 
-static void trips(long iters, long unused) {
-    (void)unused;
-    cl_program prog;
-    cl_mem buf;
-    cl_kernel k = add_kernel(ctx, dev, &prog, &buf);
-    int one = 1;
-    CHECK(clSetKernelArg(k, 1, sizeof one, &one));
-    size_t global = ADD_N;
-    double *v = malloc(sizeof(double) * (size_t)iters);
-    if (!v)
-        exit(2);
-    int out[1];
-    long launched = 0;
-    printf("RESULT {\"bench\":\"trips\",");
+/* What the round trips work on: the add kernel and its buffer, a
+ * completed marker, the launches so far and the last answers to check. */
+static cl_kernel trip_k;
+static cl_mem trip_buf;
+static cl_event marker;
+static long launched;
+static cl_int status;
+static cl_command_type type;
 
-    for (long i = -warm("readback"), n = count("readback", iters); i < n; i++) {
-        double t0 = now_ns();
-        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
-        CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
-        if (i >= 0)
-            v[i] = now_ns() - t0;
-        launched++;
-        if (out[0] != (int)launched) {
-            fprintf(stderr, "peerbench: wrong result %d, want %ld\n", out[0], launched);
-            exit(4);
-        }
-    }
-    summary("readback", v, (size_t)count("readback", iters), 0);
-
-    for (long i = -warm("marker_wait"), n = count("marker_wait", iters); i < n; i++) {
-        cl_event ev;
-        double t0 = now_ns();
-        CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &ev));
-        CHECK(clWaitForEvents(1, &ev));
-        CHECK(clReleaseEvent(ev));
-        if (i >= 0)
-            v[i] = now_ns() - t0;
-    }
-    summary("marker_wait", v, (size_t)count("marker_wait", iters), 0);
-
-    for (long i = -warm("launch_finish"), n = count("launch_finish", iters); i < n; i++) {
-        double t0 = now_ns();
-        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
-        CHECK(clFinish(q));
-        if (i >= 0)
-            v[i] = now_ns() - t0;
-        launched++;
-    }
-    summary("launch_finish", v, (size_t)count("launch_finish", iters), 0);
-
-    for (long i = -warm("finish_idle"), n = count("finish_idle", iters); i < n; i++) {
-        double t0 = now_ns();
-        CHECK(clFinish(q));
-        if (i >= 0)
-            v[i] = now_ns() - t0;
-    }
-    summary("finish_idle", v, (size_t)count("finish_idle", iters), 0);
-
-    for (long i = -warm("write4"), n = count("write4", iters); i < n; i++) {
-        int w = (int)i;
-        double t0 = now_ns();
-        CHECK(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, sizeof w, &w, 0, NULL, NULL));
-        if (i >= 0)
-            v[i] = now_ns() - t0;
-    }
-    summary("write4", v, (size_t)count("write4", iters), 0);
-    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
-    if (out[0] != (int)(count("write4", iters) - 1)) {
-        fprintf(stderr, "peerbench: wrong written value %d, want %ld\n", out[0],
-                count("write4", iters) - 1);
+static void readback(long i) {
+    (void)i;
+    int got = add_and_read(q, trip_k, trip_buf);
+    if (got != (int)++launched) {
+        fprintf(stderr, "peerbench: wrong result %d, want %ld\n", got, launched);
         exit(4);
     }
+}
 
+static void marker_wait(long i) {
+    (void)i;
     cl_event ev;
     CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &ev));
     CHECK(clWaitForEvents(1, &ev));
-    cl_int st = -1;
-    for (long i = -warm("event_status"), n = count("event_status", iters); i < n; i++) {
-        double t0 = now_ns();
-        CHECK(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
-        if (i >= 0)
-            v[i] = now_ns() - t0;
-    }
-    if (st != CL_COMPLETE) {
-        fprintf(stderr, "peerbench: a waited-for marker is not complete (%d)\n", st);
-        exit(4);
-    }
-    summary("event_status", v, (size_t)count("event_status", iters), 0);
-
-    cl_command_type ty = 0;
-    for (long i = -warm("event_type"), n = count("event_type", iters); i < n; i++) {
-        double t0 = now_ns();
-        CHECK(clGetEventInfo(ev, CL_EVENT_COMMAND_TYPE, sizeof ty, &ty, NULL));
-        if (i >= 0)
-            v[i] = now_ns() - t0;
-    }
-    if (ty != CL_COMMAND_MARKER) {
-        fprintf(stderr, "peerbench: a marker's command type is %u\n", ty);
-        exit(4);
-    }
-    summary("event_type", v, (size_t)count("event_type", iters), 0);
-
-    cl_uint refs = 0;
-    for (long i = -warm("event_refs"), n = count("event_refs", iters); i < n; i++) {
-        double t0 = now_ns();
-        CHECK(clGetEventInfo(ev, CL_EVENT_REFERENCE_COUNT, sizeof refs, &refs, NULL));
-        if (i >= 0)
-            v[i] = now_ns() - t0;
-    }
-    summary("event_refs", v, (size_t)count("event_refs", iters), 0);
     CHECK(clReleaseEvent(ev));
+}
 
-    cl_device_type dt = 0;
-    for (long i = -warm("device_type"), n = count("device_type", iters); i < n; i++) {
-        double t0 = now_ns();
-        CHECK(clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof dt, &dt, NULL));
-        if (i >= 0)
-            v[i] = now_ns() - t0;
+static void launch_finish(long i) {
+    (void)i;
+    size_t global = ADD_N;
+    CHECK(clEnqueueNDRangeKernel(q, trip_k, 1, NULL, &global, NULL, 0, NULL, NULL));
+    CHECK(clFinish(q));
+    launched++;
+}
+
+static void finish_idle(long i) {
+    (void)i;
+    CHECK(clFinish(q));
+}
+
+static void write4(long i) {
+    int w = (int)i;
+    CHECK(clEnqueueWriteBuffer(q, trip_buf, CL_TRUE, 0, sizeof w, &w, 0, NULL, NULL));
+}
+
+static void event_status(long i) {
+    (void)i;
+    CHECK(clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL));
+}
+
+static void event_type(long i) {
+    (void)i;
+    CHECK(clGetEventInfo(marker, CL_EVENT_COMMAND_TYPE, sizeof type, &type, NULL));
+}
+
+static void event_refs(long i) {
+    (void)i;
+    cl_uint refs;
+    CHECK(clGetEventInfo(marker, CL_EVENT_REFERENCE_COUNT, sizeof refs, &refs, NULL));
+}
+
+static void device_type(long i) {
+    (void)i;
+    cl_device_type dt;
+    CHECK(clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof dt, &dt, NULL));
+}
+
+/* The round trips in the order they run; each is passed its call's index
+ * (negative while warming up). */
+static const struct {
+    const char *name;
+    void (*call)(long i);
+} trip_table[] = {
+    {"readback", readback},         {"marker_wait", marker_wait}, {"launch_finish", launch_finish},
+    {"finish_idle", finish_idle},   {"write4", write4},           {"event_status", event_status},
+    {"event_type", event_type},     {"event_refs", event_refs},   {"device_type", device_type},
+};
+
+static void trips(long iters, long unused) {
+    (void)unused;
+    cl_program prog;
+    trip_k = add_kernel(ctx, dev, &prog, &trip_buf);
+    CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &marker));
+    CHECK(clWaitForEvents(1, &marker));
+    double *v = times(iters);
+    size_t n = sizeof trip_table / sizeof *trip_table;
+    printf("RESULT {\"bench\":\"trips\",");
+    for (size_t t = 0; t < n; t++) {
+        const char *name = trip_table[t].name;
+        for (long i = -warm(name), end = count(name, iters); i < end; i++) {
+            double t0 = now_ns();
+            trip_table[t].call(i);
+            if (i >= 0)
+                v[i] = now_ns() - t0;
+        }
+        summary(name, v, (size_t)count(name, iters), t == n - 1);
     }
-    summary("device_type", v, (size_t)count("device_type", iters), 1);
     printf("}\n");
+    /* The answers the timed calls got: the last value written, and what a
+     * waited-for marker is. */
+    int out;
+    CHECK(clEnqueueReadBuffer(q, trip_buf, CL_TRUE, 0, sizeof out, &out, 0, NULL, NULL));
+    if (out != (int)(count("write4", iters) - 1)) {
+        fprintf(stderr, "peerbench: wrong written value %d, want %ld\n", out,
+                count("write4", iters) - 1);
+        exit(4);
+    }
+    if (status != CL_COMPLETE || type != CL_COMMAND_MARKER) {
+        fprintf(stderr, "peerbench: a waited-for marker has status %d, type %u\n", status, type);
+        exit(4);
+    }
     free(v);
-    clReleaseMemObject(buf);
-    clReleaseKernel(k);
+    CHECK(clReleaseEvent(marker));
+    clReleaseMemObject(trip_buf);
+    clReleaseKernel(trip_k);
     clReleaseProgram(prog);
 }
 
@@ -194,9 +184,7 @@ static void bulk_mode(long mib, long reps) { bulk(ctx, q, mib, reps); }
  * process, the time and the count), so no compiler cache answers. */
 static void build(long n, long unused) {
     (void)unused;
-    double *v = malloc(sizeof(double) * (size_t)n);
-    if (!v)
-        exit(2);
+    double *v = times(n);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     for (long i = 0; i < n; i++) {

@@ -52,9 +52,7 @@ static void nullcall(long iters, long unused) {
     cl_event ev;
     CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &ev));
     CHECK(clFinish(q));
-    double *v = malloc(sizeof(double) * (size_t)iters);
-    if (!v)
-        exit(2);
+    double *v = times(iters);
     cl_int st = -1;
     for (int i = 0; i < 2000; i++) /* warm-up */
         CHECK(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
@@ -117,20 +115,13 @@ static void readback(long rounds, long unused) {
     cl_program prog;
     cl_mem buf;
     cl_kernel k = add_kernel(ctx, dev, &prog, &buf);
-    int one = 1;
-    CHECK(clSetKernelArg(k, 1, sizeof one, &one));
-    size_t global = ADD_N;
-    double *v = malloc(sizeof(double) * (size_t)rounds);
-    if (!v)
-        exit(2);
-    int out[4];
+    double *v = times(rounds);
     for (long i = 0; i < rounds; i++) {
         double t0 = now_ns();
-        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
-        CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
+        int got = add_and_read(q, k, buf);
         v[i] = now_ns() - t0;
-        if (out[0] != (int)(i + 1)) {
-            fprintf(stderr, "whbench: wrong result %d, want %ld\n", out[0], i + 1);
+        if (got != (int)(i + 1)) {
+            fprintf(stderr, "whbench: wrong result %d, want %ld\n", got, i + 1);
             exit(4);
         }
     }
