@@ -99,6 +99,13 @@ static __attribute__((unused)) cl_kernel add_kernel(cl_context ctx, cl_device_id
     return k;
 }
 
+/* Releases what add_kernel made. */
+static __attribute__((unused)) void add_release(cl_program prog, cl_kernel k, cl_mem buf) {
+    CHECK(clReleaseMemObject(buf));
+    CHECK(clReleaseKernel(k));
+    CHECK(clReleaseProgram(prog));
+}
+
 /* Room for `n` per-call times. */
 static __attribute__((unused)) double *times(long n) {
     double *v = malloc(sizeof(double) * (size_t)n);

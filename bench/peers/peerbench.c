@@ -157,9 +157,7 @@ static void trips(long iters, long unused) {
     }
     free(v);
     CHECK(clReleaseEvent(marker));
-    clReleaseMemObject(trip_buf);
-    clReleaseKernel(trip_k);
-    clReleaseProgram(prog);
+    add_release(prog, trip_k, trip_buf);
 }
 
 static void callheavy(long launches, long every) {
@@ -173,9 +171,7 @@ static void callheavy(long launches, long every) {
     check_add(q, buf, expect);
     printf("RESULT {\"bench\":\"callheavy\",\"launches\":%ld,\"finish_every\":%ld,\"wall_s\":%.6f}\n",
            launches, every, wall);
-    clReleaseMemObject(buf);
-    clReleaseKernel(k);
-    clReleaseProgram(prog);
+    add_release(prog, k, buf);
 }
 
 static void bulk_mode(long mib, long reps) { bulk(ctx, q, mib, reps); }
@@ -224,9 +220,7 @@ static void idle(long seconds, long unused) {
     fflush(stdout);
     sleep((unsigned)seconds);
     printf("RESULT {\"bench\":\"idle\",\"seconds\":%ld}\n", seconds);
-    clReleaseMemObject(buf);
-    clReleaseKernel(k);
-    clReleaseProgram(prog);
+    add_release(prog, k, buf);
 }
 
 int main(int argc, char **argv) {

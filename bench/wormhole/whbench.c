@@ -100,9 +100,7 @@ static void callheavy(long launches, long every) {
            launches, every, wall, user, sys);
     fflush(stdout);
     handshake("HOLD");
-    clReleaseMemObject(buf);
-    clReleaseKernel(k);
-    clReleaseProgram(prog);
+    add_release(prog, k, buf);
 }
 
 static void bulk_mode(long mib, long reps) { bulk(ctx, q, mib, reps); }
@@ -129,9 +127,7 @@ static void readback(long rounds, long unused) {
     summary("round", v, (size_t)rounds, 1);
     printf("}\n");
     free(v);
-    clReleaseMemObject(buf);
-    clReleaseKernel(k);
-    clReleaseProgram(prog);
+    add_release(prog, k, buf);
 }
 
 int main(int argc, char **argv) {
