@@ -548,6 +548,23 @@ impl Session {
             .done()
     }
 
+    /// An 8-byte value (a cl_ulong or a handle) that the info query `f`
+    /// (one of the clGet*Info calls) answers about `handle` for `param`.
+    pub fn info_u64(&mut self, f: u32, handle: u64, param: u32) -> Result<u64, TestError> {
+        let r = self
+            .client
+            .call(&Frame::new(f).h(handle).info(param, 8).done())?;
+        expect_ok("an info query", &r)?;
+        let value = r
+            .outputs()
+            .opt_bytes()?
+            .ok_or_else(|| TestError::Protocol("an info query returned no value".into()))?;
+        let bytes = value
+            .try_into()
+            .map_err(|_| TestError::Protocol(format!("{} bytes, not 8", value.len())))?;
+        Ok(u64::from_le_bytes(bytes))
+    }
+
     pub fn read_frame(&self, offset: u64, size: u64) -> Vec<u8> {
         read_buffer_frame(self.queue, self.buffer, offset, size)
     }

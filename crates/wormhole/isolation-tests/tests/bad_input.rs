@@ -233,19 +233,9 @@ fn releasing_an_alias_cannot_free_what_others_use() {
         CL_SUCCESS
     );
     // The buffer's context now has no client id: the query names it anew.
-    let r = a
-        .client
-        .call(
-            &Frame::new(func::clGetMemObjectInfo)
-                .h(a.buffer)
-                .info(0x1106, 8)
-                .done(),
-        )
-        .expect("query");
-    assert_eq!(r.status, CL_SUCCESS);
-    let mut d = r.outputs();
-    let value = d.opt_bytes().expect("value").expect("present");
-    let alias = u64::from_le_bytes(value[..8].try_into().expect("8 bytes"));
+    let alias = a
+        .info_u64(func::clGetMemObjectInfo, a.buffer, 0x1106)
+        .expect("CL_MEM_CONTEXT");
     assert!(
         alias >= SERVER_ID_BASE,
         "expected a server-assigned id, got {alias}"

@@ -13,6 +13,18 @@ use wormhole_isolation_tests::{compile_c, Neighbour, Server, Session};
 use wormhole_opencl_api::{func, CL_INVALID_MEM_OBJECT, CL_SUCCESS};
 use wormhole_server::harness::Frame;
 
+/// clSetKernelArg of `kernel`'s argument `index` to the bytes of `value`
+/// (by value, as for a scalar).
+fn set_arg_bytes(kernel: u64, index: u32, value: &[u8]) -> Vec<u8> {
+    Frame::new(func::clSetKernelArg)
+        .h(kernel)
+        .u32(index)
+        .u64(value.len() as u64)
+        .u8(1)
+        .bytes(value)
+        .done()
+}
+
 /// What `kernel_args args` prints through Wormhole, for a program from
 /// source or from a binary alike: argument information and build options
 /// as natively for a program built with options "" (the tenant built it
@@ -186,13 +198,7 @@ fn kernel_argument_ids_not_held_are_refused() {
             .h(id)
             .done()
     };
-    let set_int = Frame::new(func::clSetKernelArg)
-        .h(kernel)
-        .u32(1)
-        .u64(4)
-        .u8(1)
-        .bytes(&42i32.to_le_bytes())
-        .done();
+    let set_int = set_arg_bytes(kernel, 1, &42i32.to_le_bytes());
     let launch = Frame::new(func::clEnqueueNDRangeKernel)
         .h(a.queue)
         .h(kernel)
@@ -204,13 +210,7 @@ fn kernel_argument_ids_not_held_are_refused() {
         .done();
     assert_eq!(a.client.status(&set_handle(a.buffer)).expect("set"), 0);
     assert_eq!(a.client.status(&set_int).expect("set"), 0);
-    let raw = Frame::new(func::clSetKernelArg)
-        .h(kernel)
-        .u32(0)
-        .u64(8)
-        .u8(1)
-        .bytes(&0xdea_dbee_f000_u64.to_le_bytes())
-        .done();
+    let raw = set_arg_bytes(kernel, 0, &0xdea_dbee_f000_u64.to_le_bytes());
     for (what, f) in [
         ("made-up id", set_handle(0xdead)),
         ("the neighbour's buffer", set_handle(neighbours)),
@@ -273,19 +273,9 @@ fn tenant_memory_is_the_devices_size_by_default() {
             .new_tenant(&before, Duration::from_secs(10))
             .expect("tenant process");
         // The device's global memory, as the tenant describes it.
-        let r = a
-            .client
-            .call(
-                &Frame::new(func::clGetDeviceInfo)
-                    .h(a.device)
-                    .info(0x101F, 8)
-                    .done(),
-            )
-            .expect("device info");
-        assert_eq!(r.status, CL_SUCCESS);
-        let mut d = r.outputs();
-        let bytes = d.opt_bytes().expect("value").expect("present");
-        let global = u64::from_le_bytes(bytes.try_into().expect("a cl_ulong"));
+        let global = a
+            .info_u64(func::clGetDeviceInfo, a.device, 0x101F)
+            .expect("CL_DEVICE_GLOBAL_MEM_SIZE");
         let want = want.map_or(format!(" of {global} bytes"), str::to_owned);
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(tenant),
