@@ -417,6 +417,18 @@ fn first_id(client: &mut RawClient, what: &str, frame: &[u8]) -> Result<u64, Tes
         .ok_or_else(|| TestError::Protocol(format!("{what} returned no id")))
 }
 
+/// A clCreateBuffer request: 64 bytes, read-write, no host pointer, in
+/// `context`, under the client's new id `id`.
+pub fn create_buffer_frame(context: u64, id: u64) -> Vec<u8> {
+    Frame::new(func::clCreateBuffer)
+        .h(context)
+        .u64(1)
+        .u64(64)
+        .u8(0)
+        .u64(id)
+        .done()
+}
+
 /// A clEnqueueReadBuffer request: a blocking read of `size` bytes at
 /// `offset` of `mem` on `queue`, into a host buffer, with no events.
 pub fn read_buffer_frame(queue: u64, mem: u64, offset: u64, size: u64) -> Vec<u8> {
@@ -460,13 +472,7 @@ impl Neighbour {
     /// the tenant under test then forges).
     #[track_caller]
     pub fn make_buffer(&mut self, id: u64) {
-        let f = Frame::new(func::clCreateBuffer)
-            .h(self.session.context)
-            .u64(1)
-            .u64(64)
-            .u8(0)
-            .u64(id)
-            .done();
+        let f = create_buffer_frame(self.session.context, id);
         let status = self.session.client.status(&f).expect("neighbour's buffer");
         assert_eq!(status, CL_SUCCESS);
     }

@@ -7,7 +7,8 @@ use std::os::fd::AsRawFd;
 use std::time::Duration;
 
 use wormhole_isolation_tests::{
-    alive, read_buffer_frame, Neighbour, RawClient, Server, Session, SESSION_BUFFER,
+    alive, create_buffer_frame, read_buffer_frame, Neighbour, RawClient, Server, Session,
+    SESSION_BUFFER,
 };
 use wormhole_opencl_api::{
     func, CL_INVALID_COMMAND_QUEUE, CL_INVALID_CONTEXT, CL_INVALID_EVENT, CL_INVALID_MEM_OBJECT,
@@ -17,18 +18,11 @@ use wormhole_server::harness::{triple, Frame};
 use wormhole_server::opencl::tenant::SERVER_ID_BASE;
 use wormhole_transport::ring;
 
-#[test]
-fn forged_handles_and_sizes_get_invalid_codes_while_a_neighbour_is_served() {
-    let server = Server::start().expect("server");
-    let mut b = Neighbour::open(&server.socket).expect("tenant B");
-    b.ok();
-    // B makes an object under an id that A never uses.
-    let foreign = 777;
-    b.make_buffer(foreign);
-
-    let mut a = Session::open(&server.socket).expect("tenant A");
-    let (q, buf, ctx) = (a.queue, a.buffer, a.context);
-    let cases: Vec<(&str, Vec<u8>, i32)> = vec![
+/// Tenant A's bad requests (on its queue `q`, buffer `buf` and context
+/// `ctx`; `foreign` is B's buffer), each with the code it must get. A
+/// table, one entry per case, so it stays one function.
+fn bad_frames(q: u64, buf: u64, ctx: u64, foreign: u64) -> Vec<(&'static str, Vec<u8>, i32)> {
+    vec![
         (
             "forged id",
             read_buffer_frame(q, 0xdead_beef, 0, 16),
@@ -85,13 +79,7 @@ fn forged_handles_and_sizes_get_invalid_codes_while_a_neighbour_is_served() {
         ),
         (
             "buffer id as a context",
-            Frame::new(func::clCreateBuffer)
-                .h(buf)
-                .u64(1)
-                .u64(64)
-                .u8(0)
-                .u64(50)
-                .done(),
+            create_buffer_frame(buf, 50),
             CL_INVALID_CONTEXT,
         ),
         (
@@ -149,24 +137,12 @@ fn forged_handles_and_sizes_get_invalid_codes_while_a_neighbour_is_served() {
         ),
         (
             "new id already in use",
-            Frame::new(func::clCreateBuffer)
-                .h(ctx)
-                .u64(1)
-                .u64(64)
-                .u8(0)
-                .u64(buf)
-                .done(),
+            create_buffer_frame(ctx, buf),
             CL_INVALID_VALUE,
         ),
         (
             "new id in the server's range",
-            Frame::new(func::clCreateBuffer)
-                .h(ctx)
-                .u64(1)
-                .u64(64)
-                .u8(0)
-                .u64(SERVER_ID_BASE)
-                .done(),
+            create_buffer_frame(ctx, SERVER_ID_BASE),
             CL_INVALID_VALUE,
         ),
         (
@@ -200,7 +176,21 @@ fn forged_handles_and_sizes_get_invalid_codes_while_a_neighbour_is_served() {
                 .done(),
             CL_INVALID_VALUE,
         ),
-    ];
+    ]
+}
+
+#[test]
+fn forged_handles_and_sizes_get_invalid_codes_while_a_neighbour_is_served() {
+    let server = Server::start().expect("server");
+    let mut b = Neighbour::open(&server.socket).expect("tenant B");
+    b.ok();
+    // B makes an object under an id that A never uses.
+    let foreign = 777;
+    b.make_buffer(foreign);
+
+    let mut a = Session::open(&server.socket).expect("tenant A");
+    let (q, buf, ctx) = (a.queue, a.buffer, a.context);
+    let cases = bad_frames(q, buf, ctx, foreign);
     for (what, frame, want) in &cases {
         let got = a.client.status(frame).expect(what);
         assert_eq!(got, *want, "{what}");
