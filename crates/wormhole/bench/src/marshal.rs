@@ -51,11 +51,13 @@ pub struct MarshalResult {
 fn completed_event() -> Result<*mut c_void, MarshalError> {
     let Native { queue: q, .. } = first_device()?;
     let mut ev = std::ptr::null_mut();
-    // SAFETY: valid queue, empty wait list, one event slot.
+    // SAFETY: `q` is the queue first_device just created (checked); an
+    // empty wait list is a count of 0 with a null list, and `ev` is room
+    // for the one event returned.
     check("clEnqueueMarkerWithWaitList", unsafe {
         ffi::clEnqueueMarkerWithWaitList(q, 0, std::ptr::null(), &mut ev)
     })?;
-    // SAFETY: valid queue.
+    // SAFETY: `q` is the live queue from first_device.
     check("clFinish", unsafe { ffi::clFinish(q) })?;
     // The context, queue and event live until the process ends.
     Ok(ev)
@@ -147,7 +149,8 @@ pub fn run(batches: usize, batch: usize) -> Result<MarshalResult, MarshalError> 
     let ev = completed_event()?;
     let mut t = Tenant::new(Vec::new(), Limits::default(), None);
     // The tenant table holds its own reference, as for any event it returns.
-    // SAFETY: `ev` is a live event.
+    // SAFETY: `ev` is the marker completed_event returned, never released
+    // (it lives until the process ends).
     check("clRetainEvent", unsafe { ffi::clRetainEvent(ev) })?;
     t.insert(EVENT_ID, Kind::Event, ev)
         .map_err(|code| NativeError::Cl {
@@ -162,7 +165,8 @@ pub fn run(batches: usize, batch: usize) -> Result<MarshalResult, MarshalError> 
     let mut srv = Vec::new();
     let native = || {
         let mut st = 0i32;
-        // SAFETY: a live event, a 4-byte out-parameter.
+        // SAFETY: `ev` is live (see above); `st` is 4 writable bytes, the
+        // size passed, for the cl_int status.
         let r = unsafe {
             ffi::clGetEventInfo(
                 ev,

@@ -109,7 +109,9 @@ fn tenant(sock: Option<OwnedFd>) -> Result<Tenant, HooksError> {
         residency::attach_to(&mut t, &config, s)?;
     }
     let mut err = 0;
-    // SAFETY: a context from above; no host pointer.
+    // SAFETY: `ctx` is the live context from first_device; flags 1
+    // (read-write) with a null host pointer asks for no host memory, and
+    // `err` is a live out-parameter.
     let buf = unsafe {
         wormhole_server::opencl::overrides::clCreateBuffer(
             &mut t,
@@ -123,10 +125,12 @@ fn tenant(sock: Option<OwnedFd>) -> Result<Tenant, HooksError> {
     check("clCreateBuffer", err)?;
     let src = c"__kernel void k(__global int *a, int b) { a[get_global_id(0)] += b; }";
     let srcp = src.as_ptr();
-    // SAFETY: one NUL-terminated source string.
+    // SAFETY: `srcp` points to one NUL-terminated string (a C literal),
+    // so a null lengths array is allowed; `ctx` is live.
     let prog = unsafe { ffi::clCreateProgramWithSource(ctx, 1, &srcp, std::ptr::null(), &mut err) };
     check("clCreateProgramWithSource", err)?;
-    // SAFETY: a program from above, built for its context's devices.
+    // SAFETY: `prog` was just created (checked); no device list (count 0,
+    // null), no options, no callback: the spec's defaults.
     check("clBuildProgram", unsafe {
         ffi::clBuildProgram(
             prog,
@@ -137,7 +141,8 @@ fn tenant(sock: Option<OwnedFd>) -> Result<Tenant, HooksError> {
             std::ptr::null_mut(),
         )
     })?;
-    // SAFETY: a built program; the kernel's name.
+    // SAFETY: `prog` built above (checked); the name is a NUL-terminated
+    // C literal; `err` is a live out-parameter.
     let k = unsafe { ffi::clCreateKernel(prog, c"k".as_ptr(), &mut err) };
     check("clCreateKernel", err)?;
     for (id, kind, raw) in [
@@ -178,7 +183,8 @@ fn tenant(sock: Option<OwnedFd>) -> Result<Tenant, HooksError> {
     // The scalar argument once through the server's own clSetKernelArg,
     // which learns its declaration, as a tenant's first such call does.
     let b = 7i32;
-    // SAFETY: a kernel of the tenant's; 4 bytes of an int.
+    // SAFETY: `k` is the tenant's live kernel (inserted above); the value
+    // points to `b`, the 4 bytes of the int argument 1 declares.
     check("clSetKernelArg", unsafe {
         wormhole_server::opencl::overrides::clSetKernelArg(
             &mut t,
