@@ -111,39 +111,50 @@ static void device_type(long i) {
     CHECK(clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof dt, &dt, NULL));
 }
 
-/* The round trips in the order they run; each is passed its call's index
- * (negative while warming up). */
-static const struct {
+/* A round trip: its name in the results and what one call does, given the
+ * call's index (negative while warming up). */
+typedef struct {
     const char *name;
     void (*call)(long i);
-} trip_table[] = {
-    {"readback", readback},         {"marker_wait", marker_wait}, {"launch_finish", launch_finish},
-    {"finish_idle", finish_idle},   {"write4", write4},           {"event_status", event_status},
-    {"event_type", event_type},     {"event_refs", event_refs},   {"device_type", device_type},
+} trip;
+
+/* Those that send commands, in the order they run. */
+static const trip command_trips[] = {
+    {"readback", readback},       {"marker_wait", marker_wait}, {"launch_finish", launch_finish},
+    {"finish_idle", finish_idle}, {"write4", write4},
 };
+
+/* Queries of a completed marker and of the device, once the commands are
+ * done. */
+static const trip query_trips[] = {
+    {"event_status", event_status},
+    {"event_type", event_type},
+    {"event_refs", event_refs},
+    {"device_type", device_type},
+};
+
+/* Warms up and times each of `n` trips in turn into `v`, printing their
+ * summaries; `last` when they end the result. */
+static void time_trips(const trip *trips, size_t n, long iters, double *v, int last) {
+    for (size_t t = 0; t < n; t++) {
+        const char *name = trips[t].name;
+        for (long i = -warm(name), end = count(name, iters); i < end; i++) {
+            double t0 = now_ns();
+            trips[t].call(i);
+            if (i >= 0)
+                v[i] = now_ns() - t0;
+        }
+        summary(name, v, (size_t)count(name, iters), last && t == n - 1);
+    }
+}
 
 static void trips(long iters, long unused) {
     (void)unused;
     cl_program prog;
     trip_k = add_kernel(ctx, dev, &prog, &trip_buf);
-    CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &marker));
-    CHECK(clWaitForEvents(1, &marker));
     double *v = times(iters);
-    size_t n = sizeof trip_table / sizeof *trip_table;
     printf("RESULT {\"bench\":\"trips\",");
-    for (size_t t = 0; t < n; t++) {
-        const char *name = trip_table[t].name;
-        for (long i = -warm(name), end = count(name, iters); i < end; i++) {
-            double t0 = now_ns();
-            trip_table[t].call(i);
-            if (i >= 0)
-                v[i] = now_ns() - t0;
-        }
-        summary(name, v, (size_t)count(name, iters), t == n - 1);
-    }
-    printf("}\n");
-    /* The answers the timed calls got: the last value written, and what a
-     * waited-for marker is. */
+    time_trips(command_trips, sizeof command_trips / sizeof *command_trips, iters, v, 0);
     int out;
     CHECK(clEnqueueReadBuffer(q, trip_buf, CL_TRUE, 0, sizeof out, &out, 0, NULL, NULL));
     if (out != (int)(count("write4", iters) - 1)) {
@@ -151,6 +162,10 @@ static void trips(long iters, long unused) {
                 count("write4", iters) - 1);
         exit(4);
     }
+    CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &marker));
+    CHECK(clWaitForEvents(1, &marker));
+    time_trips(query_trips, sizeof query_trips / sizeof *query_trips, iters, v, 1);
+    printf("}\n");
     if (status != CL_COMPLETE || type != CL_COMMAND_MARKER) {
         fprintf(stderr, "peerbench: a waited-for marker has status %d, type %u\n", status, type);
         exit(4);
