@@ -17,23 +17,9 @@
  * The benchmark measures the server, so the program does the same work
  * natively and through Wormhole; it checks what it reads.
  */
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
+#define BENCH_NAME "tenant"
+#include "../common/bench.h"
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-#define CHECK(call)                                                            \
-    do {                                                                       \
-        cl_int e_ = (call);                                                    \
-        if (e_ != CL_SUCCESS) {                                                \
-            fprintf(stderr, "tenant: %s failed: %d (line %d)\n", #call, e_,    \
-                    __LINE__);                                                 \
-            exit(2);                                                           \
-        }                                                                      \
-    } while (0)
 
 #define MAXBUF 64
 #define OUT_BYTES (64 * 1024)
@@ -51,12 +37,6 @@ static const char *src =
     "  out[g % (64 * 1024 / 4)] += s;\n"
     "}\n";
 
-static double now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: tenant MIB NBUF\n");
@@ -70,24 +50,15 @@ int main(int argc, char **argv) {
     }
     size_t bytes = ((mib << 20) - OUT_BYTES) / (size_t)nbuf / 4096 * 4096;
     size_t n = bytes / 4;
-    cl_platform_id p;
     cl_device_id dev;
-    CHECK(clGetPlatformIDs(1, &p, NULL));
-    CHECK(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &dev, NULL));
+    cl_context ctx;
+    cl_command_queue q;
+    open_device(&dev, &ctx, &q);
+    cl_program prog = build_program(ctx, dev, src, NULL);
+    cl_kernel kinit = new_kernel(prog, "init");
+    cl_kernel kup = new_kernel(prog, "update");
+    cl_kernel ksum = new_kernel(prog, "sum");
     cl_int e;
-    cl_context ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &e);
-    CHECK(e);
-    cl_command_queue q = clCreateCommandQueue(ctx, dev, 0, &e);
-    CHECK(e);
-    cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &e);
-    CHECK(e);
-    CHECK(clBuildProgram(prog, 1, &dev, NULL, NULL, NULL));
-    cl_kernel kinit = clCreateKernel(prog, "init", &e);
-    CHECK(e);
-    cl_kernel kup = clCreateKernel(prog, "update", &e);
-    CHECK(e);
-    cl_kernel ksum = clCreateKernel(prog, "sum", &e);
-    CHECK(e);
     cl_mem buf[MAXBUF];
     int updates[MAXBUF] = {0};
     cl_mem out = clCreateBuffer(ctx, CL_MEM_READ_WRITE, OUT_BYTES, NULL, &e);

@@ -22,91 +22,14 @@
  *   peerbench idle SECONDS               a context, a queue and a built
  *                                        kernel, then "READY" and a sleep
  */
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
+#define BENCH_NAME "peerbench"
+#include "../common/bench.h"
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-#define CHECK(call)                                                            \
-    do {                                                                       \
-        cl_int e_ = (call);                                                    \
-        if (e_ != CL_SUCCESS) {                                                \
-            fprintf(stderr, "peerbench: %s failed: %d (line %d)\n", #call, e_,  \
-                    __LINE__);                                                 \
-            exit(2);                                                           \
-        }                                                                      \
-    } while (0)
 
 static cl_device_id dev;
 static cl_context ctx;
 static cl_command_queue q;
-
-static double now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static void setup(void) {
-    cl_platform_id p;
-    cl_uint n = 0;
-    CHECK(clGetPlatformIDs(1, &p, &n));
-    if (n == 0) {
-        fprintf(stderr, "peerbench: no OpenCL platform\n");
-        exit(2);
-    }
-    CHECK(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &dev, NULL));
-    cl_int err;
-    ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    CHECK(err);
-    q = clCreateCommandQueue(ctx, dev, 0, &err);
-    CHECK(err);
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Prints "name":{"n":..,"median_ns":..,"mean_ns":..,"p99_ns":..} and a
- * comma unless it is the last. */
-static void summary(const char *name, double *v, size_t n, int last) {
-    qsort(v, n, sizeof *v, cmp_double);
-    double sum = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += v[i];
-    size_t r99 = (size_t)(0.99 * (double)n + 0.999999);
-    if (r99 < 1)
-        r99 = 1;
-    double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    printf("\"%s\":{\"n\":%zu,\"median_ns\":%.1f,\"mean_ns\":%.1f,\"p99_ns\":%.1f}%s", name, n,
-           med, sum / (double)n, v[r99 - 1], last ? "" : ",");
-}
-
-static const char *add_src = "__kernel void add(__global int *a, int b) {\n"
-                             "  size_t i = get_global_id(0);\n"
-                             "  a[i] += b;\n"
-                             "}\n";
-
-enum { N = 256 };
-
-static cl_kernel add_kernel(cl_program *prog, cl_mem *buf) {
-    cl_int err;
-    *prog = clCreateProgramWithSource(ctx, 1, &add_src, NULL, &err);
-    CHECK(err);
-    CHECK(clBuildProgram(*prog, 1, &dev, "", NULL, NULL));
-    cl_kernel k = clCreateKernel(*prog, "add", &err);
-    CHECK(err);
-    int zero[N] = {0};
-    *buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, zero, &err);
-    CHECK(err);
-    CHECK(clSetKernelArg(k, 0, sizeof *buf, buf));
-    return k;
-}
 
 /* The round trips. Each is warmed up (WARM calls), then timed call by call. */
 enum { WARM = 200 };
@@ -122,220 +45,157 @@ static int want(const char *name) {
 static long warm(const char *name) { return want(name) ? WARM : 0; }
 static long count(const char *name, long iters) { return want(name) ? iters : 1; }
 
-static void trips(long iters) {
-    cl_program prog;
-    cl_mem buf;
-    cl_kernel k = add_kernel(&prog, &buf);
-    int one = 1;
-    CHECK(clSetKernelArg(k, 1, sizeof one, &one));
-    size_t global = N;
-    double *v = malloc(sizeof(double) * (size_t)iters);
-    if (!v)
-        exit(2);
-    int out[1];
-    long launched = 0;
-    printf("RESULT {\"bench\":\"trips\",");
+/* What the round trips work on: the add kernel and its buffer, a
+ * completed marker, the launches so far and the last answers to check. */
+static cl_kernel trip_k;
+static cl_mem trip_buf;
+static cl_event marker;
+static long launched;
+static cl_int status;
+static cl_command_type type;
 
-    for (long i = -warm("readback"), n = count("readback", iters); i < n; i++) {
-        double t0 = now_ns();
-        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
-        CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
-        if (i >= 0)
-            v[i] = now_ns() - t0;
-        launched++;
-        if (out[0] != (int)launched) {
-            fprintf(stderr, "peerbench: wrong result %d, want %ld\n", out[0], launched);
-            exit(4);
-        }
-    }
-    summary("readback", v, (size_t)count("readback", iters), 0);
-
-    for (long i = -warm("marker_wait"), n = count("marker_wait", iters); i < n; i++) {
-        cl_event ev;
-        double t0 = now_ns();
-        CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &ev));
-        CHECK(clWaitForEvents(1, &ev));
-        CHECK(clReleaseEvent(ev));
-        if (i >= 0)
-            v[i] = now_ns() - t0;
-    }
-    summary("marker_wait", v, (size_t)count("marker_wait", iters), 0);
-
-    for (long i = -warm("launch_finish"), n = count("launch_finish", iters); i < n; i++) {
-        double t0 = now_ns();
-        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
-        CHECK(clFinish(q));
-        if (i >= 0)
-            v[i] = now_ns() - t0;
-        launched++;
-    }
-    summary("launch_finish", v, (size_t)count("launch_finish", iters), 0);
-
-    for (long i = -warm("finish_idle"), n = count("finish_idle", iters); i < n; i++) {
-        double t0 = now_ns();
-        CHECK(clFinish(q));
-        if (i >= 0)
-            v[i] = now_ns() - t0;
-    }
-    summary("finish_idle", v, (size_t)count("finish_idle", iters), 0);
-
-    for (long i = -warm("write4"), n = count("write4", iters); i < n; i++) {
-        int w = (int)i;
-        double t0 = now_ns();
-        CHECK(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, sizeof w, &w, 0, NULL, NULL));
-        if (i >= 0)
-            v[i] = now_ns() - t0;
-    }
-    summary("write4", v, (size_t)count("write4", iters), 0);
-    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
-    if (out[0] != (int)(count("write4", iters) - 1)) {
-        fprintf(stderr, "peerbench: wrong written value %d, want %ld\n", out[0],
-                count("write4", iters) - 1);
+static void readback(long i) {
+    (void)i;
+    int got = add_and_read(q, trip_k, trip_buf);
+    if (got != (int)++launched) {
+        fprintf(stderr, "peerbench: wrong result %d, want %ld\n", got, launched);
         exit(4);
     }
+}
 
+static void marker_wait(long i) {
+    (void)i;
     cl_event ev;
     CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &ev));
     CHECK(clWaitForEvents(1, &ev));
-    cl_int st = -1;
-    for (long i = -warm("event_status"), n = count("event_status", iters); i < n; i++) {
-        double t0 = now_ns();
-        CHECK(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
-        if (i >= 0)
-            v[i] = now_ns() - t0;
-    }
-    if (st != CL_COMPLETE) {
-        fprintf(stderr, "peerbench: a waited-for marker is not complete (%d)\n", st);
-        exit(4);
-    }
-    summary("event_status", v, (size_t)count("event_status", iters), 0);
-
-    cl_command_type ty = 0;
-    for (long i = -warm("event_type"), n = count("event_type", iters); i < n; i++) {
-        double t0 = now_ns();
-        CHECK(clGetEventInfo(ev, CL_EVENT_COMMAND_TYPE, sizeof ty, &ty, NULL));
-        if (i >= 0)
-            v[i] = now_ns() - t0;
-    }
-    if (ty != CL_COMMAND_MARKER) {
-        fprintf(stderr, "peerbench: a marker's command type is %u\n", ty);
-        exit(4);
-    }
-    summary("event_type", v, (size_t)count("event_type", iters), 0);
-
-    cl_uint refs = 0;
-    for (long i = -warm("event_refs"), n = count("event_refs", iters); i < n; i++) {
-        double t0 = now_ns();
-        CHECK(clGetEventInfo(ev, CL_EVENT_REFERENCE_COUNT, sizeof refs, &refs, NULL));
-        if (i >= 0)
-            v[i] = now_ns() - t0;
-    }
-    summary("event_refs", v, (size_t)count("event_refs", iters), 0);
     CHECK(clReleaseEvent(ev));
+}
 
-    cl_device_type dt = 0;
-    for (long i = -warm("device_type"), n = count("device_type", iters); i < n; i++) {
-        double t0 = now_ns();
-        CHECK(clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof dt, &dt, NULL));
-        if (i >= 0)
-            v[i] = now_ns() - t0;
+static void launch_finish(long i) {
+    (void)i;
+    size_t global = ADD_N;
+    CHECK(clEnqueueNDRangeKernel(q, trip_k, 1, NULL, &global, NULL, 0, NULL, NULL));
+    CHECK(clFinish(q));
+    launched++;
+}
+
+static void finish_idle(long i) {
+    (void)i;
+    CHECK(clFinish(q));
+}
+
+static void write4(long i) {
+    int w = (int)i;
+    CHECK(clEnqueueWriteBuffer(q, trip_buf, CL_TRUE, 0, sizeof w, &w, 0, NULL, NULL));
+}
+
+static void event_status(long i) {
+    (void)i;
+    CHECK(clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL));
+}
+
+static void event_type(long i) {
+    (void)i;
+    CHECK(clGetEventInfo(marker, CL_EVENT_COMMAND_TYPE, sizeof type, &type, NULL));
+}
+
+static void event_refs(long i) {
+    (void)i;
+    cl_uint refs;
+    CHECK(clGetEventInfo(marker, CL_EVENT_REFERENCE_COUNT, sizeof refs, &refs, NULL));
+}
+
+static void device_type(long i) {
+    (void)i;
+    cl_device_type dt;
+    CHECK(clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof dt, &dt, NULL));
+}
+
+/* A round trip: its name in the results and what one call does, given the
+ * call's index (negative while warming up). */
+typedef struct {
+    const char *name;
+    void (*call)(long i);
+} trip;
+
+/* Those that send commands, in the order they run. */
+static const trip command_trips[] = {
+    {"readback", readback},       {"marker_wait", marker_wait}, {"launch_finish", launch_finish},
+    {"finish_idle", finish_idle}, {"write4", write4},
+};
+
+/* Queries of a completed marker and of the device, once the commands are
+ * done. */
+static const trip query_trips[] = {
+    {"event_status", event_status},
+    {"event_type", event_type},
+    {"event_refs", event_refs},
+    {"device_type", device_type},
+};
+
+/* Warms up and times each of `n` trips in turn into `v`, printing their
+ * summaries; `last` when they end the result. */
+static void time_trips(const trip *trips, size_t n, long iters, double *v, int last) {
+    for (size_t t = 0; t < n; t++) {
+        const char *name = trips[t].name;
+        for (long i = -warm(name), end = count(name, iters); i < end; i++) {
+            double t0 = now_ns();
+            trips[t].call(i);
+            if (i >= 0)
+                v[i] = now_ns() - t0;
+        }
+        summary(name, v, (size_t)count(name, iters), last && t == n - 1);
     }
-    summary("device_type", v, (size_t)count("device_type", iters), 1);
+}
+
+static void trips(long iters, long unused) {
+    (void)unused;
+    cl_program prog;
+    trip_k = add_kernel(ctx, dev, &prog, &trip_buf);
+    double *v = times(iters);
+    printf("RESULT {\"bench\":\"trips\",");
+    time_trips(command_trips, sizeof command_trips / sizeof *command_trips, iters, v, 0);
+    int out;
+    CHECK(clEnqueueReadBuffer(q, trip_buf, CL_TRUE, 0, sizeof out, &out, 0, NULL, NULL));
+    if (out != (int)(count("write4", iters) - 1)) {
+        fprintf(stderr, "peerbench: wrong written value %d, want %ld\n", out,
+                count("write4", iters) - 1);
+        exit(4);
+    }
+    CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &marker));
+    CHECK(clWaitForEvents(1, &marker));
+    time_trips(query_trips, sizeof query_trips / sizeof *query_trips, iters, v, 1);
     printf("}\n");
+    if (status != CL_COMPLETE || type != CL_COMMAND_MARKER) {
+        fprintf(stderr, "peerbench: a waited-for marker has status %d, type %u\n", status, type);
+        exit(4);
+    }
     free(v);
-    clReleaseMemObject(buf);
-    clReleaseKernel(k);
-    clReleaseProgram(prog);
+    CHECK(clReleaseEvent(marker));
+    add_release(prog, trip_k, trip_buf);
 }
 
 static void callheavy(long launches, long every) {
     cl_program prog;
     cl_mem buf;
-    cl_kernel k = add_kernel(&prog, &buf);
-    size_t global = N;
-    int b = 0;
-    CHECK(clSetKernelArg(k, 1, sizeof b, &b));
-    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
-    CHECK(clFinish(q));
+    cl_kernel k = add_kernel(ctx, dev, &prog, &buf);
+    add_once(q, k, 0);
     double t0 = now_ns();
-    long expect = 0;
-    for (long i = 0; i < launches; i++) {
-        b = (int)(i % 7);
-        expect += b;
-        CHECK(clSetKernelArg(k, 1, sizeof b, &b));
-        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
-        if ((i + 1) % every == 0)
-            CHECK(clFinish(q));
-    }
-    CHECK(clFinish(q));
+    long expect = add_launches(q, k, launches, every);
     double wall = (now_ns() - t0) * 1e-9;
-    int out[N];
-    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
-    for (int i = 0; i < N; i++) {
-        if (out[i] != (int)expect) {
-            fprintf(stderr, "peerbench: wrong result %d, want %ld\n", out[i], expect);
-            exit(4);
-        }
-    }
+    check_add(q, buf, expect);
     printf("RESULT {\"bench\":\"callheavy\",\"launches\":%ld,\"finish_every\":%ld,\"wall_s\":%.6f}\n",
            launches, every, wall);
-    clReleaseMemObject(buf);
-    clReleaseKernel(k);
-    clReleaseProgram(prog);
+    add_release(prog, k, buf);
 }
 
-static void bulk(long mib, long reps) {
-    size_t size = (size_t)mib << 20;
-    unsigned char *src_h = malloc(size), *dst_h = malloc(size);
-    if (!src_h || !dst_h) {
-        fprintf(stderr, "peerbench: out of memory\n");
-        exit(2);
-    }
-    for (size_t i = 0; i < size; i++)
-        src_h[i] = (unsigned char)(i * 131u + 7u);
-    cl_int err;
-    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, size, NULL, &err);
-    CHECK(err);
-    CHECK(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, size, src_h, 0, NULL, NULL));
-    CHECK(clFinish(q));
-    double *w = malloc(sizeof(double) * (size_t)reps), *r = malloc(sizeof(double) * (size_t)reps);
-    if (!w || !r)
-        exit(2);
-    for (long i = 0; i < reps; i++) {
-        memset(dst_h, 0, size);
-        double t = now_ns();
-        CHECK(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, size, src_h, 0, NULL, NULL));
-        CHECK(clFinish(q));
-        w[i] = (double)size / (now_ns() - t);
-        t = now_ns();
-        CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, size, dst_h, 0, NULL, NULL));
-        CHECK(clFinish(q));
-        r[i] = (double)size / (now_ns() - t);
-        if (memcmp(src_h, dst_h, size) != 0) {
-            fprintf(stderr, "peerbench: data read back differs\n");
-            exit(4);
-        }
-    }
-    printf("RESULT {\"bench\":\"bulk\",\"mib\":%ld,\"write_gbps\":[", mib);
-    for (long i = 0; i < reps; i++)
-        printf("%s%.3f", i ? "," : "", w[i]);
-    printf("],\"read_gbps\":[");
-    for (long i = 0; i < reps; i++)
-        printf("%s%.3f", i ? "," : "", r[i]);
-    printf("]}\n");
-    free(w);
-    free(r);
-    clReleaseMemObject(buf);
-    free(src_h);
-    free(dst_h);
-}
+static void bulk_mode(long mib, long reps) { bulk(ctx, q, mib, reps); }
 
 /* Builds N programs whose sources differ (a constant named after this
  * process, the time and the count), so no compiler cache answers. */
-static void build(long n) {
-    double *v = malloc(sizeof(double) * (size_t)n);
-    if (!v)
-        exit(2);
+static void build(long n, long unused) {
+    (void)unused;
+    double *v = times(n);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     for (long i = 0; i < n; i++) {
@@ -352,14 +212,9 @@ static void build(long n) {
                  "  o[get_global_id(0)] = acc;\n"
                  "}\n",
                  (long)getpid() * 1000 + i, (long)ts.tv_sec, (long)ts.tv_nsec);
-        const char *s = src;
-        cl_int err;
         double t0 = now_ns();
-        cl_program p = clCreateProgramWithSource(ctx, 1, &s, NULL, &err);
-        CHECK(err);
-        CHECK(clBuildProgram(p, 1, &dev, "", NULL, NULL));
-        cl_kernel k = clCreateKernel(p, "scale", &err);
-        CHECK(err);
+        cl_program p = build_program(ctx, dev, src, "");
+        cl_kernel k = new_kernel(p, "scale");
         v[i] = now_ns() - t0;
         clReleaseKernel(k);
         clReleaseProgram(p);
@@ -370,51 +225,24 @@ static void build(long n) {
     free(v);
 }
 
-static void idle(long seconds) {
+static void idle(long seconds, long unused) {
+    (void)unused;
     cl_program prog;
     cl_mem buf;
-    cl_kernel k = add_kernel(&prog, &buf);
-    int one = 1;
-    size_t global = N;
-    CHECK(clSetKernelArg(k, 1, sizeof one, &one));
-    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
-    CHECK(clFinish(q));
+    cl_kernel k = add_kernel(ctx, dev, &prog, &buf);
+    add_once(q, k, 1);
     printf("READY\n");
     fflush(stdout);
     sleep((unsigned)seconds);
     printf("RESULT {\"bench\":\"idle\",\"seconds\":%ld}\n", seconds);
-    clReleaseMemObject(buf);
-    clReleaseKernel(k);
-    clReleaseProgram(prog);
+    add_release(prog, k, buf);
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) {
-        fprintf(stderr, "usage: peerbench trips ITERS | callheavy LAUNCHES EVERY | bulk MIB REPS"
-                        " | build N | idle SECONDS\n");
-        return 1;
-    }
-    long a = atol(argv[2]), b = argc > 3 ? atol(argv[3]) : 1;
-    if (a <= 0 || b <= 0) {
-        fprintf(stderr, "peerbench: counts must be positive\n");
-        return 1;
-    }
-    setup();
-    if (strcmp(argv[1], "trips") == 0)
-        trips(a);
-    else if (strcmp(argv[1], "callheavy") == 0)
-        callheavy(a, b);
-    else if (strcmp(argv[1], "bulk") == 0)
-        bulk(a, b);
-    else if (strcmp(argv[1], "build") == 0)
-        build(a);
-    else if (strcmp(argv[1], "idle") == 0)
-        idle(a);
-    else {
-        fprintf(stderr, "peerbench: unknown benchmark %s\n", argv[1]);
-        return 1;
-    }
-    clReleaseCommandQueue(q);
-    clReleaseContext(ctx);
-    return 0;
+    static const bench_mode modes[] = {
+        {"trips", trips}, {"callheavy", callheavy}, {"bulk", bulk_mode}, {"build", build}, {"idle", idle},
+    };
+    return run_mode(argc, argv,
+                    "trips ITERS | callheavy LAUNCHES EVERY | bulk MIB REPS | build N | idle SECONDS",
+                    modes, sizeof modes / sizeof *modes, &dev, &ctx, &q);
 }

@@ -14,25 +14,11 @@
  *       programs of FUNCS functions one after another (each different, so
  *       that no cache of compiled programs has it)
  */
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
+#define BENCH_NAME "threads"
+#include "../common/bench.h"
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <unistd.h>
-
-#define CHECK(call)                                                            \
-    do {                                                                       \
-        cl_int e_ = (call);                                                    \
-        if (e_ != CL_SUCCESS) {                                                \
-            fprintf(stderr, "threads: %s failed: %d (line %d)\n", #call, e_,    \
-                    __LINE__);                                                 \
-            exit(2);                                                           \
-        }                                                                      \
-    } while (0)
 
 static cl_context ctx;
 static cl_device_id dev;
@@ -47,23 +33,11 @@ static const char *src =
     "    o[get_global_id(0)] = a;\n"
     "}\n";
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
+static double now(void) { return now_ns() * 1e-9; }
 
 static void setup(void) {
-    cl_platform_id p;
-    cl_uint n = 0;
-    CHECK(clGetPlatformIDs(1, &p, &n));
-    CHECK(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &dev, NULL));
-    cl_int e;
-    ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &e);
-    CHECK(e);
-    prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &e);
-    CHECK(e);
-    CHECK(clBuildProgram(prog, 1, &dev, NULL, NULL, NULL));
+    open_device(&dev, &ctx, NULL);
+    prog = build_program(ctx, dev, src, NULL);
 }
 
 typedef struct {
@@ -77,8 +51,7 @@ static lane_t lane(void) {
     lane_t l;
     l.q = clCreateCommandQueue(ctx, dev, 0, &e);
     CHECK(e);
-    l.k = clCreateKernel(prog, "work", &e);
-    CHECK(e);
+    l.k = new_kernel(prog, "work");
     l.b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 64 * sizeof(cl_uint), NULL, &e);
     CHECK(e);
     CHECK(clSetKernelArg(l.k, 0, sizeof l.b, &l.b));
@@ -182,12 +155,7 @@ static void *build_loop(void *arg) {
             n += (size_t)snprintf(s + n, cap - n, "    a = f%d(a);\n", f);
         if (n < cap) n += (size_t)snprintf(s + n, cap - n, "    o[0] = a ^ RUN;\n}\n");
         if (n >= cap) exit(2);
-        cl_int e;
-        const char *srcs[] = {s};
-        cl_program p = clCreateProgramWithSource(ctx, 1, srcs, NULL, &e);
-        CHECK(e);
-        CHECK(clBuildProgram(p, 1, &dev, NULL, NULL, NULL));
-        CHECK(clReleaseProgram(p));
+        CHECK(clReleaseProgram(build_program(ctx, dev, s, NULL)));
     }
     free(s);
     return NULL;

@@ -18,56 +18,20 @@
  * the server process's CPU time at those points (and while it holds, the
  * idle server's).
  */
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
+#define BENCH_NAME "whbench"
+#include "../common/bench.h"
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/resource.h>
-#include <time.h>
-
-#define CHECK(call)                                                            \
-    do {                                                                       \
-        cl_int e_ = (call);                                                    \
-        if (e_ != CL_SUCCESS) {                                                \
-            fprintf(stderr, "whbench: %s failed: %d (line %d)\n", #call, e_,    \
-                    __LINE__);                                                 \
-            exit(2);                                                           \
-        }                                                                      \
-    } while (0)
 
 static cl_device_id dev;
 static cl_context ctx;
 static cl_command_queue q;
-
-static double now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
 
 static double cpu_s(int user) {
     struct rusage r;
     getrusage(RUSAGE_SELF, &r);
     struct timeval tv = user ? r.ru_utime : r.ru_stime;
     return (double)tv.tv_sec + (double)tv.tv_usec * 1e-6;
-}
-
-static void setup(void) {
-    cl_platform_id p;
-    cl_uint n = 0;
-    CHECK(clGetPlatformIDs(1, &p, &n));
-    if (n == 0) {
-        fprintf(stderr, "whbench: no OpenCL platform\n");
-        exit(2);
-    }
-    CHECK(clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &dev, NULL));
-    cl_int err;
-    ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    CHECK(err);
-    q = clCreateCommandQueue(ctx, dev, 0, &err);
-    CHECK(err);
 }
 
 static void handshake(const char *what) {
@@ -83,33 +47,12 @@ static void handshake(const char *what) {
     }
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Prints "name":{"n":..,"median_ns":..,"p99_ns":..,"mean_ns":..,"min_ns":..} */
-static void summary(const char *name, double *v, size_t n, int comma) {
-    qsort(v, n, sizeof *v, cmp_double);
-    double sum = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += v[i];
-    size_t r99 = (size_t)(0.99 * (double)n + 0.999999);
-    if (r99 < 1)
-        r99 = 1;
-    double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-    printf("\"%s\":{\"n\":%zu,\"median_ns\":%.1f,\"p99_ns\":%.1f,\"mean_ns\":%.1f,"
-           "\"min_ns\":%.1f}%s",
-           name, n, med, v[r99 - 1], sum / (double)n, v[0], comma ? "," : "");
-}
-
-static void nullcall(long iters) {
+static void nullcall(long iters, long unused) {
+    (void)unused;
     cl_event ev;
     CHECK(clEnqueueMarkerWithWaitList(q, 0, NULL, &ev));
     CHECK(clFinish(q));
-    double *v = malloc(sizeof(double) * (size_t)iters);
-    if (!v)
-        exit(2);
+    double *v = times(iters);
     cl_int st = -1;
     for (int i = 0; i < 2000; i++) /* warm-up */
         CHECK(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL));
@@ -123,191 +66,77 @@ static void nullcall(long iters) {
         double t = now_ns();
         v[i] = now_ns() - t;
     }
-    summary("timer", v, (size_t)iters, 1);
+    summary("timer", v, (size_t)iters, 0);
     for (long i = 0; i < iters; i++) {
         double t = now_ns();
         clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
         v[i] = now_ns() - t;
     }
-    summary("event_info", v, (size_t)iters, 1);
+    summary("event_info", v, (size_t)iters, 0);
     cl_device_type ty;
     for (long i = 0; i < iters; i++) {
         double t = now_ns();
         clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof ty, &ty, NULL);
         v[i] = now_ns() - t;
     }
-    summary("device_info", v, (size_t)iters, 0);
+    summary("device_info", v, (size_t)iters, 1);
     printf("}\n");
     free(v);
     clReleaseEvent(ev);
 }
 
-static const char *src =
-    "__kernel void add(__global int *a, int b) {\n"
-    "  size_t i = get_global_id(0);\n"
-    "  a[i] += b;\n"
-    "}\n";
-
-enum { N = 256 };
-
-/* The `add` kernel, built, with a zeroed buffer of N ints as its first
- * argument. */
-static cl_kernel add_kernel(cl_program *prog, cl_mem *buf) {
-    cl_int err;
-    *prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &err);
-    CHECK(err);
-    CHECK(clBuildProgram(*prog, 1, &dev, "", NULL, NULL));
-    cl_kernel k = clCreateKernel(*prog, "add", &err);
-    CHECK(err);
-    int zero[N] = {0};
-    *buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zero, zero, &err);
-    CHECK(err);
-    CHECK(clSetKernelArg(k, 0, sizeof *buf, buf));
-    return k;
-}
-
 static void callheavy(long launches, long every) {
     cl_program prog;
     cl_mem buf;
-    cl_kernel k = add_kernel(&prog, &buf);
-    size_t global = N;
-    int b = 0;
-    CHECK(clSetKernelArg(k, 1, sizeof b, &b));
-    CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
-    CHECK(clFinish(q));
+    cl_kernel k = add_kernel(ctx, dev, &prog, &buf);
+    add_once(q, k, 0);
     handshake("READY");
     double u0 = cpu_s(1), s0 = cpu_s(0), t0 = now_ns();
-    long expect = 0;
-    for (long i = 0; i < launches; i++) {
-        b = (int)(i % 7);
-        expect += b;
-        CHECK(clSetKernelArg(k, 1, sizeof b, &b));
-        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
-        if ((i + 1) % every == 0)
-            CHECK(clFinish(q));
-    }
-    CHECK(clFinish(q));
+    long expect = add_launches(q, k, launches, every);
     double wall = (now_ns() - t0) * 1e-9, user = cpu_s(1) - u0, sys = cpu_s(0) - s0;
-    int out[N];
-    CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
-    for (int i = 0; i < N; i++) {
-        if (out[i] != (int)expect) {
-            fprintf(stderr, "whbench: wrong result %d, want %ld\n", out[i], expect);
-            exit(4);
-        }
-    }
+    check_add(q, buf, expect);
     printf("RESULT {\"bench\":\"callheavy\",\"launches\":%ld,\"finish_every\":%ld,"
            "\"wall_s\":%.6f,\"user_s\":%.6f,\"sys_s\":%.6f}\n",
            launches, every, wall, user, sys);
     fflush(stdout);
     handshake("HOLD");
-    clReleaseMemObject(buf);
-    clReleaseKernel(k);
-    clReleaseProgram(prog);
+    add_release(prog, k, buf);
 }
 
-static void bulk(long mib, long reps) {
-    size_t size = (size_t)mib << 20;
-    unsigned char *src_h = malloc(size), *dst_h = malloc(size);
-    if (!src_h || !dst_h) {
-        fprintf(stderr, "whbench: out of memory\n");
-        exit(2);
-    }
-    for (size_t i = 0; i < size; i++)
-        src_h[i] = (unsigned char)(i * 131u + 7u);
-    memset(dst_h, 0, size);
-    cl_int err;
-    cl_mem buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, size, NULL, &err);
-    CHECK(err);
-    /* First touch of the device buffer, outside the timings. */
-    CHECK(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, size, src_h, 0, NULL, NULL));
-    CHECK(clFinish(q));
-    printf("RESULT {\"bench\":\"bulk\",\"mib\":%ld,\"write_gbps\":[", mib);
-    double *rd = malloc(sizeof(double) * (size_t)reps);
-    if (!rd)
-        exit(2);
-    for (long r = 0; r < reps; r++) {
-        double t = now_ns();
-        CHECK(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, size, src_h, 0, NULL, NULL));
-        CHECK(clFinish(q));
-        double w = (double)size / (now_ns() - t);
-        t = now_ns();
-        CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, size, dst_h, 0, NULL, NULL));
-        CHECK(clFinish(q));
-        rd[r] = (double)size / (now_ns() - t);
-        printf("%s%.3f", r ? "," : "", w);
-    }
-    printf("],\"read_gbps\":[");
-    for (long r = 0; r < reps; r++)
-        printf("%s%.3f", r ? "," : "", rd[r]);
-    printf("]}\n");
-    if (memcmp(src_h, dst_h, size) != 0) {
-        fprintf(stderr, "whbench: data read back differs\n");
-        exit(4);
-    }
-    free(rd);
-    clReleaseMemObject(buf);
-    free(src_h);
-    free(dst_h);
-}
+static void bulk_mode(long mib, long reps) { bulk(ctx, q, mib, reps); }
 
 /* A launch and a blocking read of its result, ROUNDS times: the read waits
  * for the kernel, so every round is one wait on the device (per-round
  * time, median and mean). */
-static void readback(long rounds) {
+static void readback(long rounds, long unused) {
+    (void)unused;
     cl_program prog;
     cl_mem buf;
-    cl_kernel k = add_kernel(&prog, &buf);
-    int one = 1;
-    CHECK(clSetKernelArg(k, 1, sizeof one, &one));
-    size_t global = N;
-    double *v = malloc(sizeof(double) * (size_t)rounds);
-    if (!v)
-        exit(2);
-    int out[4];
+    cl_kernel k = add_kernel(ctx, dev, &prog, &buf);
+    double *v = times(rounds);
     for (long i = 0; i < rounds; i++) {
         double t0 = now_ns();
-        CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &global, NULL, 0, NULL, NULL));
-        CHECK(clEnqueueReadBuffer(q, buf, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
+        int got = add_and_read(q, k, buf);
         v[i] = now_ns() - t0;
-        if (out[0] != (int)(i + 1)) {
-            fprintf(stderr, "whbench: wrong result %d, want %ld\n", out[0], i + 1);
+        if (got != (int)(i + 1)) {
+            fprintf(stderr, "whbench: wrong result %d, want %ld\n", got, i + 1);
             exit(4);
         }
     }
     printf("RESULT {\"bench\":\"readback\",");
-    summary("round", v, (size_t)rounds, 0);
+    summary("round", v, (size_t)rounds, 1);
     printf("}\n");
     free(v);
-    clReleaseMemObject(buf);
-    clReleaseKernel(k);
-    clReleaseProgram(prog);
+    add_release(prog, k, buf);
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) {
-        fprintf(stderr, "usage: whbench nullcall ITERS | callheavy LAUNCHES EVERY | bulk MIB REPS | readback ROUNDS\n");
-        return 1;
-    }
-    long a = atol(argv[2]), b = argc > 3 ? atol(argv[3]) : 1;
-    if (a <= 0 || b <= 0) {
-        fprintf(stderr, "whbench: counts must be positive\n");
-        return 1;
-    }
-    setup();
-    if (strcmp(argv[1], "nullcall") == 0)
-        nullcall(a);
-    else if (strcmp(argv[1], "callheavy") == 0)
-        callheavy(a, b);
-    else if (strcmp(argv[1], "bulk") == 0)
-        bulk(a, b);
-    else if (strcmp(argv[1], "readback") == 0)
-        readback(a);
-    else {
-        fprintf(stderr, "whbench: unknown benchmark %s\n", argv[1]);
-        return 1;
-    }
-    clReleaseCommandQueue(q);
-    clReleaseContext(ctx);
-    return 0;
+    static const bench_mode modes[] = {
+        {"nullcall", nullcall},
+        {"callheavy", callheavy},
+        {"bulk", bulk_mode},
+        {"readback", readback},
+    };
+    return run_mode(argc, argv, "nullcall ITERS | callheavy LAUNCHES EVERY | bulk MIB REPS | readback ROUNDS",
+                    modes, sizeof modes / sizeof *modes, &dev, &ctx, &q);
 }

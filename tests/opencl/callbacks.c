@@ -78,21 +78,13 @@ int main(void) {
     CHECK_ERR(e, "map for the gated unmap");
     for (int i = 0; i < 16; i++) um_map[i] = 4000 + i;
     CHECK(clSetKernelArg(k, 0, sizeof c, &c));
-    cl_image_format f = {CL_RGBA, CL_UNSIGNED_INT8};
-    cl_image_desc d;
-    memset(&d, 0, sizeof d);
-    d.image_type = CL_MEM_OBJECT_IMAGE2D;
-    d.image_width = 8;
-    d.image_height = 4;
-    cl_mem i2 = clCreateImage(t.ctx, CL_MEM_READ_WRITE, &f, &d, NULL, &e);
+    cl_image_desc d = image_desc(CL_MEM_OBJECT_IMAGE2D, 8, 4, 0);
+    cl_mem i2 = clCreateImage(t.ctx, CL_MEM_READ_WRITE, &rgba8, &d, NULL, &e);
     CHECK_ERR(e, "2D image");
-    cl_mem i2b = clCreateImage(t.ctx, CL_MEM_READ_WRITE, &f, &d, NULL, &e);
+    cl_mem i2b = clCreateImage(t.ctx, CL_MEM_READ_WRITE, &rgba8, &d, NULL, &e);
     CHECK_ERR(e, "second 2D image");
-    d.image_type = CL_MEM_OBJECT_IMAGE3D;
-    d.image_width = 4;
-    d.image_height = 4;
-    d.image_depth = 2;
-    cl_mem i3 = clCreateImage(t.ctx, CL_MEM_READ_WRITE, &f, &d, NULL, &e);
+    d = image_desc(CL_MEM_OBJECT_IMAGE3D, 4, 4, 2);
+    cl_mem i3 = clCreateImage(t.ctx, CL_MEM_READ_WRITE, &rgba8, &d, NULL, &e);
     CHECK_ERR(e, "3D image");
 
     cl_event gate = clCreateUserEvent(t.ctx, &e);

@@ -9,7 +9,11 @@
  *
  * The platform is the first whose name contains $WH_TEST_PLATFORM
  * (default "Portable", i.e. PoCL; through Wormhole its name gains a prefix
- * but still contains it). */
+ * but still contains it).
+ *
+ * The isolation tests' C programs (crates/wormhole/isolation-tests/c/)
+ * include it too, for its checks; every helper is marked unused so that a
+ * program may take only what it needs under -Wall -Werror. */
 #ifndef WH_TEST_COMMON_H
 #define WH_TEST_COMMON_H
 
@@ -94,7 +98,7 @@ typedef struct {
     int cl_major, cl_minor;
 } env_t;
 
-static void env_init(env_t *t, cl_command_queue_properties qprops) {
+static __attribute__((unused)) void env_init(env_t *t, cl_command_queue_properties qprops) {
     const char *want = getenv("WH_TEST_PLATFORM");
     if (!want || !*want) want = "Portable";
     cl_platform_id plats[16];
@@ -126,7 +130,7 @@ static void env_init(env_t *t, cl_command_queue_properties qprops) {
     CHECK_ERR(e, "clCreateCommandQueue");
 }
 
-static void env_done(env_t *t) {
+static __attribute__((unused)) void env_done(env_t *t) {
     CHECK(clFinish(t->q));
     CHECK(clReleaseCommandQueue(t->q));
     CHECK(clReleaseContext(t->ctx));
@@ -160,6 +164,23 @@ static __attribute__((unused)) cl_mem buffer(env_t *t, cl_mem_flags f, size_t n,
     cl_mem m = clCreateBuffer(t->ctx, f, n, host, &e);
     CHECK_ERR(e, "clCreateBuffer");
     return m;
+}
+
+/* RGBA with 8-bit unsigned channels: the format the image tests use. */
+static const __attribute__((unused)) cl_image_format rgba8 = {CL_RGBA, CL_UNSIGNED_INT8};
+
+/* An image description of `type`, `w` x `h` x `depth` pixels (0 for a
+ * dimension the type lacks), every other field zero: no pitches, no array,
+ * no buffer. */
+static __attribute__((unused)) cl_image_desc image_desc(cl_mem_object_type type, size_t w,
+                                                        size_t h, size_t depth) {
+    cl_image_desc d;
+    memset(&d, 0, sizeof d);
+    d.image_type = type;
+    d.image_width = w;
+    d.image_height = h;
+    d.image_depth = depth;
+    return d;
 }
 
 /* Squares 0..63 on the device and returns their sum (85344): proof, in a

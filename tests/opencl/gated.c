@@ -94,13 +94,8 @@ int main(void) {
     /* A 2D image: a gated write, then a gated read of a window of it. */
     unsigned char pix[8 * 4 * 4], win[2 * 2 * 4] = {0};
     for (size_t i = 0; i < sizeof pix; i++) pix[i] = (unsigned char)(i * 5 + 1);
-    cl_image_format f = {CL_RGBA, CL_UNSIGNED_INT8};
-    cl_image_desc desc;
-    memset(&desc, 0, sizeof desc);
-    desc.image_type = CL_MEM_OBJECT_IMAGE2D;
-    desc.image_width = 8;
-    desc.image_height = 4;
-    cl_mem img = clCreateImage(t.ctx, CL_MEM_READ_WRITE, &f, &desc, NULL, &e);
+    cl_image_desc desc = image_desc(CL_MEM_OBJECT_IMAGE2D, 8, 4, 0);
+    cl_mem img = clCreateImage(t.ctx, CL_MEM_READ_WRITE, &rgba8, &desc, NULL, &e);
     CHECK_ERR(e, "clCreateImage");
     cl_event gate5 = clCreateUserEvent(t.ctx, &e);
     CHECK_ERR(e, "gate 5");

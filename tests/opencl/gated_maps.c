@@ -132,15 +132,10 @@ static void buffers(env_t *t) {
 
 static void images(env_t *t) {
     cl_int e;
-    cl_image_format f = {CL_RGBA, CL_UNSIGNED_INT8};
-    cl_image_desc d;
-    memset(&d, 0, sizeof d);
-    d.image_type = CL_MEM_OBJECT_IMAGE2D;
-    d.image_width = 8;
-    d.image_height = 4;
+    cl_image_desc d = image_desc(CL_MEM_OBJECT_IMAGE2D, 8, 4, 0);
     unsigned char pix[8 * 4 * 4];
     for (size_t i = 0; i < sizeof pix; i++) pix[i] = (unsigned char)(i * 3 + 7);
-    cl_mem img = clCreateImage(t->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, &f, &d, pix, &e);
+    cl_mem img = clCreateImage(t->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, &rgba8, &d, pix, &e);
     CHECK_ERR(e, "2D image");
     cl_event gate = gate_of(t), mev = NULL;
     size_t org[3] = {2, 1, 0}, reg[3] = {3, 2, 1}, rp = 0, sp = 0;
@@ -161,11 +156,8 @@ static void images(env_t *t) {
     CHECK(clReleaseMemObject(img));
 
     /* 3D: written through a gated mapping, read back. */
-    d.image_type = CL_MEM_OBJECT_IMAGE3D;
-    d.image_width = 4;
-    d.image_height = 3;
-    d.image_depth = 2;
-    img = clCreateImage(t->ctx, CL_MEM_READ_WRITE, &f, &d, NULL, &e);
+    d = image_desc(CL_MEM_OBJECT_IMAGE3D, 4, 3, 2);
+    img = clCreateImage(t->ctx, CL_MEM_READ_WRITE, &rgba8, &d, NULL, &e);
     CHECK_ERR(e, "3D image");
     size_t zero[3] = {0, 0, 0}, all[3] = {4, 3, 2};
     unsigned char clear[4 * 3 * 2 * 4] = {0}, back[4 * 3 * 2 * 4];

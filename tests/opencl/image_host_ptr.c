@@ -12,14 +12,8 @@ static size_t image_param(cl_mem img, cl_image_info p) {
     return v;
 }
 
-static const cl_image_format rgba8 = {CL_RGBA, CL_UNSIGNED_INT8};
-
 static cl_mem image2d(env_t *t, cl_mem_flags flags, size_t w, size_t h, size_t pitch, void *host) {
-    cl_image_desc d;
-    memset(&d, 0, sizeof d);
-    d.image_type = CL_MEM_OBJECT_IMAGE2D;
-    d.image_width = w;
-    d.image_height = h;
+    cl_image_desc d = image_desc(CL_MEM_OBJECT_IMAGE2D, w, h, 0);
     d.image_row_pitch = pitch;
     cl_int e;
     cl_mem m = clCreateImage(t->ctx, flags, &rgba8, &d, host, &e);
@@ -95,12 +89,7 @@ static void three_d(env_t *t) {
     unsigned char back[W * H * D * 4];
     ASSERT(host != NULL);
     for (int i = 0; i < SLICE * D; i++) host[i] = (unsigned char)(i * 3 + 2);
-    cl_image_desc d;
-    memset(&d, 0, sizeof d);
-    d.image_type = CL_MEM_OBJECT_IMAGE3D;
-    d.image_width = W;
-    d.image_height = H;
-    d.image_depth = D;
+    cl_image_desc d = image_desc(CL_MEM_OBJECT_IMAGE3D, W, H, D);
     d.image_row_pitch = ROW;
     d.image_slice_pitch = SLICE;
     cl_int e;

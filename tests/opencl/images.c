@@ -65,16 +65,10 @@ static void image_info(cl_mem img, const char *label) {
 }
 
 static cl_mem make(env_t *t, cl_mem_object_type ty, size_t w, size_t h, size_t d, size_t arr, void *host) {
-    cl_image_format f = {CL_RGBA, CL_UNSIGNED_INT8};
-    cl_image_desc desc;
-    memset(&desc, 0, sizeof desc);
-    desc.image_type = ty;
-    desc.image_width = w;
-    desc.image_height = h;
-    desc.image_depth = d;
+    cl_image_desc desc = image_desc(ty, w, h, d);
     desc.image_array_size = arr;
     cl_int e;
-    cl_mem m = clCreateImage(t->ctx, CL_MEM_READ_WRITE | (host ? CL_MEM_COPY_HOST_PTR : 0), &f, &desc, host, &e);
+    cl_mem m = clCreateImage(t->ctx, CL_MEM_READ_WRITE | (host ? CL_MEM_COPY_HOST_PTR : 0), &rgba8, &desc, host, &e);
     CHECK_ERR(e, "clCreateImage");
     return m;
 }

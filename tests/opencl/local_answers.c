@@ -113,15 +113,10 @@ static void gated(env_t *t) {
     PRINT_CODE("gated read of another context's buffer",
                clEnqueueReadBuffer(t->q, elsewhere, CL_FALSE, 0, 16, host, 1, &gate, NULL));
     /* Images: out of bounds, and a host-write-only one. */
-    cl_image_format f = {CL_RGBA, CL_UNSIGNED_INT8};
-    cl_image_desc d;
-    memset(&d, 0, sizeof d);
-    d.image_type = CL_MEM_OBJECT_IMAGE2D;
-    d.image_width = 8;
-    d.image_height = 4;
-    cl_mem img = clCreateImage(t->ctx, CL_MEM_READ_WRITE, &f, &d, NULL, &e);
+    cl_image_desc d = image_desc(CL_MEM_OBJECT_IMAGE2D, 8, 4, 0);
+    cl_mem img = clCreateImage(t->ctx, CL_MEM_READ_WRITE, &rgba8, &d, NULL, &e);
     CHECK_ERR(e, "image");
-    cl_mem wimg = clCreateImage(t->ctx, CL_MEM_READ_WRITE | CL_MEM_HOST_WRITE_ONLY, &f, &d, NULL, &e);
+    cl_mem wimg = clCreateImage(t->ctx, CL_MEM_READ_WRITE | CL_MEM_HOST_WRITE_ONLY, &rgba8, &d, NULL, &e);
     CHECK_ERR(e, "host-write-only image");
     size_t past[3] = {6, 0, 0}, far[3] = {0, 3, 0}, r41[3] = {4, 1, 1}, r12[3] = {1, 2, 1}, z[3] = {0, 0, 0};
     PRINT_CODE("gated image read past the right edge",

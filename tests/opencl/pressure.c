@@ -70,10 +70,7 @@ int main(void) {
     /* A small image the kernel reads, and the buffer it adds into (left
      * untouched by the host: it starts as zeros). */
     cl_image_format fmt = {CL_R, CL_UNSIGNED_INT32};
-    cl_image_desc desc = {0};
-    desc.image_type = CL_MEM_OBJECT_IMAGE2D;
-    desc.image_width = W;
-    desc.image_height = W;
+    cl_image_desc desc = image_desc(CL_MEM_OBJECT_IMAGE2D, W, W, 0);
     cl_uint px[W * W];
     for (int i = 0; i < W * W; i++) px[i] = (cl_uint)(i * 31 + 5);
     cl_mem img = clCreateImage(t.ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, &fmt, &desc, px, &e);

@@ -79,19 +79,14 @@ int main(int argc, char **argv) {
 
     /* An image is charged as the library sizes it (8 MiB here): refused
      * beside a held 4 MiB buffer, made once that is released. */
-    cl_image_format fmt = {CL_RGBA, CL_UNSIGNED_INT8};
-    cl_image_desc desc;
-    memset(&desc, 0, sizeof desc);
-    desc.image_type = CL_MEM_OBJECT_IMAGE2D;
-    desc.image_width = 2048;
-    desc.image_height = 1024;
+    cl_image_desc desc = image_desc(CL_MEM_OBJECT_IMAGE2D, 2048, 1024, 0);
     n = fill(&t, bufs, 0, &why);
     release(bufs + 1, n - 1);
-    cl_mem img = clCreateImage(t.ctx, CL_MEM_READ_WRITE, &fmt, &desc, NULL, &e);
+    cl_mem img = clCreateImage(t.ctx, CL_MEM_READ_WRITE, &rgba8, &desc, NULL, &e);
     printf("image beside a buffer: %d\n", (int)e);
     if (img) CHECK(clReleaseMemObject(img));
     release(bufs, 1);
-    img = clCreateImage(t.ctx, CL_MEM_READ_WRITE, &fmt, &desc, NULL, &e);
+    img = clCreateImage(t.ctx, CL_MEM_READ_WRITE, &rgba8, &desc, NULL, &e);
     printf("image alone: %d\n", (int)e);
     if (img) CHECK(clReleaseMemObject(img));
     CHECK(clFinish(t.q));

@@ -6,6 +6,7 @@
 
 pub mod marshal;
 pub mod misses;
+pub mod native;
 pub mod pingpong;
 pub mod proc;
 pub mod procstat;

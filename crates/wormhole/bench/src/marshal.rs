@@ -8,7 +8,6 @@
 
 use std::ffi::c_void;
 use std::sync::Mutex;
-use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -17,19 +16,17 @@ use wormhole_server::opencl::tenant::{Limits, Tenant};
 use wormhole_server::opencl::{dispatch, ffi};
 use wormhole_wire::{Decoder, Encoder, ReplyHeader, RequestHeader, REPLY_HEADER_LEN};
 
-use crate::stats::median;
+use crate::native::{check, first_device, Native, NativeError};
+use crate::stats::{median, per_call};
 
-const CL_DEVICE_TYPE_ALL: u64 = 0xFFFF_FFFF;
 const CL_EVENT_COMMAND_EXECUTION_STATUS: u32 = 0x11D3;
 /// The id the bench's tenant knows the event by.
 const EVENT_ID: u64 = 7;
 
 #[derive(Debug, Error)]
 pub enum MarshalError {
-    #[error("OpenCL: {what} failed with {code}")]
-    Cl { what: &'static str, code: i32 },
-    #[error("no OpenCL platform or device")]
-    NoDevice,
+    #[error(transparent)]
+    Native(#[from] NativeError),
     #[error("bench state: {0}")]
     Internal(&'static str),
     #[error("wire: {0}")]
@@ -50,68 +47,20 @@ pub struct MarshalResult {
     pub reply_bytes: usize,
 }
 
-fn check(what: &'static str, code: i32) -> Result<(), MarshalError> {
-    if code == 0 {
-        Ok(())
-    } else {
-        Err(MarshalError::Cl { what, code })
-    }
-}
-
 /// A completed marker event on the first device, made natively.
 fn completed_event() -> Result<*mut c_void, MarshalError> {
-    let platforms = wormhole_server::opencl::platforms(&[]);
-    let p = *platforms.first().ok_or(MarshalError::NoDevice)?;
-    let mut dev = std::ptr::null_mut();
-    // SAFETY: room for one device handle.
-    check("clGetDeviceIDs", unsafe {
-        ffi::clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &mut dev, std::ptr::null_mut())
-    })?;
-    let mut err = 0;
-    // SAFETY: one valid device, no properties, no callback.
-    let ctx = unsafe {
-        ffi::clCreateContext(
-            std::ptr::null(),
-            1,
-            &dev,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            &mut err,
-        )
-    };
-    check("clCreateContext", err)?;
-    // SAFETY: valid context and device.
-    let q = unsafe { ffi::clCreateCommandQueue(ctx, dev, 0, &mut err) };
-    check("clCreateCommandQueue", err)?;
+    let Native { queue: q, .. } = first_device()?;
     let mut ev = std::ptr::null_mut();
-    // SAFETY: valid queue, empty wait list, one event slot.
+    // SAFETY: `q` is the queue first_device just created (checked); an
+    // empty wait list is a count of 0 with a null list, and `ev` is room
+    // for the one event returned.
     check("clEnqueueMarkerWithWaitList", unsafe {
         ffi::clEnqueueMarkerWithWaitList(q, 0, std::ptr::null(), &mut ev)
     })?;
-    // SAFETY: valid queue.
+    // SAFETY: `q` is the live queue from first_device.
     check("clFinish", unsafe { ffi::clFinish(q) })?;
     // The context, queue and event live until the process ends.
     Ok(ev)
-}
-
-/// Times `batch` calls of `f` `batches` times; per-call median in ns.
-fn per_call(
-    batches: usize,
-    batch: usize,
-    mut f: impl FnMut() -> Result<(), MarshalError>,
-) -> Result<f64, MarshalError> {
-    for _ in 0..batch {
-        f()?;
-    }
-    let mut v = Vec::with_capacity(batches);
-    for _ in 0..batches {
-        let t = Instant::now();
-        for _ in 0..batch {
-            f()?;
-        }
-        v.push(t.elapsed().as_nanos() as f64 / batch as f64);
-    }
-    Ok(median(&v))
 }
 
 /// The client's part of the state a real call touches: the object registry
@@ -200,10 +149,11 @@ pub fn run(batches: usize, batch: usize) -> Result<MarshalResult, MarshalError> 
     let ev = completed_event()?;
     let mut t = Tenant::new(Vec::new(), Limits::default(), None);
     // The tenant table holds its own reference, as for any event it returns.
-    // SAFETY: `ev` is a live event.
+    // SAFETY: `ev` is the marker completed_event returned, never released
+    // (it lives until the process ends).
     check("clRetainEvent", unsafe { ffi::clRetainEvent(ev) })?;
     t.insert(EVENT_ID, Kind::Event, ev)
-        .map_err(|code| MarshalError::Cl {
+        .map_err(|code| NativeError::Cl {
             what: "insert",
             code,
         })?;
@@ -215,7 +165,8 @@ pub fn run(batches: usize, batch: usize) -> Result<MarshalResult, MarshalError> 
     let mut srv = Vec::new();
     let native = || {
         let mut st = 0i32;
-        // SAFETY: a live event, a 4-byte out-parameter.
+        // SAFETY: `ev` is live (see above); `st` is 4 writable bytes, the
+        // size passed, for the cl_int status.
         let r = unsafe {
             ffi::clGetEventInfo(
                 ev,
@@ -236,7 +187,7 @@ pub fn run(batches: usize, batch: usize) -> Result<MarshalResult, MarshalError> 
         nat.push(per_call(batches / 5 + 1, batch, native)?);
         inp.push(per_call(batches / 5 + 1, batch, || {
             sizes = one_call(&client, &mut t, &mut srv, ev_obj)?;
-            Ok(())
+            Ok::<(), MarshalError>(())
         })?);
     }
     let native_ns = median(&nat);

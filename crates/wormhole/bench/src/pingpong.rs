@@ -342,7 +342,9 @@ pub fn child_main(args: &[String]) -> Result<(), PingError> {
             if nix::fcntl::fcntl(raw, nix::fcntl::FcntlArg::F_GETFD).is_err() {
                 return Err(bad("fd not open"));
             }
-            // SAFETY: as for "word".
+            // SAFETY: the parent passed this descriptor (the channel's
+            // region) to us alone and nothing else here owns it; fcntl
+            // just above showed it open.
             let fd = unsafe { OwnedFd::from_raw_fd(raw) };
             let region = Region::open(fd, Layout::default())?;
             let handoff = parse_handoff(param).ok_or_else(|| bad("handoff"))?;

@@ -25,9 +25,9 @@ use wormhole_server::residency::{self, Frame, Residency};
 use wormhole_transport::arena::Arena;
 use wormhole_wire::{Encoder, RequestHeader};
 
-use crate::stats::median;
+use crate::native::{check, first_device, Native, NativeError};
+use crate::stats::per_call;
 
-const CL_DEVICE_TYPE_ALL: u64 = 0xFFFF_FFFF;
 const CTX: u64 = 1;
 const QUEUE: u64 = 2;
 const BUF: u64 = 3;
@@ -36,10 +36,10 @@ const KERNEL: u64 = 5;
 
 #[derive(Debug, Error)]
 pub enum HooksError {
-    #[error("OpenCL: {what} failed with {code}")]
-    Cl { what: &'static str, code: i32 },
-    #[error("no OpenCL platform or device")]
-    NoDevice,
+    #[error(transparent)]
+    Native(#[from] NativeError),
+    #[error("the shared buffer arena: {0}")]
+    Arena(#[from] wormhole_transport::TransportError),
     #[error("residency: {0}")]
     Residency(#[from] wormhole_server::residency::ResidencyError),
     #[error("{0}")]
@@ -56,14 +56,6 @@ pub struct HooksResult {
     pub launch_without_ns: f64,
     pub set_arg_ns: f64,
     pub set_arg_without_ns: f64,
-}
-
-fn check(what: &'static str, code: i32) -> Result<(), HooksError> {
-    if code == 0 {
-        Ok(())
-    } else {
-        Err(HooksError::Cl { what, code })
-    }
 }
 
 /// A request frame: the header, then what `body` writes.
@@ -99,16 +91,14 @@ fn ledger(sock: OwnedFd) {
 /// A tenant with a context, a queue, a buffer in an arena and a kernel
 /// whose first argument is that buffer; with residency when `sock` is given.
 fn tenant(sock: Option<OwnedFd>) -> Result<Tenant, HooksError> {
-    let platforms = wormhole_server::opencl::platforms(&[]);
-    let p = *platforms.first().ok_or(HooksError::NoDevice)?;
-    let mut dev = std::ptr::null_mut();
-    // SAFETY: room for one device handle.
-    check("clGetDeviceIDs", unsafe {
-        ffi::clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &mut dev, std::ptr::null_mut())
-    })?;
+    let Native {
+        platforms,
+        context: ctx,
+        queue: q,
+    } = first_device()?;
     let mut t = Tenant::new(platforms, Limits::default(), None);
     t.shared = Some(wormhole_server::opencl::shared::SharedBuffers::new(
-        Arena::create(64 << 20).map_err(|_| HooksError::NoDevice)?,
+        Arena::create(64 << 20)?,
     ));
     if let Some(s) = sock {
         let config = Config {
@@ -119,22 +109,9 @@ fn tenant(sock: Option<OwnedFd>) -> Result<Tenant, HooksError> {
         residency::attach_to(&mut t, &config, s)?;
     }
     let mut err = 0;
-    // SAFETY: one valid device, no properties, no callback.
-    let ctx = unsafe {
-        ffi::clCreateContext(
-            std::ptr::null(),
-            1,
-            &dev,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            &mut err,
-        )
-    };
-    check("clCreateContext", err)?;
-    // SAFETY: valid context and device.
-    let q = unsafe { ffi::clCreateCommandQueue(ctx, dev, 0, &mut err) };
-    check("clCreateCommandQueue", err)?;
-    // SAFETY: a context from above; no host pointer.
+    // SAFETY: `ctx` is the live context from first_device; flags 1
+    // (read-write) with a null host pointer asks for no host memory, and
+    // `err` is a live out-parameter.
     let buf = unsafe {
         wormhole_server::opencl::overrides::clCreateBuffer(
             &mut t,
@@ -148,10 +125,12 @@ fn tenant(sock: Option<OwnedFd>) -> Result<Tenant, HooksError> {
     check("clCreateBuffer", err)?;
     let src = c"__kernel void k(__global int *a, int b) { a[get_global_id(0)] += b; }";
     let srcp = src.as_ptr();
-    // SAFETY: one NUL-terminated source string.
+    // SAFETY: `srcp` points to one NUL-terminated string (a C literal),
+    // so a null lengths array is allowed; `ctx` is live.
     let prog = unsafe { ffi::clCreateProgramWithSource(ctx, 1, &srcp, std::ptr::null(), &mut err) };
     check("clCreateProgramWithSource", err)?;
-    // SAFETY: a program from above, built for its context's devices.
+    // SAFETY: `prog` was just created (checked); no device list (count 0,
+    // null), no options, no callback: the spec's defaults.
     check("clBuildProgram", unsafe {
         ffi::clBuildProgram(
             prog,
@@ -162,7 +141,8 @@ fn tenant(sock: Option<OwnedFd>) -> Result<Tenant, HooksError> {
             std::ptr::null_mut(),
         )
     })?;
-    // SAFETY: a built program; the kernel's name.
+    // SAFETY: `prog` built above (checked); the name is a NUL-terminated
+    // C literal; `err` is a live out-parameter.
     let k = unsafe { ffi::clCreateKernel(prog, c"k".as_ptr(), &mut err) };
     check("clCreateKernel", err)?;
     for (id, kind, raw) in [
@@ -172,7 +152,7 @@ fn tenant(sock: Option<OwnedFd>) -> Result<Tenant, HooksError> {
         (PROG, Kind::Program, prog),
         (KERNEL, Kind::Kernel, k),
     ] {
-        t.insert(id, kind, raw).map_err(|code| HooksError::Cl {
+        t.insert(id, kind, raw).map_err(|code| NativeError::Cl {
             what: "insert",
             code,
         })?;
@@ -203,7 +183,8 @@ fn tenant(sock: Option<OwnedFd>) -> Result<Tenant, HooksError> {
     // The scalar argument once through the server's own clSetKernelArg,
     // which learns its declaration, as a tenant's first such call does.
     let b = 7i32;
-    // SAFETY: a kernel of the tenant's; 4 bytes of an int.
+    // SAFETY: `k` is the tenant's live kernel (inserted above); the value
+    // points to `b`, the 4 bytes of the int argument 1 declares.
     check("clSetKernelArg", unsafe {
         wormhole_server::opencl::overrides::clSetKernelArg(
             &mut t,
@@ -214,26 +195,6 @@ fn tenant(sock: Option<OwnedFd>) -> Result<Tenant, HooksError> {
         )
     })?;
     Ok(t)
-}
-
-/// Times `batch` runs of `f`, `batches` times; the per-run median in ns.
-fn per_call(
-    batches: usize,
-    batch: usize,
-    mut f: impl FnMut() -> Result<(), HooksError>,
-) -> Result<f64, HooksError> {
-    for _ in 0..batch {
-        f()?;
-    }
-    let mut v = Vec::with_capacity(batches);
-    for _ in 0..batches {
-        let t = std::time::Instant::now();
-        for _ in 0..batch {
-            f()?;
-        }
-        v.push(t.elapsed().as_nanos() as f64 / batch as f64);
-    }
-    Ok(median(&v))
 }
 
 /// The hooks around one request, as the serve loop runs them (the call

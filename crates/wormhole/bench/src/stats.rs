@@ -23,6 +23,27 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+/// Times `batch` calls of `f`, `batches` times, after one untimed batch to
+/// warm up; returns the median time per call in ns.
+pub fn per_call<E>(
+    batches: usize,
+    batch: usize,
+    mut f: impl FnMut() -> Result<(), E>,
+) -> Result<f64, E> {
+    for _ in 0..batch {
+        f()?;
+    }
+    let mut v = Vec::with_capacity(batches);
+    for _ in 0..batches {
+        let t = std::time::Instant::now();
+        for _ in 0..batch {
+            f()?;
+        }
+        v.push(t.elapsed().as_nanos() as f64 / batch as f64);
+    }
+    Ok(median(&v))
+}
+
 /// Median of any values (the mean of the middle two for an even count).
 pub fn median(values: &[f64]) -> f64 {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();

@@ -4,6 +4,8 @@
 
 use std::process::Command;
 
+mod common;
+
 #[test]
 fn marshal_round_trips_through_the_real_dispatch() {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_wh-bench"));
@@ -17,18 +19,7 @@ fn marshal_round_trips_through_the_real_dispatch() {
     {
         cmd.env("OCL_ICD_VENDORS", icd);
     }
-    let out = cmd.output().expect("run wh-bench");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let json = text
-        .lines()
-        .find_map(|l| l.strip_prefix("RESULT "))
-        .expect("RESULT line");
-    let v: serde_json::Value = serde_json::from_str(json).expect("json");
+    let v = common::result_json(&mut cmd, "marshal");
     // Header 8 + id 8 + param 4 + size 8 + two flags = 30 bytes.
     assert_eq!(v["request_bytes"], 30);
     let native = v["native_ns"].as_f64().expect("native");

@@ -3,24 +3,15 @@
 
 use std::process::Command;
 
+mod common;
+
 fn pingpong(prim: &str) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_wh-bench"))
-        .args([
+    common::result_json(
+        Command::new(env!("CARGO_BIN_EXE_wh-bench")).args([
             "pingpong", "--prim", prim, "--iters", "300", "--warmup", "20",
-        ])
-        .output()
-        .expect("run wh-bench");
-    assert!(
-        out.status.success(),
-        "{prim}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let json = text
-        .lines()
-        .find_map(|l| l.strip_prefix("RESULT "))
-        .expect("RESULT line");
-    serde_json::from_str(json).expect("json")
+        ]),
+        prim,
+    )
 }
 
 #[test]

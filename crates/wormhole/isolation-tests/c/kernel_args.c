@@ -11,23 +11,8 @@
  * launch); through Wormhole each must be refused with the tenant alive,
  * which every case's launch and read-back shows. The test runs natively
  * only the cases native survives, and compares their lines. */
-#define CL_TARGET_OPENCL_VERSION 300
-#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
-#include <CL/cl.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define CHECK(x)                                                               \
-    do {                                                                       \
-        cl_int e_ = (x);                                                       \
-        if (e_ != CL_SUCCESS) {                                                \
-            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #x,  \
-                    (int)e_);                                                  \
-            exit(1);                                                           \
-        }                                                                      \
-    } while (0)
+/* CHECK and the rest of the OpenCL tests' helpers. */
+#include "../../../../tests/opencl/common.h"
 
 static const char *src =
     "__kernel void k(__global int *a, long s, __local int *l, sampler_t sm,\n"

@@ -405,40 +405,99 @@ pub struct Session {
     next_id: u64,
 }
 
+/// Makes the call `what` (clGetPlatformIDs, clGetDeviceIDs: its output
+/// an optional list of ids) and returns the first id.
+fn first_id(client: &mut RawClient, what: &str, frame: &[u8]) -> Result<u64, TestError> {
+    let r = client.call(frame)?;
+    expect_ok(what, &r)?;
+    let mut d = r.outputs();
+    let ids = if d.bool()? { d.u64s()? } else { Vec::new() };
+    ids.first()
+        .copied()
+        .ok_or_else(|| TestError::Protocol(format!("{what} returned no id")))
+}
+
+/// A clCreateBuffer request: 64 bytes, read-write, no host pointer, in
+/// `context`, under the client's new id `id`.
+pub fn create_buffer_frame(context: u64, id: u64) -> Vec<u8> {
+    Frame::new(func::clCreateBuffer)
+        .h(context)
+        .u64(1)
+        .u64(64)
+        .u8(0)
+        .u64(id)
+        .done()
+}
+
+/// A clEnqueueReadBuffer request: a blocking read of `size` bytes at
+/// `offset` of `mem` on `queue`, into a host buffer, with no events.
+pub fn read_buffer_frame(queue: u64, mem: u64, offset: u64, size: u64) -> Vec<u8> {
+    Frame::new(func::clEnqueueReadBuffer)
+        .h(queue)
+        .h(mem)
+        .u32(1)
+        .u64(offset)
+        .u64(size)
+        .b(true)
+        .no_events()
+        .done()
+}
+
+/// A tenant beside the one under test, whose own data must keep coming
+/// back exactly whatever the other does.
+pub struct Neighbour {
+    pub session: Session,
+    round: u8,
+}
+
+impl Neighbour {
+    pub fn open(path: &Path) -> Result<Self, TestError> {
+        Ok(Neighbour {
+            session: Session::open(path)?,
+            round: 0,
+        })
+    }
+
+    /// Asserts that a round trip of a fresh pattern still returns exactly it.
+    #[track_caller]
+    pub fn ok(&mut self) {
+        self.round = self.round.wrapping_add(1);
+        assert!(
+            self.session.round_trip(self.round).expect("neighbour call"),
+            "the neighbour got wrong data back"
+        );
+    }
+
+    /// Makes a 64-byte buffer in the neighbour's context under `id` (an id
+    /// the tenant under test then forges).
+    #[track_caller]
+    pub fn make_buffer(&mut self, id: u64) {
+        let f = create_buffer_frame(self.session.context, id);
+        let status = self.session.client.status(&f).expect("neighbour's buffer");
+        assert_eq!(status, CL_SUCCESS);
+    }
+}
+
 /// Bytes in a [`Session`]'s buffer.
 pub const SESSION_BUFFER: usize = 4096;
 
 impl Session {
     pub fn open(path: &Path) -> Result<Self, TestError> {
         let mut client = RawClient::connect(path)?;
-        let r = client.call(
-            &Frame::new(func::clGetPlatformIDs)
-                .u32(8)
-                .b(true)
-                .b(true)
-                .done(),
-        )?;
-        expect_ok("clGetPlatformIDs", &r)?;
-        let mut d = r.outputs();
-        let platform = if d.bool()? { d.u64s()? } else { Vec::new() }
-            .first()
-            .copied()
-            .ok_or_else(|| TestError::Protocol("no platform".into()))?;
-        let r = client.call(
-            &Frame::new(func::clGetDeviceIDs)
-                .h(platform)
-                .u64(u64::from(u32::MAX))
-                .u32(1)
-                .b(true)
-                .b(true)
-                .done(),
-        )?;
-        expect_ok("clGetDeviceIDs", &r)?;
-        let mut d = r.outputs();
-        let device = if d.bool()? { d.u64s()? } else { Vec::new() }
-            .first()
-            .copied()
-            .ok_or_else(|| TestError::Protocol("no device".into()))?;
+        let platforms = Frame::new(func::clGetPlatformIDs)
+            .u32(8)
+            .b(true)
+            .b(true)
+            .done();
+        let platform = first_id(&mut client, "clGetPlatformIDs", &platforms)?;
+        let devices = Frame::new(func::clGetDeviceIDs)
+            .h(platform)
+            .u64(u64::from(u32::MAX))
+            .u32(1)
+            .b(true)
+            .b(true)
+            .done();
+        let device = first_id(&mut client, "clGetDeviceIDs", &devices)?;
         let mut s = Session {
             client,
             platform,
@@ -495,16 +554,25 @@ impl Session {
             .done()
     }
 
+    /// An 8-byte value (a cl_ulong or a handle) that the info query `f`
+    /// (one of the clGet*Info calls) answers about `handle` for `param`.
+    pub fn info_u64(&mut self, f: u32, handle: u64, param: u32) -> Result<u64, TestError> {
+        let r = self
+            .client
+            .call(&Frame::new(f).h(handle).info(param, 8).done())?;
+        expect_ok("an info query", &r)?;
+        let value = r
+            .outputs()
+            .opt_bytes()?
+            .ok_or_else(|| TestError::Protocol("an info query returned no value".into()))?;
+        let bytes = value
+            .try_into()
+            .map_err(|_| TestError::Protocol(format!("{} bytes, not 8", value.len())))?;
+        Ok(u64::from_le_bytes(bytes))
+    }
+
     pub fn read_frame(&self, offset: u64, size: u64) -> Vec<u8> {
-        Frame::new(func::clEnqueueReadBuffer)
-            .h(self.queue)
-            .h(self.buffer)
-            .u32(1)
-            .u64(offset)
-            .u64(size)
-            .b(true)
-            .no_events()
-            .done()
+        read_buffer_frame(self.queue, self.buffer, offset, size)
     }
 
     /// Writes a pattern derived from `seed` and reads it back: true when

@@ -6,7 +6,10 @@
 use std::os::fd::AsRawFd;
 use std::time::Duration;
 
-use wormhole_isolation_tests::{alive, RawClient, Server, Session, SESSION_BUFFER};
+use wormhole_isolation_tests::{
+    alive, create_buffer_frame, read_buffer_frame, Neighbour, RawClient, Server, Session,
+    SESSION_BUFFER,
+};
 use wormhole_opencl_api::{
     func, CL_INVALID_COMMAND_QUEUE, CL_INVALID_CONTEXT, CL_INVALID_EVENT, CL_INVALID_MEM_OBJECT,
     CL_INVALID_OPERATION, CL_INVALID_PLATFORM, CL_INVALID_VALUE, CL_OUT_OF_HOST_MEMORY, CL_SUCCESS,
@@ -15,80 +18,57 @@ use wormhole_server::harness::{triple, Frame};
 use wormhole_server::opencl::tenant::SERVER_ID_BASE;
 use wormhole_transport::ring;
 
-/// Checks that the neighbour still gets exactly its own data back.
-fn neighbour_ok(b: &mut Session, round: &mut u8) {
-    *round = round.wrapping_add(1);
-    assert!(
-        b.round_trip(*round).expect("neighbour call"),
-        "the neighbour got wrong data back"
-    );
-}
-
-#[test]
-fn forged_handles_and_sizes_get_invalid_codes_while_a_neighbour_is_served() {
-    let server = Server::start().expect("server");
-    let mut b = Session::open(&server.socket).expect("tenant B");
-    let mut round = 0u8;
-    neighbour_ok(&mut b, &mut round);
-    // B makes an object under an id that A never uses.
-    let foreign = 777;
-    let f = Frame::new(func::clCreateBuffer)
-        .h(b.context)
-        .u64(1)
-        .u64(64)
-        .u8(0)
-        .u64(foreign)
-        .done();
-    assert_eq!(b.client.status(&f).expect("B create"), CL_SUCCESS);
-
-    let mut a = Session::open(&server.socket).expect("tenant A");
-    let (q, buf, ctx) = (a.queue, a.buffer, a.context);
-    let read = |queue: u64, mem: u64, offset: u64, size: u64| {
-        Frame::new(func::clEnqueueReadBuffer)
-            .h(queue)
-            .h(mem)
-            .u32(1)
-            .u64(offset)
-            .u64(size)
-            .b(true)
-            .no_events()
-            .done()
-    };
-    let cases: Vec<(&str, Vec<u8>, i32)> = vec![
+/// Tenant A's bad requests (on its queue `q`, buffer `buf` and context
+/// `ctx`; `foreign` is B's buffer), each with the code it must get. A
+/// table, one entry per case, so it stays one function.
+fn bad_frames(q: u64, buf: u64, ctx: u64, foreign: u64) -> Vec<(&'static str, Vec<u8>, i32)> {
+    vec![
         (
             "forged id",
-            read(q, 0xdead_beef, 0, 16),
+            read_buffer_frame(q, 0xdead_beef, 0, 16),
             CL_INVALID_MEM_OBJECT,
         ),
         (
             "foreign id (B's buffer)",
-            read(q, foreign, 0, 16),
+            read_buffer_frame(q, foreign, 0, 16),
             CL_INVALID_MEM_OBJECT,
         ),
         (
             "forged server-range id",
-            read(q, SERVER_ID_BASE + 12345, 0, 16),
+            read_buffer_frame(q, SERVER_ID_BASE + 12345, 0, 16),
             CL_INVALID_MEM_OBJECT,
         ),
         (
             "queue id as a buffer",
-            read(q, q, 0, 16),
+            read_buffer_frame(q, q, 0, 16),
             CL_INVALID_MEM_OBJECT,
         ),
         (
             "buffer id as a queue",
-            read(buf, buf, 0, 16),
+            read_buffer_frame(buf, buf, 0, 16),
             CL_INVALID_COMMAND_QUEUE,
         ),
-        ("NULL buffer", read(q, 0, 0, 16), CL_INVALID_MEM_OBJECT),
+        (
+            "NULL buffer",
+            read_buffer_frame(q, 0, 0, 16),
+            CL_INVALID_MEM_OBJECT,
+        ),
         (
             "read past the end",
-            read(q, buf, 0, 2 * SESSION_BUFFER as u64),
+            read_buffer_frame(q, buf, 0, 2 * SESSION_BUFFER as u64),
             CL_INVALID_VALUE,
         ),
-        ("offset 2^60", read(q, buf, 1 << 60, 16), CL_INVALID_VALUE),
+        (
+            "offset 2^60",
+            read_buffer_frame(q, buf, 1 << 60, 16),
+            CL_INVALID_VALUE,
+        ),
         // A size the server will not allocate is refused before the call.
-        ("size 2^60", read(q, buf, 0, 1 << 60), CL_OUT_OF_HOST_MEMORY),
+        (
+            "size 2^60",
+            read_buffer_frame(q, buf, 0, 1 << 60),
+            CL_OUT_OF_HOST_MEMORY,
+        ),
         (
             "context as a platform",
             Frame::new(func::clGetPlatformInfo)
@@ -99,13 +79,7 @@ fn forged_handles_and_sizes_get_invalid_codes_while_a_neighbour_is_served() {
         ),
         (
             "buffer id as a context",
-            Frame::new(func::clCreateBuffer)
-                .h(buf)
-                .u64(1)
-                .u64(64)
-                .u8(0)
-                .u64(50)
-                .done(),
+            create_buffer_frame(buf, 50),
             CL_INVALID_CONTEXT,
         ),
         (
@@ -121,12 +95,12 @@ fn forged_handles_and_sizes_get_invalid_codes_while_a_neighbour_is_served() {
         ("empty frame", Vec::new(), CL_INVALID_VALUE),
         (
             "truncated frame",
-            read(q, buf, 0, 16)[..20].to_vec(),
+            read_buffer_frame(q, buf, 0, 16)[..20].to_vec(),
             CL_INVALID_VALUE,
         ),
         (
             "trailing bytes",
-            [read(q, buf, 0, 16), vec![0; 5]].concat(),
+            [read_buffer_frame(q, buf, 0, 16), vec![0; 5]].concat(),
             CL_INVALID_VALUE,
         ),
         (
@@ -163,24 +137,12 @@ fn forged_handles_and_sizes_get_invalid_codes_while_a_neighbour_is_served() {
         ),
         (
             "new id already in use",
-            Frame::new(func::clCreateBuffer)
-                .h(ctx)
-                .u64(1)
-                .u64(64)
-                .u8(0)
-                .u64(buf)
-                .done(),
+            create_buffer_frame(ctx, buf),
             CL_INVALID_VALUE,
         ),
         (
             "new id in the server's range",
-            Frame::new(func::clCreateBuffer)
-                .h(ctx)
-                .u64(1)
-                .u64(64)
-                .u8(0)
-                .u64(SERVER_ID_BASE)
-                .done(),
+            create_buffer_frame(ctx, SERVER_ID_BASE),
             CL_INVALID_VALUE,
         ),
         (
@@ -214,11 +176,25 @@ fn forged_handles_and_sizes_get_invalid_codes_while_a_neighbour_is_served() {
                 .done(),
             CL_INVALID_VALUE,
         ),
-    ];
+    ]
+}
+
+#[test]
+fn forged_handles_and_sizes_get_invalid_codes_while_a_neighbour_is_served() {
+    let server = Server::start().expect("server");
+    let mut b = Neighbour::open(&server.socket).expect("tenant B");
+    b.ok();
+    // B makes an object under an id that A never uses.
+    let foreign = 777;
+    b.make_buffer(foreign);
+
+    let mut a = Session::open(&server.socket).expect("tenant A");
+    let (q, buf, ctx) = (a.queue, a.buffer, a.context);
+    let cases = bad_frames(q, buf, ctx, foreign);
     for (what, frame, want) in &cases {
         let got = a.client.status(frame).expect(what);
         assert_eq!(got, *want, "{what}");
-        neighbour_ok(&mut b, &mut round);
+        b.ok();
     }
     // A is still served normally after all that.
     assert!(a.round_trip(9).expect("A after bad input"));
@@ -231,7 +207,7 @@ fn forged_handles_and_sizes_get_invalid_codes_while_a_neighbour_is_served() {
         a.client.status(&release).expect("release again"),
         CL_INVALID_MEM_OBJECT
     );
-    neighbour_ok(&mut b, &mut round);
+    b.ok();
 }
 
 /// The release of an alias must not drop the references the library's own
@@ -247,19 +223,9 @@ fn releasing_an_alias_cannot_free_what_others_use() {
         CL_SUCCESS
     );
     // The buffer's context now has no client id: the query names it anew.
-    let r = a
-        .client
-        .call(
-            &Frame::new(func::clGetMemObjectInfo)
-                .h(a.buffer)
-                .info(0x1106, 8)
-                .done(),
-        )
-        .expect("query");
-    assert_eq!(r.status, CL_SUCCESS);
-    let mut d = r.outputs();
-    let value = d.opt_bytes().expect("value").expect("present");
-    let alias = u64::from_le_bytes(value[..8].try_into().expect("8 bytes"));
+    let alias = a
+        .info_u64(func::clGetMemObjectInfo, a.buffer, 0x1106)
+        .expect("CL_MEM_CONTEXT");
     assert!(
         alias >= SERVER_ID_BASE,
         "expected a server-assigned id, got {alias}"
@@ -272,21 +238,26 @@ fn releasing_an_alias_cannot_free_what_others_use() {
     assert!(a.round_trip(3).expect("after alias releases"));
 }
 
+/// A raw client of `server`, and the tenant the server started for it.
+fn raw_tenant(server: &Server) -> (RawClient, i32) {
+    let before = server.tenants();
+    let a = RawClient::connect(&server.socket).expect("client");
+    let tenant = server
+        .new_tenant(&before, Duration::from_secs(5))
+        .expect("tenant");
+    (a, tenant)
+}
+
 /// Protocol violations below the frame level cut the offending tenant off;
 /// the tenant process exits and the neighbour is untouched.
 #[test]
 fn transport_violations_cut_the_tenant_off() {
     let server = Server::start().expect("server");
-    let mut b = Session::open(&server.socket).expect("neighbour");
-    let mut round = 0u8;
-    neighbour_ok(&mut b, &mut round);
+    let mut b = Neighbour::open(&server.socket).expect("neighbour");
+    b.ok();
 
     // 1. A frame length over the server's limit.
-    let before = server.tenants();
-    let mut a = RawClient::connect(&server.socket).expect("client");
-    let tenant = server
-        .new_tenant(&before, Duration::from_secs(5))
-        .expect("tenant");
+    let (mut a, tenant) = raw_tenant(&server);
     let huge = u64::MAX.to_le_bytes();
     // Write the raw length prefix with no frame behind it: the channel's
     // own send would refuse nothing, so go one level down.
@@ -296,14 +267,10 @@ fn transport_violations_cut_the_tenant_off() {
         "oversized frame not cut off"
     );
     wait_gone(tenant);
-    neighbour_ok(&mut b, &mut round);
+    b.ok();
 
     // 2. A lying ring record: its header claims more than the ring holds.
-    let before = server.tenants();
-    let mut a = RawClient::connect(&server.socket).expect("client");
-    let tenant = server
-        .new_tenant(&before, Duration::from_secs(5))
-        .expect("tenant");
+    let (mut a, tenant) = raw_tenant(&server);
     let map = Mapping::new(&a);
     map.store_u64(RING_DATA, ring::record_header(u32::MAX));
     map.wake_request_ring();
@@ -312,7 +279,7 @@ fn transport_violations_cut_the_tenant_off() {
         "lying record header not cut off"
     );
     wait_gone(tenant);
-    neighbour_ok(&mut b, &mut round);
+    b.ok();
 
     // 3. Shrinking the shared memory under the server (which would make its
     // reads fault): the region is sealed, so the client cannot.
@@ -320,7 +287,7 @@ fn transport_violations_cut_the_tenant_off() {
     // SAFETY: ftruncate on a descriptor we own.
     let r = unsafe { libc::ftruncate(a.region_fd.as_raw_fd(), 0) };
     assert_eq!(r, -1, "a client could shrink the shared region");
-    neighbour_ok(&mut b, &mut round);
+    b.ok();
 }
 
 /// A second mapping of a client's shared region, for writing what a

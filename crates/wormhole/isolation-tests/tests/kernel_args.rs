@@ -9,17 +9,20 @@
 use std::process::Command;
 use std::time::Duration;
 
-use wormhole_isolation_tests::{compile_c, Server, Session};
+use wormhole_isolation_tests::{compile_c, Neighbour, Server, Session};
 use wormhole_opencl_api::{func, CL_INVALID_MEM_OBJECT, CL_SUCCESS};
 use wormhole_server::harness::Frame;
 
-/// Checks that the neighbour still gets exactly its own data back.
-fn neighbour_ok(b: &mut Session, round: &mut u8) {
-    *round = round.wrapping_add(1);
-    assert!(
-        b.round_trip(*round).expect("neighbour call"),
-        "the neighbour got wrong data back"
-    );
+/// clSetKernelArg of `kernel`'s argument `index` to the bytes of `value`
+/// (by value, as for a scalar).
+fn set_arg_bytes(kernel: u64, index: u32, value: &[u8]) -> Vec<u8> {
+    Frame::new(func::clSetKernelArg)
+        .h(kernel)
+        .u32(index)
+        .u64(value.len() as u64)
+        .u8(1)
+        .bytes(value)
+        .done()
 }
 
 /// What `kernel_args args` prints through Wormhole, for a program from
@@ -103,16 +106,15 @@ fn run_lines(cmd: &mut Command) -> Vec<String> {
 fn forged_kernel_arguments_and_unbounded_launches_are_refused_with_the_tenant_alive() {
     let prog = compile_c("kernel_args").expect("compile kernel_args.c");
     let server = Server::start().expect("server");
-    let mut b = Session::open(&server.socket).expect("neighbour");
-    let mut round = 0u8;
-    neighbour_ok(&mut b, &mut round);
+    let mut b = Neighbour::open(&server.socket).expect("neighbour");
+    b.ok();
     for from in ["src", "bin"] {
         let mut cmd = Command::new(&prog.bin);
         cmd.args(["args", from]);
         server.client_env(&mut cmd);
         let got = run_lines(&mut cmd);
         assert_eq!(got, EXPECTED, "through Wormhole, program from {from}");
-        neighbour_ok(&mut b, &mut round);
+        b.ok();
 
         let mut native = Command::new(&prog.bin);
         native.args(["args", from]).args(NATIVE_SAFE);
@@ -145,17 +147,9 @@ fn forged_kernel_arguments_and_unbounded_launches_are_refused_with_the_tenant_al
 #[test]
 fn kernel_argument_ids_not_held_are_refused() {
     let server = Server::start().expect("server");
-    let mut b = Session::open(&server.socket).expect("neighbour");
-    let mut round = 0u8;
+    let mut b = Neighbour::open(&server.socket).expect("neighbour");
     let neighbours = 777;
-    let f = Frame::new(func::clCreateBuffer)
-        .h(b.context)
-        .u64(1)
-        .u64(64)
-        .u8(0)
-        .u64(neighbours)
-        .done();
-    assert_eq!(b.client.status(&f).expect("B create"), CL_SUCCESS);
+    b.make_buffer(neighbours);
     let mut a = Session::open(&server.socket).expect("tenant A");
     let src = b"__kernel void k(__global int *a, int s) { a[0] = s; }";
     let (program, kernel, gone) = (a.fresh(), a.fresh(), a.fresh());
@@ -204,13 +198,7 @@ fn kernel_argument_ids_not_held_are_refused() {
             .h(id)
             .done()
     };
-    let set_int = Frame::new(func::clSetKernelArg)
-        .h(kernel)
-        .u32(1)
-        .u64(4)
-        .u8(1)
-        .bytes(&42i32.to_le_bytes())
-        .done();
+    let set_int = set_arg_bytes(kernel, 1, &42i32.to_le_bytes());
     let launch = Frame::new(func::clEnqueueNDRangeKernel)
         .h(a.queue)
         .h(kernel)
@@ -222,13 +210,7 @@ fn kernel_argument_ids_not_held_are_refused() {
         .done();
     assert_eq!(a.client.status(&set_handle(a.buffer)).expect("set"), 0);
     assert_eq!(a.client.status(&set_int).expect("set"), 0);
-    let raw = Frame::new(func::clSetKernelArg)
-        .h(kernel)
-        .u32(0)
-        .u64(8)
-        .u8(1)
-        .bytes(&0xdea_dbee_f000_u64.to_le_bytes())
-        .done();
+    let raw = set_arg_bytes(kernel, 0, &0xdea_dbee_f000_u64.to_le_bytes());
     for (what, f) in [
         ("made-up id", set_handle(0xdead)),
         ("the neighbour's buffer", set_handle(neighbours)),
@@ -249,7 +231,7 @@ fn kernel_argument_ids_not_held_are_refused() {
             Some(&42i32.to_le_bytes()[..]),
             "{what}: the kernel ran with the buffer it had"
         );
-        neighbour_ok(&mut b, &mut round);
+        b.ok();
     }
 }
 
@@ -262,8 +244,7 @@ fn kernel_argument_ids_not_held_are_refused() {
 fn program_sources_count_against_the_tenants_memory() {
     let prog = compile_c("kernel_args").expect("compile kernel_args.c");
     let server = Server::start_with(&["--tenant-memory", "64M"]).expect("server");
-    let mut b = Session::open(&server.socket).expect("neighbour");
-    let mut round = 0u8;
+    let mut b = Neighbour::open(&server.socket).expect("neighbour");
     let mut cmd = Command::new(&prog.bin);
     cmd.args(["quota", "8", "16"]);
     server.client_env(&mut cmd);
@@ -273,7 +254,7 @@ fn program_sources_count_against_the_tenants_memory() {
         .collect();
     want.push("after a release: 0".into());
     assert_eq!(got, want);
-    neighbour_ok(&mut b, &mut round);
+    b.ok();
 }
 
 /// `tenant_memory` is on by default, at the size of the largest device the
@@ -292,19 +273,9 @@ fn tenant_memory_is_the_devices_size_by_default() {
             .new_tenant(&before, Duration::from_secs(10))
             .expect("tenant process");
         // The device's global memory, as the tenant describes it.
-        let r = a
-            .client
-            .call(
-                &Frame::new(func::clGetDeviceInfo)
-                    .h(a.device)
-                    .info(0x101F, 8)
-                    .done(),
-            )
-            .expect("device info");
-        assert_eq!(r.status, CL_SUCCESS);
-        let mut d = r.outputs();
-        let bytes = d.opt_bytes().expect("value").expect("present");
-        let global = u64::from_le_bytes(bytes.try_into().expect("a cl_ulong"));
+        let global = a
+            .info_u64(func::clGetDeviceInfo, a.device, 0x101F)
+            .expect("CL_DEVICE_GLOBAL_MEM_SIZE");
         let want = want.map_or(format!(" of {global} bytes"), str::to_owned);
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(tenant),

@@ -297,6 +297,16 @@ impl Server {
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// Asserts that the server has logged `what`; the failure shows the log.
+    #[track_caller]
+    pub fn assert_logged(&self, what: &str) {
+        let log = self.log_text();
+        assert!(
+            log.contains(what),
+            "the server's log lacks {what:?}:\n{log}"
+        );
+    }
 }
 
 impl Drop for Server {
@@ -409,6 +419,25 @@ pub fn compile(name: &str, dir: &Path) -> Result<PathBuf, HarnessError> {
         )));
     }
     Ok(bin)
+}
+
+/// A test's usual start: a scratch directory named after `tag`,
+/// `tests/opencl/<program>.c` compiled into it, and a Wormhole server
+/// started there with `server_args`. Panics (a test failure) when any of
+/// it fails.
+pub fn program_and_server(
+    tag: &str,
+    program: &str,
+    server_args: &[&str],
+) -> (TempDir, PathBuf, Server) {
+    let go = || -> Result<_, HarnessError> {
+        let a = Artifacts::get()?;
+        let dir = TempDir::new(tag)?;
+        let bin = compile(program, dir.path())?;
+        let server = Server::start_args(a, dir.path(), server_args)?;
+        Ok((dir, bin, server))
+    };
+    go().unwrap_or_else(|e| panic!("harness setup for {program}: {e}"))
 }
 
 /// How a program reaches OpenCL.
@@ -524,6 +553,33 @@ pub fn native_vs_wormhole(name: &str) -> (RunOutput, RunOutput) {
     (native, remote)
 }
 
+/// Runs each program natively and through `server` by `route` (all in
+/// `dir`), checking each pair as [`native_vs_wormhole`] does; `how` names
+/// the remoted run in failures, and `also` checks it further.
+fn each_native_vs(
+    names: &[&str],
+    dir: &Path,
+    server: &Server,
+    route: Route,
+    how: &str,
+    also: impl Fn(&RunOutput),
+) {
+    for name in names {
+        let bin = compile(name, dir).unwrap_or_else(|e| panic!("{e}"));
+        let native = run(&bin, Route::Native, None, dir)
+            .unwrap_or_else(|e| panic!("running {name} natively: {e}"));
+        let remote = run(&bin, route, Some(server), dir)
+            .unwrap_or_else(|e| panic!("running {name} {how}: {e}"));
+        also(&remote);
+        check_pair(
+            &format!("{name} ({how})"),
+            &native,
+            &remote,
+            &server.log_text(),
+        );
+    }
+}
+
 /// Runs each program natively and through Wormhole over TCP on loopback
 /// (one server for all), checking each pair as [`native_vs_wormhole`] does.
 pub fn native_vs_wormhole_tcp(names: &[&str]) {
@@ -533,27 +589,11 @@ pub fn native_vs_wormhole_tcp(names: &[&str]) {
         let (server, port) = Server::start_tcp(a, dir.path())?;
         Ok((dir, server, port))
     };
-    let (dir, server, port) = match setup() {
-        Ok(v) => v,
-        Err(e) => panic!("harness setup for TCP: {e}"),
-    };
-    for name in names {
-        let bin = compile(name, dir.path()).unwrap_or_else(|e| panic!("{e}"));
-        let native = run(&bin, Route::Native, None, dir.path())
-            .unwrap_or_else(|e| panic!("running {name} natively: {e}"));
-        let remote = run(&bin, Route::WormholeTcp(port), Some(&server), dir.path())
-            .unwrap_or_else(|e| panic!("running {name} through Wormhole over TCP: {e}"));
-        check_pair(
-            &format!("{name} (tcp)"),
-            &native,
-            &remote,
-            &server.log_text(),
-        );
-    }
+    let (dir, server, port) = setup().unwrap_or_else(|e| panic!("harness setup for TCP: {e}"));
+    let route = Route::WormholeTcp(port);
+    each_native_vs(names, dir.path(), &server, route, "over TCP", |_| ());
 }
 
-/// Runs each program natively and through one Wormhole server started
-/// with `server_args` (e.g. another handoff mode), checking each pair.
 /// Runs programs natively and through Wormhole with a client that cannot
 /// map the shared buffer arena: every transfer and map streams.
 pub fn native_vs_wormhole_without_client_arena(names: &[&str]) {
@@ -564,26 +604,25 @@ pub fn native_vs_wormhole_without_client_arena(names: &[&str]) {
         Ok((dir, server))
     };
     let (dir, server) = setup().unwrap_or_else(|e| panic!("harness setup: {e}"));
-    for name in names {
-        let bin = compile(name, dir.path()).unwrap_or_else(|e| panic!("{e}"));
-        let native = run(&bin, Route::Native, None, dir.path())
-            .unwrap_or_else(|e| panic!("running {name} natively: {e}"));
-        let remote = run(&bin, Route::WormholeNoArena, Some(&server), dir.path())
-            .unwrap_or_else(|e| panic!("running {name} without the arena: {e}"));
-        assert!(
-            remote.stderr.contains("no shared buffers"),
-            "the client should have said it could not map the arena: {}",
-            remote.stderr
-        );
-        check_pair(
-            &format!("{name} (client without the arena)"),
-            &native,
-            &remote,
-            &server.log_text(),
-        );
-    }
+    let how = "client without the arena";
+    each_native_vs(
+        names,
+        dir.path(),
+        &server,
+        Route::WormholeNoArena,
+        how,
+        |remote| {
+            assert!(
+                remote.stderr.contains("no shared buffers"),
+                "the client should have said it could not map the arena: {}",
+                remote.stderr
+            );
+        },
+    );
 }
 
+/// Runs each program natively and through one Wormhole server started
+/// with `server_args` (e.g. another handoff mode), checking each pair.
 pub fn native_vs_wormhole_server_args(names: &[&str], server_args: &[&str]) {
     let setup = || -> Result<_, HarnessError> {
         let a = Artifacts::get()?;
@@ -591,23 +630,10 @@ pub fn native_vs_wormhole_server_args(names: &[&str], server_args: &[&str]) {
         let server = Server::start_args(a, dir.path(), server_args)?;
         Ok((dir, server))
     };
-    let (dir, server) = match setup() {
-        Ok(v) => v,
-        Err(e) => panic!("harness setup for {server_args:?}: {e}"),
-    };
-    for name in names {
-        let bin = compile(name, dir.path()).unwrap_or_else(|e| panic!("{e}"));
-        let native = run(&bin, Route::Native, None, dir.path())
-            .unwrap_or_else(|e| panic!("running {name} natively: {e}"));
-        let remote = run(&bin, Route::Wormhole, Some(&server), dir.path())
-            .unwrap_or_else(|e| panic!("running {name} through Wormhole {server_args:?}: {e}"));
-        check_pair(
-            &format!("{name} {server_args:?}"),
-            &native,
-            &remote,
-            &server.log_text(),
-        );
-    }
+    let (dir, server) =
+        setup().unwrap_or_else(|e| panic!("harness setup for {server_args:?}: {e}"));
+    let how = format!("through Wormhole {server_args:?}");
+    each_native_vs(names, dir.path(), &server, Route::Wormhole, &how, |_| ());
 }
 
 /// Runs one program through Wormhole over TCP only (for behaviour that
@@ -702,6 +728,22 @@ impl Running {
             seen: Vec::new(),
             stderr,
         })
+    }
+
+    /// Starts `cmd` as [`Running::start`] does and waits up to `limit` for
+    /// its line starting with `ready`. Panics (a test failure) with what the
+    /// program printed when it fails to start or that line does not come.
+    #[track_caller]
+    pub fn start_until(cmd: Command, scratch: &Path, ready: &str, limit: Duration) -> Running {
+        let mut r = Running::start(cmd, scratch).unwrap_or_else(|e| panic!("starting: {e}"));
+        if r.line(ready, limit).is_none() {
+            panic!(
+                "no line {ready:?} within {limit:?}: {:?}\n{}",
+                r.seen,
+                r.stderr()
+            );
+        }
+        r
     }
 
     /// Waits up to `limit` for a line starting with `prefix`; returns it.

@@ -65,12 +65,7 @@ fn attack(args: &[&str], user: Option<(u32, u32)>) -> (BTreeMap<String, i64>, St
     let mut victim = Command::new(&bin);
     victim.arg("victim").arg(&go);
     use_wormhole(&mut victim, dir.path(), &target).expect("client env");
-    let mut victim = Running::start(victim, dir.path()).expect("victim");
-    assert!(
-        victim.line("ready", LIMIT).is_some(),
-        "the victim did not get ready: {}",
-        victim.stderr()
-    );
+    let mut victim = Running::start_until(victim, dir.path(), "ready", LIMIT);
     let tenant = the_live_tenant(&server).expect("the victim's tenant");
 
     let mut attacker = Command::new(&bin);

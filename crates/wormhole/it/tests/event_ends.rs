@@ -2,7 +2,7 @@
 //! (`wormhole-opencl-icd/src/event_state.rs`): the same answers as
 //! natively, and no round trip per query of a completed event.
 
-use wormhole_it::{check_pair, compile, native_vs_wormhole, run_env, Artifacts, Route, Server};
+use wormhole_it::{check_pair, native_vs_wormhole, program_and_server, run_env, Route};
 
 /// Queries of one completed event that `event_ends.c` makes at its end.
 const STATUS_QUERIES: u64 = 1000;
@@ -29,10 +29,7 @@ fn round_trips(stderr: &str, func: &str) -> Option<(u64, u64)> {
 fn ended_events_answer_as_natively_without_round_trips() {
     native_vs_wormhole("event_ends");
 
-    let a = Artifacts::get().expect("artifacts");
-    let dir = wormhole_it::TempDir::new("event-ends").expect("scratch");
-    let bin = compile("event_ends", dir.path()).expect("compile");
-    let server = Server::start(a, dir.path()).expect("server");
+    let (dir, bin, server) = program_and_server("event-ends", "event_ends", &[]);
     let log = std::ffi::OsStr::new("1");
     let native = wormhole_it::run(&bin, Route::Native, None, dir.path()).expect("native run");
     let remote = run_env(

@@ -1,14 +1,11 @@
 //! A forked child must not use its parent's connection (see
 //! tests/opencl/fork.c); Wormhole only, since natively the child may.
 
-use wormhole_it::{compile, run, Artifacts, Route, Server, TempDir};
+use wormhole_it::{program_and_server, run, Route};
 
 #[test]
 fn a_forked_child_is_refused_and_the_parent_goes_on() {
-    let a = Artifacts::get().expect("artifacts");
-    let dir = TempDir::new("fork").expect("scratch");
-    let bin = compile("fork", dir.path()).expect("compile");
-    let server = Server::start(a, dir.path()).expect("server");
+    let (dir, bin, server) = program_and_server("fork", "fork", &[]);
     let out = run(&bin, Route::Wormhole, Some(&server), dir.path()).expect("run");
     assert!(out.ok(), "fork.c failed:\n{}\n{}", out.stdout, out.stderr);
     let lines: Vec<&str> = out.stdout.lines().filter(|l| !l.starts_with('~')).collect();

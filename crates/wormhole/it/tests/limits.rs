@@ -7,8 +7,8 @@ use std::io::Read;
 use std::time::Duration;
 
 use wormhole_it::{
-    compile, eventually, live_tenants, run, use_wormhole, Artifacts, Route, RunOutput, Running,
-    Server, TempDir,
+    compile, eventually, live_tenants, program_and_server, run, use_wormhole, Artifacts, Route,
+    RunOutput, Running, Server, TempDir,
 };
 
 /// A client that connects and stays, once it gets a place: the harness's
@@ -65,10 +65,8 @@ fn served(out: &RunOutput) -> bool {
 
 #[test]
 fn a_client_beyond_the_limit_is_told_so_and_its_place_comes_back() {
-    let a = Artifacts::get().expect("artifacts");
-    let dir = TempDir::new("limits-unix").expect("scratch");
-    let bin = compile("which_device", dir.path()).expect("compile");
-    let server = Server::start_args(a, dir.path(), &["--max-tenants", "2"]).expect("server");
+    let (dir, bin, server) =
+        program_and_server("limits-unix", "which_device", &["--max-tenants", "2"]);
     let connect = || std::os::unix::net::UnixStream::connect(&server.socket).expect("connect");
     let first = hold(connect);
     let _second = hold(connect);
@@ -89,11 +87,7 @@ fn a_client_beyond_the_limit_is_told_so_and_its_place_comes_back() {
     // One held client goes: its tenant ends and the next client is served.
     drop(first);
     served_again(&bin, Route::Wormhole, &server, dir.path());
-    assert!(
-        server.log_text().contains("refused while all were taken"),
-        "{}",
-        server.log_text()
-    );
+    server.assert_logged("refused while all were taken");
 }
 
 #[test]
@@ -113,13 +107,7 @@ fn tcp_clients_count_against_the_same_limit() {
 
     drop(held);
     served_again(&bin, Route::WormholeTcp(port), &server, dir.path());
-    assert!(
-        server
-            .log_text()
-            .contains("started for tcp client 127.0.0.1:"),
-        "the log does not name the TCP client:\n{}",
-        server.log_text()
-    );
+    server.assert_logged("started for tcp client 127.0.0.1:");
 }
 
 /// What `tests/opencl/quota.c` prints through a server with a 10 MiB quota:
@@ -149,10 +137,8 @@ fn has_quota_lines<'a>(printed: impl Iterator<Item = &'a str>) {
 
 #[test]
 fn a_tenant_holds_no_more_memory_than_its_quota_and_others_have_their_own() {
-    let a = Artifacts::get().expect("artifacts");
-    let dir = TempDir::new("limits-memory").expect("scratch");
-    let bin = compile("quota", dir.path()).expect("compile");
-    let server = Server::start_args(a, dir.path(), &["--tenant-memory", "10M"]).expect("server");
+    let (dir, bin, server) =
+        program_and_server("limits-memory", "quota", &["--tenant-memory", "10M"]);
 
     let mut cmd = std::process::Command::new(&bin);
     cmd.arg("hold");
@@ -197,18 +183,8 @@ fn a_tenant_holds_no_more_memory_than_its_quota_and_others_have_their_own() {
     assert!(reported, "no report:\n{}", server.log_text());
     holder.kill();
     // The log names each tenant's client, as the kernel knows it.
-    assert!(
-        server
-            .log_text()
-            .contains(&format!("started for unix client pid {pid} uid {uid}")),
-        "{}",
-        server.log_text()
-    );
-    assert!(
-        server.log_text().contains("memory quota refused"),
-        "the refusal is not in the server's log:\n{}",
-        server.log_text()
-    );
+    server.assert_logged(&format!("started for unix client pid {pid} uid {uid}"));
+    server.assert_logged("memory quota refused");
 }
 
 /// Reports on SIGUSR1 leave the calls in flight alone: a program served
@@ -217,10 +193,7 @@ fn a_tenant_holds_no_more_memory_than_its_quota_and_others_have_their_own() {
 /// signal in its own thread would be ended by it, or see calls fail).
 #[test]
 fn reports_leave_the_calls_in_flight_alone() {
-    let a = Artifacts::get().expect("artifacts");
-    let dir = TempDir::new("limits-reports").expect("scratch");
-    let bin = compile("which_device", dir.path()).expect("compile");
-    let server = Server::start(a, dir.path()).expect("server");
+    let (dir, bin, server) = program_and_server("limits-reports", "which_device", &[]);
     let listener = server.pid() as libc::pid_t;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let asker = {

@@ -179,11 +179,7 @@ fn cut_while_waiting(mode: &str) {
         "tenant {tenant} still runs {GIVE_UP_WITHIN:?} after the client was cut off\n{}",
         server.log_text()
     );
-    assert!(
-        server.log_text().contains("client lost"),
-        "{}",
-        server.log_text()
-    );
+    server.assert_logged("client lost");
     eprintln!("{mode}: the client gave up {took:?} after the cut; {returned}");
 }
 

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use wormhole_it::{
-    check_pair, compile, eventually, live_tenants, run_env, Artifacts, Route, RunOutput, Running,
-    Server, TempDir,
+    check_pair, compile, eventually, live_tenants, program_and_server, run_env, Artifacts, Route,
+    RunOutput, Running, Server, TempDir,
 };
 
 /// The suite's programs (tests/opencl.rs) and how many `pressure`
@@ -91,6 +91,34 @@ fn pressure_env(mb: &str) -> Vec<(&'static str, std::ffi::OsString)> {
         ("WH_PRESSURE_MB", mb.into()),
         ("WH_PRESSURE_ROUNDS", "4".into()),
     ]
+}
+
+/// A command that runs `bin` through `server`'s Unix socket.
+fn through(server: &Server, bin: &Path, scratch: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(bin);
+    wormhole_it::use_wormhole(
+        &mut cmd,
+        scratch,
+        &format!("unix:{}", server.socket.display()),
+    )
+    .expect("env");
+    cmd
+}
+
+/// Runs `bin` under pressure `penv` to its end, in `scratch`: through
+/// `server`, or natively without one.
+fn run_pressure(
+    bin: &Path,
+    server: Option<&Server>,
+    scratch: &Path,
+    penv: &[(&'static str, std::ffi::OsString)],
+) -> RunOutput {
+    let route = if server.is_some() {
+        Route::Wormhole
+    } else {
+        Route::Native
+    };
+    run_env(bin, route, server, scratch, &env_refs(penv)).expect("run")
 }
 
 fn env_refs<'a>(
@@ -203,37 +231,23 @@ fn the_suite_passes_under_pressure_with_several_clients_at_once() {
 
 #[test]
 fn the_eager_baseline_passes_too() {
-    let a = Artifacts::get().expect("artifacts");
-    let dir = TempDir::new("residency-eager").expect("dir");
-    let server = Server::start_args(
-        a,
-        dir.path(),
-        &[
-            "--oversubscribe",
-            "--residency",
-            "eager",
-            "--device-memory",
-            BUDGET,
-        ],
-    )
-    .expect("server");
-    let bin = compile("pressure", dir.path()).expect("compile");
+    let eager = [
+        "--oversubscribe",
+        "--residency",
+        "eager",
+        "--device-memory",
+        BUDGET,
+    ];
+    let (dir, bin, server) = program_and_server("residency-eager", "pressure", &eager);
     let penv = pressure_env("8");
-    let native = run_env(&bin, Route::Native, None, dir.path(), &env_refs(&penv)).expect("native");
+    let native = run_pressure(&bin, None, dir.path(), &penv);
     let outs: Vec<RunOutput> = std::thread::scope(|s| {
         let hs: Vec<_> = (0..3)
             .map(|_| {
                 let (bin, penv, server) = (&bin, &penv, &server);
                 s.spawn(move || {
                     let own = TempDir::new("client").expect("dir");
-                    run_env(
-                        bin,
-                        Route::Wormhole,
-                        Some(server),
-                        own.path(),
-                        &env_refs(penv),
-                    )
-                    .expect("run")
+                    run_pressure(bin, Some(server), own.path(), penv)
                 })
             })
             .collect();
@@ -250,36 +264,16 @@ fn the_eager_baseline_passes_too() {
 
 #[test]
 fn without_oversubscription_the_budget_is_a_hard_limit() {
-    let a = Artifacts::get().expect("artifacts");
-    let dir = TempDir::new("residency-off").expect("dir");
-    let server = Server::start_args(a, dir.path(), &["--device-memory", "10M"]).expect("server");
-    let bin = compile("pressure", dir.path()).expect("compile");
+    let (dir, bin, server) =
+        program_and_server("residency-off", "pressure", &["--device-memory", "10M"]);
     // The first holds about 9.6 MiB, and keeps it.
-    let mut cmd = std::process::Command::new(&bin);
-    wormhole_it::use_wormhole(
-        &mut cmd,
-        dir.path(),
-        &format!("unix:{}", server.socket.display()),
-    )
-    .expect("env");
+    let mut cmd = through(&server, &bin, dir.path());
     cmd.env("WH_PRESSURE_MB", "16").env("WH_PRESSURE_HOLD", "1");
-    let mut first = Running::start(cmd, dir.path()).expect("start");
-    assert!(
-        first.line("~holding", Duration::from_secs(60)).is_some(),
-        "the first client did not get going: {}",
-        first.stderr()
-    );
+    let mut first = Running::start_until(cmd, dir.path(), "~holding", Duration::from_secs(60));
     // The second does not fit beside it: its creation fails as out of
     // memory, as on a full device.
     let penv = pressure_env("16");
-    let second = run_env(
-        &bin,
-        Route::Wormhole,
-        Some(&server),
-        dir.path(),
-        &env_refs(&penv),
-    )
-    .expect("run");
+    let second = run_pressure(&bin, Some(&server), dir.path(), &penv);
     assert!(
         !second.ok(),
         "the second client was served: {}",
@@ -293,17 +287,10 @@ fn without_oversubscription_the_budget_is_a_hard_limit() {
     assert!(ledger(&server).refusals > 0);
     // Once the first is gone, its share is back and the second fits.
     first.kill();
-    let native = run_env(&bin, Route::Native, None, dir.path(), &env_refs(&penv)).expect("native");
+    let native = run_pressure(&bin, None, dir.path(), &penv);
     let mut last = None;
     let served = eventually(Duration::from_secs(20), || {
-        let o = run_env(
-            &bin,
-            Route::Wormhole,
-            Some(&server),
-            dir.path(),
-            &env_refs(&penv),
-        )
-        .expect("run");
+        let o = run_pressure(&bin, Some(&server), dir.path(), &penv);
         let ok = o.ok();
         last = Some(o);
         ok
@@ -357,18 +344,10 @@ fn kill_9_during_an_eviction_leaves_no_store_space_or_device_memory_behind() {
     )
     .expect("server");
     let bin = compile("pressure", dir.path()).expect("compile");
-    let target = format!("unix:{}", server.socket.display());
     let holder = |mb: &str| {
-        let mut cmd = std::process::Command::new(&bin);
-        wormhole_it::use_wormhole(&mut cmd, dir.path(), &target).expect("env");
+        let mut cmd = through(&server, &bin, dir.path());
         cmd.env("WH_PRESSURE_MB", mb).env("WH_PRESSURE_HOLD", "1");
-        let mut r = Running::start(cmd, dir.path()).expect("start");
-        assert!(
-            r.line("~holding", Duration::from_secs(120)).is_some(),
-            "a client did not get going: {}",
-            r.stderr()
-        );
-        r
+        Running::start_until(cmd, dir.path(), "~holding", Duration::from_secs(120))
     };
     // The victim holds about 240 MiB, most of it dirty.
     let _victim = holder("320");
@@ -429,43 +408,18 @@ fn kill_9_during_an_eviction_leaves_no_store_space_or_device_memory_behind() {
 /// aborted the tenant (found by the suite under pressure, `gated.c`).
 #[test]
 fn a_gate_that_fails_while_the_server_looks_for_room_costs_the_tenant_nothing() {
-    let a = Artifacts::get().expect("artifacts");
-    let dir = TempDir::new("residency-gate").expect("dir");
-    let server = Server::start_args(
-        a,
-        dir.path(),
-        &["--oversubscribe", "--device-memory", "12M"],
-    )
-    .expect("server");
-    let gate = compile("gate_fail", dir.path()).expect("compile");
+    let budget = ["--oversubscribe", "--device-memory", "12M"];
+    let (dir, gate, server) = program_and_server("residency-gate", "gate_fail", &budget);
     let pressure = compile("pressure", dir.path()).expect("compile");
     let native = run_env(&gate, Route::Native, None, dir.path(), &[]).expect("native");
-    let mut cmd = std::process::Command::new(&gate);
-    wormhole_it::use_wormhole(
-        &mut cmd,
-        dir.path(),
-        &format!("unix:{}", server.socket.display()),
-    )
-    .expect("env");
+    let mut cmd = through(&server, &gate, dir.path());
     cmd.env("WH_GATE_SLEEP_MS", "3000");
-    let mut gated = Running::start(cmd, dir.path()).expect("start");
-    assert!(
-        gated.line("~gated", Duration::from_secs(60)).is_some(),
-        "{}",
-        gated.stderr()
-    );
+    let mut gated = Running::start_until(cmd, dir.path(), "~gated", Duration::from_secs(60));
     // Another client needs room: the gated tenant is asked (and is busy:
     // its read waits) until its gate fails and its queue drains.
     let penv = pressure_env("8");
     let own = TempDir::new("client").expect("dir");
-    let other = run_env(
-        &pressure,
-        Route::Wormhole,
-        Some(&server),
-        own.path(),
-        &env_refs(&penv),
-    )
-    .expect("run");
+    let other = run_pressure(&pressure, Some(&server), own.path(), &penv);
     assert!(other.ok(), "{}\n{}", other.stdout, other.stderr);
     let mut lines = Vec::new();
     while let Some(l) = gated.line("", Duration::from_secs(60)) {

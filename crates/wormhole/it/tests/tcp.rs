@@ -72,11 +72,7 @@ fn a_tcp_token_admits_only_clients_that_know_it() {
     let none = through(None);
     assert!(!none.ok(), "no token was served:\n{}", none.stdout);
     assert!(none.stderr.contains("asks for a token"), "{}", none.stderr);
-    assert!(
-        server.log_text().contains("wrong token, refused"),
-        "{}",
-        server.log_text()
-    );
+    server.assert_logged("wrong token, refused");
 }
 
 /// A port that accepts and says nothing (not a Wormhole server) is an
@@ -147,13 +143,7 @@ fn a_killed_tcp_clients_tenant_ends_mid_kernel() {
     use wormhole_it::{live_tenants, tenant_ended, the_live_tenant, Running};
     // About a minute of kernel on a CPU.
     let (dir, server, cmd) = stranded_over_tcp("tcp-killed", &[], &["kernel", "50000000000"]);
-    let mut client = Running::start(cmd, dir.path()).expect("client");
-    assert!(
-        client.line("waiting", Duration::from_secs(120)).is_some(),
-        "{:?}\n{}",
-        client.seen,
-        client.stderr()
-    );
+    let mut client = Running::start_until(cmd, dir.path(), "waiting", Duration::from_secs(120));
     // The client's tenant: the server's one live tenant (those of the
     // harness's readiness probes ended when the probes hung up).
     let tenant = the_live_tenant(&server).unwrap_or_else(|| {
@@ -171,11 +161,7 @@ fn a_killed_tcp_clients_tenant_ends_mid_kernel() {
         "tenant {tenant} still runs 10 s after its client was killed\n{}",
         server.log_text()
     );
-    assert!(
-        server.log_text().contains("client gone"),
-        "{}",
-        server.log_text()
-    );
+    server.assert_logged("client gone");
 }
 
 /// A tenant that stops reading because a long kernel runs ahead of a write

@@ -119,7 +119,8 @@ fn ok(what: &str, s: i32) -> Result<(), String> {
 
 fn platforms() -> Result<Vec<Handle>, String> {
     let mut n = 0u32;
-    // SAFETY: a valid out-pointer, no array.
+    // SAFETY: a count query: no array (0 entries, null), and `n` is a live
+    // u32 for the count.
     let s = unsafe { clGetPlatformIDs(0, std::ptr::null_mut(), &mut n) };
     // -1001 (CL_PLATFORM_NOT_FOUND_KHR) is how the loader says "none".
     if s == -1001 || n == 0 {
@@ -127,7 +128,7 @@ fn platforms() -> Result<Vec<Handle>, String> {
     }
     ok("clGetPlatformIDs", s)?;
     let mut v = vec![std::ptr::null_mut(); n as usize];
-    // SAFETY: room for `n` handles.
+    // SAFETY: `v` has room for the `n` handles asked for.
     ok("clGetPlatformIDs", unsafe {
         clGetPlatformIDs(n, v.as_mut_ptr(), std::ptr::null_mut())
     })?;
@@ -137,7 +138,8 @@ fn platforms() -> Result<Vec<Handle>, String> {
 fn platform_name(p: Handle) -> String {
     let mut buf = [0u8; 256];
     let mut len = 0usize;
-    // SAFETY: a buffer of the size passed.
+    // SAFETY: `p` came from clGetPlatformIDs; `buf` is writable for the
+    // `buf.len()` bytes passed, and `len` is a live out-parameter.
     let s = unsafe {
         clGetPlatformInfo(
             p,
@@ -157,7 +159,8 @@ fn platform_name(p: Handle) -> String {
 fn setup() -> Result<(Handle, Handle), String> {
     let p = *platforms()?.first().ok_or("no platform")?;
     let mut dev = std::ptr::null_mut();
-    // SAFETY: room for one device.
+    // SAFETY: `p` came from clGetPlatformIDs; `dev` is room for the one
+    // device asked for, and the count pointer may be null.
     ok("clGetDeviceIDs", unsafe {
         clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 1, &mut dev, std::ptr::null_mut())
     })?;
@@ -174,7 +177,8 @@ fn setup() -> Result<(Handle, Handle), String> {
         )
     };
     ok("clCreateContext", err)?;
-    // SAFETY: valid context and device.
+    // SAFETY: `ctx` was just created on `dev` (checked); `err` is a live
+    // out-parameter.
     let q = unsafe { clCreateCommandQueue(ctx, dev, 0, &mut err) };
     ok("clCreateCommandQueue", err)?;
     Ok((ctx, q))
@@ -237,7 +241,8 @@ fn alloc(mib: usize) -> Result<(), String> {
 fn block() -> Result<(), String> {
     let (ctx, _q) = setup()?;
     let mut err = 0;
-    // SAFETY: a valid context.
+    // SAFETY: `ctx` comes from setup (checked); `err` is a live
+    // out-parameter.
     let ev = unsafe { clCreateUserEvent(ctx, &mut err) };
     ok("clCreateUserEvent", err)?;
     say("blocking");
@@ -286,11 +291,12 @@ fn map(
 }
 
 fn unmap(q: Handle, img: Handle, p: *mut u8) -> Result<(), String> {
-    // SAFETY: the pointer a map returned.
+    // SAFETY: `p` is what clEnqueueMapImage returned for `img` on `q`
+    // (callers pass map's result), not unmapped before.
     ok("clEnqueueUnmapMemObject", unsafe {
         clEnqueueUnmapMemObject(q, img, p.cast(), 0, std::ptr::null(), std::ptr::null_mut())
     })?;
-    // SAFETY: a valid queue.
+    // SAFETY: `q` is the caller's live queue, from setup.
     ok("clFinish", unsafe { clFinish(q) })
 }
 
