@@ -2,7 +2,7 @@
 //! (`wormhole-opencl-icd/src/event_state.rs`): the same answers as
 //! natively, and no round trip per query of a completed event.
 
-use wormhole_it::{check_pair, native_vs_wormhole, program_and_server, run_env, Route};
+use wormhole_it::{check_pair, native_vs_wormhole, program_and_server, run_env, Route, RunOutput};
 
 /// Queries of one completed event that `event_ends.c` makes at its end.
 const STATUS_QUERIES: u64 = 1000;
@@ -25,11 +25,11 @@ fn round_trips(stderr: &str, func: &str) -> Option<(u64, u64)> {
     Some((total, of_func))
 }
 
-#[test]
-fn ended_events_answer_as_natively_without_round_trips() {
-    native_vs_wormhole("event_ends");
-
-    let (dir, bin, server) = program_and_server("event-ends", "event_ends", &[]);
+/// Runs `program` natively and through a server with the client's
+/// `WORMHOLE_LOG` exit line, checks that their outputs match, and returns
+/// both runs.
+fn native_and_logged(program: &str) -> (RunOutput, RunOutput) {
+    let (dir, bin, server) = program_and_server(program, program, &[]);
     let log = std::ffi::OsStr::new("1");
     let native = wormhole_it::run(&bin, Route::Native, None, dir.path()).expect("native run");
     let remote = run_env(
@@ -40,7 +40,15 @@ fn ended_events_answer_as_natively_without_round_trips() {
         &[("WORMHOLE_LOG", log)],
     )
     .expect("remoted run");
-    check_pair("event_ends", &native, &remote, &server.log_text());
+    check_pair(program, &native, &remote, &server.log_text());
+    (native, remote)
+}
+
+#[test]
+fn ended_events_answer_as_natively_without_round_trips() {
+    native_vs_wormhole("event_ends");
+
+    let (_, remote) = native_and_logged("event_ends");
     let (total, event_info) = round_trips(&remote.stderr, "clGetEventInfo")
         .unwrap_or_else(|| panic!("no round-trip count in:\n{}", remote.stderr));
     assert!(
@@ -73,21 +81,7 @@ const MARKERS: u64 = 300;
 /// no round trip per marker.
 #[test]
 fn markers_on_a_drained_queue_answer_as_natively_without_round_trips() {
-    let a = Artifacts::get().expect("artifacts");
-    let dir = wormhole_it::TempDir::new("markers").expect("scratch");
-    let bin = compile("markers", dir.path()).expect("compile");
-    let server = Server::start(a, dir.path()).expect("server");
-    let log = std::ffi::OsStr::new("1");
-    let native = wormhole_it::run(&bin, Route::Native, None, dir.path()).expect("native run");
-    let remote = run_env(
-        &bin,
-        Route::Wormhole,
-        Some(&server),
-        dir.path(),
-        &[("WORMHOLE_LOG", log)],
-    )
-    .expect("remoted run");
-    check_pair("markers", &native, &remote, &server.log_text());
+    let (native, remote) = native_and_logged("markers");
     assert!(
         native.stdout.contains(&format!(
             "complete after their wait: {MARKERS} of {MARKERS}"
