@@ -74,34 +74,26 @@ pub trait Value: Copy + Default {
     fn write(self, e: &mut Encoder);
 }
 
-impl Value for f32 {
-    const SIZE: u64 = 4;
-    fn read(d: &mut Decoder<'_>) -> Result<Self, WireError> {
-        d.u32().map(f32::from_bits)
-    }
-    fn write(self, e: &mut Encoder) {
-        e.u32(self.to_bits())
-    }
+/// Each crosses as its bit pattern in the wire's unsigned integer of its
+/// size (`$bits`), converted by `$from` and `$to`.
+macro_rules! value_as_bits {
+    ($($t:ty => $bits:ident: $from:expr, $to:expr;)*) => {$(
+        impl Value for $t {
+            const SIZE: u64 = std::mem::size_of::<$t>() as u64;
+            fn read(d: &mut Decoder<'_>) -> Result<Self, WireError> {
+                d.$bits().map($from)
+            }
+            fn write(self, e: &mut Encoder) {
+                e.$bits(($to)(self))
+            }
+        }
+    )*};
 }
 
-impl Value for f64 {
-    const SIZE: u64 = 8;
-    fn read(d: &mut Decoder<'_>) -> Result<Self, WireError> {
-        d.u64().map(f64::from_bits)
-    }
-    fn write(self, e: &mut Encoder) {
-        e.u64(self.to_bits())
-    }
-}
-
-impl Value for i32 {
-    const SIZE: u64 = 4;
-    fn read(d: &mut Decoder<'_>) -> Result<Self, WireError> {
-        d.i32()
-    }
-    fn write(self, e: &mut Encoder) {
-        e.u32(self as u32)
-    }
+value_as_bits! {
+    f32 => u32: f32::from_bits, f32::to_bits;
+    f64 => u64: f64::from_bits, f64::to_bits;
+    i32 => u32: |bits| bits as i32, |v| v as u32;
 }
 
 /// A scalar or result: a value here (host pointer mode) or a checked
