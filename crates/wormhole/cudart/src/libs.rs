@@ -17,10 +17,11 @@ use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::Ordering;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{MutexGuard, OnceLock};
 
 use wormhole_cuda_api::{blas, rand, solver, Kind, Library};
 
+use crate::state::Global;
 use crate::{call, state};
 
 /// A cuBLAS or cuRAND call being marshalled: the runtime's call, with
@@ -30,18 +31,26 @@ pub struct Call {
     lib: Library,
 }
 
-impl Deref for Call {
-    type Target = call::Call<'static>;
-    fn deref(&self) -> &Self::Target {
-        &self.inner
-    }
+/// A library's `$outer` is the runtime's `$inner` (its field `inner`)
+/// with the library's statuses on top: everything else is the runtime's.
+macro_rules! wraps {
+    ($outer:ty => $inner:ty) => {
+        impl Deref for $outer {
+            type Target = $inner;
+            fn deref(&self) -> &$inner {
+                &self.inner
+            }
+        }
+
+        impl DerefMut for $outer {
+            fn deref_mut(&mut self) -> &mut $inner {
+                &mut self.inner
+            }
+        }
+    };
 }
 
-impl DerefMut for Call {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.inner
-    }
-}
+wraps!(Call => call::Call<'static>);
 
 /// What a call answers when the server cannot be reached: no handle can
 /// exist then, so a call on one reports the bad handle, as native cuBLAS
@@ -120,18 +129,7 @@ pub struct Reply {
     inner: call::Reply<'static>,
 }
 
-impl Deref for Reply {
-    type Target = call::Reply<'static>;
-    fn deref(&self) -> &Self::Target {
-        &self.inner
-    }
-}
-
-impl DerefMut for Reply {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.inner
-    }
-}
+wraps!(Reply => call::Reply<'static>);
 
 impl Reply {
     pub fn status(&self) -> i32 {
@@ -152,10 +150,8 @@ struct HandleState {
 }
 
 fn states() -> MutexGuard<'static, HashMap<u64, HandleState>> {
-    static S: OnceLock<Mutex<HashMap<u64, HandleState>>> = OnceLock::new();
-    S.get_or_init(|| Mutex::new(HashMap::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    static S: Global<HashMap<u64, HandleState>> = Global::new();
+    S.lock()
 }
 
 /// A live cuBLAS handle's id, or CUBLAS_STATUS_NOT_INITIALIZED.
@@ -539,10 +535,8 @@ pub mod blas_manual {
 /// The stream each cuSOLVER handle was last given (cusolverDnGetStream's
 /// answer; a new handle has the default stream).
 fn solver_streams() -> MutexGuard<'static, HashMap<u64, usize>> {
-    static S: OnceLock<Mutex<HashMap<u64, usize>>> = OnceLock::new();
-    S.get_or_init(|| Mutex::new(HashMap::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    static S: Global<HashMap<u64, usize>> = Global::new();
+    S.lock()
 }
 
 /// A host workspace (cuSOLVER's 64-bit API): never the client's memory on

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::MutexGuard;
 
 use wormhole_cuda_api::blas::{CUBLAS_STATUS_INVALID_VALUE, CUBLAS_STATUS_SUCCESS};
 use wormhole_cuda_api::lt::func;
@@ -17,6 +17,7 @@ use wormhole_cuda_api::matmul::{self, Desc, Layout, Matmul, Operand, Preference}
 use wormhole_cuda_api::Kind;
 
 use crate::libs::Call;
+use crate::state::Global;
 
 #[allow(clippy::missing_safety_doc, unused_imports, unused_variables)]
 pub mod gen {
@@ -44,10 +45,8 @@ struct Objects {
 }
 
 fn objects() -> MutexGuard<'static, Objects> {
-    static O: OnceLock<Mutex<Objects>> = OnceLock::new();
-    O.get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
+    static O: Global<Objects> = Global::new();
+    O.lock()
 }
 
 /// Stores `o` under a new token, written to `slot`. Tokens are never

@@ -13,12 +13,13 @@
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::MutexGuard;
 
 use wormhole_cuda_api::*;
 
 use crate::manual::devices::current_device;
 use crate::state::note;
+use crate::state::Global;
 
 /// cudaErrorHostMemoryAlreadyRegistered, cudaErrorHostMemoryNotRegistered.
 const ALREADY_REGISTERED: i32 = 712;
@@ -53,10 +54,8 @@ impl Ranges {
 }
 
 fn ranges() -> MutexGuard<'static, Ranges> {
-    static R: OnceLock<Mutex<Ranges>> = OnceLock::new();
-    R.get_or_init(|| Mutex::new(Ranges::default()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    static R: Global<Ranges> = Global::new();
+    R.lock()
 }
 
 /// The page-locked range that holds `p`, if any.

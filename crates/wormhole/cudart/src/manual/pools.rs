@@ -13,10 +13,11 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::MutexGuard;
 
 use wormhole_cuda_api::*;
 
+use crate::state::Global;
 use crate::state::{note, tracker};
 
 /// The most devices whose pools a client can name.
@@ -68,10 +69,8 @@ struct State {
 }
 
 fn state() -> MutexGuard<'static, State> {
-    static S: OnceLock<Mutex<State>> = OnceLock::new();
-    S.get_or_init(|| Mutex::new(State::default()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    static S: Global<State> = Global::new();
+    S.lock()
 }
 
 /// The device of a default pool's handle.

@@ -5,13 +5,14 @@
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use wormhole_cuda_api::fatbin::{self, Kernel};
 use wormhole_cuda_api::*;
 
 use crate::call::Call;
 use crate::state;
+use crate::state::Global;
 
 /// A registered fat binary: what `__cudaRegisterFatBinary` returns.
 struct Module {
@@ -75,10 +76,8 @@ pub(super) fn is_registered(host: u64) -> bool {
 }
 
 fn funcs() -> MutexGuard<'static, HashMap<u64, Func>> {
-    static F: OnceLock<Mutex<HashMap<u64, Func>>> = OnceLock::new();
-    F.get_or_init(|| Mutex::new(HashMap::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    static F: Global<HashMap<u64, Func>> = Global::new();
+    F.lock()
 }
 
 /// `__fatBinC_Wrapper_t`.
@@ -224,10 +223,8 @@ pub unsafe extern "C" fn __cudaRegisterVar(
 
 /// Registered device variables: host shadow address -> size.
 pub(super) fn vars() -> MutexGuard<'static, HashMap<u64, u64>> {
-    static V: OnceLock<Mutex<HashMap<u64, u64>>> = OnceLock::new();
-    V.get_or_init(|| Mutex::new(HashMap::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    static V: Global<HashMap<u64, u64>> = Global::new();
+    V.lock()
 }
 
 #[cfg(test)]
