@@ -85,7 +85,8 @@ pub unsafe extern "C" fn cudaMallocHost(ptr: *mut *mut c_void, size: usize) -> i
         registered: false,
     };
     ranges().0.insert(r.start, r);
-    // SAFETY: checked non-NULL.
+    // SAFETY: `ptr` is non-NULL (checked on entry), and a non-NULL one is a
+    // writable `void *` slot: cudaMallocHost's contract.
     unsafe { *ptr = p };
     cudaSuccess
 }
@@ -93,7 +94,8 @@ pub unsafe extern "C" fn cudaMallocHost(ptr: *mut *mut c_void, size: usize) -> i
 /// # Safety
 /// As for [`cudaMallocHost`].
 pub unsafe extern "C" fn cudaHostAlloc(ptr: *mut *mut c_void, size: usize, _flags: u32) -> i32 {
-    // SAFETY: same contract.
+    // SAFETY: `ptr` is NULL or a writable `void *` slot: cudaHostAlloc's
+    // contract, which is cudaMallocHost's (it checks for NULL).
     unsafe { cudaMallocHost(ptr, size) }
 }
 

@@ -37,7 +37,9 @@ pub unsafe extern "C" fn cudaFuncGetAttributes(attr: *mut c_void, kernel: *const
             if b.len() != FUNC_ATTRIBUTES_LEN {
                 return Err(cudaErrorUnknown);
             }
-            // SAFETY: the caller's contract: the struct is that long.
+            // SAFETY: `attr` is non-NULL (checked on entry) and a writable
+            // `struct cudaFuncAttributes` (cudaFuncGetAttributes's
+            // contract), which is FUNC_ATTRIBUTES_LEN = `b.len()` bytes.
             unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), attr.cast::<u8>(), b.len()) };
         }
         Ok(status)
