@@ -413,14 +413,15 @@ mod tests {
             Err(cudaErrorInvalidValue),
             "module ids are fresh"
         );
-        assert_eq!(
-            call(&mut t, func::__cudaRegisterFunction, |e| {
-                e.u64(1);
-                e.u64(0x401000);
-                e.bytes(b"vecAdd");
-            }),
-            Ok(0)
-        );
+        // What a kernel's and a variable's registrations start with: the
+        // module, the host address the client knows it by, its name.
+        let in_module = |e: &mut Encoder, host: u64, name: &[u8]| {
+            e.u64(1);
+            e.u64(host);
+            e.bytes(name);
+        };
+        let vec_add = |e: &mut Encoder| in_module(e, 0x401000, b"vecAdd");
+        assert_eq!(call(&mut t, func::__cudaRegisterFunction, vec_add), Ok(0));
         let launch = |func: u64, args: Vec<u8>| {
             move |e: &mut Encoder| {
                 Launch {
@@ -452,18 +453,14 @@ mod tests {
             "vecAdd takes 28 bytes of arguments"
         );
         // A device variable of 16 bytes: copies must stay inside it.
-        assert_eq!(
-            call(&mut t, func::__cudaRegisterVar, |e| {
-                e.u64(1);
-                e.u64(0x601000);
-                e.bytes(b"coeffs");
-                e.i32(0);
-                e.u64(16);
-                e.i32(1);
-                e.i32(0);
-            }),
-            Ok(0)
-        );
+        let coeffs = |e: &mut Encoder| {
+            in_module(e, 0x601000, b"coeffs");
+            e.i32(0);
+            e.u64(16);
+            e.i32(1);
+            e.i32(0);
+        };
+        assert_eq!(call(&mut t, func::__cudaRegisterVar, coeffs), Ok(0));
         let copy = |symbol: u64, offset: u64, count: u64| {
             move |e: &mut Encoder| {
                 wormhole_cuda_api::wire::SymbolCopy {
