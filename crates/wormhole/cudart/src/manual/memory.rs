@@ -17,9 +17,7 @@ pub unsafe extern "C" fn cudaMalloc(dev_ptr: *mut *mut c_void, size: usize) -> i
         return note(cudaErrorInvalidValue);
     }
     status_of((|| {
-        let mut c = Call::begin(func::cudaMalloc)?;
-        c.enc.u64(size as u64);
-        let mut r = c.finish()?;
+        let mut r = Call::of_u64(func::cudaMalloc, size as u64)?;
         let status = r.status();
         if r.has_outputs() {
             let p = r.with(|d| d.u64().map_err(|_| cudaErrorUnknown))?;
@@ -53,9 +51,7 @@ pub extern "C" fn cudaFree(dev_ptr: *mut c_void) -> i32 {
         return note(cudaErrorInvalidValue);
     }
     status_of((|| {
-        let mut c = Call::begin(func::cudaFree)?;
-        c.enc.u64(p);
-        let mut r = c.finish()?;
+        let mut r = Call::of_u64(func::cudaFree, p)?;
         let status = r.status_with_deferred();
         if status == cudaSuccess {
             // While the reply still holds the channel: once it is free,

@@ -257,9 +257,7 @@ pub unsafe extern "C" fn cudaGetSymbolAddress(
         return note(cudaErrorInvalidSymbol);
     };
     status_of((|| {
-        let mut c = Call::begin(func::cudaGetSymbolAddress)?;
-        c.enc.u64(id);
-        let mut r = c.finish()?;
+        let mut r = Call::of_u64(func::cudaGetSymbolAddress, id)?;
         let status = r.status();
         if r.has_outputs() {
             let p = r.with(|d| d.u64().map_err(|_| cudaErrorUnknown))?;
