@@ -29,40 +29,33 @@ pub fn gemm(
     gemm_sized(tenant, shape, abc, batch)
 }
 
+/// A vector or matrix: its address and its increment or leading dimension.
+pub type Strided = (*mut c_void, i32);
+
+/// A GEMV's A (`m` x `n`), x and y.
 pub fn gemv(
     tenant: &Tenant,
     trans: i32,
-    m: i32,
-    n: i32,
-    a: *mut c_void,
-    lda: i32,
-    x: *mut c_void,
-    incx: i32,
-    y: *mut c_void,
-    incy: i32,
+    [m, n]: [i32; 2],
+    [a, x, y]: [Strided; 3],
     elem: u64,
 ) -> Result<(), i32> {
-    let (la, lx, ly) = (lda.into(), incx.into(), incy.into());
+    let (lda, incx, incy) = (a.1.into(), x.1.into(), y.1.into());
     let (ea, ex, ey) =
-        extent::gemv(trans, m.into(), n.into(), la, lx, ly, elem).map_err(invalid)?;
-    owned_all(tenant, [(a, ea), (x, ex), (y, ey)])
+        extent::gemv(trans, m.into(), n.into(), lda, incx, incy, elem).map_err(invalid)?;
+    owned_all(tenant, [(a.0, ea), (x.0, ex), (y.0, ey)])
 }
 
+/// A rank-1 update's x, y and A (`m` x `n`).
 pub fn ger(
     tenant: &Tenant,
-    m: i32,
-    n: i32,
-    x: *mut c_void,
-    incx: i32,
-    y: *mut c_void,
-    incy: i32,
-    a: *mut c_void,
-    lda: i32,
+    [m, n]: [i32; 2],
+    [x, y, a]: [Strided; 3],
     elem: u64,
 ) -> Result<(), i32> {
-    let (lx, ly, la) = (incx.into(), incy.into(), lda.into());
-    let (ex, ey, ea) = extent::ger(m.into(), n.into(), lx, ly, la, elem).map_err(invalid)?;
-    owned_all(tenant, [(x, ex), (y, ey), (a, ea)])
+    let (ex, ey, ea) = extent::ger(m.into(), n.into(), x.1.into(), y.1.into(), a.1.into(), elem)
+        .map_err(invalid)?;
+    owned_all(tenant, [(x.0, ex), (y.0, ey), (a.0, ea)])
 }
 
 /// Each `(address, bytes)` must be the tenant's.
