@@ -193,6 +193,11 @@ stop_server
 # judge every result (host and device pointer modes, results in replies,
 # streams, strided batches).
 cpu="$work/cpu"; mkdir -p "$cpu"
+check_as_natively() { # NAME PROGRAM: $work/PROGRAM prints the same natively
+  # on the CPU stand-in and through Wormhole, and `correct` last.
+  local remote="LD_LIBRARY_PATH='$work/lib13' '$work/$2'"
+  check "$1" bash -c "diff <(LD_LIBRARY_PATH='$cpu' '$work/$2' 2>/dev/null) <($remote) && $remote | tail -n1 | grep -qx correct"
+}
 gcc -shared -fPIC -O2 -Wall -Werror -o "$cpu/libcpudevice.so" examples/cuda/cpu_device/*.c -lm
 for n in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10 libcusolver.so.12; do ln -s libcpudevice.so "$cpu/$n"; done
 LD_LIBRARY_PATH="$cpu" start_server --cuda-runtime "$cpu/libcudart.so.13"
@@ -207,8 +212,7 @@ check "CPU device: nvcc-built lenet trains through Wormhole" sh -c \
 check "CPU device: lenet's results identical natively and through Wormhole" bash -c \
   "cat '$work/lenet.native' '$work/lenet.remote'; diff <(grep -v '^time:' '$work/lenet.native') <(grep -v '^time:' '$work/lenet.remote')"
 for p in symbols symbols_pt; do
-  check "CPU device: variables from the host ($p), as natively and correct" bash -c \
-    "diff <(LD_LIBRARY_PATH='$cpu' '$work/$p' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/$p') && LD_LIBRARY_PATH='$work/lib13' '$work/$p' | tail -n1 | grep -qx correct"
+  check_as_natively "CPU device: variables from the host ($p), as natively and correct" "$p"
 done
 check "CPU device: lenet built for per-thread default streams, identical natively and through Wormhole" bash -c \
   "diff <(LD_LIBRARY_PATH='$cpu' '$work/lenet_pt' 2048 2 2>/dev/null | grep -v '^time:') <(LD_LIBRARY_PATH='$work/lib13' '$work/lenet_pt' 2048 2 | grep -v '^time:') && LD_LIBRARY_PATH='$work/lib13' '$work/lenet_pt' 2048 2 | tail -n1 | grep -qx correct"
@@ -268,26 +272,22 @@ check "libcuda stand-in without a server: the driver cannot start" bash -c \
 # what Wormhole's model refuses: where it is set (the client), or for the
 # memory it would touch (the server).
 gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/lt_matmul" examples/cuda/lt_matmul.c -L"$work/lib13" -lcublasLt -lcublas -lcudart -lm
-check "CPU device: cuBLASLt matmuls as natively, and correct" bash -c \
-  "diff <(LD_LIBRARY_PATH='$cpu' '$work/lt_matmul' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/lt_matmul') && LD_LIBRARY_PATH='$work/lib13' '$work/lt_matmul' | tail -n1 | grep -qx correct"
+check_as_natively "CPU device: cuBLASLt matmuls as natively, and correct" lt_matmul
 check "CPU device: cuBLASLt refusals" bash -c \
   "LD_LIBRARY_PATH='$work/lib13' '$work/lt_matmul' refused | tee /dev/stderr | diff - <(printf '%s\\n' 'device pointer mode: 15' 'an attribute of the wrong size: 7' 'row order: 15' 'shapes that disagree: 7' 'heuristic: 0, count 1' 'an algorithm of its own: 7' 'operands past their allocation: 7' 'destroyed: 0, again 7')"
 # Pitched memory and 2D copies in every direction, checked byte by byte,
 # the same natively and through Wormhole.
 gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/memcpy2d13" examples/cuda/memcpy2d.c -L"$work/lib13" -lcudart
-check "CPU device: pitched memory and 2D copies as natively" bash -c \
-  "diff <(LD_LIBRARY_PATH='$cpu' '$work/memcpy2d13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/memcpy2d13') && LD_LIBRARY_PATH='$work/lib13' '$work/memcpy2d13' | tail -n1 | grep -qx correct"
+check_as_natively "CPU device: pitched memory and 2D copies as natively" memcpy2d13
 # Pitched 3D memory (the client's slices of 2D calls), every byte checked.
 gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/mem3d13" examples/cuda/mem3d.c -L"$work/lib13" -lcudart
-check "CPU device: 3D memory (malloc, memsets, copies) as natively" bash -c \
-  "diff <(LD_LIBRARY_PATH='$cpu' '$work/mem3d13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/mem3d13') && LD_LIBRARY_PATH='$work/lib13' '$work/mem3d13' | tail -n1 | grep -qx correct"
+check_as_natively "CPU device: 3D memory (malloc, memsets, copies) as natively" mem3d13
 # cuSOLVER's Cholesky, LU, QR and symmetric eigensolver (classic and
 # 64-bit API, float and double): the same lines natively on the stand-in
 # and through Wormhole, judged by residuals on the CPU; then with every
 # call waiting (WORMHOLE_SYNC=1).
 gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/solver13" examples/cuda/solver.c -L"$work/lib13" -lcusolver -lcudart -lm
-check "CPU device: cuSOLVER factorisations and solves as natively, and correct" bash -c \
-  "diff <(LD_LIBRARY_PATH='$cpu' '$work/solver13' 2>/dev/null) <(LD_LIBRARY_PATH='$work/lib13' '$work/solver13') && LD_LIBRARY_PATH='$work/lib13' '$work/solver13' | tail -n1 | grep -qx correct"
+check_as_natively "CPU device: cuSOLVER factorisations and solves as natively, and correct" solver13
 check "CPU device: cuSOLVER with WORMHOLE_SYNC=1" sh -c \
   "WORMHOLE_SYNC=1 LD_LIBRARY_PATH='$work/lib13' '$work/solver13' | tail -n1 | grep -qx correct"
 # What PyTorch's linalg library imports beyond that is exported only to

@@ -213,48 +213,53 @@ int cublasIsamax_v2(void *h, int n, const float *x, int incx, int *r) {
 struct lt_desc { int compute, scale, ta, tb; unsigned epilogue; const float *bias; long long bias_stride; };
 struct lt_layout { int type; uint64_t rows, cols; long long ld, stride; int batch; };
 struct lt_pref { uint64_t max_workspace; };
+/* A new descriptor `x` handed out through `out`; none: CUBLAS_STATUS_ALLOC_FAILED. */
+static int handed_out(void **out, void *x) {
+    if (!x) return 3;
+    *out = x;
+    return 0;
+}
+/* An attribute's value into `field`, refused (CUBLAS_STATUS_INVALID_VALUE)
+ * unless it is the field's size. */
+#define SET_ATTR(field) return n != sizeof(field) ? 7 : (memcpy(&(field), v, n), 0)
 int cublasLtCreate(void **h) { return cublasCreate_v2(h); }
 int cublasLtDestroy(void *h) { return cublasDestroy_v2(h); }
 int cublasLtMatmulDescCreate(void **d, int compute, int scale) {
     struct lt_desc *x = calloc(1, sizeof *x);
-    if (!x) return 3;
-    x->compute = compute; x->scale = scale; x->epilogue = 1;
-    *d = x;
-    return 0;
+    if (x) { x->compute = compute; x->scale = scale; x->epilogue = 1; }
+    return handed_out(d, x);
 }
 int cublasLtMatmulDescDestroy(void *d) { free(d); return 0; }
 /* The attributes Wormhole's server sets (cublasLt.h's numbers). */
 int cublasLtMatmulDescSetAttribute(void *d, int attr, const void *v, size_t n) {
     struct lt_desc *x = d;
     switch (attr) {
-    case 3: if (n != 4) return 7; memcpy(&x->ta, v, 4); return 0;
-    case 4: if (n != 4) return 7; memcpy(&x->tb, v, 4); return 0;
-    case 7: if (n != 4) return 7; memcpy(&x->epilogue, v, 4); return 0;
-    case 8: if (n != 8) return 7; memcpy(&x->bias, v, 8); return 0;
-    case 10: if (n != 8) return 7; memcpy(&x->bias_stride, v, 8); return 0;
+    case 3: SET_ATTR(x->ta);
+    case 4: SET_ATTR(x->tb);
+    case 7: SET_ATTR(x->epilogue);
+    case 8: SET_ATTR(x->bias);
+    case 10: SET_ATTR(x->bias_stride);
     default: return 15;
     }
 }
 int cublasLtMatrixLayoutCreate(void **l, int type, uint64_t rows, uint64_t cols, long long ld) {
     struct lt_layout *x = calloc(1, sizeof *x);
-    if (!x) return 3;
-    x->type = type; x->rows = rows; x->cols = cols; x->ld = ld; x->batch = 1;
-    *l = x;
-    return 0;
+    if (x) { x->type = type; x->rows = rows; x->cols = cols; x->ld = ld; x->batch = 1; }
+    return handed_out(l, x);
 }
 int cublasLtMatrixLayoutDestroy(void *l) { free(l); return 0; }
 int cublasLtMatrixLayoutSetAttribute(void *l, int attr, const void *v, size_t n) {
     struct lt_layout *x = l;
     switch (attr) {
-    case 5: if (n != 4) return 7; memcpy(&x->batch, v, 4); return 0;
-    case 6: if (n != 8) return 7; memcpy(&x->stride, v, 8); return 0;
+    case 5: SET_ATTR(x->batch);
+    case 6: SET_ATTR(x->stride);
     default: return 15;
     }
 }
-int cublasLtMatmulPreferenceCreate(void **p) { *p = calloc(1, sizeof(struct lt_pref)); return *p ? 0 : 3; }
+int cublasLtMatmulPreferenceCreate(void **p) { return handed_out(p, calloc(1, sizeof(struct lt_pref))); }
 int cublasLtMatmulPreferenceDestroy(void *p) { free(p); return 0; }
 int cublasLtMatmulPreferenceSetAttribute(void *p, int attr, const void *v, size_t n) {
-    if (attr == 1) { if (n != 8) return 7; memcpy(&((struct lt_pref *)p)->max_workspace, v, 8); }
+    if (attr == 1) SET_ATTR(((struct lt_pref *)p)->max_workspace);
     return 0;
 }
 /* One algorithm (no workspace) for what this device computes: all R_32F,

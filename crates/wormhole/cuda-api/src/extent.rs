@@ -132,19 +132,13 @@ pub fn gemv(
     incy: i64,
     elem: u64,
 ) -> Result<(u64, u64, u64), Invalid> {
-    if m < 0 || n < 0 {
-        return Err(Invalid::Negative);
-    }
     // x has op(A)'s columns, y its rows.
     let (xl, yl) = match stored_dims(trans, m, n)? {
         _ if trans == 0 => (n, m),
         _ => (m, n),
     };
-    let a = matrix(m, n, lda, elem)?;
-    if m == 0 || n == 0 {
-        return Ok((0, 0, 0));
-    }
-    Ok((a, vector(xl, incx, elem)?, vector(yl, incy, elem)?))
+    let [a, x, y] = matrix_and_vectors(m, n, lda, [(xl, incx), (yl, incy)], elem)?;
+    Ok((a, x, y))
 }
 
 /// The bytes of x, y and A a rank-1 update (`A += alpha x y^T`, A `m` x
@@ -157,14 +151,27 @@ pub fn ger(
     lda: i64,
     elem: u64,
 ) -> Result<(u64, u64, u64), Invalid> {
+    let [a, x, y] = matrix_and_vectors(m, n, lda, [(m, incx), (n, incy)], elem)?;
+    Ok((x, y, a))
+}
+
+/// The bytes of an `m` x `n` matrix and of two vectors (length, increment)
+/// that a level-2 call touches: none where the matrix is empty.
+fn matrix_and_vectors(
+    m: i64,
+    n: i64,
+    lda: i64,
+    [(xl, incx), (yl, incy)]: [(i64, i64); 2],
+    elem: u64,
+) -> Result<[u64; 3], Invalid> {
     if m < 0 || n < 0 {
         return Err(Invalid::Negative);
     }
     let a = matrix(m, n, lda, elem)?;
     if m == 0 || n == 0 {
-        return Ok((0, 0, 0));
+        return Ok([0; 3]);
     }
-    Ok((vector(m, incx, elem)?, vector(n, incy, elem)?, a))
+    Ok([a, vector(xl, incx, elem)?, vector(yl, incy, elem)?])
 }
 
 /// Bytes `n` elements of `elem` bytes take (cuRAND's outputs).

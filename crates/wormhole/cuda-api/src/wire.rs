@@ -138,6 +138,16 @@ impl Launch {
 mod tests {
     use super::*;
 
+    /// What `decode` makes of the bytes `encode` writes.
+    fn decoded<T>(
+        encode: impl FnOnce(&mut Encoder),
+        decode: impl FnOnce(&mut Decoder<'_>) -> T,
+    ) -> T {
+        let mut e = Encoder::new();
+        encode(&mut e);
+        decode(&mut Decoder::new(e.as_slice()))
+    }
+
     #[test]
     fn requests_round_trip_and_bad_ones_are_refused() {
         let m = Memcpy {
@@ -147,19 +157,17 @@ mod tests {
             count: 4096,
             stream: 3,
         };
-        let mut e = Encoder::new();
-        m.encode(&mut e);
-        assert_eq!(Memcpy::decode(&mut Decoder::new(e.as_slice())), Ok(m));
-        let mut big = m;
-        big.count = MEMCPY_CHUNK + 1;
-        let mut e = Encoder::new();
-        big.encode(&mut e);
-        assert!(Memcpy::decode(&mut Decoder::new(e.as_slice())).is_err());
-        let mut hh = m;
-        hh.dir = Direction::HostToHost;
-        let mut e = Encoder::new();
-        hh.encode(&mut e);
-        assert!(Memcpy::decode(&mut Decoder::new(e.as_slice())).is_err());
+        assert_eq!(decoded(|e| m.encode(e), Memcpy::decode), Ok(m));
+        let big = Memcpy {
+            count: MEMCPY_CHUNK + 1,
+            ..m
+        };
+        assert!(decoded(|e| big.encode(e), Memcpy::decode).is_err());
+        let hh = Memcpy {
+            dir: Direction::HostToHost,
+            ..m
+        };
+        assert!(decoded(|e| hh.encode(e), Memcpy::decode).is_err());
 
         let l = Launch {
             func: 0x401000,
@@ -169,9 +177,9 @@ mod tests {
             stream: 0,
             args: vec![1, 2, 3, 4],
         };
+        assert_eq!(decoded(|e| l.encode(e), Launch::decode), Ok(l.clone()));
         let mut e = Encoder::new();
         l.encode(&mut e);
-        assert_eq!(Launch::decode(&mut Decoder::new(e.as_slice())), Ok(l));
         assert!(Launch::decode(&mut Decoder::new(&e.as_slice()[..20])).is_err());
 
         let c = SymbolCopy {
@@ -181,15 +189,11 @@ mod tests {
             count: 64,
             device: 0,
         };
-        let mut e = Encoder::new();
-        c.encode(&mut e);
-        assert_eq!(SymbolCopy::decode(&mut Decoder::new(e.as_slice())), Ok(c));
-        let mut e = Encoder::new();
-        SymbolCopy {
+        assert_eq!(decoded(|e| c.encode(e), SymbolCopy::decode), Ok(c));
+        let big = SymbolCopy {
             count: MEMCPY_CHUNK + 1,
             ..c
-        }
-        .encode(&mut e);
-        assert!(SymbolCopy::decode(&mut Decoder::new(e.as_slice())).is_err());
+        };
+        assert!(decoded(|e| big.encode(e), SymbolCopy::decode).is_err());
     }
 }

@@ -114,7 +114,9 @@ impl Forward {
             ));
             return None;
         }
-        // SAFETY: as above: `len` entries, static.
+        // SAFETY: the entry returned a non-NULL table of `len` entries
+        // that lives as long as the process (its contract with the
+        // stand-ins, checked just above for NULL).
         Some(unsafe { std::slice::from_raw_parts(p, len) })
     }
 

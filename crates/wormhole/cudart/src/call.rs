@@ -41,6 +41,14 @@ impl Call<'static> {
             shape: Shape::new(func),
         })
     }
+
+    /// A call whose one argument is a u64 (a size, an address, an id),
+    /// made and its reply awaited.
+    pub fn of_u64(func: u32, v: u64) -> Result<Reply<'static>, i32> {
+        let mut c = Call::begin(func)?;
+        c.enc.u64(v);
+        c.finish()
+    }
 }
 
 impl<'a> Call<'a> {

@@ -74,7 +74,9 @@ pub unsafe extern "C" fn cuDriverGetVersion(version: *mut i32) -> i32 {
     if version.is_null() {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    // SAFETY: checked non-NULL; the caller's contract.
+    // SAFETY: `version` is non-NULL (checked above), and a non-NULL one is a
+    // writable int (cuDriverGetVersion's contract), as the runtime call
+    // needs.
     from_runtime(unsafe { crate::gen::cudaDriverGetVersion(version) })
 }
 
@@ -85,7 +87,8 @@ pub unsafe extern "C" fn cuDeviceGetCount(count: *mut i32) -> i32 {
         return CUDA_ERROR_INVALID_VALUE;
     }
     status(device_count().map(|n| {
-        // SAFETY: checked non-NULL; the caller's contract.
+        // SAFETY: `count` is non-NULL (checked above), and a non-NULL one is
+        // a writable int: cuDeviceGetCount's contract.
         unsafe { *count = n }
     }))
 }
@@ -99,7 +102,8 @@ pub unsafe extern "C" fn cuDeviceGet(dev: *mut i32, ordinal: i32) -> i32 {
         return CUDA_ERROR_INVALID_VALUE;
     }
     status(device(ordinal).map(|d| {
-        // SAFETY: checked non-NULL; the caller's contract.
+        // SAFETY: `dev` is non-NULL (checked above), and a non-NULL one is a
+        // writable CUdevice (an int): cuDeviceGet's contract.
         unsafe { *dev = d as i32 }
     }))
 }
@@ -118,7 +122,9 @@ pub unsafe extern "C" fn cuDevicePrimaryCtxGetState(
     }
     status(device(dev).map(|d| {
         let held = PRIMARY[d].load(Ordering::Relaxed) > 0;
-        // SAFETY: checked non-NULL; the caller's contract.
+        // SAFETY: both are non-NULL (checked above), and non-NULL ones are a
+        // writable unsigned int and int: cuDevicePrimaryCtxGetState's
+        // contract.
         unsafe {
             *flags = 0;
             *active = held as i32;
@@ -134,8 +140,9 @@ pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(ctx: *mut *mut c_void, dev: i3
     }
     status(device(dev).map(|d| {
         PRIMARY[d].fetch_add(1, Ordering::Relaxed);
-        // SAFETY: checked non-NULL; the caller's contract. The token is
-        // only ever compared, never written through by anyone.
+        // SAFETY: `ctx` is non-NULL (checked above), and a non-NULL one is a
+        // writable CUcontext slot: cuDevicePrimaryCtxRetain's contract. The
+        // token is only ever compared, never written through by anyone.
         unsafe { *ctx = (&PRIMARY[d] as *const AtomicU32).cast_mut().cast() }
     }))
 }
@@ -160,7 +167,8 @@ pub unsafe extern "C" fn cuCtxGetCurrent(ctx: *mut *mut c_void) -> i32 {
     if ctx.is_null() {
         return CUDA_ERROR_INVALID_VALUE;
     }
-    // SAFETY: checked non-NULL; the caller's contract.
+    // SAFETY: `ctx` is non-NULL (checked above), and a non-NULL one is a
+    // writable CUcontext slot: cuCtxGetCurrent's contract.
     unsafe { *ctx = CURRENT.with(Cell::get) };
     CUDA_SUCCESS
 }
@@ -191,8 +199,9 @@ unsafe fn describe_into(result: i32, out: *mut *const c_char, name: bool) -> i32
         return CUDA_ERROR_INVALID_VALUE;
     }
     let s = describe(result).map(|(n, t)| if name { n } else { t });
-    // SAFETY: checked non-NULL; the caller's contract. The strings are
-    // static.
+    // SAFETY: `out` is non-NULL (checked above), and a non-NULL one is a
+    // writable `const char *` slot: this function's contract, passed on
+    // from cuGetErrorString's and cuGetErrorName's. The strings are static.
     unsafe { *out = s.map_or(std::ptr::null(), |s| s.as_ptr()) };
     match s {
         Some(_) => CUDA_SUCCESS,
@@ -203,14 +212,16 @@ unsafe fn describe_into(result: i32, out: *mut *const c_char, name: bool) -> i32
 /// # Safety
 /// `out` is NULL or writable.
 pub unsafe extern "C" fn cuGetErrorString(result: i32, out: *mut *const c_char) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `out` is NULL or a writable `const char *` slot, this
+    // function's contract, which is what describe_into needs.
     unsafe { describe_into(result, out, false) }
 }
 
 /// # Safety
 /// `out` is NULL or writable.
 pub unsafe extern "C" fn cuGetErrorName(result: i32, out: *mut *const c_char) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `out` is NULL or a writable `const char *` slot, this
+    // function's contract, which is what describe_into needs.
     unsafe { describe_into(result, out, true) }
 }
 

@@ -17,10 +17,11 @@ use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::Ordering;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{MutexGuard, OnceLock};
 
 use wormhole_cuda_api::{blas, rand, solver, Kind, Library};
 
+use crate::state::Global;
 use crate::{call, state};
 
 /// A cuBLAS or cuRAND call being marshalled: the runtime's call, with
@@ -30,18 +31,26 @@ pub struct Call {
     lib: Library,
 }
 
-impl Deref for Call {
-    type Target = call::Call<'static>;
-    fn deref(&self) -> &Self::Target {
-        &self.inner
-    }
+/// A library's `$outer` is the runtime's `$inner` (its field `inner`)
+/// with the library's statuses on top: everything else is the runtime's.
+macro_rules! wraps {
+    ($outer:ty => $inner:ty) => {
+        impl Deref for $outer {
+            type Target = $inner;
+            fn deref(&self) -> &$inner {
+                &self.inner
+            }
+        }
+
+        impl DerefMut for $outer {
+            fn deref_mut(&mut self) -> &mut $inner {
+                &mut self.inner
+            }
+        }
+    };
 }
 
-impl DerefMut for Call {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.inner
-    }
-}
+wraps!(Call => call::Call<'static>);
 
 /// What a call answers when the server cannot be reached: no handle can
 /// exist then, so a call on one reports the bad handle, as native cuBLAS
@@ -120,18 +129,7 @@ pub struct Reply {
     inner: call::Reply<'static>,
 }
 
-impl Deref for Reply {
-    type Target = call::Reply<'static>;
-    fn deref(&self) -> &Self::Target {
-        &self.inner
-    }
-}
-
-impl DerefMut for Reply {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.inner
-    }
-}
+wraps!(Reply => call::Reply<'static>);
 
 impl Reply {
     pub fn status(&self) -> i32 {
@@ -152,10 +150,8 @@ struct HandleState {
 }
 
 fn states() -> MutexGuard<'static, HashMap<u64, HandleState>> {
-    static S: OnceLock<Mutex<HashMap<u64, HandleState>>> = OnceLock::new();
-    S.get_or_init(|| Mutex::new(HashMap::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    static S: Global<HashMap<u64, HandleState>> = Global::new();
+    S.lock()
 }
 
 /// A live cuBLAS handle's id, or CUBLAS_STATUS_NOT_INITIALIZED.
@@ -218,7 +214,9 @@ mod by_mode {
             return Err(blas::CUBLAS_STATUS_INVALID_VALUE);
         }
         let mut v = [0u8; N];
-        // SAFETY: caller's contract: N readable bytes.
+        // SAFETY: `p` is non-NULL (checked above), and a host-mode scalar
+        // points to `N` readable bytes: this function's contract, which its
+        // callers pass on from cuBLAS's for alpha and beta.
         unsafe { std::ptr::copy_nonoverlapping(p as *const u8, v.as_mut_ptr(), N) };
         c.enc.u8(0);
         match N {
@@ -256,12 +254,16 @@ mod by_mode {
         match N {
             4 => {
                 let v = r.with(|d| d.u32().map_err(bad))?;
-                // SAFETY: caller's contract: 4 writable bytes.
+                // SAFETY: in host mode `p` points to N = 4 writable bytes
+                // (this function's contract: cuBLAS's for a result that
+                // `put_result` found non-NULL); unaligned-safe write.
                 unsafe { std::ptr::write_unaligned(p as *mut u32, v) };
             }
             _ => {
                 let v = r.with(|d| d.u64().map_err(bad))?;
-                // SAFETY: caller's contract: 8 writable bytes.
+                // SAFETY: in host mode `p` points to N = 8 writable bytes
+                // (this function's contract: cuBLAS's for a result that
+                // `put_result` found non-NULL); unaligned-safe write.
                 unsafe { std::ptr::write_unaligned(p as *mut u64, v) };
             }
         }
@@ -277,7 +279,9 @@ macro_rules! scalar_in {
             /// # Safety
             /// `p` is the application's scalar pointer.
             pub unsafe fn put(c: &mut Call, p: *const $t, h: *mut c_void) -> Result<(), i32> {
-                // SAFETY: the caller's contract.
+                // SAFETY: `p` is the application's alpha or beta, which
+                // cuBLAS requires to point to one readable `$t` ($n bytes)
+                // in host mode: put_scalar's contract.
                 unsafe { by_mode::put_scalar::<$n>(c, p as *const c_void, h) }
             }
             pub fn take(_: (), _r: &mut Reply, _p: *const $t, _h: *mut c_void) -> Result<(), i32> {
@@ -311,7 +315,9 @@ pub mod hscal {
             return Err(blas::CUBLAS_STATUS_INVALID_VALUE);
         }
         c.enc.u8(0);
-        // SAFETY: n readable bytes (caller's contract).
+        // SAFETY: `p` is non-NULL (checked above) and, in host mode, points
+        // to a scalar of `compute`'s type, `n` bytes: this function's
+        // contract (cublasGemmEx's for alpha and beta).
         c.enc
             .bytes(unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) });
         Ok(())
@@ -336,7 +342,9 @@ macro_rules! complex_in {
             /// # Safety
             /// `p` is the application's scalar pointer.
             pub unsafe fn put(c: &mut Call, p: *const c_void, h: *mut c_void) -> Result<(), i32> {
-                // SAFETY: the caller's contract.
+                // SAFETY: `p` is the application's complex alpha or beta,
+                // which cuBLAS requires to point to one readable value of
+                // `$data_type`'s type in host mode: hscal::put's contract.
                 unsafe { hscal::put(c, p, h, $data_type) }
             }
             pub fn take(
@@ -370,7 +378,9 @@ macro_rules! result_out {
                 p: *mut $t,
                 _h: *mut c_void,
             ) -> Result<(), i32> {
-                // SAFETY: the caller's contract.
+                // SAFETY: `p` is the application's result pointer, which
+                // `put` found non-NULL in host mode and cuBLAS requires to
+                // hold one writable `$t` ($n bytes): take_result's contract.
                 unsafe { by_mode::take_result::<$n>(host, r, p as *mut c_void) }
             }
         }
@@ -392,10 +402,12 @@ pub mod blas_manual {
         if handle.is_null() {
             return blas::CUBLAS_STATUS_INVALID_VALUE;
         }
-        // SAFETY: the slot is writable (caller's contract).
+        // SAFETY: `handle` is non-NULL (checked above), and a non-NULL slot
+        // is writable: cublasCreate's contract, passed on to the stub.
         let s = unsafe { gen::cublasCreate_v2(handle) };
         if s == blas::CUBLAS_STATUS_SUCCESS {
-            // SAFETY: as above; the stub wrote the new handle.
+            // SAFETY: the same readable slot, into which the stub wrote the
+            // new handle on success.
             let h = unsafe { *handle };
             states().insert(h as usize as u64, HandleState::default());
         }
@@ -406,7 +418,9 @@ pub mod blas_manual {
     /// As cublasSetStream_v2.
     pub unsafe extern "C" fn cublasSetStream_v2(handle: *mut c_void, stream: *mut c_void) -> i32 {
         let v = stream as usize;
-        // SAFETY: the caller's contract.
+        // SAFETY: the stub is passed the application's own handle and
+        // stream, unread here; it looks both up in the client's tables
+        // before use, so any value is sound (cublasSetStream's contract).
         set(
             handle,
             v,
@@ -483,7 +497,8 @@ pub mod blas_manual {
             return blas::CUBLAS_STATUS_INVALID_VALUE;
         }
         let s = states().get(&id).map_or(0, |s| s.stream);
-        // SAFETY: non-NULL and writable (caller's contract).
+        // SAFETY: `stream` is non-NULL (checked above), and a non-NULL one
+        // is a writable cudaStream_t slot: cublasGetStream's contract.
         unsafe { *stream = s as *mut c_void };
         blas::CUBLAS_STATUS_SUCCESS
     }
@@ -509,7 +524,8 @@ pub mod blas_manual {
         if mode.is_null() {
             return blas::CUBLAS_STATUS_INVALID_VALUE;
         }
-        // SAFETY: non-NULL and writable (caller's contract).
+        // SAFETY: `mode` is non-NULL (checked above), and a non-NULL one is
+        // a writable cublasPointerMode_t: cublasGetPointerMode's contract.
         unsafe { *mode = device_mode(handle) as i32 };
         blas::CUBLAS_STATUS_SUCCESS
     }
@@ -522,7 +538,8 @@ pub mod blas_manual {
         if version.is_null() {
             return blas::CUBLAS_STATUS_INVALID_VALUE;
         }
-        // SAFETY: non-NULL and writable (caller's contract).
+        // SAFETY: `version` is non-NULL (checked above), and a non-NULL one
+        // is a writable int: cublasGetVersion's contract.
         unsafe { *version = blas::version(state::MAJOR.load(Ordering::Relaxed)) };
         blas::CUBLAS_STATUS_SUCCESS
     }
@@ -539,10 +556,8 @@ pub mod blas_manual {
 /// The stream each cuSOLVER handle was last given (cusolverDnGetStream's
 /// answer; a new handle has the default stream).
 fn solver_streams() -> MutexGuard<'static, HashMap<u64, usize>> {
-    static S: OnceLock<Mutex<HashMap<u64, usize>>> = OnceLock::new();
-    S.get_or_init(|| Mutex::new(HashMap::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    static S: Global<HashMap<u64, usize>> = Global::new();
+    S.lock()
 }
 
 /// A host workspace (cuSOLVER's 64-bit API): never the client's memory on
@@ -566,7 +581,9 @@ pub mod solver_manual {
     /// # Safety
     /// As cusolverDnSetStream.
     pub unsafe extern "C" fn cusolverDnSetStream(handle: *mut c_void, stream: *mut c_void) -> i32 {
-        // SAFETY: the caller's contract; the stub checks both handles.
+        // SAFETY: the stub reads neither pointer: it looks the handle and
+        // the stream up in the client's tables and refuses unknown ones, so
+        // any values are sound.
         let s = unsafe { gen::cusolverDnSetStream(handle, stream) };
         if s == solver::CUSOLVER_STATUS_SUCCESS {
             solver_streams().insert(handle as usize as u64, stream as usize);
@@ -590,7 +607,8 @@ pub mod solver_manual {
             .get(&(handle as usize as u64))
             .copied()
             .unwrap_or(0);
-        // SAFETY: non-NULL and writable (caller's contract).
+        // SAFETY: `stream` is non-NULL (checked above), and a non-NULL one
+        // is a writable cudaStream_t slot: cusolverDnGetStream's contract.
         unsafe { *stream = s as *mut c_void };
         solver::CUSOLVER_STATUS_SUCCESS
     }
@@ -606,7 +624,8 @@ pub mod rand_manual {
         if version.is_null() {
             return rand::CURAND_STATUS_OUT_OF_RANGE;
         }
-        // SAFETY: non-NULL and writable (caller's contract).
+        // SAFETY: `version` is non-NULL (checked above), and a non-NULL one
+        // is a writable int: curandGetVersion's contract.
         unsafe { *version = rand::version(state::MAJOR.load(Ordering::Relaxed)) };
         rand::CURAND_STATUS_SUCCESS
     }
@@ -662,7 +681,9 @@ pub unsafe extern "C" fn wormhole_cuda_forward_table(
     match forward_table(api, fingerprint) {
         Some(t) => {
             if !len.is_null() {
-                // SAFETY: non-NULL and writable (caller's contract).
+                // SAFETY: `len` is non-NULL (checked above), and a non-NULL
+                // one is a writable usize: this entry's contract with the
+                // stand-ins (wormhole-cuda-forward passes a local).
                 unsafe { *len = t.len() };
             }
             t.as_ptr()
@@ -695,7 +716,8 @@ mod tests {
         };
         assert!(!p.is_null());
         assert_eq!(len, crate::rand::gen::FORWARD_LEN);
-        // SAFETY: as above; a refused table writes no length.
+        // SAFETY: `len` is still a local usize, writable; a refused table
+        // writes no length anyway.
         let q = unsafe { wormhole_cuda_forward_table(FORWARD_RAND, 0, &mut len) };
         assert!(q.is_null());
     }

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::MutexGuard;
 
 use wormhole_cuda_api::blas::{CUBLAS_STATUS_INVALID_VALUE, CUBLAS_STATUS_SUCCESS};
 use wormhole_cuda_api::lt::func;
@@ -17,6 +17,7 @@ use wormhole_cuda_api::matmul::{self, Desc, Layout, Matmul, Operand, Preference}
 use wormhole_cuda_api::Kind;
 
 use crate::libs::Call;
+use crate::state::Global;
 
 #[allow(clippy::missing_safety_doc, unused_imports, unused_variables)]
 pub mod gen {
@@ -44,10 +45,8 @@ struct Objects {
 }
 
 fn objects() -> MutexGuard<'static, Objects> {
-    static O: OnceLock<Mutex<Objects>> = OnceLock::new();
-    O.get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
+    static O: Global<Objects> = Global::new();
+    O.lock()
 }
 
 /// Stores `o` under a new token, written to `slot`. Tokens are never
@@ -68,7 +67,9 @@ unsafe fn create(slot: *mut *mut c_void, o: Result<Object, i32>) -> i32 {
     // Never NULL, and unlike any address the application could own.
     let token = 0x11a0_0000_0000 + objs.next * 16;
     objs.live.insert(token, o);
-    // SAFETY: non-NULL and writable (caller's contract).
+    // SAFETY: `slot` is non-NULL (checked above), and a non-NULL slot is
+    // writable: the contract of this function, which the Create calls pass
+    // on from cuBLASLt's for their descriptor out-parameter.
     unsafe { *slot = token as *mut c_void };
     CUBLAS_STATUS_SUCCESS
 }
@@ -110,7 +111,9 @@ unsafe fn set(
     if buf.is_null() || size > 64 {
         return CUBLAS_STATUS_INVALID_VALUE;
     }
-    // SAFETY: readable for `size` bytes (caller's contract).
+    // SAFETY: `buf` is non-NULL (checked above), and then readable for
+    // `size` bytes (at most 64): the contract of this function, which the
+    // SetAttribute calls pass on from cuBLASLt's.
     let v = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), size) };
     let mut objs = objects();
     let r = match objs.live.get_mut(&(token as usize)) {
@@ -153,14 +156,16 @@ pub extern "C" fn cublasLtGetVersion() -> usize {
 /// # Safety
 /// As cublasCreate_v2.
 pub unsafe extern "C" fn cublasLtCreate(handle: *mut *mut c_void) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `handle` is NULL or a writable handle slot, cublasLtCreate's
+    // contract, which is cublasCreate_v2's (it checks for NULL).
     unsafe { crate::libs::blas_manual::cublasCreate_v2(handle) }
 }
 
 /// # Safety
 /// As cublasDestroy_v2.
 pub unsafe extern "C" fn cublasLtDestroy(handle: *mut c_void) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: the stub does not read `handle`: it looks it up in the
+    // client's table and refuses an unknown one, so any value is sound.
     unsafe { crate::blas::gen::cublasDestroy_v2(handle) }
 }
 
@@ -171,7 +176,8 @@ pub unsafe extern "C" fn cublasLtMatmulDescCreate(
     computeType: i32,
     scaleType: i32,
 ) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `desc` is NULL or writable (cuBLASLt's contract for the
+    // out-parameter), which is what `create` needs.
     unsafe { create(desc, Desc::new(computeType, scaleType).map(Object::Desc)) }
 }
 
@@ -187,7 +193,8 @@ pub unsafe extern "C" fn cublasLtMatmulDescSetAttribute(
     buf: *const c_void,
     size: usize,
 ) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `buf` is NULL or readable for `size` bytes, cuBLASLt's
+    // contract for an attribute's value, which is what `set` needs.
     unsafe { set(desc, is_desc, attr, buf, size) }
 }
 
@@ -200,7 +207,8 @@ pub unsafe extern "C" fn cublasLtMatrixLayoutCreate(
     cols: u64,
     ld: i64,
 ) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `layout` is NULL or writable (cuBLASLt's contract for the
+    // out-parameter), which is what `create` needs.
     unsafe { create(layout, Layout::new(ty, rows, cols, ld).map(Object::Layout)) }
 }
 
@@ -216,14 +224,16 @@ pub unsafe extern "C" fn cublasLtMatrixLayoutSetAttribute(
     buf: *const c_void,
     size: usize,
 ) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `buf` is NULL or readable for `size` bytes, cuBLASLt's
+    // contract for an attribute's value, which is what `set` needs.
     unsafe { set(layout, is_layout, attr, buf, size) }
 }
 
 /// # Safety
 /// `pref` is NULL or writable.
 pub unsafe extern "C" fn cublasLtMatmulPreferenceCreate(pref: *mut *mut c_void) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `pref` is NULL or writable (cuBLASLt's contract for the
+    // out-parameter), which is what `create` needs.
     unsafe { create(pref, Ok(Object::Pref(Preference::default()))) }
 }
 
@@ -239,7 +249,8 @@ pub unsafe extern "C" fn cublasLtMatmulPreferenceSetAttribute(
     buf: *const c_void,
     size: usize,
 ) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `buf` is NULL or readable for `size` bytes, cuBLASLt's
+    // contract for an attribute's value, which is what `set` needs.
     unsafe { set(pref, is_pref, attr, buf, size) }
 }
 
@@ -352,12 +363,17 @@ pub unsafe extern "C" fn cublasLtMatmul(
             return Err(CUBLAS_STATUS_INVALID_VALUE);
         }
         let n = desc.scalar_size();
-        // SAFETY: scalars of the scale type (caller's contract).
+        // SAFETY: alpha and beta are non-NULL (checked above) and, by
+        // cublasLtMatmul's contract in host pointer mode (the only one this
+        // client accepts), each points to one scalar of the descriptor's
+        // scale type: `n` readable bytes.
         let scalar = |p: *const c_void| unsafe { std::slice::from_raw_parts(p.cast::<u8>(), n) };
         let max_workspace = if algo.is_null() {
             u64::MAX
         } else {
-            // SAFETY: a readable algorithm (caller's contract).
+            // SAFETY: `algo` is non-NULL (checked just above), and a
+            // non-NULL one points to a cublasLtMatmulAlgo_t (8 readable
+            // u64s): cublasLtMatmul's contract; read unaligned.
             let words = unsafe { algo.cast::<[u64; 8]>().read_unaligned() };
             // One this client's heuristic did not answer is refused.
             matmul::algo_workspace(&words).ok_or(CUBLAS_STATUS_INVALID_VALUE)?

@@ -11,7 +11,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use wormhole_client::Link;
 use wormhole_cuda_api::tracker::Tracker;
@@ -70,19 +70,40 @@ pub fn slot_of<T>(slots: &'static [T], p: *const std::ffi::c_void) -> Option<usi
     (off.is_multiple_of(size) && off / size < slots.len()).then_some(off / size)
 }
 
+/// Process-wide state, made (`Default`) at first use and locked for each
+/// access. A lock poisoned by a panicking holder is taken as it is: each
+/// holder leaves the value consistent between its statements, and a
+/// stand-in runtime must keep answering the application's other threads.
+pub struct Global<T>(OnceLock<Mutex<T>>);
+
+impl<T: Default> Global<T> {
+    pub const fn new() -> Self {
+        Global(OnceLock::new())
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, T> {
+        self.0
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl<T: Default> Default for Global<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// The device allocations this process has (the published UVA tracker).
 pub fn tracker() -> MutexGuard<'static, Tracker> {
-    static T: OnceLock<Mutex<Tracker>> = OnceLock::new();
-    T.get_or_init(|| Mutex::new(Tracker::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    static T: Global<Tracker> = Global::new();
+    T.lock()
 }
 
 fn handles() -> MutexGuard<'static, HashMap<u64, Kind>> {
-    static H: OnceLock<Mutex<HashMap<u64, Kind>>> = OnceLock::new();
-    H.get_or_init(|| Mutex::new(HashMap::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    static H: Global<HashMap<u64, Kind>> = Global::new();
+    H.lock()
 }
 
 /// The application's handle for a new server object.

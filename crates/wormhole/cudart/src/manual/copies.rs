@@ -67,7 +67,8 @@ unsafe fn memcpy(
             unsafe { copy_to_device(dst_addr, src as *const u8, count, stream) }
         }
         Direction::DeviceToHost => {
-            // SAFETY: `dst` is host memory of `count` bytes, as above.
+            // SAFETY: `dst` is host memory of `count` writable bytes (this
+            // function's contract, the direction found above).
             unsafe { copy_from_device(dst as *mut u8, src_addr, count, stream) }
         }
     })
@@ -167,7 +168,9 @@ pub unsafe extern "C" fn cudaMemcpy(
     count: usize,
     kind: i32,
 ) -> i32 {
-    // SAFETY: same contract.
+    // SAFETY: `dst` and `src` hold `count` bytes of the memory `kind` (or,
+    // for cudaMemcpyDefault, the address) says: cudaMemcpy's contract,
+    // which is memcpy's.
     unsafe { memcpy(dst, src, count, kind, 0) }
 }
 
@@ -188,7 +191,8 @@ pub unsafe extern "C" fn cudaMemcpyAsync(
         Ok(s) => s,
         Err(e) => return note(e),
     };
-    // SAFETY: same contract.
+    // SAFETY: `dst` and `src` hold `count` bytes of the memory their side
+    // names: cudaMemcpyAsync's contract, as cudaMemcpy's, which is memcpy's.
     unsafe { memcpy(dst, src, count, kind, sid) }
 }
 
@@ -217,7 +221,9 @@ unsafe fn memcpy_2d(
     );
     let rows_per_request = MEMCPY_CHUNK as usize / width.max(1);
     if from_device && rows_per_request > 0 {
-        // SAFETY: the same contract.
+        // SAFETY: `dst` holds `height` rows of `width` writable bytes,
+        // `dpitch` apart: this function's contract (cudaMemcpy2D's) for
+        // a host destination, which the direction found above says it is.
         return unsafe {
             memcpy_2d_back(
                 dst,
@@ -237,7 +243,9 @@ unsafe fn memcpy_2d(
         // Device rows are addresses of the server's, not of this process:
         // offset without dereferencing.
         let (d, s) = (dst.wrapping_byte_add(d), src.wrapping_byte_add(s));
-        // SAFETY: the caller's contract, row by row.
+        // SAFETY: row `row` of each side, `width` bytes from its pitch
+        // offset, lies in the memory that side names: this function's
+        // contract (cudaMemcpy2D's) for every row below `height`.
         let status = unsafe { memcpy(d, s, width, kind, stream) };
         if status != cudaSuccess {
             return status;
@@ -301,8 +309,9 @@ unsafe fn memcpy_2d_back(
                 return Err(cudaErrorUnknown);
             }
             for (i, line) in packed.chunks_exact(width.max(1)).enumerate() {
-                // SAFETY: the caller's contract: row `row + i` of `dst`
-                // holds `width` bytes.
+                // SAFETY: row `row + i` is below `height`, and each such row
+                // of `dst` holds `width` writable bytes, `dpitch` apart
+                // (this function's contract, from cudaMemcpy2D's).
                 unsafe {
                     std::ptr::copy_nonoverlapping(
                         line.as_ptr(),
@@ -329,7 +338,9 @@ pub unsafe extern "C" fn cudaMemcpy2D(
     height: usize,
     kind: i32,
 ) -> i32 {
-    // SAFETY: the same contract.
+    // SAFETY: each of the `height` rows of `width` bytes, `dpitch` and
+    // `spitch` apart, lies in the memory its side names: cudaMemcpy2D's
+    // contract, which is memcpy_2d's.
     unsafe { memcpy_2d(dst, dpitch, src, spitch, (width, height), kind, 0) }
 }
 
@@ -350,7 +361,8 @@ pub unsafe extern "C" fn cudaMemcpy2DAsync(
         Ok(s) => s,
         Err(e) => return note(e),
     };
-    // SAFETY: the same contract.
+    // SAFETY: as cudaMemcpy2D's: each of the `height` rows lies in the
+    // memory its side names (cudaMemcpy2DAsync's contract, memcpy_2d's).
     unsafe { memcpy_2d(dst, dpitch, src, spitch, (width, height), kind, sid) }
 }
 

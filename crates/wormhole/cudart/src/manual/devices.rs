@@ -26,7 +26,10 @@ pub unsafe extern "C" fn cudaGetDeviceProperties(prop: *mut c_void, device: i32)
         let mut r = c.finish()?;
         let status = r.status();
         if r.has_outputs() {
-            // SAFETY: the caller's contract: room for this version's struct.
+            // SAFETY: `prop` is non-NULL (checked on entry) and holds a
+            // writable cudaDeviceProp of this library's CUDA major,
+            // devprop_size(major) bytes: cudaGetDeviceProperties's
+            // contract for the headers the application was built with.
             unsafe { r.out_bytes(prop, devprop_size(major) as u64)? };
         }
         Ok(status)
@@ -38,7 +41,8 @@ pub unsafe extern "C" fn cudaGetDeviceProperties(prop: *mut c_void, device: i32)
 /// # Safety
 /// As for [`cudaGetDeviceProperties`].
 pub unsafe extern "C" fn cudaGetDeviceProperties_v2(prop: *mut c_void, device: i32) -> i32 {
-    // SAFETY: same contract.
+    // SAFETY: `prop` is NULL or a writable cudaDeviceProp of this CUDA
+    // major: the _v2 name's contract, which is cudaGetDeviceProperties's.
     unsafe { cudaGetDeviceProperties(prop, device) }
 }
 
@@ -128,7 +132,8 @@ pub unsafe extern "C" fn cudaGetDeviceCount(count: *mut i32) -> i32 {
     }
     match device_count() {
         Ok(n) => {
-            // SAFETY: checked non-NULL; the caller's contract.
+            // SAFETY: `count` is non-NULL (checked above), and a non-NULL one
+            // is a writable int: cudaGetDeviceCount's contract.
             unsafe { *count = n };
             cudaSuccess
         }
@@ -164,7 +169,8 @@ pub unsafe extern "C" fn cudaGetDevice(device: *mut i32) -> i32 {
     if init != cudaSuccess {
         return note(init);
     }
-    // SAFETY: checked non-NULL; the caller's contract.
+    // SAFETY: `device` is non-NULL (checked above), and a non-NULL one is
+    // a writable int: cudaGetDevice's contract.
     unsafe { *device = current_device() };
     cudaSuccess
 }
@@ -176,7 +182,9 @@ pub unsafe extern "C" fn cudaDeviceGetPCIBusId(id: *mut c_void, len: i32, device
     if id.is_null() || len < 1 {
         return note(cudaErrorInvalidValue);
     }
-    // SAFETY: same contract.
+    // SAFETY: `id` is non-NULL (checked above) and holds `len` writable
+    // bytes, `len` at least 1: cudaDeviceGetPCIBusId's contract, which the
+    // stub needs for the string it writes.
     unsafe { crate::gen::cudaDeviceGetPCIBusId(id, len, device) }
 }
 

@@ -13,12 +13,13 @@
 
 use std::collections::BTreeMap;
 use std::ffi::c_void;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::MutexGuard;
 
 use wormhole_cuda_api::*;
 
 use crate::manual::devices::current_device;
 use crate::state::note;
+use crate::state::Global;
 
 /// cudaErrorHostMemoryAlreadyRegistered, cudaErrorHostMemoryNotRegistered.
 const ALREADY_REGISTERED: i32 = 712;
@@ -53,10 +54,8 @@ impl Ranges {
 }
 
 fn ranges() -> MutexGuard<'static, Ranges> {
-    static R: OnceLock<Mutex<Ranges>> = OnceLock::new();
-    R.get_or_init(|| Mutex::new(Ranges::default()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    static R: Global<Ranges> = Global::new();
+    R.lock()
 }
 
 /// The page-locked range that holds `p`, if any.
@@ -86,7 +85,8 @@ pub unsafe extern "C" fn cudaMallocHost(ptr: *mut *mut c_void, size: usize) -> i
         registered: false,
     };
     ranges().0.insert(r.start, r);
-    // SAFETY: checked non-NULL.
+    // SAFETY: `ptr` is non-NULL (checked on entry), and a non-NULL one is a
+    // writable `void *` slot: cudaMallocHost's contract.
     unsafe { *ptr = p };
     cudaSuccess
 }
@@ -94,7 +94,8 @@ pub unsafe extern "C" fn cudaMallocHost(ptr: *mut *mut c_void, size: usize) -> i
 /// # Safety
 /// As for [`cudaMallocHost`].
 pub unsafe extern "C" fn cudaHostAlloc(ptr: *mut *mut c_void, size: usize, _flags: u32) -> i32 {
-    // SAFETY: same contract.
+    // SAFETY: `ptr` is NULL or a writable `void *` slot: cudaHostAlloc's
+    // contract, which is cudaMallocHost's (it checks for NULL).
     unsafe { cudaMallocHost(ptr, size) }
 }
 

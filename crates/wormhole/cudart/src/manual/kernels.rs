@@ -37,7 +37,9 @@ pub unsafe extern "C" fn cudaFuncGetAttributes(attr: *mut c_void, kernel: *const
             if b.len() != FUNC_ATTRIBUTES_LEN {
                 return Err(cudaErrorUnknown);
             }
-            // SAFETY: the caller's contract: the struct is that long.
+            // SAFETY: `attr` is non-NULL (checked on entry) and a writable
+            // `struct cudaFuncAttributes` (cudaFuncGetAttributes's
+            // contract), which is FUNC_ATTRIBUTES_LEN = `b.len()` bytes.
             unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), attr.cast::<u8>(), b.len()) };
         }
         Ok(status)
@@ -63,51 +65,25 @@ pub extern "C" fn cudaFuncSetCacheConfig(kernel: *const c_void, config: i32) -> 
 
 /// # Safety
 /// `blocks` is NULL or writable.
-pub unsafe extern "C" fn cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
-    blocks: *mut i32,
-    kernel: *const c_void,
-    block_size: i32,
-    shared: usize,
-    flags: u32,
-) -> i32 {
-    // SAFETY: the same contract.
-    unsafe {
-        occupancy(
-            func::cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
-            blocks,
-            kernel,
-            block_size,
-            shared,
-            flags,
-        )
-    }
-}
-
-/// # Safety
-/// `blocks` is NULL or writable.
 pub unsafe extern "C" fn cudaOccupancyMaxActiveBlocksPerMultiprocessor(
     blocks: *mut i32,
     kernel: *const c_void,
     block_size: i32,
     shared: usize,
 ) -> i32 {
-    // SAFETY: the same contract; no flags is cudaOccupancyDefault (0).
+    // SAFETY: `blocks` is NULL or writable, this function's own contract,
+    // which is the one below; no flags is cudaOccupancyDefault (0), as
+    // natively.
     unsafe {
-        occupancy(
-            func::cudaOccupancyMaxActiveBlocksPerMultiprocessor,
-            blocks,
-            kernel,
-            block_size,
-            shared,
-            0,
+        cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+            blocks, kernel, block_size, shared, 0,
         )
     }
 }
 
 /// # Safety
 /// `blocks` is NULL or writable.
-unsafe fn occupancy(
-    f: u32,
+pub unsafe extern "C" fn cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     blocks: *mut i32,
     kernel: *const c_void,
     block_size: i32,
@@ -118,6 +94,7 @@ unsafe fn occupancy(
         return note(cudaErrorInvalidValue);
     }
     status_of((|| {
+        let f = func::cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags;
         let mut c = kernel_call(f, kernel)?;
         c.enc.i32(block_size);
         c.enc.u64(shared as u64);
@@ -126,7 +103,9 @@ unsafe fn occupancy(
         let status = r.status();
         if r.has_outputs() {
             let n = r.with(|d| d.i32().map_err(|_| cudaErrorUnknown))?;
-            // SAFETY: checked non-NULL; the caller's contract.
+            // SAFETY: `blocks` was checked non-NULL above, and a non-NULL
+            // one is writable by this function's contract (cudaOccupancy's:
+            // an int the runtime stores the count in).
             unsafe { *blocks = n };
         }
         Ok(status)

@@ -55,7 +55,9 @@ pub unsafe extern "C" fn __cudaPopCallConfiguration(
     let Some(c) = CONFIGS.with(|c| c.borrow_mut().pop()) else {
         return note(cudaErrorInvalidValue);
     };
-    // SAFETY: the caller's contract.
+    // SAFETY: each pointer is checked non-NULL below, and a non-NULL one is
+    // writable for its type: this function's contract (nvcc's host code
+    // passes the addresses of its locals).
     unsafe {
         if !grid.is_null() {
             *grid = c.grid;
@@ -102,8 +104,10 @@ pub unsafe extern "C" fn cudaLaunchKernel(
         return note(cudaErrorInvalidValue);
     }
     let packed = wormhole_cuda_api::launch::pack(&layout, |i, size| {
-        // SAFETY: the caller's contract: args[i] points to parameter i's
-        // value, `size` bytes (the kernel's own layout says so).
+        // SAFETY: `args` is non-NULL where the kernel has parameters
+        // (checked above), and args[i] points to parameter i's value,
+        // `size` bytes by the kernel's own layout: cudaLaunchKernel's
+        // contract for `args`.
         unsafe { std::slice::from_raw_parts(*args.add(i) as *const u8, size) }
     });
     let l = Launch {
@@ -142,7 +146,8 @@ pub unsafe extern "C" fn __cudaGetKernel(kernel: *mut *mut c_void, host_fun: *co
     if !is_registered(host_fun as usize as u64) {
         return cudaErrorInvalidDeviceFunction;
     }
-    // SAFETY: checked non-NULL; the caller's contract.
+    // SAFETY: `kernel` is non-NULL (checked above), and a non-NULL one is a
+    // writable cudaKernel_t slot: this function's contract.
     unsafe { *kernel = host_fun.cast_mut() };
     cudaSuccess
 }
@@ -194,20 +199,24 @@ pub unsafe extern "C" fn cudaLaunchKernelExC(
     kernel: *const c_void,
     args: *mut *mut c_void,
 ) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `config` is NULL (as_ref answers None) or points to a
+    // readable cudaLaunchConfig_t: cudaLaunchKernelExC's contract.
     let Some(cfg) = (unsafe { config.cast::<LaunchConfig>().as_ref() }) else {
         return note(cudaErrorInvalidValue);
     };
     let attrs: &[LaunchAttribute] = if cfg.num_attrs == 0 || cfg.attrs.is_null() {
         &[]
     } else {
-        // SAFETY: the caller's contract: `attrs` holds `numAttrs` entries.
+        // SAFETY: `attrs` is non-NULL (checked above) and holds `numAttrs`
+        // entries: cudaLaunchKernelExC's contract for its config.
         unsafe { std::slice::from_raw_parts(cfg.attrs, cfg.num_attrs as usize) }
     };
     if !all_droppable(attrs) {
         return note(cudaErrorNotSupported);
     }
-    // SAFETY: the same contract as cudaLaunchKernel's.
+    // SAFETY: `args` is as cudaLaunchKernel needs (one pointer to each
+    // parameter's value), cudaLaunchKernelExC's contract; the rest are
+    // values read from the config.
     unsafe {
         cudaLaunchKernel(
             kernel,

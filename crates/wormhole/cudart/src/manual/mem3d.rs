@@ -91,7 +91,8 @@ pub unsafe extern "C" fn cudaMalloc3D(pitched: *mut PitchedPtr, extent: Extent) 
     let s =
         unsafe { crate::manual::memory::cudaMallocPitch(&mut ptr, &mut pitch, extent.width, rows) };
     if s == cudaSuccess {
-        // SAFETY: checked non-NULL; the caller's contract.
+        // SAFETY: `pitched` is non-NULL (checked above), and a non-NULL one
+        // is a writable cudaPitchedPtr: cudaMalloc3D's contract.
         unsafe {
             *pitched = PitchedPtr {
                 ptr,
@@ -140,7 +141,9 @@ unsafe fn memcpy3d(p: *const Memcpy3DParms, stream: Option<*mut c_void>) -> i32 
     if p.is_null() {
         return note(cudaErrorInvalidValue);
     }
-    // SAFETY: checked non-NULL; the caller's contract.
+    // SAFETY: `p` is non-NULL (checked above), and a non-NULL one is a
+    // readable cudaMemcpy3DParms: this function's contract, from
+    // cudaMemcpy3D's.
     let p = unsafe { *p };
     if !p.src_array.is_null() || !p.dst_array.is_null() {
         return note(cudaErrorInvalidValue);
@@ -173,14 +176,17 @@ unsafe fn memcpy3d(p: *const Memcpy3DParms, stream: Option<*mut c_void>) -> i32 
 /// # Safety
 /// As cudaMemcpy3D.
 pub unsafe extern "C" fn cudaMemcpy3D(p: *const Memcpy3DParms) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `p` is NULL or a readable cudaMemcpy3DParms whose pointers
+    // are valid for the copy it describes: cudaMemcpy3D's contract, which
+    // is memcpy3d's.
     unsafe { memcpy3d(p, None) }
 }
 
 /// # Safety
 /// As cudaMemcpy3DAsync.
 pub unsafe extern "C" fn cudaMemcpy3DAsync(p: *const Memcpy3DParms, stream: *mut c_void) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: as cudaMemcpy3D's: `p` NULL or a readable, valid
+    // cudaMemcpy3DParms (cudaMemcpy3DAsync's contract, memcpy3d's).
     unsafe { memcpy3d(p, Some(stream)) }
 }
 

@@ -17,9 +17,7 @@ pub unsafe extern "C" fn cudaMalloc(dev_ptr: *mut *mut c_void, size: usize) -> i
         return note(cudaErrorInvalidValue);
     }
     status_of((|| {
-        let mut c = Call::begin(func::cudaMalloc)?;
-        c.enc.u64(size as u64);
-        let mut r = c.finish()?;
+        let mut r = Call::of_u64(func::cudaMalloc, size as u64)?;
         let status = r.status();
         if r.has_outputs() {
             let p = r.with(|d| d.u64().map_err(|_| cudaErrorUnknown))?;
@@ -35,7 +33,9 @@ pub unsafe extern "C" fn cudaMalloc(dev_ptr: *mut *mut c_void, size: usize) -> i
                     })
                     .map_err(|_| cudaErrorUnknown)?;
             }
-            // SAFETY: checked non-NULL; the caller's contract.
+            // SAFETY: `dev_ptr` is non-NULL (checked on entry), and a
+            // non-NULL one is a writable `void *` slot: cudaMalloc's
+            // contract.
             unsafe { *dev_ptr = p as usize as *mut c_void };
         }
         Ok(status)
@@ -51,9 +51,7 @@ pub extern "C" fn cudaFree(dev_ptr: *mut c_void) -> i32 {
         return note(cudaErrorInvalidValue);
     }
     status_of((|| {
-        let mut c = Call::begin(func::cudaFree)?;
-        c.enc.u64(p);
-        let mut r = c.finish()?;
+        let mut r = Call::of_u64(func::cudaFree, p)?;
         let status = r.status_with_deferred();
         if status == cudaSuccess {
             // While the reply still holds the channel: once it is free,
@@ -113,7 +111,9 @@ pub unsafe extern "C" fn cudaPointerGetAttributes(
             },
         },
     };
-    // SAFETY: checked non-NULL; the caller's contract.
+    // SAFETY: `attributes` is non-NULL (checked above), and a non-NULL one
+    // is a writable `struct cudaPointerAttributes`, whose layout
+    // PointerAttributes is: cudaPointerGetAttributes's contract.
     unsafe { std::ptr::write(attributes as *mut PointerAttributes, v) };
     cudaSuccess
 }
@@ -125,7 +125,8 @@ pub unsafe extern "C" fn cudaMallocAsync(
     size: usize,
     _stream: *mut c_void,
 ) -> i32 {
-    // SAFETY: the same contract.
+    // SAFETY: `dev_ptr` is NULL or a writable `void *` slot:
+    // cudaMallocAsync's contract, cudaMalloc's (which checks for NULL).
     let status = unsafe { cudaMalloc(dev_ptr, size) };
     if status == cudaSuccess {
         // SAFETY: cudaMalloc succeeded, so `dev_ptr` was checked non-NULL
@@ -164,10 +165,12 @@ pub unsafe extern "C" fn cudaMallocPitch(
     let Some((p, total)) = pitched(width, height) else {
         return note(cudaErrorMemoryAllocation);
     };
-    // SAFETY: checked non-NULL; the caller's contract.
+    // SAFETY: `dev_ptr` is non-NULL (checked above), and a non-NULL one is
+    // a writable `void *` slot: cudaMallocPitch's contract, cudaMalloc's.
     let status = unsafe { cudaMalloc(dev_ptr, total) };
     if status == cudaSuccess {
-        // SAFETY: as above.
+        // SAFETY: `pitch` is non-NULL (checked above), and a non-NULL one
+        // is a writable size_t: cudaMallocPitch's contract.
         unsafe { *pitch = p };
     }
     status

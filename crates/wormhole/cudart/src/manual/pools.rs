@@ -13,10 +13,11 @@
 
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::MutexGuard;
 
 use wormhole_cuda_api::*;
 
+use crate::state::Global;
 use crate::state::{note, tracker};
 
 /// The most devices whose pools a client can name.
@@ -68,10 +69,8 @@ struct State {
 }
 
 fn state() -> MutexGuard<'static, State> {
-    static S: OnceLock<Mutex<State>> = OnceLock::new();
-    S.get_or_init(|| Mutex::new(State::default()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    static S: Global<State> = Global::new();
+    S.lock()
 }
 
 /// The device of a default pool's handle.
@@ -115,8 +114,9 @@ pub unsafe extern "C" fn cudaDeviceGetDefaultMemPool(pool: *mut *mut c_void, dev
     if device < 0 || device >= n || device as usize >= MAX_DEVICES {
         return note(cudaErrorInvalidDevice);
     }
-    // SAFETY: checked non-NULL; the caller's contract. The handle is
-    // only ever compared, never written through.
+    // SAFETY: `pool` is non-NULL (checked above), and a non-NULL one is a
+    // writable cudaMemPool_t slot: cudaDeviceGetDefaultMemPool's contract.
+    // The handle is only ever compared, never written through.
     unsafe { *pool = TAGS.as_ptr().add(device as usize) as *mut c_void };
     cudaSuccess
 }
@@ -134,7 +134,9 @@ pub unsafe extern "C" fn cudaMemPoolGetAttribute(
     let p = state().pools.get(&device).copied().unwrap_or_default();
     let v = match attr {
         ATTR_REUSE_FIRST..=ATTR_REUSE_LAST => {
-            // SAFETY: an int attribute; the caller's contract.
+            // SAFETY: `value` is non-NULL (checked above) and, for a reuse
+            // attribute, points to a writable int: cudaMemPoolGetAttribute's
+            // contract.
             unsafe { *(value as *mut i32) = p.reuse[(attr - ATTR_REUSE_FIRST) as usize] };
             return cudaSuccess;
         }
@@ -145,7 +147,9 @@ pub unsafe extern "C" fn cudaMemPoolGetAttribute(
         ATTR_USED_HIGH => p.used_high,
         _ => return note(cudaErrorInvalidValue),
     };
-    // SAFETY: a cuuint64_t attribute; the caller's contract.
+    // SAFETY: `value` is non-NULL (checked above) and, for these
+    // attributes, points to a writable cuuint64_t: cudaMemPoolGetAttribute's
+    // contract.
     unsafe { *(value as *mut u64) = v };
     cudaSuccess
 }
@@ -164,12 +168,16 @@ pub unsafe extern "C" fn cudaMemPoolSetAttribute(
     let p = s.pools.entry(device).or_default();
     match attr {
         ATTR_REUSE_FIRST..=ATTR_REUSE_LAST => {
-            // SAFETY: an int attribute; the caller's contract.
+            // SAFETY: `value` is non-NULL (checked above) and, for a reuse
+            // attribute, points to a readable int: cudaMemPoolSetAttribute's
+            // contract.
             let v = unsafe { *(value as *const i32) };
             p.reuse[(attr - ATTR_REUSE_FIRST) as usize] = (v != 0) as i32;
         }
         ATTR_RELEASE_THRESHOLD | ATTR_RESERVED_HIGH | ATTR_USED_HIGH => {
-            // SAFETY: a cuuint64_t attribute; the caller's contract.
+            // SAFETY: `value` is non-NULL (checked above) and, for these
+            // attributes, points to a readable cuuint64_t:
+            // cudaMemPoolSetAttribute's contract.
             let v = unsafe { *(value as *const u64) };
             match attr {
                 ATTR_RELEASE_THRESHOLD => p.release_threshold = v,
@@ -210,7 +218,8 @@ pub unsafe extern "C" fn cudaMemPoolSetAccess(
     let descs: &[AccessDesc] = if count == 0 {
         &[]
     } else {
-        // SAFETY: the caller's contract; non-NULL checked.
+        // SAFETY: `descs` is non-NULL (checked above) and points to `count`
+        // cudaMemAccessDesc entries: cudaMemPoolSetAccess's contract.
         unsafe { std::slice::from_raw_parts(descs as *const AccessDesc, count) }
     };
     let mut n = 0;

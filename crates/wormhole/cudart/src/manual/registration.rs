@@ -5,13 +5,14 @@
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use wormhole_cuda_api::fatbin::{self, Kernel};
 use wormhole_cuda_api::*;
 
 use crate::call::Call;
 use crate::state;
+use crate::state::Global;
 
 /// A registered fat binary: what `__cudaRegisterFatBinary` returns.
 struct Module {
@@ -75,10 +76,8 @@ pub(super) fn is_registered(host: u64) -> bool {
 }
 
 fn funcs() -> MutexGuard<'static, HashMap<u64, Func>> {
-    static F: OnceLock<Mutex<HashMap<u64, Func>>> = OnceLock::new();
-    F.get_or_init(|| Mutex::new(HashMap::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    static F: Global<HashMap<u64, Func>> = Global::new();
+    F.lock()
 }
 
 /// `__fatBinC_Wrapper_t`.
@@ -100,7 +99,9 @@ pub unsafe extern "C" fn __cudaRegisterFatBinary(fat_cubin: *mut c_void) -> *mut
     let id = state::fresh_id();
     let mut image: &'static [u8] = &[];
     let mut layouts = fatbin::Layouts::default();
-    // SAFETY: the caller's contract: NULL or nvcc's wrapper.
+    // SAFETY: `fat_cubin` is NULL (as_ref answers None) or nvcc's readable
+    // `__fatBinC_Wrapper_t`, whose layout Wrapper is: the contract of the
+    // host code nvcc generates, the only caller.
     let w = unsafe { (fat_cubin as *const Wrapper).as_ref() };
     if let Some(w) = w.filter(|w| w.magic == fatbin::WRAPPER_MAGIC && !w.data.is_null()) {
         // SAFETY: the wrapper points to a fat binary, whose header is 16 bytes.
@@ -169,7 +170,8 @@ pub unsafe extern "C" fn __cudaRegisterFunction(
     if device_name.is_null() {
         return;
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `device_name` is non-NULL (checked above) and NUL-terminated:
+    // nvcc's host code passes the kernel's mangled name, a static string.
     let name = unsafe { std::ffi::CStr::from_ptr(device_name) }.to_bytes();
     funcs().insert(
         host_fun as usize as u64,
@@ -207,7 +209,8 @@ pub unsafe extern "C" fn __cudaRegisterVar(
     if device_name.is_null() {
         return;
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `device_name` is non-NULL (checked above) and NUL-terminated:
+    // nvcc's host code passes the variable's name, a static string.
     let name = unsafe { std::ffi::CStr::from_ptr(device_name) }.to_bytes();
     vars().insert(host_var as usize as u64, size as u64);
     if let Ok(mut c) = Call::begin(func::__cudaRegisterVar) {
@@ -224,10 +227,8 @@ pub unsafe extern "C" fn __cudaRegisterVar(
 
 /// Registered device variables: host shadow address -> size.
 pub(super) fn vars() -> MutexGuard<'static, HashMap<u64, u64>> {
-    static V: OnceLock<Mutex<HashMap<u64, u64>>> = OnceLock::new();
-    V.get_or_init(|| Mutex::new(HashMap::new()))
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+    static V: Global<HashMap<u64, u64>> = Global::new();
+    V.lock()
 }
 
 #[cfg(test)]

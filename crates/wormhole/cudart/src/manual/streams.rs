@@ -20,12 +20,14 @@ pub unsafe extern "C" fn cudaThreadExchangeStreamCaptureMode(mode: *mut i32) -> 
     if mode.is_null() {
         return note(cudaErrorInvalidValue);
     }
-    // SAFETY: checked non-NULL; the caller's contract.
+    // SAFETY: `mode` is non-NULL (checked above), and a non-NULL one is a
+    // readable and writable int: cudaThreadExchangeStreamCaptureMode's
+    // contract.
     let wanted = unsafe { *mode };
     if !(0..=2).contains(&wanted) {
         return note(cudaErrorInvalidValue);
     }
-    // SAFETY: as above.
+    // SAFETY: the same non-NULL, writable int the read above used.
     unsafe { *mode = CAPTURE_MODE.with(|m| m.replace(wanted)) };
     cudaSuccess
 }
@@ -48,13 +50,16 @@ unsafe fn capture_info(
     if status.is_null() {
         return note(cudaErrorInvalidValue);
     }
-    // SAFETY: `status` is valid for a write (checked non-NULL, the caller's
-    // contract).
+    // SAFETY: `status` is non-NULL (checked above), and a non-NULL one is a
+    // writable cudaStreamCaptureStatus: this function's contract, from
+    // cudaStreamGetCaptureInfo's; the stub looks `stream` up, unread.
     let r = unsafe { crate::gen::cudaStreamIsCapturing(stream, status) };
     if r != cudaSuccess {
         return r;
     }
-    // SAFETY: each is NULL or writable, the caller's contract.
+    // SAFETY: each output is NULL or writable for its type: this
+    // function's contract, from cudaStreamGetCaptureInfo's; `put` skips
+    // the NULL ones.
     unsafe {
         put(id, 0);
         put(graph, std::ptr::null_mut());
@@ -78,8 +83,11 @@ pub unsafe extern "C" fn cudaStreamGetCaptureInfo(
     ndeps: *mut usize,
 ) -> i32 {
     use std::ptr::null_mut;
-    // SAFETY: the caller's contract for its major; CUDA 12 callers passed
-    // only three arguments, so the other registers hold nothing of theirs.
+    // SAFETY: a CUDA 13 caller's seven outputs are each NULL or writable
+    // (CUDA 13's cudaStreamGetCaptureInfo contract); a CUDA 12 caller
+    // passed only `stream`, `status` and `id` (NULL or writable by CUDA
+    // 12's), so the other four registers hold nothing of theirs and are
+    // replaced by NULL, which capture_info skips.
     unsafe {
         if state::MAJOR.load(Ordering::Relaxed) >= 13 {
             capture_info(stream, status, id, graph, deps, edges, ndeps)
@@ -107,7 +115,9 @@ pub unsafe extern "C" fn cudaStreamGetCaptureInfo_v2(
     deps: *mut *const c_void,
     ndeps: *mut usize,
 ) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: each output is NULL or writable (CUDA 12's
+    // cudaStreamGetCaptureInfo_v2 contract), and `edges`, which this form
+    // lacks, is NULL: capture_info's contract.
     unsafe { capture_info(stream, status, id, graph, deps, std::ptr::null_mut(), ndeps) }
 }
 
@@ -122,7 +132,8 @@ pub unsafe extern "C" fn cudaStreamGetCaptureInfo_v3(
     edges: *mut *const c_void,
     ndeps: *mut usize,
 ) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: each output is NULL or writable (CUDA 12's
+    // cudaStreamGetCaptureInfo_v3 contract): capture_info's contract.
     unsafe { capture_info(stream, status, id, graph, deps, edges, ndeps) }
 }
 
@@ -145,7 +156,9 @@ pub unsafe extern "C" fn cudaLaunchHostFunc(
     if r != cudaSuccess {
         return r;
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `f` is the application's host function, which
+    // cudaLaunchHostFunc's contract lets be called once with `data`; the
+    // stream's earlier work is done, as the call's order requires.
     unsafe { f(data) };
     cudaSuccess
 }
@@ -166,7 +179,9 @@ pub unsafe extern "C" fn cudaStreamAddCallback(
     };
     // SAFETY: the stream is a handle, checked by the client and the server.
     let r = unsafe { crate::gen::cudaStreamSynchronize(stream) };
-    // SAFETY: the caller's contract.
+    // SAFETY: `f` is the application's callback, which
+    // cudaStreamAddCallback's contract lets be called once with the
+    // stream, its status and `data`, after the stream's earlier work.
     unsafe { f(stream, r, data) };
     cudaSuccess
 }
@@ -185,7 +200,8 @@ mod tests {
         assert_eq!(mode, 0, "the default, global, comes back");
         let other = std::thread::spawn(|| {
             let mut mode = 1;
-            // SAFETY: as above.
+            // SAFETY: `mode` is this thread's local int, readable and
+            // writable.
             let status = unsafe { cudaThreadExchangeStreamCaptureMode(&mut mode) };
             (status, mode)
         })
@@ -193,11 +209,11 @@ mod tests {
         .expect("the thread ends");
         assert_eq!(other, (cudaSuccess, 0), "another thread has its own");
         let mut bad = 3;
-        // SAFETY: as above.
+        // SAFETY: `bad` is a local int, readable and writable.
         let status = unsafe { cudaThreadExchangeStreamCaptureMode(&mut bad) };
         assert_eq!((status, bad), (cudaErrorInvalidValue, 3));
         let mut back = 0;
-        // SAFETY: as above, a local int.
+        // SAFETY: `back` is a local int, readable and writable.
         let status = unsafe { cudaThreadExchangeStreamCaptureMode(&mut back) };
         assert_eq!(status, cudaSuccess);
         assert_eq!(back, 2, "the refused exchange changed nothing");

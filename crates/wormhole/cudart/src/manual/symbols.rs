@@ -92,7 +92,9 @@ unsafe fn symbol_copy(
             }
             .encode(&mut c.enc);
             if to {
-                // SAFETY: the caller's contract: `host` holds `count` bytes.
+                // SAFETY: `host` holds `count` readable bytes (this
+                // function's contract: cudaMemcpyToSymbol's for `src`), and
+                // `done + n` is at most `count`.
                 c.enc
                     .bytes(unsafe { std::slice::from_raw_parts(host.add(done), n) });
             }
@@ -106,7 +108,9 @@ unsafe fn symbol_copy(
                 if b.len() != n {
                     return Err(cudaErrorUnknown);
                 }
-                // SAFETY: the caller's contract: `host` holds `count` bytes.
+                // SAFETY: `host` holds `count` writable bytes (this
+                // function's contract: cudaMemcpyFromSymbol's for `dst`),
+                // and `done + n` is at most `count`; `b` has `n` bytes.
                 unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), host.add(done), n) };
             }
         }
@@ -146,7 +150,9 @@ pub unsafe extern "C" fn cudaMemcpyToSymbol(
     offset: usize,
     kind: i32,
 ) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `src` holds `count` readable bytes of host memory (or is a
+    // device address, never dereferenced here): cudaMemcpyToSymbol's
+    // contract, which is memcpy_symbol's; it only reads through `src`.
     unsafe { memcpy_symbol(true, symbol, src as *mut u8, count, offset, kind) }
 }
 
@@ -159,7 +165,9 @@ pub unsafe extern "C" fn cudaMemcpyFromSymbol(
     offset: usize,
     kind: i32,
 ) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `dst` holds `count` writable bytes of host memory (or is a
+    // device address, never dereferenced here): cudaMemcpyFromSymbol's
+    // contract, which is memcpy_symbol's.
     unsafe { memcpy_symbol(false, symbol, dst.cast(), count, offset, kind) }
 }
 
@@ -174,7 +182,8 @@ pub unsafe extern "C" fn cudaGetSymbolSize(size: *mut usize, symbol: *const c_vo
     let Some(&n) = vars().get(&(symbol as usize as u64)) else {
         return note(cudaErrorInvalidSymbol);
     };
-    // SAFETY: checked non-NULL; the caller's contract.
+    // SAFETY: `size` is non-NULL (checked above), and a non-NULL one is a
+    // writable size_t: cudaGetSymbolSize's contract.
     unsafe { *size = n as usize };
     cudaSuccess
 }
@@ -193,7 +202,9 @@ pub unsafe extern "C" fn cudaMemcpyToSymbolAsync(
     kind: i32,
     stream: *mut c_void,
 ) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `src` holds `count` readable bytes (cudaMemcpyToSymbolAsync's
+    // contract, cudaMemcpyToSymbol's), until it returns: the copy is made
+    // before this function returns.
     after_stream(stream, || unsafe {
         cudaMemcpyToSymbol(symbol, src, count, offset, kind)
     })
@@ -211,7 +222,8 @@ pub unsafe extern "C" fn cudaMemcpyFromSymbolAsync(
     kind: i32,
     stream: *mut c_void,
 ) -> i32 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `dst` holds `count` writable bytes (the Async call's contract,
+    // cudaMemcpyFromSymbol's); the copy is made before this returns.
     after_stream(stream, || unsafe {
         cudaMemcpyFromSymbol(dst, symbol, count, offset, kind)
     })
@@ -245,9 +257,7 @@ pub unsafe extern "C" fn cudaGetSymbolAddress(
         return note(cudaErrorInvalidSymbol);
     };
     status_of((|| {
-        let mut c = Call::begin(func::cudaGetSymbolAddress)?;
-        c.enc.u64(id);
-        let mut r = c.finish()?;
+        let mut r = Call::of_u64(func::cudaGetSymbolAddress, id)?;
         let status = r.status();
         if r.has_outputs() {
             let p = r.with(|d| d.u64().map_err(|_| cudaErrorUnknown))?;
@@ -260,7 +270,9 @@ pub unsafe extern "C" fn cudaGetSymbolAddress(
                 })
                 .map_err(|_| cudaErrorUnknown)?;
             }
-            // SAFETY: checked non-NULL; the caller's contract.
+            // SAFETY: `dev_ptr` is non-NULL (checked on entry), and a
+            // non-NULL one is a writable `void *` slot:
+            // cudaGetSymbolAddress's contract.
             unsafe { *dev_ptr = p as usize as *mut c_void };
         }
         Ok(status)

@@ -16,7 +16,8 @@ pub unsafe extern "C" fn cudaRuntimeGetVersion(v: *mut i32) -> i32 {
     if v.is_null() {
         return note(cudaErrorInvalidValue);
     }
-    // SAFETY: checked non-NULL; the caller's contract.
+    // SAFETY: `v` is non-NULL (checked above), and a non-NULL one is a
+    // writable int: cudaRuntimeGetVersion's contract.
     unsafe { *v = runtime_version(state::MAJOR.load(Ordering::Relaxed)) };
     cudaSuccess
 }
@@ -27,10 +28,12 @@ pub unsafe extern "C" fn cudaRuntimeGetVersion(v: *mut i32) -> i32 {
 /// # Safety
 /// `v` is NULL or writable.
 pub unsafe extern "C" fn cudaDriverGetVersion(v: *mut i32) -> i32 {
-    // SAFETY: same contract.
+    // SAFETY: `v` is NULL or a writable int (cudaDriverGetVersion's
+    // contract), which the stub checks for NULL before writing.
     let s = unsafe { crate::gen::cudaDriverGetVersion(v) };
     if s == state::NO_SERVER && !v.is_null() {
-        // SAFETY: checked non-NULL; the caller's contract.
+        // SAFETY: `v` is non-NULL (checked in this condition), and then a
+        // writable int: cudaDriverGetVersion's contract.
         unsafe { *v = 0 };
         return cudaSuccess;
     }
@@ -52,7 +55,9 @@ pub unsafe extern "C" fn cudaGetDriverEntryPoint(
     }
     /// cudaDriverEntryPointSymbolNotFound.
     const NOT_FOUND: i32 = 1;
-    // SAFETY: checked non-NULL or left alone; the caller's contract.
+    // SAFETY: `func` is non-NULL (checked above) and `status` NULL (which
+    // `put` leaves alone) or not; non-NULL ones are a writable pointer slot
+    // and int: cudaGetDriverEntryPoint's contract.
     unsafe {
         func.write(std::ptr::null_mut());
         put(status, NOT_FOUND);
@@ -71,7 +76,8 @@ pub unsafe extern "C" fn cudaGetDriverEntryPointByVersion(
     flags: u64,
     status: *mut i32,
 ) -> i32 {
-    // SAFETY: the same contract.
+    // SAFETY: `symbol` is NULL or a C string, `func` and `status` NULL or
+    // writable: the ByVersion call's contract, cudaGetDriverEntryPoint's.
     unsafe { cudaGetDriverEntryPoint(symbol, func, flags, status) }
 }
 

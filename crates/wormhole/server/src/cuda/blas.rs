@@ -19,41 +19,23 @@ use wormhole_cuda_api::{blas, matmul, Kind};
 use wormhole_wire::{Decoder, Encoder, WireError};
 
 use super::libs::LibTenant as Tenant;
-use super::loader::{Loader, Sonames};
+use super::loader::{Sonames, Symbols};
 
-/// What a call answers without the library.
-pub const NO_LIBRARY: i32 = CUBLAS_STATUS_NOT_INITIALIZED;
-
-/// A malformed request.
-pub fn bad(_: WireError) -> i32 {
-    CUBLAS_STATUS_INVALID_VALUE
-}
-
-generated_library!("blas_server_gen.rs", checks as blas);
-
+/// Not described (the client answers the pointer-mode calls itself): the
+/// server sets each handle's mode from the request's scalars.
 type SetPointerMode = unsafe extern "C" fn(*mut c_void, i32) -> i32;
 
-#[derive(Default)]
-struct Loaded {
-    table: ffi::Table,
-    /// Not described (the client answers the pointer-mode calls itself):
-    /// the server sets each handle's mode from the request's scalars.
-    set_pointer_mode: Option<SetPointerMode>,
+library_backend! {
+    generated: "blas_server_gen.rs", checks as blas;
+    library: CUBLAS = Sonames::ByRuntimeMajor("libcublas.so.12", "libcublas.so.13");
+    loads: Option<SetPointerMode> = set_pointer_mode;
+    statuses: CUBLAS_STATUS_NOT_INITIALIZED, CUBLAS_STATUS_INVALID_VALUE;
 }
 
-static CUBLAS: Loader<Loaded> = Loader::new(
-    Sonames::ByRuntimeMajor("libcublas.so.12", "libcublas.so.13"),
-    |symbols| Loaded {
-        // SAFETY: `symbols` are libcublas's, whose functions have the
-        // signatures cublas.api describes (from its headers).
-        table: unsafe { ffi::Table::load(&|name| symbols.address(name)) },
-        // SAFETY: cublasSetPointerMode_v2(cublasHandle_t, cublasPointerMode_t).
-        set_pointer_mode: unsafe { symbols.function("cublasSetPointerMode_v2") },
-    },
-);
-
-fn table() -> &'static ffi::Table {
-    &CUBLAS.get().table
+fn set_pointer_mode(symbols: &Symbols) -> Option<SetPointerMode> {
+    // SAFETY: `SetPointerMode` is the C signature of libcublas's
+    // cublasSetPointerMode_v2(cublasHandle_t, cublasPointerMode_t).
+    unsafe { symbols.function("cublasSetPointerMode_v2") }
 }
 
 impl Tenant<'_> {
@@ -72,7 +54,7 @@ impl Tenant<'_> {
             .copied()
             .unwrap_or(false);
         if cur != device {
-            let f = CUBLAS.get().set_pointer_mode.ok_or(NO_LIBRARY)?;
+            let f = CUBLAS.get().extra.ok_or(NO_LIBRARY)?;
             // SAFETY: `h` is a live handle from the tenant's table; mode 0
             // is CUBLAS_POINTER_MODE_HOST, 1 DEVICE.
             let s = unsafe { f(h, device as i32) };
@@ -92,34 +74,26 @@ pub trait Value: Copy + Default {
     fn write(self, e: &mut Encoder);
 }
 
-impl Value for f32 {
-    const SIZE: u64 = 4;
-    fn read(d: &mut Decoder<'_>) -> Result<Self, WireError> {
-        d.u32().map(f32::from_bits)
-    }
-    fn write(self, e: &mut Encoder) {
-        e.u32(self.to_bits())
-    }
+/// Each crosses as its bit pattern in the wire's unsigned integer of its
+/// size (`$bits`), converted by `$from` and `$to`.
+macro_rules! value_as_bits {
+    ($($t:ty => $bits:ident: $from:expr, $to:expr;)*) => {$(
+        impl Value for $t {
+            const SIZE: u64 = std::mem::size_of::<$t>() as u64;
+            fn read(d: &mut Decoder<'_>) -> Result<Self, WireError> {
+                d.$bits().map($from)
+            }
+            fn write(self, e: &mut Encoder) {
+                e.$bits(($to)(self))
+            }
+        }
+    )*};
 }
 
-impl Value for f64 {
-    const SIZE: u64 = 8;
-    fn read(d: &mut Decoder<'_>) -> Result<Self, WireError> {
-        d.u64().map(f64::from_bits)
-    }
-    fn write(self, e: &mut Encoder) {
-        e.u64(self.to_bits())
-    }
-}
-
-impl Value for i32 {
-    const SIZE: u64 = 4;
-    fn read(d: &mut Decoder<'_>) -> Result<Self, WireError> {
-        d.i32()
-    }
-    fn write(self, e: &mut Encoder) {
-        e.u32(self as u32)
-    }
+value_as_bits! {
+    f32 => u32: f32::from_bits, f32::to_bits;
+    f64 => u64: f64::from_bits, f64::to_bits;
+    i32 => u32: |bits| bits as i32, |v| v as u32;
 }
 
 /// A scalar or result: a value here (host pointer mode) or a checked

@@ -20,9 +20,7 @@ use wormhole_wire::{Decoder, Encoder};
 // and for a malformed request.
 pub use super::blas::{bad, NO_LIBRARY};
 use super::libs::LibTenant as Tenant;
-use super::loader::{Loader, Sonames, Symbols};
-
-generated_library!("lt_server_gen.rs");
+use super::loader::{Sonames, Symbols};
 
 type Create = unsafe extern "C" fn(*mut *mut c_void) -> i32;
 type DescCreate = unsafe extern "C" fn(*mut *mut c_void, i32, i32) -> i32;
@@ -57,21 +55,11 @@ struct Descriptors {
     heuristic: Heuristic,
 }
 
-#[derive(Default)]
-struct Loaded {
-    table: ffi::Table,
-    descriptors: Option<Descriptors>,
+library_backend! {
+    generated: "lt_server_gen.rs";
+    library: CUBLASLT = Sonames::ByRuntimeMajor("libcublasLt.so.12", "libcublasLt.so.13");
+    loads: Option<Descriptors> = descriptors;
 }
-
-static CUBLASLT: Loader<Loaded> = Loader::new(
-    Sonames::ByRuntimeMajor("libcublasLt.so.12", "libcublasLt.so.13"),
-    |symbols| Loaded {
-        // SAFETY: `symbols` are libcublasLt's, whose functions have the
-        // signatures cublaslt.api describes (from its headers).
-        table: unsafe { ffi::Table::load(&|name| symbols.address(name)) },
-        descriptors: descriptors(symbols),
-    },
-);
 
 /// The descriptor calls, all of them or none.
 fn descriptors(symbols: &Symbols) -> Option<Descriptors> {
@@ -91,10 +79,6 @@ fn descriptors(symbols: &Symbols) -> Option<Descriptors> {
             heuristic: symbols.function("cublasLtMatmulAlgoGetHeuristic")?,
         })
     }
-}
-
-fn table() -> &'static ffi::Table {
-    &CUBLASLT.get().table
 }
 
 /// `cublasLtMatmulHeuristicResult_t`.
@@ -260,8 +244,7 @@ pub mod overrides {
         }
         // Past every check: without the library, its answer.
         let loaded = CUBLASLT.get();
-        let (Some(desc), Some(run)) = (loaded.descriptors.as_ref(), loaded.table.cublasLtMatmul)
-        else {
+        let (Some(desc), Some(run)) = (loaded.extra.as_ref(), loaded.table.cublasLtMatmul) else {
             return Ok(NO_LIBRARY);
         };
         let workspace = mm.max_workspace.min(mm.workspace_size);

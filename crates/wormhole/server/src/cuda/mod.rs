@@ -14,12 +14,37 @@
 //! dereference, hence the allowance below.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
-/// A library backend's generated decoders and table (`$file` under
-/// OUT_DIR), allowed the lints generated code trips; `checks as $name`
-/// where the description calls the backend's checks by the library's name.
+/// What each library backend (cuBLAS, cuBLASLt, cuRAND, cuSOLVER) sets up
+/// the same way, declared in one place per backend:
+/// - its generated decoders and table (`generated:` the file under
+///   OUT_DIR; `checks as NAME` where the description calls the backend's
+///   checks by the library's name), allowed the lints generated code trips;
+/// - `library:` the `Loader` static opening it, with `fn table()`; what
+///   else the backend loads beside the table (`loads: TYPE = FN`) is the
+///   loaded value's `extra`;
+/// - `statuses:` what a call answers without the library (`NO_LIBRARY`)
+///   and for a malformed request (`bad`).
+///
 /// A macro because `include!` wants a literal path.
-macro_rules! generated_library {
-    ($file:literal $(, checks as $name:ident)?) => {
+macro_rules! library_backend {
+    (
+        generated: $file:literal $(, checks as $name:ident)?;
+        library: $lib:ident = $sonames:expr;
+        $(statuses: $none:expr, $malformed:expr;)?
+    ) => {
+        library_backend! {
+            generated: $file $(, checks as $name)?;
+            library: $lib = $sonames;
+            loads: () = |_| ();
+            $(statuses: $none, $malformed;)?
+        }
+    };
+    (
+        generated: $file:literal $(, checks as $name:ident)?;
+        library: $lib:ident = $sonames:expr;
+        loads: $extra:ty = $load_extra:expr;
+        $(statuses: $none:expr, $malformed:expr;)?
+    ) => {
         #[allow(
             clippy::needless_return,
             clippy::match_single_binding,
@@ -33,6 +58,41 @@ macro_rules! generated_library {
             include!(concat!(env!("OUT_DIR"), "/", $file));
         }
         pub use generated::{dispatch, ffi};
+
+        /// The library's generated table, and what else the backend
+        /// loads from it.
+        #[derive(Default)]
+        struct Loaded {
+            table: ffi::Table,
+            // Unread where the backend loads only its table (`()`).
+            #[allow(dead_code)]
+            extra: $extra,
+        }
+
+        static $lib: super::loader::Loader<Loaded> =
+            super::loader::Loader::new($sonames, |symbols| Loaded {
+                // SAFETY: the `Loader` opens only this backend's library
+                // (its sonames above), whose functions have the signatures
+                // its `.api` description gives (from NVIDIA's headers),
+                // which is what the table was generated from; a missing
+                // symbol is left absent.
+                table: unsafe { ffi::Table::load(&|name| symbols.address(name)) },
+                extra: ($load_extra)(symbols),
+            });
+
+        fn table() -> &'static ffi::Table {
+            &$lib.get().table
+        }
+
+        $(
+            /// What a call answers without the library.
+            pub const NO_LIBRARY: i32 = $none;
+
+            /// A malformed request.
+            pub fn bad(_: wormhole_wire::WireError) -> i32 {
+                $malformed
+            }
+        )?
     };
 }
 
@@ -353,14 +413,15 @@ mod tests {
             Err(cudaErrorInvalidValue),
             "module ids are fresh"
         );
-        assert_eq!(
-            call(&mut t, func::__cudaRegisterFunction, |e| {
-                e.u64(1);
-                e.u64(0x401000);
-                e.bytes(b"vecAdd");
-            }),
-            Ok(0)
-        );
+        // What a kernel's and a variable's registrations start with: the
+        // module, the host address the client knows it by, its name.
+        let in_module = |e: &mut Encoder, host: u64, name: &[u8]| {
+            e.u64(1);
+            e.u64(host);
+            e.bytes(name);
+        };
+        let vec_add = |e: &mut Encoder| in_module(e, 0x401000, b"vecAdd");
+        assert_eq!(call(&mut t, func::__cudaRegisterFunction, vec_add), Ok(0));
         let launch = |func: u64, args: Vec<u8>| {
             move |e: &mut Encoder| {
                 Launch {
@@ -392,18 +453,14 @@ mod tests {
             "vecAdd takes 28 bytes of arguments"
         );
         // A device variable of 16 bytes: copies must stay inside it.
-        assert_eq!(
-            call(&mut t, func::__cudaRegisterVar, |e| {
-                e.u64(1);
-                e.u64(0x601000);
-                e.bytes(b"coeffs");
-                e.i32(0);
-                e.u64(16);
-                e.i32(1);
-                e.i32(0);
-            }),
-            Ok(0)
-        );
+        let coeffs = |e: &mut Encoder| {
+            in_module(e, 0x601000, b"coeffs");
+            e.i32(0);
+            e.u64(16);
+            e.i32(1);
+            e.i32(0);
+        };
+        assert_eq!(call(&mut t, func::__cudaRegisterVar, coeffs), Ok(0));
         let copy = |symbol: u64, offset: u64, count: u64| {
             move |e: &mut Encoder| {
                 wormhole_cuda_api::wire::SymbolCopy {

@@ -10,29 +10,15 @@ use wormhole_cuda_api::rand::{
     CURAND_STATUS_OUT_OF_RANGE, CURAND_STATUS_SUCCESS,
 };
 use wormhole_cuda_api::Kind;
-use wormhole_wire::{Decoder, Encoder, WireError};
+use wormhole_wire::{Decoder, Encoder};
 
 use super::libs::LibTenant as Tenant;
-use super::loader::{Loader, Sonames};
+use super::loader::Sonames;
 
-/// What a call answers without the library.
-pub const NO_LIBRARY: i32 = CURAND_STATUS_INITIALIZATION_FAILED;
-
-/// A malformed request.
-pub fn bad(_: WireError) -> i32 {
-    CURAND_STATUS_OUT_OF_RANGE
-}
-
-generated_library!("rand_server_gen.rs", checks as rand);
-
-static CURAND: Loader<ffi::Table> = Loader::new(Sonames::Fixed(&["libcurand.so.10"]), |symbols| {
-    // SAFETY: `symbols` are libcurand's, whose functions have the
-    // signatures curand.api describes (from its headers).
-    unsafe { ffi::Table::load(&|name| symbols.address(name)) }
-});
-
-fn table() -> &'static ffi::Table {
-    CURAND.get()
+library_backend! {
+    generated: "rand_server_gen.rs", checks as rand;
+    library: CURAND = Sonames::Fixed(&["libcurand.so.10"]);
+    statuses: CURAND_STATUS_INITIALIZATION_FAILED, CURAND_STATUS_OUT_OF_RANGE;
 }
 
 /// Nothing is hand-written on the server.

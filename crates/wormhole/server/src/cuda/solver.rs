@@ -13,32 +13,15 @@ use wormhole_cuda_api::solver::{
     CUSOLVER_STATUS_NOT_SUPPORTED, CUSOLVER_STATUS_SUCCESS,
 };
 use wormhole_cuda_api::Kind;
-use wormhole_wire::{Decoder, Encoder, WireError};
+use wormhole_wire::{Decoder, Encoder};
 
 use super::libs::LibTenant as Tenant;
-use super::loader::{Loader, Sonames};
+use super::loader::Sonames;
 
-/// What a call answers without the library.
-pub const NO_LIBRARY: i32 = CUSOLVER_STATUS_NOT_INITIALIZED;
-
-/// A malformed request.
-pub fn bad(_: WireError) -> i32 {
-    CUSOLVER_STATUS_INVALID_VALUE
-}
-
-generated_library!("solver_server_gen.rs", checks as solver);
-
-static CUSOLVER: Loader<ffi::Table> = Loader::new(
-    Sonames::ByRuntimeMajor("libcusolver.so.11", "libcusolver.so.12"),
-    |symbols| {
-        // SAFETY: `symbols` are libcusolver's, whose functions have the
-        // signatures cusolver.api describes (from its headers).
-        unsafe { ffi::Table::load(&|name| symbols.address(name)) }
-    },
-);
-
-fn table() -> &'static ffi::Table {
-    CUSOLVER.get()
+library_backend! {
+    generated: "solver_server_gen.rs", checks as solver;
+    library: CUSOLVER = Sonames::ByRuntimeMajor("libcusolver.so.11", "libcusolver.so.12");
+    statuses: CUSOLVER_STATUS_NOT_INITIALIZED, CUSOLVER_STATUS_INVALID_VALUE;
 }
 
 /// The customs `cusolver.api` names.

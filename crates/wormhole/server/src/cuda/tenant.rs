@@ -15,7 +15,8 @@ use wormhole_cuda_api::tracker::Tracker;
 use wormhole_cuda_api::{cudaErrorInvalidValue, cudaErrorMemoryAllocation, cudaSuccess, Kind};
 use wormhole_wire::{Decoder, WireError};
 
-use crate::handles::HandleTable;
+pub use crate::handles::NewSlot;
+use crate::handles::{HandleKind, HandleTable};
 
 /// `cudaStreamLegacy` and `cudaStreamPerThread`.
 const SPECIAL_STREAMS: [u64; 2] = [1, 2];
@@ -99,24 +100,16 @@ pub struct CudaTenant {
     out_bufs: crate::outbuf::OutBufs,
 }
 
-/// The slot a call writes a new handle into.
-pub struct NewSlot {
-    id: Option<u64>,
-    raw: *mut c_void,
-}
+impl HandleKind for Kind {
+    const BAD_REQUEST: i32 = cudaErrorInvalidValue;
 
-impl NewSlot {
-    /// What the library wrote into the slot.
-    pub fn raw(&self) -> *mut c_void {
-        self.raw
+    fn invalid(self) -> i32 {
+        Kind::invalid(self)
     }
 
-    pub fn ptr(&mut self) -> *mut *mut c_void {
-        if self.id.is_some() {
-            &mut self.raw
-        } else {
-            std::ptr::null_mut()
-        }
+    /// `cudaStreamLegacy` (1) and `cudaStreamPerThread` (2).
+    fn stands_for_itself(self, id: u64) -> bool {
+        self == Kind::Stream && SPECIAL_STREAMS.contains(&id)
     }
 }
 
@@ -135,53 +128,13 @@ impl CudaTenant {
         }
     }
 
-    /// Looks up a handle of `kind`; id 0 is NULL (the default stream), and
-    /// the special streams `cudaStreamLegacy` (1) and `cudaStreamPerThread`
-    /// (2) stand for themselves.
-    pub fn lookup(&self, id: u64, kind: Kind) -> Result<*mut c_void, i32> {
-        if id == 0 || (kind == Kind::Stream && SPECIAL_STREAMS.contains(&id)) {
-            return Ok(id as usize as *mut c_void);
-        }
-        match self.handles.raw(id, kind) {
-            Some(raw) => Ok(raw as *mut c_void),
-            None => Err(kind.invalid()),
-        }
-    }
-
-    /// A handle the API requires (declared `KIND`): NULL is refused.
-    pub fn handle(&mut self, d: &mut Decoder<'_>, kind: Kind) -> Result<*mut c_void, i32> {
-        let id = d.u64().map_err(bad)?;
-        if id == 0 {
-            return Err(kind.invalid());
-        }
-        self.lookup(id, kind)
-    }
-
-    /// A handle the API lets be NULL (declared `KIND?`: the default stream).
-    pub fn opt_handle(&mut self, d: &mut Decoder<'_>, kind: Kind) -> Result<*mut c_void, i32> {
-        let id = d.u64().map_err(bad)?;
-        self.lookup(id, kind)
-    }
+    // Id 0 is NULL (the default stream); the special streams stand for
+    // themselves (`HandleKind::stands_for_itself` above).
+    crate::handles::handle_decoders!(handles, Kind);
 
     /// Before a destroy call: the id must be one of ours, of `kind`.
     pub fn check_release(&self, id: u64, kind: Kind) -> Result<(), i32> {
-        match self.handles.get(id, kind) {
-            Some(_) => Ok(()),
-            None => Err(kind.invalid()),
-        }
-    }
-
-    /// For destroy calls: a non-NULL handle and its id.
-    pub fn handle_with_id(
-        &mut self,
-        d: &mut Decoder<'_>,
-        kind: Kind,
-    ) -> Result<(*mut c_void, u64), i32> {
-        let id = d.u64().map_err(bad)?;
-        if id == 0 {
-            return Err(kind.invalid());
-        }
-        Ok((self.lookup(id, kind)?, id))
+        self.handles.get(id, kind).map(|_| ()).ok_or(kind.invalid())
     }
 
     pub fn retained(&mut self, _id: u64, _kind: Kind) {}
@@ -189,24 +142,6 @@ impl CudaTenant {
     /// Forgets a destroyed handle.
     pub fn released(&mut self, id: u64, _kind: Kind) {
         self.handles.remove(id);
-    }
-
-    /// Reads the slot for a new handle; the client's id must be fresh.
-    pub fn out_new(&mut self, d: &mut Decoder<'_>) -> Result<NewSlot, i32> {
-        if !d.bool().map_err(bad)? {
-            return Ok(NewSlot {
-                id: None,
-                raw: std::ptr::null_mut(),
-            });
-        }
-        let id = d.u64().map_err(bad)?;
-        if !self.handles.is_fresh(id) {
-            return Err(cudaErrorInvalidValue);
-        }
-        Ok(NewSlot {
-            id: Some(id),
-            raw: std::ptr::null_mut(),
-        })
     }
 
     /// Puts a handle in the table as a creation call would: for tests and
@@ -217,8 +152,8 @@ impl CudaTenant {
     }
 
     pub fn commit_new(&mut self, slot: &mut NewSlot, kind: Kind, status: i32) {
-        if let (Some(id), true) = (slot.id, status == cudaSuccess) {
-            self.handles.insert(id, kind, slot.raw as usize, ());
+        if let Some((id, raw)) = slot.committed(status == cudaSuccess) {
+            self.handles.insert(id, kind, raw as usize, ());
         }
     }
 
@@ -276,7 +211,9 @@ mod tests {
         e.bool(true);
         e.u64(0x107);
         let mut slot = t.out_new(&mut Decoder::new(e.as_slice())).expect("fresh");
-        slot.raw = 0x1234 as *mut c_void;
+        // SAFETY: a slot with an id points `ptr()` at its own handle field,
+        // as a creation call would write it.
+        unsafe { *slot.ptr() = 0x1234 as *mut c_void };
         t.commit_new(&mut slot, Kind::Stream, cudaSuccess);
         assert_eq!(t.lookup(0x107, Kind::Stream), Ok(0x1234 as *mut c_void));
         assert!(t.lookup(0x107, Kind::Event).is_err(), "wrong kind");

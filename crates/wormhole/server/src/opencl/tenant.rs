@@ -10,7 +10,8 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::args::ArgDecl;
-use crate::handles::{Entry, HandleTable};
+pub use crate::handles::NewSlot;
+use crate::handles::{Entry, HandleKind, HandleTable};
 use crate::outbuf::OutBufs;
 
 use wormhole_opencl_api::{
@@ -28,6 +29,14 @@ const CL_DEVICE_PARENT_DEVICE: u32 = 0x1042;
 /// A malformed request: reported as `CL_INVALID_VALUE`.
 pub fn bad(_: WireError) -> i32 {
     CL_INVALID_VALUE
+}
+
+impl HandleKind for Kind {
+    const BAD_REQUEST: i32 = CL_INVALID_VALUE;
+
+    fn invalid(self) -> i32 {
+        Kind::invalid(self)
+    }
 }
 
 /// What the table keeps per OpenCL object, beside its kind and handle.
@@ -226,49 +235,12 @@ impl Tenant {
         self.table.is_empty()
     }
 
-    /// Looks up a handle of `kind`; id 0 is NULL.
-    pub fn lookup(&self, id: u64, kind: Kind) -> Result<*mut c_void, i32> {
-        if id == 0 {
-            return Ok(std::ptr::null_mut());
-        }
-        match self.table.raw(id, kind) {
-            Some(raw) => Ok(raw as *mut c_void),
-            None => Err(kind.invalid()),
-        }
-    }
+    crate::handles::handle_decoders!(table, Kind);
 
     /// Whether `raw` is an object of `kind` that this tenant holds an id
     /// for: a value the library will take as a handle must be one.
     pub fn holds(&self, kind: Kind, raw: *mut c_void) -> bool {
         self.table.id_of(kind, raw as usize).is_some()
-    }
-
-    /// A required handle: NULL (id 0) is refused here, as the API would,
-    /// rather than handed to a library that may not check.
-    pub fn handle(&mut self, d: &mut Decoder<'_>, kind: Kind) -> Result<*mut c_void, i32> {
-        let id = d.u64().map_err(bad)?;
-        if id == 0 {
-            return Err(kind.invalid());
-        }
-        self.lookup(id, kind)
-    }
-
-    /// A handle the API lets be NULL (declared `KIND?`).
-    pub fn opt_handle(&mut self, d: &mut Decoder<'_>, kind: Kind) -> Result<*mut c_void, i32> {
-        let id = d.u64().map_err(bad)?;
-        self.lookup(id, kind)
-    }
-
-    pub fn handle_with_id(
-        &mut self,
-        d: &mut Decoder<'_>,
-        kind: Kind,
-    ) -> Result<(*mut c_void, u64), i32> {
-        let id = d.u64().map_err(bad)?;
-        if id == 0 {
-            return Err(kind.invalid());
-        }
-        Ok((self.lookup(id, kind)?, id))
     }
 
     /// An optional array of handles, all of `kind`.
@@ -297,11 +269,7 @@ impl Tenant {
 
     /// A fresh client-chosen id for an object about to be created.
     pub fn new_id(&mut self, d: &mut Decoder<'_>) -> Result<u64, i32> {
-        let id = d.u64().map_err(bad)?;
-        if !self.table.is_fresh(id) {
-            return Err(CL_INVALID_VALUE);
-        }
-        Ok(id)
+        self.table.new_id(d)
     }
 
     /// Records a newly created object under the client's id; a memory
@@ -530,23 +498,9 @@ impl Tenant {
         }
     }
 
-    /// Reads the slot for a new handle returned through a pointer.
-    pub fn out_new(&mut self, d: &mut Decoder<'_>) -> Result<NewSlot, i32> {
-        if !d.bool().map_err(bad)? {
-            return Ok(NewSlot {
-                id: None,
-                raw: std::ptr::null_mut(),
-            });
-        }
-        Ok(NewSlot {
-            id: Some(self.new_id(d)?),
-            raw: std::ptr::null_mut(),
-        })
-    }
-
     pub fn commit_new(&mut self, slot: &mut NewSlot, kind: Kind, status: i32) {
-        if let (Some(id), true) = (slot.id, status == CL_SUCCESS) {
-            let _ = self.insert(id, kind, slot.raw);
+        if let Some((id, raw)) = slot.committed(status == CL_SUCCESS) {
+            let _ = self.insert(id, kind, raw);
         }
     }
 
@@ -596,27 +550,6 @@ pub fn alloc_zeroed(size: u64, max: u64) -> Result<Vec<u8>, i32> {
     let mut v = Vec::new();
     crate::outbuf::fill_zeroed(&mut v, size, max).map_err(|_| CL_OUT_OF_HOST_MEMORY)?;
     Ok(v)
-}
-
-/// The slot a call writes a new handle into.
-pub struct NewSlot {
-    id: Option<u64>,
-    raw: *mut c_void,
-}
-
-impl NewSlot {
-    /// The object the library made, if the client asked for one.
-    pub fn made(&self) -> Option<*mut c_void> {
-        (self.id.is_some() && !self.raw.is_null()).then_some(self.raw)
-    }
-
-    pub fn ptr(&mut self) -> *mut *mut c_void {
-        if self.id.is_some() {
-            &mut self.raw
-        } else {
-            std::ptr::null_mut()
-        }
-    }
 }
 
 /// Checks that an array holds at least the count the call will read. An

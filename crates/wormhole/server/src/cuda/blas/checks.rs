@@ -9,124 +9,60 @@ fn invalid(_: Invalid) -> i32 {
     CUBLAS_STATUS_INVALID_VALUE
 }
 
+/// A gemm's `[transa, transb, m, n, k]`.
+pub type Shape = [i32; 5];
+
+/// A matrix of the call's element type: address, leading dimension, batch
+/// stride (in elements; 0 for a single matrix).
+pub type Matrix = (*mut c_void, i32, i64);
+
+/// Gemm's A, B and C (`batch` of each, `stride` apart) of `elem`-byte
+/// elements.
 pub fn gemm(
     tenant: &Tenant,
-    transa: i32,
-    transb: i32,
-    m: i32,
-    n: i32,
-    k: i32,
-    a: *mut c_void,
-    lda: i32,
-    b: *mut c_void,
-    ldb: i32,
-    c: *mut c_void,
-    ldc: i32,
-    elem: u64,
-) -> Result<(), i32> {
-    gemm_strided(
-        tenant, transa, transb, m, n, k, a, lda, 0, b, ldb, 0, c, ldc, 0, 1, elem,
-    )
-}
-
-pub fn gemm_strided(
-    tenant: &Tenant,
-    transa: i32,
-    transb: i32,
-    m: i32,
-    n: i32,
-    k: i32,
-    a: *mut c_void,
-    lda: i32,
-    stride_a: i64,
-    b: *mut c_void,
-    ldb: i32,
-    stride_b: i64,
-    c: *mut c_void,
-    ldc: i32,
-    stride_c: i64,
+    shape: Shape,
+    abc: [Matrix; 3],
     batch: i32,
     elem: u64,
 ) -> Result<(), i32> {
-    let shape = extent::Gemm {
-        transa,
-        transb,
-        m: m.into(),
-        n: n.into(),
-        k: k.into(),
-        lda: lda.into(),
-        ldb: ldb.into(),
-        ldc: ldc.into(),
-        elem,
-    };
-    let (ea, eb, ec) = shape.extents().map_err(invalid)?;
-    let batch = i64::from(batch);
-    tenant.owned(
-        a,
-        extent::strided(ea, stride_a, batch, elem).map_err(invalid)?,
-    )?;
-    tenant.owned(
-        b,
-        extent::strided(eb, stride_b, batch, elem).map_err(invalid)?,
-    )?;
-    tenant.owned(
-        c,
-        extent::strided(ec, stride_c, batch, elem).map_err(invalid)?,
-    )
+    let abc = abc.map(|(ptr, ld, stride)| (ptr, ld, stride, elem));
+    gemm_sized(tenant, shape, abc, batch)
 }
 
+/// A vector or matrix: its address and its increment or leading dimension.
+pub type Strided = (*mut c_void, i32);
+
+/// A GEMV's A (`m` x `n`), x and y.
 pub fn gemv(
     tenant: &Tenant,
     trans: i32,
-    m: i32,
-    n: i32,
-    a: *mut c_void,
-    lda: i32,
-    x: *mut c_void,
-    incx: i32,
-    y: *mut c_void,
-    incy: i32,
+    [m, n]: [i32; 2],
+    [a, x, y]: [Strided; 3],
     elem: u64,
 ) -> Result<(), i32> {
-    let (ea, ex, ey) = extent::gemv(
-        trans,
-        m.into(),
-        n.into(),
-        lda.into(),
-        incx.into(),
-        incy.into(),
-        elem,
-    )
-    .map_err(invalid)?;
-    tenant.owned(a, ea)?;
-    tenant.owned(x, ex)?;
-    tenant.owned(y, ey)
+    let (lda, incx, incy) = (a.1.into(), x.1.into(), y.1.into());
+    let (ea, ex, ey) =
+        extent::gemv(trans, m.into(), n.into(), lda, incx, incy, elem).map_err(invalid)?;
+    owned_all(tenant, [(a.0, ea), (x.0, ex), (y.0, ey)])
 }
 
+/// A rank-1 update's x, y and A (`m` x `n`).
 pub fn ger(
     tenant: &Tenant,
-    m: i32,
-    n: i32,
-    x: *mut c_void,
-    incx: i32,
-    y: *mut c_void,
-    incy: i32,
-    a: *mut c_void,
-    lda: i32,
+    [m, n]: [i32; 2],
+    [x, y, a]: [Strided; 3],
     elem: u64,
 ) -> Result<(), i32> {
-    let (ex, ey, ea) = extent::ger(
-        m.into(),
-        n.into(),
-        incx.into(),
-        incy.into(),
-        lda.into(),
-        elem,
-    )
-    .map_err(invalid)?;
-    tenant.owned(x, ex)?;
-    tenant.owned(y, ey)?;
-    tenant.owned(a, ea)
+    let (ex, ey, ea) = extent::ger(m.into(), n.into(), x.1.into(), y.1.into(), a.1.into(), elem)
+        .map_err(invalid)?;
+    owned_all(tenant, [(x.0, ex), (y.0, ey), (a.0, ea)])
+}
+
+/// Each `(address, bytes)` must be the tenant's.
+fn owned_all(tenant: &Tenant, spans: [(*mut c_void, u64); 3]) -> Result<(), i32> {
+    spans
+        .into_iter()
+        .try_for_each(|(p, bytes)| tenant.owned(p, bytes))
 }
 
 /// A matrix of its own element type: address, `cudaDataType`, leading
@@ -135,39 +71,50 @@ pub type Typed = (*mut c_void, i32, i32, i64);
 
 /// GemmEx's A, B and C, each sized by its own type (a type the server
 /// cannot size is refused).
-pub fn gemm_ex(
+pub fn gemm_ex(tenant: &Tenant, shape: Shape, abc: [Typed; 3], batch: i32) -> Result<(), i32> {
+    let mut sized = [(std::ptr::null_mut(), 0, 0, 0); 3];
+    for (operand, (ptr, ty, ld, stride)) in sized.iter_mut().zip(abc) {
+        let elem = matmul::elem_size(ty).ok_or(CUBLAS_STATUS_NOT_SUPPORTED)?;
+        *operand = (ptr, ld, stride, elem);
+    }
+    gemm_sized(tenant, shape, sized, batch)
+}
+
+/// A matrix sized: address, leading dimension, batch stride, element size.
+type Operand = (*mut c_void, i32, i64, u64);
+
+/// Every gemm's check: A, B and C (address, leading dimension, batch
+/// stride, element size) for `shape`, elements first, then each matrix's
+/// bytes.
+fn gemm_sized(
     tenant: &Tenant,
-    transa: i32,
-    transb: i32,
-    m: i32,
-    n: i32,
-    k: i32,
-    a: Typed,
-    b: Typed,
-    c: Typed,
+    [transa, transb, m, n, k]: Shape,
+    abc: [Operand; 3],
     batch: i32,
 ) -> Result<(), i32> {
-    let size = |ty| matmul::elem_size(ty).ok_or(CUBLAS_STATUS_NOT_SUPPORTED);
-    // Elements first (element size 1), then each matrix's bytes.
     let shape = extent::Gemm {
         transa,
         transb,
         m: m.into(),
         n: n.into(),
         k: k.into(),
-        lda: a.2.into(),
-        ldb: b.2.into(),
-        ldc: c.2.into(),
+        lda: abc[0].1.into(),
+        ldb: abc[1].1.into(),
+        ldc: abc[2].1.into(),
         elem: 1,
     };
     let (ea, eb, ec) = shape.extents().map_err(invalid)?;
-    for ((ptr, ty, _, stride), elems) in [(a, ea), (b, eb), (c, ec)] {
-        let elem = size(ty)?;
+    let mut spans = [(std::ptr::null_mut(), 0); 3];
+    for (span, ((ptr, _, stride, elem), elems)) in
+        spans.iter_mut().zip(abc.into_iter().zip([ea, eb, ec]))
+    {
         let one = elems.checked_mul(elem).ok_or(CUBLAS_STATUS_INVALID_VALUE)?;
-        let bytes = extent::strided(one, stride, batch.into(), elem).map_err(invalid)?;
-        tenant.owned(ptr, bytes)?;
+        *span = (
+            ptr,
+            extent::strided(one, stride, batch.into(), elem).map_err(invalid)?,
+        );
     }
-    Ok(())
+    owned_all(tenant, spans)
 }
 
 /// Alpha and beta are of `compute`'s type: that many bytes came (host
