@@ -3,11 +3,17 @@
  * set complete or failed, and a command that failed behind it. Before its
  * end an event's status keeps changing (a command gated on a user event
  * is not complete, and becomes so). Its queue, context and type stay.
- * Ends with STATUS_QUERIES queries of one completed event (the Wormhole
- * client answers them without the server: the test counts round trips). */
+ * Markers on a queue that has run everything it was given are complete
+ * once enqueued, and still real commands (a launch can wait for one, a
+ * callback on one runs); on a profiling queue a waited-for marker has its
+ * times. Ends with STATUS_QUERIES queries of one completed event. The
+ * Wormhole client answers those queries and the markers' waits without the
+ * server: the test counts round trips. */
 #include "common.h"
 
 #define STATUS_QUERIES 1000
+#define MARKERS 300
+#define PROFILED 5
 
 static const char *src = "__kernel void inc(__global int *a) { a[get_global_id(0)] += 1; }\n";
 
@@ -28,6 +34,62 @@ static void CL_CALLBACK on_complete(cl_event ev, cl_int st, void *data) {
 /* Waits (bounded) for the callback to have run. */
 static void await_callback(void) {
     for (int i = 0; i < 5000 && callback_status == 12345; i++) usleep(1000);
+}
+
+/* Marker, wait, release, many times over on a drained queue; then one kept
+ * and used, one behind a launch, and markers on a profiling queue. */
+static void markers(env_t *t, cl_kernel k, cl_mem b) {
+    size_t g = 4;
+    CHECK(clFinish(t->q));
+    int complete = 0;
+    for (int i = 0; i < MARKERS; i++) {
+        cl_event m;
+        CHECK(clEnqueueMarkerWithWaitList(t->q, 0, NULL, &m));
+        CHECK(clWaitForEvents(1, &m));
+        complete += status(m) == CL_COMPLETE;
+        CHECK(clReleaseEvent(m));
+    }
+    printf("markers complete after their wait: %d of %d\n", complete, MARKERS);
+
+    cl_event kept;
+    CHECK(clEnqueueMarker(t->q, &kept));
+    CHECK(clWaitForEvents(1, &kept));
+    callback_status = 12345;
+    CHECK(clSetEventCallback(kept, CL_COMPLETE, on_complete, NULL));
+    await_callback();
+    printf("callback on a completed marker: %d\n", callback_status);
+    CHECK(clEnqueueNDRangeKernel(t->q, k, 1, NULL, &g, NULL, 1, &kept, NULL));
+    CHECK(clReleaseEvent(kept));
+    cl_event behind;
+    CHECK(clEnqueueNDRangeKernel(t->q, k, 1, NULL, &g, NULL, 0, NULL, NULL));
+    CHECK(clEnqueueMarkerWithWaitList(t->q, 0, NULL, &behind));
+    CHECK(clWaitForEvents(1, &behind));
+    printf("marker behind two launches: %d\n", status(behind));
+    CHECK(clReleaseEvent(behind));
+    int data[4] = {0};
+    CHECK(clEnqueueReadBuffer(t->q, b, CL_FALSE, 0, sizeof data, data, 0, NULL, NULL));
+    CHECK(clEnqueueMarkerWithWaitList(t->q, 0, NULL, &behind));
+    CHECK(clWaitForEvents(1, &behind));
+    printf("read waited for by a marker: %d %d %d %d\n", data[0], data[1], data[2], data[3]);
+    CHECK(clReleaseEvent(behind));
+
+    cl_int e;
+    cl_command_queue pq = clCreateCommandQueue(t->ctx, t->device, CL_QUEUE_PROFILING_ENABLE, &e);
+    CHECK_ERR(e, "clCreateCommandQueue");
+    CHECK(clFinish(pq));
+    int timed = 0;
+    for (int i = 0; i < PROFILED; i++) {
+        cl_event m;
+        CHECK(clEnqueueMarkerWithWaitList(pq, 0, NULL, &m));
+        CHECK(clWaitForEvents(1, &m));
+        cl_ulong start = 0, end = 0;
+        cl_int s1 = clGetEventProfilingInfo(m, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL);
+        cl_int s2 = clGetEventProfilingInfo(m, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
+        timed += s1 == CL_SUCCESS && s2 == CL_SUCCESS && end >= start;
+        CHECK(clReleaseEvent(m));
+    }
+    printf("profiled markers with their times: %d of %d\n", timed, PROFILED);
+    CHECK(clReleaseCommandQueue(pq));
 }
 
 int main(void) {
@@ -101,6 +163,8 @@ int main(void) {
     CHECK(clFinish(t.q));
     printf("behind a failed event: %d\n", status(behind) < CL_COMPLETE);
     CHECK(clReleaseEvent(behind));
+
+    markers(&t, k, b);
 
     /* Many queries of one completed event. */
     cl_event last;
