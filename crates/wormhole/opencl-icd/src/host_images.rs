@@ -15,22 +15,14 @@ use std::sync::atomic::Ordering;
 
 use wormhole_opencl_api::{
     func, image_element_size, image_window, ImageWindow, Kind, CL_IMAGE_ELEMENT_SIZE,
-    CL_INVALID_VALUE, CL_MEM_TYPE, CL_OUT_OF_RESOURCES,
+    CL_IMAGE_ROW_PITCH, CL_IMAGE_SLICE_PITCH, CL_INVALID_VALUE, CL_MEM_OBJECT_IMAGE1D_ARRAY,
+    CL_MEM_OBJECT_IMAGE1D_BUFFER, CL_MEM_OBJECT_IMAGE2D, CL_MEM_OBJECT_IMAGE2D_ARRAY,
+    CL_MEM_OBJECT_IMAGE3D, CL_MEM_TYPE, CL_MEM_USE_HOST_PTR, CL_OUT_OF_RESOURCES,
 };
 
 use crate::connection::info_value;
 use crate::gen;
 use crate::objects::obj;
-
-const CL_IMAGE_ROW_PITCH: u32 = 0x1112;
-const CL_IMAGE_SLICE_PITCH: u32 = 0x1113;
-const CL_MEM_USE_HOST_PTR: u64 = 1 << 3;
-
-const IMAGE2D: u32 = 0x10F1;
-const IMAGE3D: u32 = 0x10F2;
-const IMAGE2D_ARRAY: u32 = 0x10F3;
-const IMAGE1D_ARRAY: u32 = 0x10F5;
-const IMAGE1D_BUFFER: u32 = 0x10F6;
 
 /// What an image's creation says about its size and host memory.
 #[derive(Debug, Clone, Copy, Default)]
@@ -146,9 +138,11 @@ pub unsafe fn remember(image: *mut c_void, flags: u64, format: *const c_void, sh
         return;
     };
     let slice = match (shape.image_type, shape.slice_pitch) {
-        (IMAGE3D | IMAGE2D_ARRAY, 0) => row.checked_mul(shape.height),
-        (IMAGE1D_ARRAY, 0) => Some(row),
-        (IMAGE3D | IMAGE2D_ARRAY | IMAGE1D_ARRAY, s) => Some(s),
+        (CL_MEM_OBJECT_IMAGE3D | CL_MEM_OBJECT_IMAGE2D_ARRAY, 0) => row.checked_mul(shape.height),
+        (CL_MEM_OBJECT_IMAGE1D_ARRAY, 0) => Some(row),
+        (CL_MEM_OBJECT_IMAGE3D | CL_MEM_OBJECT_IMAGE2D_ARRAY | CL_MEM_OBJECT_IMAGE1D_ARRAY, s) => {
+            Some(s)
+        }
         _ => Some(0),
     };
     let Some(slice) = slice else { return };
@@ -248,7 +242,7 @@ pub fn layout(image: *mut c_void) -> Result<Option<HostLayout>, i32> {
         return Ok(None);
     }
     let image_type: u32 = info_value(gen::clGetMemObjectInfo, image, CL_MEM_TYPE)?;
-    if !(IMAGE2D..=IMAGE1D_BUFFER).contains(&image_type) {
+    if !(CL_MEM_OBJECT_IMAGE2D..=CL_MEM_OBJECT_IMAGE1D_BUFFER).contains(&image_type) {
         // A buffer: the map is the library's to refuse.
         return Ok(None);
     }
@@ -297,7 +291,7 @@ impl HostLayout {
             at: offset as *mut u8,
             row_pitch: self.row,
             // A 1D or 2D image has no slices: its maps say 0, as natively.
-            slice_pitch: if self.image_type == IMAGE2D || server_slice == 0 {
+            slice_pitch: if self.image_type == CL_MEM_OBJECT_IMAGE2D || server_slice == 0 {
                 0
             } else {
                 self.slice
@@ -349,18 +343,18 @@ mod tests {
     /// The offsets PoCL returns natively for these maps (`image_host_ptr.c`).
     #[test]
     fn a_mapping_starts_at_the_origin_in_the_applications_layout() {
-        let m = layout(IMAGE2D, 64, 0)
+        let m = layout(CL_MEM_OBJECT_IMAGE2D, 64, 0)
             .mapping([2, 3, 0], [4, 2, 1], 64, 0)
             .expect("2D");
         assert_eq!(m.at as usize - 0x10000, 200);
         assert_eq!((m.row_pitch, m.slice_pitch), (64, 0));
-        let m = layout(IMAGE3D, 20, 80)
+        let m = layout(CL_MEM_OBJECT_IMAGE3D, 20, 80)
             .mapping([1, 1, 1], [2, 2, 1], 16, 48)
             .expect("3D");
         assert_eq!(m.at as usize - 0x10000, 104);
         assert_eq!((m.row_pitch, m.slice_pitch), (20, 80));
         // An origin whose offset overflows is refused, not wrapped.
-        assert!(layout(IMAGE2D, 64, 0)
+        assert!(layout(CL_MEM_OBJECT_IMAGE2D, 64, 0)
             .mapping([u64::MAX / 2, 0, 0], [1, 1, 1], 64, 0)
             .is_err());
     }
@@ -369,7 +363,7 @@ mod tests {
     /// padded one; the bytes between rows stay whose they are.
     #[test]
     fn rows_go_across_and_back_leaving_the_gaps() {
-        let m = layout(IMAGE2D, 12, 0)
+        let m = layout(CL_MEM_OBJECT_IMAGE2D, 12, 0)
             .mapping([0, 0, 0], [2, 3, 1], 8, 0)
             .expect("mapping");
         let server: Vec<u8> = (1..=24).collect();

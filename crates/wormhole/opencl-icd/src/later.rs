@@ -11,8 +11,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock};
 
 use wormhole_opencl_api::{
-    Kind, CL_INVALID_CONTEXT, CL_INVALID_MEM_OBJECT, CL_INVALID_OPERATION, CL_INVALID_VALUE,
-    CL_MAP_READ, CL_MEM_SIZE, CL_MEM_TYPE, CL_SUCCESS,
+    Kind, CL_EVENT_COMMAND_TYPE, CL_IMAGE_ARRAY_SIZE, CL_IMAGE_DEPTH, CL_IMAGE_HEIGHT,
+    CL_IMAGE_WIDTH, CL_INVALID_CONTEXT, CL_INVALID_MEM_OBJECT, CL_INVALID_OPERATION,
+    CL_INVALID_VALUE, CL_MAP_READ, CL_MEM_FLAGS, CL_MEM_HOST_NO_ACCESS, CL_MEM_HOST_READ_ONLY,
+    CL_MEM_HOST_WRITE_ONLY, CL_MEM_OBJECT_IMAGE1D_ARRAY, CL_MEM_OBJECT_IMAGE2D_ARRAY, CL_MEM_SIZE,
+    CL_MEM_TYPE, CL_SUCCESS,
 };
 
 use crate::connection::{fresh_id, info_value};
@@ -110,17 +113,7 @@ fn image_box_ok(
     Ok(())
 }
 
-const CL_MEM_FLAGS: u32 = 0x1101;
 const CL_MEM_CONTEXT: u32 = 0x1106;
-const CL_MEM_HOST_WRITE_ONLY: u64 = 1 << 7;
-const CL_MEM_HOST_READ_ONLY: u64 = 1 << 8;
-const CL_MEM_HOST_NO_ACCESS: u64 = 1 << 9;
-const CL_MEM_OBJECT_IMAGE2D_ARRAY: u32 = 0x10F3;
-const CL_MEM_OBJECT_IMAGE1D_ARRAY: u32 = 0x10F5;
-const CL_IMAGE_WIDTH: u32 = 0x1114;
-const CL_IMAGE_HEIGHT: u32 = 0x1115;
-const CL_IMAGE_DEPTH: u32 = 0x1116;
-const CL_IMAGE_ARRAY_SIZE: u32 = 0x1117;
 
 /// A handle a queue knows: its context or device.
 fn queue_handle(q: *mut c_void, param: u32) -> Result<*mut c_void, i32> {
@@ -761,8 +754,6 @@ unsafe fn hand_out(barrier: *mut c_void, ev: *mut *mut c_void, stands_for: u32) 
         }
     }
 }
-
-const CL_EVENT_COMMAND_TYPE: u32 = 0x11D1;
 
 /// `clGetEventInfo`: an event standing for a transfer the client completes
 /// itself answers `CL_EVENT_COMMAND_TYPE` with the transfer's type, as the

@@ -13,14 +13,11 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use wormhole_opencl_api::{Kind, CL_SUCCESS};
+use wormhole_opencl_api::{Kind, CL_CONTEXT_DEVICES, CL_DEVICE_GLOBAL_MEM_SIZE, CL_SUCCESS};
 
 use crate::connection::info_value;
 use crate::gen;
 use crate::objects::obj;
-
-const CL_CONTEXT_DEVICES: u32 = 0x1081;
-const CL_DEVICE_GLOBAL_MEM_SIZE: u32 = 0x101F;
 
 /// Below this much in all (the least global memory the embedded profile
 /// allows), the devices are not asked.

@@ -4,7 +4,9 @@
 
 use std::ffi::{c_char, c_void, CStr};
 
-use wormhole_opencl_api::{Kind, CL_INVALID_VALUE, CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS};
+use wormhole_opencl_api::{
+    Kind, CL_INVALID_VALUE, CL_PLATFORM_NAME, CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS,
+};
 
 use crate::connection::conn;
 use crate::gen;
@@ -39,8 +41,6 @@ pub unsafe extern "C" fn clGetPlatformIDs(
         CL_SUCCESS
     }
 }
-
-const CL_PLATFORM_NAME: u32 = 0x0902;
 
 fn keep_remote_name() -> bool {
     static K: std::sync::OnceLock<bool> = std::sync::OnceLock::new();

@@ -19,7 +19,10 @@
 
 use std::ffi::{c_char, c_void, CStr, CString};
 
-use wormhole_opencl_api::{CL_INVALID_VALUE, CL_SUCCESS};
+use wormhole_opencl_api::{
+    CL_INVALID_LINKER_OPTIONS, CL_INVALID_VALUE, CL_KERNEL_ARG_INFO_NOT_AVAILABLE,
+    CL_PROGRAM_NUM_DEVICES, CL_SUCCESS,
+};
 
 use super::ffi;
 use super::tenant::{alloc_zeroed, Tenant};
@@ -28,12 +31,9 @@ use super::tenant::{alloc_zeroed, Tenant};
 pub const ARG_INFO: &CStr = c"-cl-kernel-arg-info";
 
 const CL_PROGRAM_BUILD_OPTIONS: u32 = 0x1182;
-const CL_PROGRAM_NUM_DEVICES: u32 = 0x1162;
 const CL_PROGRAM_DEVICES: u32 = 0x1163;
 const CL_KERNEL_PROGRAM: u32 = 0x1194;
 const CL_INVALID_BUILD_OPTIONS: i32 = -43;
-const CL_INVALID_LINKER_OPTIONS: i32 = -67;
-const CL_KERNEL_ARG_INFO_NOT_AVAILABLE: i32 = -19;
 
 /// Build options as the library is given them.
 pub struct Options(Option<CString>);

@@ -5,7 +5,10 @@
 
 use std::ffi::c_void;
 
-use wormhole_opencl_api::{CL_INVALID_VALUE, CL_SUCCESS};
+use wormhole_opencl_api::{
+    CL_DEVICE_GLOBAL_MEM_SIZE, CL_INVALID_VALUE, CL_PROGRAM_BINARIES, CL_PROGRAM_BINARY_SIZES,
+    CL_PROGRAM_NUM_DEVICES, CL_SUCCESS,
+};
 
 use super::ffi;
 use super::tenant::{alloc_zeroed, Tenant};
@@ -183,7 +186,6 @@ const CL_DEVICE_EXECUTION_CAPABILITIES: u32 = 0x1029;
 const CL_EXEC_NATIVE_KERNEL: u64 = 1 << 1;
 const CL_DEVICE_SVM_CAPABILITIES: u32 = 0x1053;
 const CL_DEVICE_MAX_MEM_ALLOC_SIZE: u32 = 0x1010;
-const CL_DEVICE_GLOBAL_MEM_SIZE: u32 = 0x101F;
 
 /// # Safety
 /// As for `clGetDeviceInfo`.
@@ -265,10 +267,6 @@ pub unsafe fn clGetMemObjectInfo(
     }
     status
 }
-
-const CL_PROGRAM_NUM_DEVICES: u32 = 0x1162;
-const CL_PROGRAM_BINARY_SIZES: u32 = 0x1165;
-const CL_PROGRAM_BINARIES: u32 = 0x1166;
 
 /// # Safety
 /// As for `clGetProgramInfo`.

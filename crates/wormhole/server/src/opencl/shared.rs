@@ -16,17 +16,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use range_alloc::RangeAllocator;
 use wormhole_opencl_api::{
-    CL_MEM_ALLOC_HOST_PTR, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR, CL_SUCCESS,
+    CL_CONTEXT_DEVICES, CL_MEM_ALLOC_HOST_PTR, CL_MEM_ASSOCIATED_MEMOBJECT, CL_MEM_COPY_HOST_PTR,
+    CL_MEM_FLAGS, CL_MEM_USE_HOST_PTR, CL_SUCCESS,
 };
 use wormhole_transport::arena::{Arena, DIRECTORY_LEN};
 
 use super::ffi;
 
-const CL_CONTEXT_DEVICES: u32 = 0x1081;
 const CL_DEVICE_TYPE: u32 = 0x1000;
 const CL_DEVICE_TYPE_CPU: u64 = 1 << 1;
-const CL_MEM_FLAGS: u32 = 0x1101;
-const CL_MEM_ASSOCIATED_MEMOBJECT: u32 = 0x1107;
 const CL_DEVICE_MEM_BASE_ADDR_ALIGN: u32 = 0x1019;
 /// Pieces are whole pages, so that freed ones can be given back.
 const PAGE: u64 = 4096;
