@@ -87,6 +87,39 @@ pub use geometry::*;
 /// (with `mem_object` as an id).
 pub const IMAGE_DESC_LEN: usize = 72;
 
+/// Rewrites the platform in a context property list (key and value pairs
+/// up to a zero key) with `map`: the client turns its object into the id the
+/// server knows, the server that id into the library's handle, and back for
+/// the answer to `CL_CONTEXT_PROPERTIES`.
+pub fn map_context_platform<E>(
+    list: &mut [u64],
+    mut map: impl FnMut(u64) -> Result<u64, E>,
+) -> Result<(), E> {
+    for pair in list.chunks_exact_mut(2) {
+        match pair[0] as isize {
+            0 => break,
+            CL_CONTEXT_PLATFORM => pair[1] = map(pair[1])?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// [`map_context_platform`] on a list as an info answer holds it: 8-byte
+/// little-endian words (a partial word at the end is left as it is).
+pub fn map_context_platform_bytes(props: &mut [u8], mut map: impl FnMut(u64) -> u64) {
+    let mut list: Vec<u64> = props
+        .chunks_exact(8)
+        .map(|w| w.iter().rev().fold(0, |acc, &b| acc << 8 | u64::from(b)))
+        .collect();
+    let mapped: Result<(), std::convert::Infallible> =
+        map_context_platform(&mut list, |v| Ok(map(v)));
+    let Ok(()) = mapped;
+    for (w, v) in props.chunks_exact_mut(8).zip(list) {
+        w.copy_from_slice(&v.to_le_bytes());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +139,22 @@ mod tests {
             Some(InfoHandle::Array(Kind::Device))
         );
         assert_eq!(info_handle(func::clGetDeviceInfo, 0x1000), None);
+    }
+
+    #[test]
+    fn only_the_platform_before_the_end_is_mapped() {
+        let words: [u64; 7] = [0x1085, 7, CL_CONTEXT_PLATFORM as u64, 5, 0, 0x1084, 9];
+        let mut props: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        map_context_platform_bytes(&mut props, |id| id + 100);
+        let got: Vec<u64> = props
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect();
+        // The platform becomes 105; the other key's value, and whatever lies
+        // past the terminating zero (an odd tail included), are untouched.
+        assert_eq!(
+            got,
+            [0x1085, 7, CL_CONTEXT_PLATFORM as u64, 105, 0, 0x1084, 9]
+        );
     }
 }

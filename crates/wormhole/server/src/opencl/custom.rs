@@ -7,8 +7,9 @@
 use std::ffi::{c_char, c_void, CString};
 
 use wormhole_opencl_api::{
-    func, image_element_size, image_host_size, image_window, rect_extent, triple, Kind,
-    CL_CONTEXT_PLATFORM, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_ARG_SIZE, CL_INVALID_HOST_PTR,
+    func, image_element_size, image_host_size, image_window, map_context_platform,
+    map_context_platform_bytes, rect_extent, triple, Kind, CL_CONTEXT_PROPERTIES,
+    CL_IMAGE_ELEMENT_SIZE, CL_INVALID_ARG_SIZE, CL_INVALID_HOST_PTR,
     CL_INVALID_IMAGE_FORMAT_DESCRIPTOR, CL_INVALID_VALUE, CL_MEM_COPY_HOST_PTR, CL_MEM_TYPE,
     CL_MEM_USE_HOST_PTR, CL_SUCCESS, IMAGE_DESC_LEN,
 };
@@ -18,20 +19,10 @@ use super::tenant::{alloc_zeroed, bad, Tenant};
 
 /// Custom info values: context properties carry a platform handle.
 pub fn info(t: &mut Tenant, f: u32, param: u32, v: &mut [u8]) {
-    if f == func::clGetContextInfo && param == 0x1082 {
-        let mut i = 0;
-        while i + 16 <= v.len() {
-            let key = isize::from_le_bytes(v[i..i + 8].try_into().unwrap_or([0; 8]));
-            if key == 0 {
-                break;
-            }
-            if key == CL_CONTEXT_PLATFORM {
-                let raw = usize::from_le_bytes(v[i + 8..i + 16].try_into().unwrap_or([0; 8]));
-                let id = t.id_for(Kind::Platform, raw as *mut c_void);
-                v[i + 8..i + 16].copy_from_slice(&id.to_le_bytes());
-            }
-            i += 16;
-        }
+    if f == func::clGetContextInfo && param == CL_CONTEXT_PROPERTIES {
+        map_context_platform_bytes(v, |raw| {
+            t.id_for(Kind::Platform, raw as usize as *mut c_void)
+        });
     }
     // CL_MEM_HOST_PTR: the server's pointer means nothing to the client,
     // which substitutes its own; zero it rather than leak an address.
@@ -84,18 +75,15 @@ fn props_raw(d: &mut Decoder<'_>) -> Result<Option<Vec<u64>>, i32> {
 pub mod context_props {
     use super::*;
     pub fn decode(t: &mut Tenant, d: &mut Decoder<'_>) -> Result<Props<isize>, i32> {
-        let Some(raw) = props_raw(d)? else {
+        let Some(mut raw) = props_raw(d)? else {
             return Ok(Props { list: None });
         };
-        let mut out: Vec<isize> = raw.iter().map(|&x| x as isize).collect();
-        let mut i = 0;
-        while i + 1 < out.len() && out[i] != 0 {
-            if out[i] == CL_CONTEXT_PLATFORM {
-                out[i + 1] = t.lookup(out[i + 1] as u64, Kind::Platform)? as isize;
-            }
-            i += 2;
-        }
-        Ok(Props { list: Some(out) })
+        map_context_platform(&mut raw, |id| {
+            t.lookup(id, Kind::Platform).map(|p| p as u64)
+        })?;
+        Ok(Props {
+            list: Some(raw.into_iter().map(|x| x as isize).collect()),
+        })
     }
 }
 

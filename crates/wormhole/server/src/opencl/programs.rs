@@ -262,6 +262,22 @@ fn made_from(t: &mut Tenant, program: *mut c_void, err: *mut i32, bytes: u64) ->
     program
 }
 
+/// The bytes a program is made from: the sum of its `count` lengths (0 for
+/// NULL lengths).
+///
+/// # Safety
+/// `lengths` is NULL or holds `count` lengths.
+unsafe fn total_length(lengths: *const usize, count: u32) -> u64 {
+    if lengths.is_null() {
+        return 0;
+    }
+    // SAFETY: non-NULL, so `count` lengths (this function's contract).
+    unsafe { std::slice::from_raw_parts(lengths, count as usize) }
+        .iter()
+        .map(|&n| n as u64)
+        .sum()
+}
+
 /// # Safety
 /// As for `clCreateProgramWithSource`; `lengths` holds `count` lengths
 /// (the decoder gives every one).
@@ -273,17 +289,9 @@ pub unsafe fn clCreateProgramWithSource(
     lengths: *const usize,
     err: *mut i32,
 ) -> *mut c_void {
-    let bytes = if lengths.is_null() {
-        0
-    } else {
-        // SAFETY: non-NULL here, so `custom::source_lengths` pointed it at
-        // `count` lengths (`custom::sources` refuses a count other than
-        // `count`).
-        unsafe { std::slice::from_raw_parts(lengths, count as usize) }
-            .iter()
-            .map(|&n| n as u64)
-            .sum()
-    };
+    // SAFETY: `lengths` is NULL or `custom::source_lengths` pointed it at
+    // `count` lengths (`custom::sources` refuses a count other than `count`).
+    let bytes = unsafe { total_length(lengths, count) };
     // SAFETY: `context` is a table handle (kind Context); `strings` is never
     // NULL (`custom::sources` refuses it) and holds `count` pointers into the
     // request, each with its length in `lengths` (an empty one given as "", so
@@ -306,16 +314,9 @@ pub unsafe fn clCreateProgramWithBinary(
     binary_status: *mut c_void,
     err: *mut i32,
 ) -> *mut c_void {
-    let bytes = if lengths.is_null() {
-        0
-    } else {
-        // SAFETY: non-NULL here, so `custom::binaries` made it with exactly
-        // `num_devices` lengths (it refuses another count).
-        unsafe { std::slice::from_raw_parts(lengths, num_devices as usize) }
-            .iter()
-            .map(|&n| n as u64)
-            .sum()
-    };
+    // SAFETY: `lengths` is NULL or `custom::binaries` made it with exactly
+    // `num_devices` lengths (it refuses another count).
+    let bytes = unsafe { total_length(lengths, num_devices) };
     // SAFETY: `context` is a table handle (kind Context); `device_list` is NULL
     // only with `num_devices` 0, else at least that many Device handles
     // (`check_count`); `lengths` and `binaries` are both NULL or both
