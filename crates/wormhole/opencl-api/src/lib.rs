@@ -87,6 +87,29 @@ pub use geometry::*;
 /// (with `mem_object` as an id).
 pub const IMAGE_DESC_LEN: usize = 72;
 
+/// A list of handles an info query answers (a context's devices, say):
+/// `query(size, value, size_ret)` makes the call, with `value` NULL or
+/// holding `size` bytes and `size_ret` NULL or one writable `usize`. The size
+/// is asked first, then the list; `None` when either call fails or the list
+/// is empty or longer than `max` handles.
+pub fn handle_list(
+    max: usize,
+    mut query: impl FnMut(usize, *mut std::ffi::c_void, *mut usize) -> i32,
+) -> Option<Vec<*mut std::ffi::c_void>> {
+    let handle = std::mem::size_of::<*mut std::ffi::c_void>();
+    let mut bytes = 0usize;
+    if query(0, std::ptr::null_mut(), &mut bytes) != CL_SUCCESS {
+        return None;
+    }
+    let n = bytes / handle;
+    if n == 0 || n > max {
+        return None;
+    }
+    let mut list = vec![std::ptr::null_mut::<std::ffi::c_void>(); n];
+    let status = query(n * handle, list.as_mut_ptr().cast(), std::ptr::null_mut());
+    (status == CL_SUCCESS).then_some(list)
+}
+
 /// Rewrites the platform in a context property list (key and value pairs
 /// up to a zero key) with `map`: the client turns its object into the id the
 /// server knows, the server that id into the library's handle, and back for
