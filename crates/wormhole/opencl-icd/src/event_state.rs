@@ -98,8 +98,14 @@ pub unsafe extern "C" fn clGetEventInfo(
     let ask = |size, value, size_ret| {
         // SAFETY: `value` is NULL or holds `size` bytes and `size_ret` NULL or writable: the
         // application's, by clGetEventInfo's contract, or `cached_info`'s own buffer of the size it
-        // gives when it learns a value.
-        unsafe { crate::later::clGetEventInfo(ev, param, size, value, size_ret) }
+        // gives when it learns a value; that is what `answer` needs (it checks `size` before it
+        // writes) and what the generated forwarder passes on.
+        unsafe {
+            match crate::later::stand_in_command_type(ev, param) {
+                Some(ty) => answer(&ty.to_ne_bytes(), size, value, size_ret),
+                None => crate::gen::clGetEventInfo(ev, param, size, value, size_ret),
+            }
+        }
     };
     match param {
         CL_EVENT_COMMAND_EXECUTION_STATUS => {

@@ -755,31 +755,16 @@ unsafe fn hand_out(barrier: *mut c_void, ev: *mut *mut c_void, stands_for: u32) 
     }
 }
 
-/// `clGetEventInfo`: an event standing for a transfer the client completes
-/// itself answers `CL_EVENT_COMMAND_TYPE` with the transfer's type, as the
-/// transfer's own event natively would; the rest is the library's.
-///
-/// # Safety
-/// As for `clGetEventInfo`.
-pub unsafe extern "C" fn clGetEventInfo(
-    ev: *mut c_void,
-    param: u32,
-    size: usize,
-    value: *mut c_void,
-    size_ret: *mut usize,
-) -> i32 {
-    let stands_for = match (param, obj(ev, Kind::Event)) {
-        (CL_EVENT_COMMAND_TYPE, Ok(Some(o))) => o.stands_for.load(Ordering::Relaxed),
-        _ => 0,
-    };
-    if stands_for == 0 {
-        // SAFETY: the arguments are the application's, passed unchanged: clGetEventInfo's contract
-        // is the generated forwarder's.
-        return unsafe { gen::clGetEventInfo(ev, param, size, value, size_ret) };
+/// The `CL_EVENT_COMMAND_TYPE` of an event standing for a transfer the
+/// client completes itself: the transfer's type, as the transfer's own event
+/// natively would answer. `None` for any other event or question.
+pub(crate) fn stand_in_command_type(ev: *mut c_void, param: u32) -> Option<u32> {
+    match (param, obj(ev, Kind::Event)) {
+        (CL_EVENT_COMMAND_TYPE, Ok(Some(o))) => {
+            Some(o.stands_for.load(Ordering::Relaxed)).filter(|&t| t != 0)
+        }
+        _ => None,
     }
-    // SAFETY: by clGetEventInfo's contract `value` is NULL or holds `size` bytes and `size_ret` is
-    // NULL or writable, which is what `answer` needs (it checks `size` before it writes).
-    unsafe { crate::info_cache::answer(&stands_for.to_ne_bytes(), size, value, size_ret) }
 }
 
 /// Sets our user event's status and lets our reference go.

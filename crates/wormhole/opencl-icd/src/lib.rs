@@ -26,7 +26,7 @@ mod overrides;
 mod room;
 mod waits;
 
-use std::ffi::{c_char, c_void};
+use std::ffi::c_void;
 
 /// The generated stubs and dispatch table.
 #[allow(clippy::missing_safety_doc)]
@@ -95,32 +95,12 @@ pub unsafe extern "C" fn clIcdGetPlatformIDsKHR(
     platforms: *mut *mut c_void,
     num: *mut u32,
 ) -> i32 {
-    // SAFETY: same contract.
+    // SAFETY: `platforms` is NULL or holds `n` entries and `num` is NULL or
+    // writable: clGetPlatformIDs' contract, which the loader keeps for this
+    // entry point (this function's), passed on unchanged.
     unsafe { overrides::clGetPlatformIDs(n, platforms, num) }
 }
 
-/// How loaders find `clIcdGetPlatformIDsKHR`.
-///
-/// # Safety
-/// `name` is NULL or a NUL-terminated string.
-#[no_mangle]
-pub unsafe extern "C" fn clGetExtensionFunctionAddress(name: *const c_char) -> *mut c_void {
-    // SAFETY: same contract.
-    unsafe { overrides::clGetExtensionFunctionAddress(name) }
-}
-
-/// Some loaders query platform information through the exported symbol.
-///
-/// # Safety
-/// As for `clGetPlatformInfo`.
-#[no_mangle]
-pub unsafe extern "C" fn clGetPlatformInfo(
-    p: *mut c_void,
-    param: u32,
-    size: usize,
-    value: *mut c_void,
-    size_ret: *mut usize,
-) -> i32 {
-    // SAFETY: same contract.
-    unsafe { overrides::clGetPlatformInfo(p, param, size, value, size_ret) }
-}
+// `clGetExtensionFunctionAddress` and `clGetPlatformInfo` are exported
+// under their own names by `overrides::platform` (loaders look them up by
+// symbol).

@@ -320,6 +320,16 @@ fn program_fits(t: &Tenant, parts: &[&[u8]]) -> Result<(), i32> {
     }
 }
 
+/// A list's entry count, which must be the count another argument gave
+/// (the library would read that many entries).
+fn count_of(d: &mut Decoder<'_>, expected: u32) -> Result<u32, i32> {
+    let n = d.u32().map_err(bad)?;
+    if n != expected {
+        return Err(CL_INVALID_VALUE);
+    }
+    Ok(n)
+}
+
 pub mod sources {
     use super::*;
     pub fn decode<'a>(
@@ -332,10 +342,7 @@ pub mod sources {
         if !d.bool().map_err(bad)? {
             return Err(CL_INVALID_VALUE);
         }
-        let n = d.u32().map_err(bad)?;
-        if n != *count {
-            return Err(CL_INVALID_VALUE);
-        }
+        let n = count_of(d, *count)?;
         let src: Vec<&[u8]> = (0..n)
             .map(|_| d.bytes().map_err(bad))
             .collect::<Result<_, _>>()?;
@@ -429,10 +436,7 @@ pub mod binaries {
                 _request: std::marker::PhantomData,
             });
         }
-        let n = d.u32().map_err(bad)?;
-        if n != *num_devices {
-            return Err(CL_INVALID_VALUE);
-        }
+        let n = count_of(d, *num_devices)?;
         let mut bins: Vec<Option<&[u8]>> = Vec::new();
         for _ in 0..n {
             bins.push(d.opt_bytes().map_err(bad)?);
@@ -505,10 +509,7 @@ pub mod header_names {
                 ptrs: None,
             });
         }
-        let n = d.u32().map_err(bad)?;
-        if n != *n_headers {
-            return Err(CL_INVALID_VALUE);
-        }
+        let n = count_of(d, *n_headers)?;
         let names: Vec<CString> = (0..n)
             .map(|_| CString::new(d.bytes().map_err(bad)?).map_err(|_| CL_INVALID_VALUE))
             .collect::<Result<_, _>>()?;
