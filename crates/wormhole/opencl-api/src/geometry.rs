@@ -133,6 +133,74 @@ pub fn image_host_size(
     }
 }
 
+/// `cl_image_desc` as a 64-bit host lays it out, which is also how it
+/// travels ([`crate::IMAGE_DESC_LEN`] little-endian bytes, with `mem_object`
+/// as an id): the client reads an application's description with it, the
+/// server decodes a request's and hands the library the same layout.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImageDesc {
+    pub image_type: u32,
+    pub width: usize,
+    pub height: usize,
+    pub depth: usize,
+    pub array_size: usize,
+    pub row_pitch: usize,
+    pub slice_pitch: usize,
+    pub num_mip_levels: u32,
+    pub num_samples: u32,
+    /// The buffer or image the image is made from: a handle, or on the wire
+    /// its id; 0 for none.
+    pub mem_object: usize,
+}
+
+impl ImageDesc {
+    /// Decodes the [`crate::IMAGE_DESC_LEN`] bytes of a description; `None`
+    /// for any other length.
+    pub fn from_bytes(b: &[u8]) -> Option<ImageDesc> {
+        if b.len() != crate::IMAGE_DESC_LEN {
+            return None;
+        }
+        let word = |i: usize| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[i..i + 8]);
+            u64::from_le_bytes(a) as usize
+        };
+        let half = |i: usize| {
+            let mut a = [0u8; 4];
+            a.copy_from_slice(&b[i..i + 4]);
+            u32::from_le_bytes(a)
+        };
+        Some(ImageDesc {
+            image_type: half(0),
+            width: word(8),
+            height: word(16),
+            depth: word(24),
+            array_size: word(32),
+            row_pitch: word(40),
+            slice_pitch: word(48),
+            num_mip_levels: half(56),
+            num_samples: half(60),
+            mem_object: word(64),
+        })
+    }
+
+    /// Bytes of host memory the image occupies with elements of `elem`
+    /// bytes (see [`image_host_size`]).
+    pub fn host_size(&self, elem: u64) -> Option<u64> {
+        image_host_size(
+            self.image_type,
+            self.width as u64,
+            self.height as u64,
+            self.depth as u64,
+            self.array_size as u64,
+            self.row_pitch as u64,
+            self.slice_pitch as u64,
+            elem,
+        )
+    }
+}
+
 /// The host side of an image transfer: row `y` of slice `z` of the region
 /// starts `y * ystep + z * zstep` bytes into the window and is `row_bytes`
 /// long; `extent` bytes in all. A 1D image array steps through its images
@@ -231,6 +299,22 @@ mod tests {
         assert_eq!(image_element_size(0x10B5, 0x10DE), Some(16)); // RGBA float
         assert_eq!(image_element_size(0x10B0, 0x10D2), Some(1)); // R unorm8
         assert_eq!(image_element_size(0x9999, 0x10D2), None);
+    }
+
+    #[test]
+    fn image_desc_reads_the_c_layout() {
+        assert_eq!(std::mem::size_of::<ImageDesc>(), crate::IMAGE_DESC_LEN);
+        let mut b = vec![0u8; crate::IMAGE_DESC_LEN];
+        b[0..4].copy_from_slice(&CL_MEM_OBJECT_IMAGE3D.to_le_bytes());
+        for (i, v) in [8u64, 4, 3, 1, 40, 160].iter().enumerate() {
+            b[8 + 8 * i..16 + 8 * i].copy_from_slice(&v.to_le_bytes());
+        }
+        b[64..72].copy_from_slice(&77u64.to_le_bytes());
+        let d = ImageDesc::from_bytes(&b).expect("72 bytes");
+        assert_eq!((d.width, d.height, d.depth, d.slice_pitch), (8, 4, 3, 160));
+        assert_eq!(d.mem_object, 77);
+        assert_eq!(d.host_size(4), Some(3 * 160));
+        assert_eq!(ImageDesc::from_bytes(&b[..71]), None);
     }
 
     #[test]

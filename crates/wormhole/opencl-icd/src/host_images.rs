@@ -14,73 +14,49 @@ use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
 use wormhole_opencl_api::{
-    func, image_element_size, image_window, ImageWindow, Kind, CL_IMAGE_ELEMENT_SIZE,
+    func, image_element_size, image_window, ImageDesc, ImageWindow, Kind, CL_IMAGE_ELEMENT_SIZE,
     CL_IMAGE_ROW_PITCH, CL_IMAGE_SLICE_PITCH, CL_INVALID_VALUE, CL_MEM_OBJECT_IMAGE1D_ARRAY,
     CL_MEM_OBJECT_IMAGE1D_BUFFER, CL_MEM_OBJECT_IMAGE2D, CL_MEM_OBJECT_IMAGE2D_ARRAY,
-    CL_MEM_OBJECT_IMAGE3D, CL_MEM_TYPE, CL_MEM_USE_HOST_PTR, CL_OUT_OF_RESOURCES,
+    CL_MEM_OBJECT_IMAGE3D, CL_MEM_TYPE, CL_MEM_USE_HOST_PTR, CL_OUT_OF_RESOURCES, IMAGE_DESC_LEN,
 };
 
 use crate::connection::info_value;
 use crate::gen;
 use crate::objects::obj;
 
-/// What an image's creation says about its size and host memory.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Shape {
-    pub image_type: u32,
-    pub width: usize,
-    pub height: usize,
-    pub depth: usize,
-    pub array_size: usize,
-    pub row_pitch: usize,
-    pub slice_pitch: usize,
-    /// Made from a buffer's memory (`mem_object`), not memory of its own.
-    pub of_buffer: bool,
+/// What an image's creation says about its size and host memory: the
+/// application's `cl_image_desc`, or one made up for the 2D and 3D calls.
+pub type Shape = ImageDesc;
+
+/// Reads an application's `cl_image_desc`.
+///
+/// # Safety
+/// `desc` is NULL or a `cl_image_desc`.
+pub unsafe fn shape_of_desc(desc: *const c_void) -> Option<Shape> {
+    if desc.is_null() {
+        return None;
+    }
+    // SAFETY: `desc` is non-NULL and a cl_image_desc (this fn's contract, clCreateImage's): on the
+    // 64-bit hosts the client runs on, IMAGE_DESC_LEN bytes, all inside it.
+    let bytes = unsafe { std::slice::from_raw_parts(desc as *const u8, IMAGE_DESC_LEN) };
+    ImageDesc::from_bytes(bytes)
 }
 
-impl Shape {
-    /// From a `cl_image_desc`.
-    ///
-    /// # Safety
-    /// `desc` is NULL or a `cl_image_desc`.
-    pub unsafe fn of_desc(desc: *const c_void) -> Option<Shape> {
-        if desc.is_null() {
-            return None;
-        }
-        // SAFETY: `desc` is non-NULL and a cl_image_desc (this fn's contract, clCreateImage's): a
-        // cl_mem_object_type (padded to 8 bytes), then width, height, depth, array size, row and
-        // slice pitch as size_t, two cl_uints, and the buffer or image it is made from (a pointer):
-        // 72 bytes, all inside it.
-        unsafe {
-            let w = |i: usize| (desc as *const usize).add(i).read_unaligned();
-            Some(Shape {
-                image_type: (desc as *const u32).read_unaligned(),
-                width: w(1),
-                height: w(2),
-                depth: w(3),
-                array_size: w(4),
-                row_pitch: w(5),
-                slice_pitch: w(6),
-                of_buffer: w(8) != 0,
-            })
-        }
+/// The bytes the image's pixels take (a bound for `room`); 0 for an image
+/// made from a buffer's memory (`mem_object`), which holds none of its own.
+///
+/// # Safety
+/// `format` is NULL or a `cl_image_format`.
+pub unsafe fn shape_bytes(shape: &Shape, format: *const c_void) -> u64 {
+    if shape.mem_object != 0 {
+        return 0;
     }
-
-    /// The bytes the image's pixels take (a bound for `room`).
-    ///
-    /// # Safety
-    /// `format` is NULL or a `cl_image_format`.
-    pub unsafe fn bytes(&self, format: *const c_void) -> u64 {
-        if self.of_buffer {
-            return 0;
-        }
-        // SAFETY: `format` is NULL or a cl_image_format (this fn's contract, the creating call's),
-        // which element_size needs.
-        let elem = unsafe { element_size(format) }.unwrap_or(0);
-        [self.width, self.height, self.depth, self.array_size]
-            .iter()
-            .fold(elem, |n, &d| n.saturating_mul(d.max(1) as u64))
-    }
+    // SAFETY: `format` is NULL or a cl_image_format (this fn's contract, the creating call's),
+    // which element_size needs.
+    let elem = unsafe { element_size(format) }.unwrap_or(0);
+    [shape.width, shape.height, shape.depth, shape.array_size]
+        .iter()
+        .fold(elem, |n, &d| n.saturating_mul(d.max(1) as u64))
 }
 
 /// An image's element size as the server reports it (clGetImageInfo), checked to be a size

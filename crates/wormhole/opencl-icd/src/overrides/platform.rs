@@ -57,7 +57,9 @@ pub const NAME_PREFIX: &str = "Wormhole: ";
 unsafe fn answer(s: &[u8], size: usize, value: *mut c_void, size_ret: *mut usize) -> i32 {
     let mut v = s.to_vec();
     v.push(0);
-    // SAFETY: this function's contract is `answer`'s.
+    // SAFETY: `value` is NULL or holds `size` bytes and `size_ret` is NULL or
+    // a writable size_t (this function's contract), which is what
+    // info_cache::answer needs; it writes no more than `size` bytes.
     unsafe { crate::info_cache::answer(&v, size, value, size_ret) }
 }
 

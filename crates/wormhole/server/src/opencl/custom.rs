@@ -11,7 +11,7 @@ use wormhole_opencl_api::{
     map_context_platform_bytes, rect_extent, triple, Kind, CL_CONTEXT_PROPERTIES,
     CL_IMAGE_ELEMENT_SIZE, CL_INVALID_ARG_SIZE, CL_INVALID_HOST_PTR,
     CL_INVALID_IMAGE_FORMAT_DESCRIPTOR, CL_INVALID_VALUE, CL_MEM_COPY_HOST_PTR, CL_MEM_TYPE,
-    CL_MEM_USE_HOST_PTR, CL_SUCCESS, IMAGE_DESC_LEN,
+    CL_MEM_USE_HOST_PTR, CL_SUCCESS,
 };
 use wormhole_wire::{Decoder, Encoder};
 
@@ -164,23 +164,8 @@ fn format_elem(format: Option<&[u8]>) -> Option<u64> {
 }
 
 /// `cl_image_desc`, with its buffer handle translated.
-#[repr(C)]
-#[derive(Default)]
-pub struct ImageDescC {
-    pub image_type: u32,
-    pub width: usize,
-    pub height: usize,
-    pub depth: usize,
-    pub array_size: usize,
-    pub row_pitch: usize,
-    pub slice_pitch: usize,
-    pub num_mip_levels: u32,
-    pub num_samples: u32,
-    pub mem_object: usize,
-}
-
 pub struct ImageDesc {
-    desc: Option<Box<ImageDescC>>,
+    desc: Option<Box<wormhole_opencl_api::ImageDesc>>,
 }
 
 impl NoReply for ImageDesc {}
@@ -188,21 +173,11 @@ impl NoReply for ImageDesc {}
 impl ImageDesc {
     pub fn arg(&mut self) -> *const c_void {
         self.desc.as_deref().map_or(std::ptr::null(), |d| {
-            d as *const ImageDescC as *const c_void
+            d as *const wormhole_opencl_api::ImageDesc as *const c_void
         })
     }
     fn host_size(&self, elem: Option<u64>) -> Option<u64> {
-        let d = self.desc.as_deref()?;
-        image_host_size(
-            d.image_type,
-            d.width as u64,
-            d.height as u64,
-            d.depth as u64,
-            d.array_size as u64,
-            d.row_pitch as u64,
-            d.slice_pitch as u64,
-            elem?,
-        )
+        self.desc.as_deref()?.host_size(elem?)
     }
 }
 
@@ -212,25 +187,10 @@ pub mod image_desc {
         let Some(b) = d.opt_bytes().map_err(bad)? else {
             return Ok(ImageDesc { desc: None });
         };
-        if b.len() != IMAGE_DESC_LEN {
-            return Err(CL_INVALID_VALUE);
-        }
-        let u = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8])) as usize;
-        let w = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or([0; 4]));
-        let mem = t.lookup(u(64) as u64, Kind::Mem)? as usize;
+        let mut desc = wormhole_opencl_api::ImageDesc::from_bytes(b).ok_or(CL_INVALID_VALUE)?;
+        desc.mem_object = t.lookup(desc.mem_object as u64, Kind::Mem)? as usize;
         Ok(ImageDesc {
-            desc: Some(Box::new(ImageDescC {
-                image_type: w(0),
-                width: u(8),
-                height: u(16),
-                depth: u(24),
-                array_size: u(32),
-                row_pitch: u(40),
-                slice_pitch: u(48),
-                num_mip_levels: w(56),
-                num_samples: w(60),
-                mem_object: mem,
-            })),
+            desc: Some(Box::new(desc)),
         })
     }
 }
