@@ -26,7 +26,7 @@ mod overrides;
 mod room;
 mod waits;
 
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void};
 
 /// The generated stubs and dispatch table.
 #[allow(clippy::missing_safety_doc)]
@@ -101,6 +101,37 @@ pub unsafe extern "C" fn clIcdGetPlatformIDsKHR(
     unsafe { overrides::clGetPlatformIDs(n, platforms, num) }
 }
 
-// `clGetExtensionFunctionAddress` and `clGetPlatformInfo` are exported
-// under their own names by `overrides::platform` (loaders look them up by
-// symbol).
+// The two exported entry points below forward to separate, unexported
+// overrides, and must stay that way: the dispatch table holds the overrides'
+// addresses, and an exported symbol's address is bound to the first
+// definition loaded, which is the loader's own `clGetPlatformInfo`; with the
+// override exported, the loader's function dispatched to itself for ever.
+
+/// How loaders find `clIcdGetPlatformIDsKHR`.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn clGetExtensionFunctionAddress(name: *const c_char) -> *mut c_void {
+    // SAFETY: `name` is NULL or NUL-terminated (this function's contract,
+    // the loader's call), which the override needs.
+    unsafe { overrides::clGetExtensionFunctionAddress(name) }
+}
+
+/// Some loaders query platform information through the exported symbol.
+///
+/// # Safety
+/// As for `clGetPlatformInfo`.
+#[no_mangle]
+pub unsafe extern "C" fn clGetPlatformInfo(
+    p: *mut c_void,
+    param: u32,
+    size: usize,
+    value: *mut c_void,
+    size_ret: *mut usize,
+) -> i32 {
+    // SAFETY: `value` is NULL or holds `size` bytes and `size_ret` is NULL or
+    // writable: clGetPlatformInfo's contract (this function's), passed on
+    // unchanged to the override, whose contract it is too.
+    unsafe { overrides::clGetPlatformInfo(p, param, size, value, size_ret) }
+}

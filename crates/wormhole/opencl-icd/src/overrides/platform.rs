@@ -63,11 +63,8 @@ unsafe fn answer(s: &[u8], size: usize, value: *mut c_void, size_ret: *mut usize
     unsafe { crate::info_cache::answer(&v, size, value, size_ret) }
 }
 
-/// Exported: some loaders query platform information through the symbol.
-///
 /// # Safety
 /// As for `clGetPlatformInfo`.
-#[no_mangle]
 pub unsafe extern "C" fn clGetPlatformInfo(
     p: *mut c_void,
     param: u32,
@@ -110,11 +107,8 @@ pub unsafe extern "C" fn clGetPlatformInfo(
     }
 }
 
-/// Exported: how loaders find `clIcdGetPlatformIDsKHR`.
-///
 /// # Safety
 /// `name` is NULL or a NUL-terminated string.
-#[no_mangle]
 pub unsafe extern "C" fn clGetExtensionFunctionAddress(name: *const c_char) -> *mut c_void {
     if name.is_null() {
         return std::ptr::null_mut();
