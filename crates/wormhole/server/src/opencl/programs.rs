@@ -25,7 +25,8 @@ use wormhole_opencl_api::{
 };
 
 use super::ffi;
-use super::tenant::{alloc_zeroed, Tenant};
+use super::queries::info_bytes;
+use super::tenant::Tenant;
 
 /// What the tenant adds to every build, compilation and link.
 pub const ARG_INFO: &CStr = c"-cl-kernel-arg-info";
@@ -107,38 +108,21 @@ unsafe fn reported_options(
     device: *mut c_void,
     max: u64,
 ) -> Result<Vec<u8>, i32> {
-    let mut len = 0usize;
-    // SAFETY: a size query: no value, `len` is ours.
-    let s = unsafe {
-        ffi::clGetProgramBuildInfo(
-            program,
-            device,
-            CL_PROGRAM_BUILD_OPTIONS,
-            0,
-            std::ptr::null_mut(),
-            &mut len,
-        )
-    };
-    if s != CL_SUCCESS {
-        return Err(s);
-    }
     // The options the application sent, and ours: never more than a
     // request held.
-    let mut opts = alloc_zeroed(len as u64, max)?;
-    // SAFETY: `opts` holds `len` bytes, the size the library asked for.
-    let s = unsafe {
+    // SAFETY: `program` is a program and `device` one of its devices (this
+    // function's contract); `value` and `size_ret` are as info_bytes passes
+    // them: NULL or room for `size` bytes, NULL or one size_t.
+    let mut opts = info_bytes(max, |size, value, size_ret| unsafe {
         ffi::clGetProgramBuildInfo(
             program,
             device,
             CL_PROGRAM_BUILD_OPTIONS,
-            opts.len(),
-            opts.as_mut_ptr().cast(),
-            std::ptr::null_mut(),
+            size,
+            value,
+            size_ret,
         )
-    };
-    if s != CL_SUCCESS {
-        return Err(s);
-    }
+    })?;
     let n = opts.iter().position(|&b| b == 0).unwrap_or(opts.len());
     opts.truncate(n);
     Ok(opts)

@@ -106,6 +106,27 @@ fn filter_extensions(param: u32, value: Vec<u8>) -> Vec<u8> {
     }
 }
 
+/// The whole value of an info query: `query(size, value, size_ret)` makes
+/// the library call, with `value` NULL or holding `size` bytes and
+/// `size_ret` NULL or one writable size_t. The size is asked first; a value
+/// longer than `max` bytes is refused as `alloc_zeroed` refuses it. The
+/// library's status where either call fails.
+pub(crate) fn info_bytes(
+    max: u64,
+    query: impl Fn(usize, *mut c_void, *mut usize) -> i32,
+) -> Result<Vec<u8>, i32> {
+    let mut len = 0usize;
+    let status = query(0, std::ptr::null_mut(), &mut len);
+    if status != CL_SUCCESS {
+        return Err(status);
+    }
+    let mut bytes = alloc_zeroed(len as u64, max)?;
+    match query(len, bytes.as_mut_ptr().cast(), std::ptr::null_mut()) {
+        CL_SUCCESS => Ok(bytes),
+        status => Err(status),
+    }
+}
+
 /// Runs an info query whose value we rewrite, honouring the API's size
 /// rules (CL_INVALID_VALUE when the caller's buffer is too small).
 ///
@@ -118,20 +139,10 @@ unsafe fn rewritten_query(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> i32 {
-    let mut full_len = 0usize;
-    let status = query(0, std::ptr::null_mut(), &mut full_len);
-    if status != CL_SUCCESS {
-        return status;
-    }
-    let mut full = match alloc_zeroed(full_len as u64, 1 << 24) {
-        Ok(bytes) => bytes,
-        Err(error) => return error,
+    let out = match info_bytes(1 << 24, query) {
+        Ok(full) => rewrite(full),
+        Err(status) => return status,
     };
-    let status = query(full_len, full.as_mut_ptr().cast(), std::ptr::null_mut());
-    if status != CL_SUCCESS {
-        return status;
-    }
-    let out = rewrite(std::mem::take(&mut full));
     if !value.is_null() {
         if size < out.len() {
             return CL_INVALID_VALUE;
