@@ -302,7 +302,9 @@ impl Cursor {
         read: impl FnOnce(&mut Decoder<'_>) -> Result<T, WireError>,
     ) -> Result<(), WireError> {
         let v = self.with(read)?;
-        // SAFETY: the caller's contract.
+        // SAFETY: `p` is NULL or a writable `T` (this function's contract,
+        // which its callers have from the application's out-parameter), as
+        // `store` needs.
         unsafe { store(p, v) };
         Ok(())
     }
@@ -315,7 +317,9 @@ impl Cursor {
     pub unsafe fn out_bytes(&mut self, p: *mut c_void, cap: u64) -> Result<(), WireError> {
         self.with(|d| {
             if let Some(b) = d.opt_bytes()? {
-                // SAFETY: the caller's contract.
+                // SAFETY: `p` is NULL or holds `cap` writable bytes (this
+                // function's contract), as `copy_out` needs; it copies at
+                // most `cap` of the reply's bytes.
                 unsafe { copy_out(b, p, cap) };
             }
             Ok(())
@@ -329,7 +333,8 @@ impl Cursor {
 /// `p` is NULL or points to a writable `T`.
 pub unsafe fn store<T>(p: *mut T, v: T) {
     if !p.is_null() {
-        // SAFETY: the caller's contract.
+        // SAFETY: `p` is non-NULL (checked above) and points to a writable
+        // `T` (this function's contract).
         unsafe { p.write(v) };
     }
 }
@@ -341,7 +346,9 @@ pub unsafe fn store<T>(p: *mut T, v: T) {
 pub unsafe fn copy_out(b: &[u8], p: *mut c_void, cap: u64) {
     if !p.is_null() {
         let n = b.len().min(usize::try_from(cap).unwrap_or(usize::MAX));
-        // SAFETY: the caller's contract; n <= cap.
+        // SAFETY: `p` is non-NULL (checked above) and holds `cap` writable
+        // bytes (this function's contract); `n` is at most `cap` and at most
+        // `b`'s length, and the reply's bytes are ours, apart from `p`.
         unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), p as *mut u8, n) };
     }
 }

@@ -6,9 +6,9 @@ use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::Ordering;
 
 use wormhole_opencl_api::{
-    func, image_element_size, image_host_size, image_window, rect_extent, ImageWindow, Kind,
-    RectExtent, CL_CONTEXT_PLATFORM, CL_MEM_COPY_HOST_PTR, CL_MEM_FLAGS, CL_MEM_USE_HOST_PTR,
-    IMAGE_DESC_LEN,
+    func, image_element_size, image_host_size, image_window, map_context_platform,
+    map_context_platform_bytes, rect_extent, ImageWindow, Kind, RectExtent, CL_CONTEXT_PROPERTIES,
+    CL_MEM_COPY_HOST_PTR, CL_MEM_FLAGS, CL_MEM_USE_HOST_PTR, IMAGE_DESC_LEN,
 };
 
 use crate::connection::{Call, Reply};
@@ -17,20 +17,8 @@ use wormhole_opencl_api::CL_INVALID_VALUE;
 
 /// Rewrites ids in custom info values into our objects.
 pub fn info(f: u32, param: u32, v: &mut [u8], first: *mut c_void) {
-    if f == func::clGetContextInfo && param == 0x1082 {
-        let mut i = 0;
-        while i + 16 <= v.len() {
-            let key = isize::from_le_bytes(v[i..i + 8].try_into().unwrap_or([0; 8]));
-            if key == 0 {
-                break;
-            }
-            if key == CL_CONTEXT_PLATFORM {
-                let id = u64::from_le_bytes(v[i + 8..i + 16].try_into().unwrap_or([0; 8]));
-                let p = object_for(id, Kind::Platform, 0) as usize;
-                v[i + 8..i + 16].copy_from_slice(&p.to_le_bytes());
-            }
-            i += 16;
-        }
+    if f == func::clGetContextInfo && param == CL_CONTEXT_PROPERTIES {
+        map_context_platform_bytes(v, |id| object_for(id, Kind::Platform, 0) as u64);
     }
     // CL_MEM_FLAGS: the server copied a USE_HOST_PTR buffer's memory; the
     // application asked for (and, through maps, gets) USE_HOST_PTR.
@@ -133,11 +121,9 @@ pub mod context_props {
         // clCreateContext/FromType's contract (this fn's), which is zero_list's.
         let mut v = unsafe { zero_list(p as *const u64, true) };
         if let Some(v) = v.as_mut() {
-            for i in (0..v.len()).step_by(2) {
-                if v[i] as isize == CL_CONTEXT_PLATFORM && i + 1 < v.len() {
-                    v[i + 1] = obj(v[i + 1] as *mut c_void, Kind::Platform)?.map_or(0, |o| o.id);
-                }
-            }
+            map_context_platform(v, |p| {
+                obj(p as *mut c_void, Kind::Platform).map(|o| o.map_or(0, |o| o.id))
+            })?;
         }
         put_list(c, v);
         Ok(())

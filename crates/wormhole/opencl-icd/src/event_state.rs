@@ -19,16 +19,15 @@
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
-use wormhole_opencl_api::{func, Kind, CL_SUCCESS};
+use wormhole_opencl_api::{
+    func, Kind, CL_EVENT_COMMAND_EXECUTION_STATUS, CL_EVENT_COMMAND_QUEUE, CL_EVENT_COMMAND_TYPE,
+    CL_EVENT_CONTEXT, CL_SUCCESS,
+};
 
 use crate::info_cache::{answer, cached_info, CachedQuery};
 use crate::objects::{obj, Obj};
 
-const CL_EVENT_COMMAND_QUEUE: u32 = 0x11D0;
-const CL_EVENT_COMMAND_TYPE: u32 = 0x11D1;
 const CL_EVENT_REFERENCE_COUNT: u32 = 0x11D2;
-const CL_EVENT_COMMAND_EXECUTION_STATUS: u32 = 0x11D3;
-const CL_EVENT_CONTEXT: u32 = 0x11D4;
 
 /// `Obj::ended` of an event not known to have ended (every execution
 /// status is at most `CL_QUEUED`, 3).
@@ -100,8 +99,14 @@ pub unsafe extern "C" fn clGetEventInfo(
     let ask = |size, value, size_ret| {
         // SAFETY: `value` is NULL or holds `size` bytes and `size_ret` NULL or writable: the
         // application's, by clGetEventInfo's contract, or `cached_info`'s own buffer of the size it
-        // gives when it learns a value.
-        unsafe { crate::later::clGetEventInfo(ev, param, size, value, size_ret) }
+        // gives when it learns a value; that is what `answer` needs (it checks `size` before it
+        // writes) and what the generated forwarder passes on.
+        unsafe {
+            match crate::later::stand_in_command_type(ev, param) {
+                Some(ty) => answer(&ty.to_ne_bytes(), size, value, size_ret),
+                None => crate::gen::clGetEventInfo(ev, param, size, value, size_ret),
+            }
+        }
     };
     match param {
         CL_EVENT_COMMAND_EXECUTION_STATUS => {

@@ -14,81 +14,49 @@ use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
 use wormhole_opencl_api::{
-    func, image_element_size, image_window, ImageWindow, Kind, CL_IMAGE_ELEMENT_SIZE,
-    CL_INVALID_VALUE, CL_MEM_TYPE, CL_OUT_OF_RESOURCES,
+    func, image_element_size, image_window, ImageDesc, ImageWindow, Kind, CL_IMAGE_ELEMENT_SIZE,
+    CL_IMAGE_ROW_PITCH, CL_IMAGE_SLICE_PITCH, CL_INVALID_VALUE, CL_MEM_OBJECT_IMAGE1D_ARRAY,
+    CL_MEM_OBJECT_IMAGE1D_BUFFER, CL_MEM_OBJECT_IMAGE2D, CL_MEM_OBJECT_IMAGE2D_ARRAY,
+    CL_MEM_OBJECT_IMAGE3D, CL_MEM_TYPE, CL_MEM_USE_HOST_PTR, CL_OUT_OF_RESOURCES, IMAGE_DESC_LEN,
 };
 
 use crate::connection::info_value;
 use crate::gen;
 use crate::objects::obj;
 
-const CL_IMAGE_ROW_PITCH: u32 = 0x1112;
-const CL_IMAGE_SLICE_PITCH: u32 = 0x1113;
-const CL_MEM_USE_HOST_PTR: u64 = 1 << 3;
+/// What an image's creation says about its size and host memory: the
+/// application's `cl_image_desc`, or one made up for the 2D and 3D calls.
+pub type Shape = ImageDesc;
 
-const IMAGE2D: u32 = 0x10F1;
-const IMAGE3D: u32 = 0x10F2;
-const IMAGE2D_ARRAY: u32 = 0x10F3;
-const IMAGE1D_ARRAY: u32 = 0x10F5;
-const IMAGE1D_BUFFER: u32 = 0x10F6;
-
-/// What an image's creation says about its size and host memory.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Shape {
-    pub image_type: u32,
-    pub width: usize,
-    pub height: usize,
-    pub depth: usize,
-    pub array_size: usize,
-    pub row_pitch: usize,
-    pub slice_pitch: usize,
-    /// Made from a buffer's memory (`mem_object`), not memory of its own.
-    pub of_buffer: bool,
+/// Reads an application's `cl_image_desc`.
+///
+/// # Safety
+/// `desc` is NULL or a `cl_image_desc`.
+pub unsafe fn shape_of_desc(desc: *const c_void) -> Option<Shape> {
+    if desc.is_null() {
+        return None;
+    }
+    // SAFETY: `desc` is non-NULL and a cl_image_desc (this fn's contract, clCreateImage's): on the
+    // 64-bit hosts the client runs on, IMAGE_DESC_LEN bytes, all inside it.
+    let bytes = unsafe { std::slice::from_raw_parts(desc as *const u8, IMAGE_DESC_LEN) };
+    ImageDesc::from_bytes(bytes)
 }
 
-impl Shape {
-    /// From a `cl_image_desc`.
-    ///
-    /// # Safety
-    /// `desc` is NULL or a `cl_image_desc`.
-    pub unsafe fn of_desc(desc: *const c_void) -> Option<Shape> {
-        if desc.is_null() {
-            return None;
-        }
-        // SAFETY: `desc` is non-NULL and a cl_image_desc (this fn's contract, clCreateImage's): a
-        // cl_mem_object_type (padded to 8 bytes), then width, height, depth, array size, row and
-        // slice pitch as size_t, two cl_uints, and the buffer or image it is made from (a pointer):
-        // 72 bytes, all inside it.
-        unsafe {
-            let w = |i: usize| (desc as *const usize).add(i).read_unaligned();
-            Some(Shape {
-                image_type: (desc as *const u32).read_unaligned(),
-                width: w(1),
-                height: w(2),
-                depth: w(3),
-                array_size: w(4),
-                row_pitch: w(5),
-                slice_pitch: w(6),
-                of_buffer: w(8) != 0,
-            })
-        }
+/// The bytes the image's pixels take (a bound for `room`); 0 for an image
+/// made from a buffer's memory (`mem_object`), which holds none of its own.
+///
+/// # Safety
+/// `format` is NULL or a `cl_image_format`.
+pub unsafe fn shape_bytes(shape: &Shape, format: *const c_void) -> u64 {
+    if shape.mem_object != 0 {
+        return 0;
     }
-
-    /// The bytes the image's pixels take (a bound for `room`).
-    ///
-    /// # Safety
-    /// `format` is NULL or a `cl_image_format`.
-    pub unsafe fn bytes(&self, format: *const c_void) -> u64 {
-        if self.of_buffer {
-            return 0;
-        }
-        // SAFETY: `format` is NULL or a cl_image_format (this fn's contract, the creating call's),
-        // which element_size needs.
-        let elem = unsafe { element_size(format) }.unwrap_or(0);
-        [self.width, self.height, self.depth, self.array_size]
-            .iter()
-            .fold(elem, |n, &d| n.saturating_mul(d.max(1) as u64))
-    }
+    // SAFETY: `format` is NULL or a cl_image_format (this fn's contract, the creating call's),
+    // which element_size needs.
+    let elem = unsafe { element_size(format) }.unwrap_or(0);
+    [shape.width, shape.height, shape.depth, shape.array_size]
+        .iter()
+        .fold(elem, |n, &d| n.saturating_mul(d.max(1) as u64))
 }
 
 /// An image's element size as the server reports it (clGetImageInfo), checked to be a size
@@ -146,9 +114,11 @@ pub unsafe fn remember(image: *mut c_void, flags: u64, format: *const c_void, sh
         return;
     };
     let slice = match (shape.image_type, shape.slice_pitch) {
-        (IMAGE3D | IMAGE2D_ARRAY, 0) => row.checked_mul(shape.height),
-        (IMAGE1D_ARRAY, 0) => Some(row),
-        (IMAGE3D | IMAGE2D_ARRAY | IMAGE1D_ARRAY, s) => Some(s),
+        (CL_MEM_OBJECT_IMAGE3D | CL_MEM_OBJECT_IMAGE2D_ARRAY, 0) => row.checked_mul(shape.height),
+        (CL_MEM_OBJECT_IMAGE1D_ARRAY, 0) => Some(row),
+        (CL_MEM_OBJECT_IMAGE3D | CL_MEM_OBJECT_IMAGE2D_ARRAY | CL_MEM_OBJECT_IMAGE1D_ARRAY, s) => {
+            Some(s)
+        }
         _ => Some(0),
     };
     let Some(slice) = slice else { return };
@@ -248,7 +218,7 @@ pub fn layout(image: *mut c_void) -> Result<Option<HostLayout>, i32> {
         return Ok(None);
     }
     let image_type: u32 = info_value(gen::clGetMemObjectInfo, image, CL_MEM_TYPE)?;
-    if !(IMAGE2D..=IMAGE1D_BUFFER).contains(&image_type) {
+    if !(CL_MEM_OBJECT_IMAGE2D..=CL_MEM_OBJECT_IMAGE1D_BUFFER).contains(&image_type) {
         // A buffer: the map is the library's to refuse.
         return Ok(None);
     }
@@ -297,7 +267,7 @@ impl HostLayout {
             at: offset as *mut u8,
             row_pitch: self.row,
             // A 1D or 2D image has no slices: its maps say 0, as natively.
-            slice_pitch: if self.image_type == IMAGE2D || server_slice == 0 {
+            slice_pitch: if self.image_type == CL_MEM_OBJECT_IMAGE2D || server_slice == 0 {
                 0
             } else {
                 self.slice
@@ -349,18 +319,18 @@ mod tests {
     /// The offsets PoCL returns natively for these maps (`image_host_ptr.c`).
     #[test]
     fn a_mapping_starts_at_the_origin_in_the_applications_layout() {
-        let m = layout(IMAGE2D, 64, 0)
+        let m = layout(CL_MEM_OBJECT_IMAGE2D, 64, 0)
             .mapping([2, 3, 0], [4, 2, 1], 64, 0)
             .expect("2D");
         assert_eq!(m.at as usize - 0x10000, 200);
         assert_eq!((m.row_pitch, m.slice_pitch), (64, 0));
-        let m = layout(IMAGE3D, 20, 80)
+        let m = layout(CL_MEM_OBJECT_IMAGE3D, 20, 80)
             .mapping([1, 1, 1], [2, 2, 1], 16, 48)
             .expect("3D");
         assert_eq!(m.at as usize - 0x10000, 104);
         assert_eq!((m.row_pitch, m.slice_pitch), (20, 80));
         // An origin whose offset overflows is refused, not wrapped.
-        assert!(layout(IMAGE2D, 64, 0)
+        assert!(layout(CL_MEM_OBJECT_IMAGE2D, 64, 0)
             .mapping([u64::MAX / 2, 0, 0], [1, 1, 1], 64, 0)
             .is_err());
     }
@@ -369,7 +339,7 @@ mod tests {
     /// padded one; the bytes between rows stay whose they are.
     #[test]
     fn rows_go_across_and_back_leaving_the_gaps() {
-        let m = layout(IMAGE2D, 12, 0)
+        let m = layout(CL_MEM_OBJECT_IMAGE2D, 12, 0)
             .mapping([0, 0, 0], [2, 3, 1], 8, 0)
             .expect("mapping");
         let server: Vec<u8> = (1..=24).collect();

@@ -11,8 +11,11 @@ use std::sync::atomic::Ordering;
 use std::sync::{Mutex, OnceLock};
 
 use wormhole_opencl_api::{
-    Kind, CL_INVALID_CONTEXT, CL_INVALID_MEM_OBJECT, CL_INVALID_OPERATION, CL_INVALID_VALUE,
-    CL_MAP_READ, CL_MEM_SIZE, CL_MEM_TYPE, CL_SUCCESS,
+    Kind, CL_EVENT_COMMAND_TYPE, CL_IMAGE_ARRAY_SIZE, CL_IMAGE_DEPTH, CL_IMAGE_HEIGHT,
+    CL_IMAGE_WIDTH, CL_INVALID_CONTEXT, CL_INVALID_MEM_OBJECT, CL_INVALID_OPERATION,
+    CL_INVALID_VALUE, CL_MAP_READ, CL_MEM_FLAGS, CL_MEM_HOST_NO_ACCESS, CL_MEM_HOST_READ_ONLY,
+    CL_MEM_HOST_WRITE_ONLY, CL_MEM_OBJECT_IMAGE1D_ARRAY, CL_MEM_OBJECT_IMAGE2D_ARRAY, CL_MEM_SIZE,
+    CL_MEM_TYPE, CL_SUCCESS,
 };
 
 use crate::connection::{fresh_id, info_value};
@@ -110,17 +113,7 @@ fn image_box_ok(
     Ok(())
 }
 
-const CL_MEM_FLAGS: u32 = 0x1101;
 const CL_MEM_CONTEXT: u32 = 0x1106;
-const CL_MEM_HOST_WRITE_ONLY: u64 = 1 << 7;
-const CL_MEM_HOST_READ_ONLY: u64 = 1 << 8;
-const CL_MEM_HOST_NO_ACCESS: u64 = 1 << 9;
-const CL_MEM_OBJECT_IMAGE2D_ARRAY: u32 = 0x10F3;
-const CL_MEM_OBJECT_IMAGE1D_ARRAY: u32 = 0x10F5;
-const CL_IMAGE_WIDTH: u32 = 0x1114;
-const CL_IMAGE_HEIGHT: u32 = 0x1115;
-const CL_IMAGE_DEPTH: u32 = 0x1116;
-const CL_IMAGE_ARRAY_SIZE: u32 = 0x1117;
 
 /// A handle a queue knows: its context or device.
 fn queue_handle(q: *mut c_void, param: u32) -> Result<*mut c_void, i32> {
@@ -762,33 +755,16 @@ unsafe fn hand_out(barrier: *mut c_void, ev: *mut *mut c_void, stands_for: u32) 
     }
 }
 
-const CL_EVENT_COMMAND_TYPE: u32 = 0x11D1;
-
-/// `clGetEventInfo`: an event standing for a transfer the client completes
-/// itself answers `CL_EVENT_COMMAND_TYPE` with the transfer's type, as the
-/// transfer's own event natively would; the rest is the library's.
-///
-/// # Safety
-/// As for `clGetEventInfo`.
-pub unsafe extern "C" fn clGetEventInfo(
-    ev: *mut c_void,
-    param: u32,
-    size: usize,
-    value: *mut c_void,
-    size_ret: *mut usize,
-) -> i32 {
-    let stands_for = match (param, obj(ev, Kind::Event)) {
-        (CL_EVENT_COMMAND_TYPE, Ok(Some(o))) => o.stands_for.load(Ordering::Relaxed),
-        _ => 0,
-    };
-    if stands_for == 0 {
-        // SAFETY: the arguments are the application's, passed unchanged: clGetEventInfo's contract
-        // is the generated forwarder's.
-        return unsafe { gen::clGetEventInfo(ev, param, size, value, size_ret) };
+/// The `CL_EVENT_COMMAND_TYPE` of an event standing for a transfer the
+/// client completes itself: the transfer's type, as the transfer's own event
+/// natively would answer. `None` for any other event or question.
+pub(crate) fn stand_in_command_type(ev: *mut c_void, param: u32) -> Option<u32> {
+    match (param, obj(ev, Kind::Event)) {
+        (CL_EVENT_COMMAND_TYPE, Ok(Some(o))) => {
+            Some(o.stands_for.load(Ordering::Relaxed)).filter(|&t| t != 0)
+        }
+        _ => None,
     }
-    // SAFETY: by clGetEventInfo's contract `value` is NULL or holds `size` bytes and `size_ret` is
-    // NULL or writable, which is what `answer` needs (it checks `size` before it writes).
-    unsafe { crate::info_cache::answer(&stands_for.to_ne_bytes(), size, value, size_ret) }
 }
 
 /// Sets our user event's status and lets our reference go.

@@ -95,9 +95,17 @@ pub unsafe extern "C" fn clIcdGetPlatformIDsKHR(
     platforms: *mut *mut c_void,
     num: *mut u32,
 ) -> i32 {
-    // SAFETY: same contract.
+    // SAFETY: `platforms` is NULL or holds `n` entries and `num` is NULL or
+    // writable: clGetPlatformIDs' contract, which the loader keeps for this
+    // entry point (this function's), passed on unchanged.
     unsafe { overrides::clGetPlatformIDs(n, platforms, num) }
 }
+
+// The two exported entry points below forward to separate, unexported
+// overrides, and must stay that way: the dispatch table holds the overrides'
+// addresses, and an exported symbol's address is bound to the first
+// definition loaded, which is the loader's own `clGetPlatformInfo`; with the
+// override exported, the loader's function dispatched to itself for ever.
 
 /// How loaders find `clIcdGetPlatformIDsKHR`.
 ///
@@ -105,7 +113,8 @@ pub unsafe extern "C" fn clIcdGetPlatformIDsKHR(
 /// `name` is NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn clGetExtensionFunctionAddress(name: *const c_char) -> *mut c_void {
-    // SAFETY: same contract.
+    // SAFETY: `name` is NULL or NUL-terminated (this function's contract,
+    // the loader's call), which the override needs.
     unsafe { overrides::clGetExtensionFunctionAddress(name) }
 }
 
@@ -121,6 +130,8 @@ pub unsafe extern "C" fn clGetPlatformInfo(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> i32 {
-    // SAFETY: same contract.
+    // SAFETY: `value` is NULL or holds `size` bytes and `size_ret` is NULL or
+    // writable: clGetPlatformInfo's contract (this function's), passed on
+    // unchanged to the override, whose contract it is too.
     unsafe { overrides::clGetPlatformInfo(p, param, size, value, size_ret) }
 }

@@ -13,14 +13,11 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use wormhole_opencl_api::{Kind, CL_SUCCESS};
+use wormhole_opencl_api::{handle_list, Kind, CL_CONTEXT_DEVICES, CL_DEVICE_GLOBAL_MEM_SIZE};
 
 use crate::connection::info_value;
 use crate::gen;
 use crate::objects::obj;
-
-const CL_CONTEXT_DEVICES: u32 = 0x1081;
-const CL_DEVICE_GLOBAL_MEM_SIZE: u32 = 0x101F;
 
 /// Below this much in all (the least global memory the embedded profile
 /// allows), the devices are not asked.
@@ -83,28 +80,13 @@ pub fn may_run_out(ctx: *mut c_void, size: usize) -> bool {
 }
 
 fn ask_budget(ctx: *mut c_void) -> Option<u64> {
-    let mut n = 0usize;
-    // SAFETY: a size query: no value buffer, a usize out-value.
-    let s =
-        unsafe { gen::clGetContextInfo(ctx, CL_CONTEXT_DEVICES, 0, std::ptr::null_mut(), &mut n) };
-    let count = n / std::mem::size_of::<*mut c_void>();
-    if s != CL_SUCCESS || count == 0 || count > 64 {
-        return None;
-    }
-    let mut devices = vec![std::ptr::null_mut::<c_void>(); count];
-    // SAFETY: room for `count` handles, as the size query said.
-    let s = unsafe {
-        gen::clGetContextInfo(
-            ctx,
-            CL_CONTEXT_DEVICES,
-            count * std::mem::size_of::<*mut c_void>(),
-            devices.as_mut_ptr().cast(),
-            std::ptr::null_mut(),
-        )
-    };
-    if s != CL_SUCCESS {
-        return None;
-    }
+    // SAFETY: the generated stub looks `ctx` up among our objects (an unknown
+    // handle is refused, never dereferenced); `value` and `size_ret` are as
+    // handle_list passes them: NULL or room for `size` bytes, NULL or one
+    // usize.
+    let devices = handle_list(64, |size, value, size_ret| unsafe {
+        gen::clGetContextInfo(ctx, CL_CONTEXT_DEVICES, size, value, size_ret)
+    })?;
     let mut least = u64::MAX;
     for d in devices {
         match info_value::<u64>(gen::clGetDeviceInfo, d, CL_DEVICE_GLOBAL_MEM_SIZE) {

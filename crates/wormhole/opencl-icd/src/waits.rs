@@ -18,12 +18,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use wormhole_opencl_api::CL_SUCCESS;
+use wormhole_opencl_api::{CL_COMPLETE, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, CL_SUCCESS};
 
 use crate::gen;
-
-const CL_COMPLETE: i32 = 0;
-const CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST: i32 = -14;
 
 /// Waits are long, for [`free_channel`], when a moving average of the last
 /// few reaches this. Well above what a free wait costs more (tens of us).

@@ -538,6 +538,27 @@ impl Drop for Harness {
 /// fuzzer's templates and the raw-protocol tests use it).
 pub struct Frame(Encoder);
 
+/// Frame methods that write one value as the encoder's method of the same
+/// name does, returning the frame so that calls chain.
+macro_rules! frame_puts {
+    ($($name:ident($ty:ty) => $put:ident;)*) => {
+        impl Frame {
+            $(pub fn $name(mut self, v: $ty) -> Self {
+                self.0.$put(v);
+                self
+            })*
+        }
+    };
+}
+
+frame_puts! {
+    u8(u8) => u8;
+    u32(u32) => u32;
+    u64(u64) => u64;
+    bytes(&[u8]) => bytes;
+    opt(Option<&[u8]>) => opt_bytes;
+}
+
 impl Frame {
     pub fn new(f: u32) -> Self {
         let mut e = Encoder::new();
@@ -545,32 +566,11 @@ impl Frame {
         Frame(e)
     }
     /// A handle (an id) or any u64.
-    pub fn h(mut self, id: u64) -> Self {
-        self.0.u64(id);
-        self
-    }
-    pub fn u32(mut self, v: u32) -> Self {
-        self.0.u32(v);
-        self
-    }
-    pub fn u64(mut self, v: u64) -> Self {
-        self.0.u64(v);
-        self
-    }
-    pub fn u8(mut self, v: u8) -> Self {
-        self.0.u8(v);
-        self
+    pub fn h(self, id: u64) -> Self {
+        self.u64(id)
     }
     pub fn b(self, v: bool) -> Self {
         self.u8(v as u8)
-    }
-    pub fn bytes(mut self, v: &[u8]) -> Self {
-        self.0.bytes(v);
-        self
-    }
-    pub fn opt(mut self, v: Option<&[u8]>) -> Self {
-        self.0.opt_bytes(v);
-        self
     }
     /// A present array of ids (or of property values).
     pub fn ids(mut self, v: &[u64]) -> Self {

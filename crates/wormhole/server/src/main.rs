@@ -114,30 +114,42 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
         Some(p) => Config::load(p)?,
         None => Config::default(),
     };
-    if let Some(s) = &cli.socket {
-        c.socket = s.clone();
+    // A value given on the command line replaces the file's.
+    macro_rules! given {
+        ($($field:ident),*) => {$(
+            if let Some(v) = &cli.$field {
+                c.$field = v.clone();
+            }
+        )*};
     }
-    if let Some(m) = cli.socket_mode {
-        c.socket_mode = m;
+    // Likewise for a setting that is itself optional.
+    macro_rules! given_optional {
+        ($($field:ident),*) => {$(
+            if cli.$field.is_some() {
+                c.$field = cli.$field.clone();
+            }
+        )*};
     }
-    if let Some(g) = &cli.socket_group {
-        c.socket_group = Some(g.clone());
-    }
-    if let Some(t) = &cli.tcp {
-        c.tcp = Some(t.clone());
-    }
-    if let Some(p) = &cli.tcp_token_file {
-        c.tcp_token_file = Some(p.clone());
-    }
-    if let Some(d) = cli.tcp_dead_peer {
-        c.tcp_dead_peer = d;
-    }
-    if let Some(h) = cli.handoff {
-        c.handoff = h;
-    }
-    if let Some(h) = cli.held_replies {
-        c.held_replies = h;
-    }
+    given!(
+        socket,
+        socket_mode,
+        tcp_dead_peer,
+        handoff,
+        held_replies,
+        max_tenants,
+        tenant_memory,
+        device_memory,
+        residency,
+        store_size
+    );
+    given_optional!(
+        socket_group,
+        tcp,
+        tcp_token_file,
+        cuda_runtime,
+        store_dir,
+        tenant_uids
+    );
     if !cli.platforms.is_empty() {
         c.platforms = cli.platforms.clone();
     }
@@ -147,38 +159,14 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
     if cli.no_cuda {
         c.cuda = false;
     }
-    if let Some(p) = &cli.cuda_runtime {
-        c.cuda_runtime = Some(p.clone());
-    }
     if cli.no_shared_buffers {
         c.shared_buffers = 0;
-    }
-    if let Some(n) = cli.max_tenants {
-        c.max_tenants = n;
-    }
-    if let Some(n) = cli.tenant_memory {
-        c.tenant_memory = n;
-    }
-    if let Some(n) = cli.device_memory {
-        c.device_memory = n;
     }
     if cli.oversubscribe {
         c.oversubscribe = true;
     }
-    if let Some(r) = cli.residency {
-        c.residency = r;
-    }
-    if let Some(d) = &cli.store_dir {
-        c.store_dir = Some(d.clone());
-    }
-    if let Some(n) = cli.store_size {
-        c.store_size = n;
-    }
     if cli.no_confine {
         c.confine = false;
-    }
-    if let Some(r) = &cli.tenant_uids {
-        c.tenant_uids = Some(r.clone());
     }
     c.validate()?;
     Ok(c)

@@ -4,7 +4,9 @@
 
 use std::ffi::c_void;
 
-use wormhole_opencl_api::{Kind, CL_IMAGE_ELEMENT_SIZE, CL_MEM_TYPE};
+use wormhole_opencl_api::{
+    Kind, CL_IMAGE_ELEMENT_SIZE, CL_MEM_OBJECT_IMAGE2D, CL_MEM_OBJECT_IMAGE3D, CL_MEM_TYPE,
+};
 
 use super::creation::{count_held, remember_host_ptr};
 use super::events::settle_for;
@@ -29,18 +31,10 @@ pub unsafe extern "C" fn clCreateImage(
     // SAFETY: the arguments are the application's, passed unchanged: clCreateImage's contract is
     // the generated forwarder's.
     let m = unsafe { gen::clCreateImage(ctx, flags, format, desc, host_ptr, err) };
-    // SAFETY: `desc` is NULL or a cl_image_desc (72 bytes, all of_desc reads) and `format` NULL or
-    // a cl_image_format (two cl_uints) by clCreateImage's contract; `m` may be NULL (creation
-    // failed), which new_image's lookups refuse.
-    unsafe {
-        new_image(
-            m,
-            flags,
-            format,
-            host_images::Shape::of_desc(desc),
-            host_ptr,
-        )
-    };
+    // SAFETY: `desc` is NULL or a cl_image_desc and `format` NULL or a cl_image_format (two
+    // cl_uints) by clCreateImage's contract; `m` may be NULL (creation failed), which new_image's
+    // lookups refuse.
+    unsafe { new_image_of_desc(m, flags, format, desc, host_ptr) };
     m
 }
 
@@ -63,16 +57,28 @@ pub unsafe extern "C" fn clCreateImageWithProperties(
     // SAFETY: `desc` is NULL or a cl_image_desc and `format` NULL or a cl_image_format by
     // clCreateImageWithProperties's contract; a NULL `m` (creation failed) is refused by
     // new_image's lookups.
-    unsafe {
-        new_image(
-            m,
-            flags,
-            format,
-            host_images::Shape::of_desc(desc),
-            host_ptr,
-        )
-    };
+    unsafe { new_image_of_desc(m, flags, format, desc, host_ptr) };
     m
+}
+
+/// [`new_image`] for an image the application described with a
+/// `cl_image_desc`.
+///
+/// # Safety
+/// `format` is NULL or a `cl_image_format`; `desc` NULL or a `cl_image_desc`.
+unsafe fn new_image_of_desc(
+    m: *mut c_void,
+    flags: u64,
+    format: *const c_void,
+    desc: *const c_void,
+    host_ptr: *mut c_void,
+) {
+    // SAFETY: `desc` is NULL or a cl_image_desc and `format` NULL or a cl_image_format (this fn's
+    // contract), all that shape_of_desc and new_image read through them.
+    unsafe {
+        let shape = host_images::shape_of_desc(desc);
+        new_image(m, flags, format, shape, host_ptr);
+    }
 }
 
 /// Notes what this side keeps of a new image: its USE_HOST_PTR memory and
@@ -93,10 +99,10 @@ unsafe fn new_image(
     }
     if let Some(shape) = shape {
         // SAFETY: `format` is NULL or a cl_image_format (this fn's contract), all that remember and
-        // Shape::bytes read through it.
+        // shape_bytes read through it.
         unsafe {
             host_images::remember(m, flags, format, shape);
-            count_held(m, shape.bytes(format));
+            count_held(m, host_images::shape_bytes(&shape, format));
         }
     }
 }
@@ -118,7 +124,7 @@ pub unsafe extern "C" fn clCreateImage2D(
     // the generated forwarder's.
     let m = unsafe { gen::clCreateImage2D(ctx, flags, format, w, h, row, host_ptr, err) };
     let shape = host_images::Shape {
-        image_type: 0x10F1,
+        image_type: CL_MEM_OBJECT_IMAGE2D,
         width: w,
         height: h,
         row_pitch: row,
@@ -148,7 +154,7 @@ pub unsafe extern "C" fn clCreateImage3D(
     // the generated forwarder's.
     let m = unsafe { gen::clCreateImage3D(ctx, flags, format, w, h, d, row, slice, host_ptr, err) };
     let shape = host_images::Shape {
-        image_type: 0x10F2,
+        image_type: CL_MEM_OBJECT_IMAGE3D,
         width: w,
         height: h,
         depth: d,

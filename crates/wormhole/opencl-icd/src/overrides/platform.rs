@@ -4,7 +4,9 @@
 
 use std::ffi::{c_char, c_void, CStr};
 
-use wormhole_opencl_api::{Kind, CL_INVALID_VALUE, CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS};
+use wormhole_opencl_api::{
+    Kind, CL_INVALID_VALUE, CL_PLATFORM_NAME, CL_PLATFORM_NOT_FOUND_KHR, CL_SUCCESS,
+};
 
 use crate::connection::conn;
 use crate::gen;
@@ -40,8 +42,6 @@ pub unsafe extern "C" fn clGetPlatformIDs(
     }
 }
 
-const CL_PLATFORM_NAME: u32 = 0x0902;
-
 fn keep_remote_name() -> bool {
     static K: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *K.get_or_init(|| std::env::var("WORMHOLE_PLATFORM_NAME").is_ok_and(|v| v == "remote"))
@@ -57,7 +57,9 @@ pub const NAME_PREFIX: &str = "Wormhole: ";
 unsafe fn answer(s: &[u8], size: usize, value: *mut c_void, size_ret: *mut usize) -> i32 {
     let mut v = s.to_vec();
     v.push(0);
-    // SAFETY: this function's contract is `answer`'s.
+    // SAFETY: `value` is NULL or holds `size` bytes and `size_ret` is NULL or
+    // a writable size_t (this function's contract), which is what
+    // info_cache::answer needs; it writes no more than `size` bytes.
     unsafe { crate::info_cache::answer(&v, size, value, size_ret) }
 }
 

@@ -4,7 +4,10 @@
 
 use std::ffi::{c_char, c_void};
 
-use wormhole_opencl_api::{Kind, CL_INVALID_VALUE, CL_SUCCESS};
+use wormhole_opencl_api::{
+    Kind, CL_INVALID_VALUE, CL_PROGRAM_BINARIES, CL_PROGRAM_BINARY_SIZES, CL_PROGRAM_NUM_DEVICES,
+    CL_SUCCESS,
+};
 
 use crate::connection::info_value;
 use crate::gen;
@@ -222,10 +225,6 @@ unsafe fn finish<R>(ev: *mut c_void, take: impl FnOnce(*mut c_void) -> R) -> R {
     unsafe { gen::clReleaseEvent(ev) };
     r
 }
-
-const CL_PROGRAM_NUM_DEVICES: u32 = 0x1162;
-const CL_PROGRAM_BINARY_SIZES: u32 = 0x1165;
-const CL_PROGRAM_BINARIES: u32 = 0x1166;
 
 /// # Safety
 /// As for `clGetProgramInfo`.

@@ -5,7 +5,10 @@
 use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
-use wormhole_opencl_api::{func, Kind, CL_MAP_READ, CL_MAP_WRITE_INVALIDATE_REGION, CL_SUCCESS};
+use wormhole_opencl_api::{
+    func, Kind, CL_MAP_READ, CL_MAP_WRITE_INVALIDATE_REGION, CL_MEM_HOST_NO_ACCESS,
+    CL_MEM_HOST_READ_ONLY, CL_MEM_HOST_WRITE_ONLY, CL_SUCCESS,
+};
 use wormhole_transport::copy::copy_bulk;
 
 use super::events::settle_for;
@@ -186,10 +189,6 @@ unsafe fn transfer_shortcut(t: &BufTransfer, blocking: u32) -> Option<i32> {
     // contract), which is transfer_via_map's.
     Some(unsafe { transfer_via_map(o, t) })
 }
-
-const CL_MEM_HOST_WRITE_ONLY: u64 = 1 << 7;
-const CL_MEM_HOST_READ_ONLY: u64 = 1 << 8;
-const CL_MEM_HOST_NO_ACCESS: u64 = 1 << 9;
 
 /// A transfer the client makes itself, without the server: the buffer is
 /// one the server placed in the arena and published in its directory, the

@@ -8,6 +8,10 @@ use super::{ids, triple, Frame};
 
 /// Valid requests on the seeded objects, one per interesting path: the
 /// structured fuzz mode mutates these. Ids 100 and up are fresh.
+///
+/// A table, one entry per request, so it stays one function: a fuzz input
+/// picks entries by index and the tests name entries by position, so the
+/// order is part of what the table means.
 pub fn templates() -> Vec<Vec<u8>> {
     use func::*;
     use ids::*;
@@ -98,35 +102,9 @@ pub fn templates() -> Vec<Vec<u8>> {
             .u64(64)
             .no_events()
             .done(),
-        Frame::new(clEnqueueReadBufferRect)
-            .h(QUEUE)
-            .h(BUFFER)
-            .u32(1)
-            .opt(Some(&zero))
-            .opt(Some(&zero))
-            .opt(Some(&triple(8, 2, 1)))
-            .u64(16)
-            .u64(0)
-            .u64(8)
-            .u64(0)
-            .b(true)
-            .no_events()
-            .done(),
-        Frame::new(clSetKernelArg)
-            .h(KERNEL)
-            .u32(0)
-            .u64(8)
-            .u8(2)
-            .u8(0)
-            .h(BUFFER)
-            .done(),
-        Frame::new(clSetKernelArg)
-            .h(KERNEL)
-            .u32(1)
-            .u64(4)
-            .u8(1)
-            .bytes(&[9, 0, 0, 0])
-            .done(),
+        read_buffer_rect([8, 2, 1], 16, 8),
+        set_arg_handle(KERNEL, 0, 0, BUFFER),
+        set_arg_bytes(KERNEL, 1, &[9, 0, 0, 0]),
         Frame::new(clEnqueueNDRangeKernel)
             .h(QUEUE)
             .h(KERNEL)
@@ -258,14 +236,7 @@ pub fn templates() -> Vec<Vec<u8>> {
             .info(0x1165, 8)
             .done(),
         Frame::new(clReleaseContext).h(CONTEXT).done(),
-        Frame::new(clSetKernelArg)
-            .h(KERNEL)
-            .u32(0)
-            .u64(8)
-            .u8(2)
-            .u8(1)
-            .h(SAMPLER)
-            .done(),
+        set_arg_handle(KERNEL, 0, 1, SAMPLER),
         Frame::new(clEnqueueCopyBufferRect)
             .h(QUEUE)
             .h(BUFFER)
@@ -387,6 +358,26 @@ pub fn set_arg_null(kernel: u64, index: u32, size: u64) -> Vec<u8> {
         .done()
 }
 
+/// A blocking `clEnqueueReadBufferRect` of `region` from the seeded buffer's
+/// origin, with the given row pitches (packed slices), without events.
+pub fn read_buffer_rect(region: [u64; 3], buffer_row: u64, host_row: u64) -> Vec<u8> {
+    let [x, y, z] = region;
+    Frame::new(func::clEnqueueReadBufferRect)
+        .h(ids::QUEUE)
+        .h(ids::BUFFER)
+        .u32(1)
+        .opt(Some(&triple(0, 0, 0)))
+        .opt(Some(&triple(0, 0, 0)))
+        .opt(Some(&triple(x, y, z)))
+        .u64(buffer_row)
+        .u64(0)
+        .u64(host_row)
+        .u64(0)
+        .b(true)
+        .no_events()
+        .done()
+}
+
 /// `clEnqueueNDRangeKernel` on the seeded queue, without events.
 pub fn launch(kernel: u64, offset: Option<&[u64]>, global: &[u64]) -> Vec<u8> {
     let bytes = |v: &[u64]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
@@ -431,20 +422,7 @@ pub(crate) fn argument_templates() -> Vec<Vec<u8>> {
         launch(KERNEL, None, &[max, max, max]),
         launch(KERNEL, Some(&[max]), &[2]),
         // A rectangle of 64 x 2^40 bytes.
-        Frame::new(func::clEnqueueReadBufferRect)
-            .h(QUEUE)
-            .h(BUFFER)
-            .u32(1)
-            .opt(Some(&triple(0, 0, 0)))
-            .opt(Some(&triple(0, 0, 0)))
-            .opt(Some(&triple(64, 1 << 40, 1)))
-            .u64(64)
-            .u64(0)
-            .u64(64)
-            .u64(0)
-            .b(true)
-            .no_events()
-            .done(),
+        read_buffer_rect([64, 1 << 40, 1], 64, 64),
         Frame::new(func::clEnqueueTask)
             .h(QUEUE)
             .h(KERNEL_ALL)

@@ -22,7 +22,10 @@
 use std::ffi::c_void;
 
 use rustc_hash::FxHashMap;
-use wormhole_opencl_api::{Kind, CL_INVALID_MEM_OBJECT, CL_SUCCESS};
+use wormhole_opencl_api::{
+    Kind, CL_INVALID_ARG_SIZE, CL_INVALID_ARG_VALUE, CL_INVALID_MEM_OBJECT, CL_INVALID_SAMPLER,
+    CL_KERNEL_ARG_INFO_NOT_AVAILABLE, CL_MEM_OBJECT_BUFFER, CL_MEM_TYPE, CL_SUCCESS,
+};
 
 use super::ffi;
 use super::tenant::Tenant;
@@ -32,12 +35,6 @@ const CL_KERNEL_ARG_TYPE_NAME: u32 = 0x1198;
 const CL_KERNEL_ARG_ADDRESS_GLOBAL: u32 = 0x119B;
 const CL_KERNEL_ARG_ADDRESS_LOCAL: u32 = 0x119C;
 const CL_KERNEL_ARG_ADDRESS_CONSTANT: u32 = 0x119D;
-const CL_KERNEL_ARG_INFO_NOT_AVAILABLE: i32 = -19;
-const CL_INVALID_ARG_VALUE: i32 = -50;
-const CL_INVALID_ARG_SIZE: i32 = -51;
-const CL_INVALID_SAMPLER: i32 = -41;
-const CL_MEM_TYPE: u32 = 0x1100;
-const CL_MEM_OBJECT_BUFFER: u32 = 0x10F0;
 const HANDLE_SIZE: usize = std::mem::size_of::<usize>();
 
 /// What a kernel argument is declared as.

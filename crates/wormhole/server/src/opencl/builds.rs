@@ -20,7 +20,10 @@ use std::ffi::{c_char, c_void, CStr, CString};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use wormhole_opencl_api::{CL_INVALID_OPERATION, CL_INVALID_VALUE, CL_SUCCESS};
+use wormhole_opencl_api::{
+    CL_COMPLETE, CL_INVALID_EVENT, CL_INVALID_LINKER_OPTIONS, CL_INVALID_OPERATION,
+    CL_INVALID_PROGRAM, CL_INVALID_VALUE, CL_SUCCESS,
+};
 
 use super::ffi;
 use super::tenant::Tenant;
@@ -30,10 +33,6 @@ use super::tenant::Tenant;
 /// threads without bound.
 pub const MAX_BUILD_THREADS: usize = 4;
 
-const CL_COMPLETE: i32 = 0;
-const CL_INVALID_EVENT: i32 = -58;
-const CL_INVALID_PROGRAM: i32 = -44;
-const CL_INVALID_LINKER_OPTIONS: i32 = -67;
 const CL_PROGRAM_CONTEXT: u32 = 0x1161;
 
 /// How a job ended: its status and, for a link, the program it made

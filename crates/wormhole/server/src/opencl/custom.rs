@@ -7,10 +7,11 @@
 use std::ffi::{c_char, c_void, CString};
 
 use wormhole_opencl_api::{
-    func, image_element_size, image_host_size, image_window, rect_extent, triple, Kind,
-    CL_CONTEXT_PLATFORM, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_ARG_SIZE, CL_INVALID_HOST_PTR,
+    func, image_element_size, image_host_size, image_window, map_context_platform,
+    map_context_platform_bytes, rect_extent, triple, Kind, CL_CONTEXT_PROPERTIES,
+    CL_IMAGE_ELEMENT_SIZE, CL_INVALID_ARG_SIZE, CL_INVALID_HOST_PTR,
     CL_INVALID_IMAGE_FORMAT_DESCRIPTOR, CL_INVALID_VALUE, CL_MEM_COPY_HOST_PTR, CL_MEM_TYPE,
-    CL_MEM_USE_HOST_PTR, CL_SUCCESS, IMAGE_DESC_LEN,
+    CL_MEM_USE_HOST_PTR, CL_SUCCESS,
 };
 use wormhole_wire::{Decoder, Encoder};
 
@@ -18,20 +19,10 @@ use super::tenant::{alloc_zeroed, bad, Tenant};
 
 /// Custom info values: context properties carry a platform handle.
 pub fn info(t: &mut Tenant, f: u32, param: u32, v: &mut [u8]) {
-    if f == func::clGetContextInfo && param == 0x1082 {
-        let mut i = 0;
-        while i + 16 <= v.len() {
-            let key = isize::from_le_bytes(v[i..i + 8].try_into().unwrap_or([0; 8]));
-            if key == 0 {
-                break;
-            }
-            if key == CL_CONTEXT_PLATFORM {
-                let raw = usize::from_le_bytes(v[i + 8..i + 16].try_into().unwrap_or([0; 8]));
-                let id = t.id_for(Kind::Platform, raw as *mut c_void);
-                v[i + 8..i + 16].copy_from_slice(&id.to_le_bytes());
-            }
-            i += 16;
-        }
+    if f == func::clGetContextInfo && param == CL_CONTEXT_PROPERTIES {
+        map_context_platform_bytes(v, |raw| {
+            t.id_for(Kind::Platform, raw as usize as *mut c_void)
+        });
     }
     // CL_MEM_HOST_PTR: the server's pointer means nothing to the client,
     // which substitutes its own; zero it rather than leak an address.
@@ -84,18 +75,15 @@ fn props_raw(d: &mut Decoder<'_>) -> Result<Option<Vec<u64>>, i32> {
 pub mod context_props {
     use super::*;
     pub fn decode(t: &mut Tenant, d: &mut Decoder<'_>) -> Result<Props<isize>, i32> {
-        let Some(raw) = props_raw(d)? else {
+        let Some(mut raw) = props_raw(d)? else {
             return Ok(Props { list: None });
         };
-        let mut out: Vec<isize> = raw.iter().map(|&x| x as isize).collect();
-        let mut i = 0;
-        while i + 1 < out.len() && out[i] != 0 {
-            if out[i] == CL_CONTEXT_PLATFORM {
-                out[i + 1] = t.lookup(out[i + 1] as u64, Kind::Platform)? as isize;
-            }
-            i += 2;
-        }
-        Ok(Props { list: Some(out) })
+        map_context_platform(&mut raw, |id| {
+            t.lookup(id, Kind::Platform).map(|p| p as u64)
+        })?;
+        Ok(Props {
+            list: Some(raw.into_iter().map(|x| x as isize).collect()),
+        })
     }
 }
 
@@ -176,23 +164,8 @@ fn format_elem(format: Option<&[u8]>) -> Option<u64> {
 }
 
 /// `cl_image_desc`, with its buffer handle translated.
-#[repr(C)]
-#[derive(Default)]
-pub struct ImageDescC {
-    pub image_type: u32,
-    pub width: usize,
-    pub height: usize,
-    pub depth: usize,
-    pub array_size: usize,
-    pub row_pitch: usize,
-    pub slice_pitch: usize,
-    pub num_mip_levels: u32,
-    pub num_samples: u32,
-    pub mem_object: usize,
-}
-
 pub struct ImageDesc {
-    desc: Option<Box<ImageDescC>>,
+    desc: Option<Box<wormhole_opencl_api::ImageDesc>>,
 }
 
 impl NoReply for ImageDesc {}
@@ -200,21 +173,11 @@ impl NoReply for ImageDesc {}
 impl ImageDesc {
     pub fn arg(&mut self) -> *const c_void {
         self.desc.as_deref().map_or(std::ptr::null(), |d| {
-            d as *const ImageDescC as *const c_void
+            d as *const wormhole_opencl_api::ImageDesc as *const c_void
         })
     }
     fn host_size(&self, elem: Option<u64>) -> Option<u64> {
-        let d = self.desc.as_deref()?;
-        image_host_size(
-            d.image_type,
-            d.width as u64,
-            d.height as u64,
-            d.depth as u64,
-            d.array_size as u64,
-            d.row_pitch as u64,
-            d.slice_pitch as u64,
-            elem?,
-        )
+        self.desc.as_deref()?.host_size(elem?)
     }
 }
 
@@ -224,25 +187,10 @@ pub mod image_desc {
         let Some(b) = d.opt_bytes().map_err(bad)? else {
             return Ok(ImageDesc { desc: None });
         };
-        if b.len() != IMAGE_DESC_LEN {
-            return Err(CL_INVALID_VALUE);
-        }
-        let u = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8])) as usize;
-        let w = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap_or([0; 4]));
-        let mem = t.lookup(u(64) as u64, Kind::Mem)? as usize;
+        let mut desc = wormhole_opencl_api::ImageDesc::from_bytes(b).ok_or(CL_INVALID_VALUE)?;
+        desc.mem_object = t.lookup(desc.mem_object as u64, Kind::Mem)? as usize;
         Ok(ImageDesc {
-            desc: Some(Box::new(ImageDescC {
-                image_type: w(0),
-                width: u(8),
-                height: u(16),
-                depth: u(24),
-                array_size: u(32),
-                row_pitch: u(40),
-                slice_pitch: u(48),
-                num_mip_levels: w(56),
-                num_samples: w(60),
-                mem_object: mem,
-            })),
+            desc: Some(Box::new(desc)),
         })
     }
 }
@@ -332,6 +280,16 @@ fn program_fits(t: &Tenant, parts: &[&[u8]]) -> Result<(), i32> {
     }
 }
 
+/// A list's entry count, which must be the count another argument gave
+/// (the library would read that many entries).
+fn count_of(d: &mut Decoder<'_>, expected: u32) -> Result<u32, i32> {
+    let n = d.u32().map_err(bad)?;
+    if n != expected {
+        return Err(CL_INVALID_VALUE);
+    }
+    Ok(n)
+}
+
 pub mod sources {
     use super::*;
     pub fn decode<'a>(
@@ -344,10 +302,7 @@ pub mod sources {
         if !d.bool().map_err(bad)? {
             return Err(CL_INVALID_VALUE);
         }
-        let n = d.u32().map_err(bad)?;
-        if n != *count {
-            return Err(CL_INVALID_VALUE);
-        }
+        let n = count_of(d, *count)?;
         let src: Vec<&[u8]> = (0..n)
             .map(|_| d.bytes().map_err(bad))
             .collect::<Result<_, _>>()?;
@@ -441,10 +396,7 @@ pub mod binaries {
                 _request: std::marker::PhantomData,
             });
         }
-        let n = d.u32().map_err(bad)?;
-        if n != *num_devices {
-            return Err(CL_INVALID_VALUE);
-        }
+        let n = count_of(d, *num_devices)?;
         let mut bins: Vec<Option<&[u8]>> = Vec::new();
         for _ in 0..n {
             bins.push(d.opt_bytes().map_err(bad)?);
@@ -517,10 +469,7 @@ pub mod header_names {
                 ptrs: None,
             });
         }
-        let n = d.u32().map_err(bad)?;
-        if n != *n_headers {
-            return Err(CL_INVALID_VALUE);
-        }
+        let n = count_of(d, *n_headers)?;
         let names: Vec<CString> = (0..n)
             .map(|_| CString::new(d.bytes().map_err(bad)?).map_err(|_| CL_INVALID_VALUE))
             .collect::<Result<_, _>>()?;

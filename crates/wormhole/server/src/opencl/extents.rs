@@ -5,12 +5,12 @@
 use std::ffi::c_void;
 
 use wormhole_opencl_api::{
-    rect_extent, triple, CL_IMAGE_ELEMENT_SIZE, CL_INVALID_MEM_OBJECT, CL_INVALID_VALUE, CL_SUCCESS,
+    rect_extent, triple, CL_IMAGE_ARRAY_SIZE, CL_IMAGE_DEPTH, CL_IMAGE_ELEMENT_SIZE,
+    CL_IMAGE_HEIGHT, CL_IMAGE_WIDTH, CL_INVALID_MEM_OBJECT, CL_INVALID_VALUE, CL_MEM_OBJECT_BUFFER,
+    CL_MEM_OBJECT_IMAGE1D_ARRAY, CL_MEM_OBJECT_IMAGE2D_ARRAY, CL_MEM_SIZE, CL_MEM_TYPE, CL_SUCCESS,
 };
 
 use super::ffi;
-
-const CL_MEM_SIZE: u32 = 0x1102;
 
 /// Reads three size_t values (an origin or a region) from a request.
 ///
@@ -208,12 +208,3 @@ unsafe fn box_bytes(region: *const c_void, elem: u64) -> Result<u64, i32> {
         .try_fold(elem, |acc, &x| acc.checked_mul(x))
         .ok_or(CL_INVALID_VALUE)
 }
-
-const CL_MEM_TYPE: u32 = 0x1100;
-const CL_MEM_OBJECT_BUFFER: u32 = 0x10F0;
-const CL_MEM_OBJECT_IMAGE2D_ARRAY: u32 = 0x10F3;
-const CL_MEM_OBJECT_IMAGE1D_ARRAY: u32 = 0x10F5;
-const CL_IMAGE_WIDTH: u32 = 0x1114;
-const CL_IMAGE_HEIGHT: u32 = 0x1115;
-const CL_IMAGE_DEPTH: u32 = 0x1116;
-const CL_IMAGE_ARRAY_SIZE: u32 = 0x1117;

@@ -23,18 +23,15 @@ use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use wormhole_opencl_api::CL_SUCCESS;
+use wormhole_opencl_api::{
+    CL_COMPLETE, CL_EVENT_COMMAND_EXECUTION_STATUS, CL_EVENT_COMMAND_QUEUE, CL_EVENT_CONTEXT,
+    CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST, CL_SUCCESS,
+};
 use wormhole_transport::shm::HeldReply;
 use wormhole_transport::{Channel, TransportError};
 use wormhole_wire::Encoder;
 
 use super::{ffi, info_value};
-
-const CL_COMPLETE: i32 = 0;
-const CL_EVENT_COMMAND_QUEUE: u32 = 0x11D0;
-const CL_EVENT_CONTEXT: u32 = 0x11D4;
-const CL_EVENT_COMMAND_EXECUTION_STATUS: u32 = 0x11D3;
-const CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST: i32 = -14;
 
 /// The first and the longest pause between looks at an owed reply's events.
 const FIRST_LOOK: Duration = Duration::from_millis(1);

@@ -20,7 +20,7 @@
 use std::ffi::c_void;
 
 use rustc_hash::FxHashMap;
-use wormhole_opencl_api::{CL_OUT_OF_RESOURCES, CL_SUCCESS};
+use wormhole_opencl_api::{CL_OUT_OF_RESOURCES, CL_QUEUE_DEVICE, CL_SUCCESS};
 
 use super::args::ArgDecl;
 use super::ffi;
@@ -30,7 +30,6 @@ const CL_INVALID_WORK_DIMENSION: i32 = -53;
 const CL_INVALID_GLOBAL_OFFSET: i32 = -56;
 const CL_INVALID_GLOBAL_WORK_SIZE: i32 = -63;
 const CL_INVALID_KERNEL_ARGS: i32 = -52;
-const CL_QUEUE_DEVICE: u32 = 0x1091;
 const CL_DEVICE_LOCAL_MEM_SIZE: u32 = 0x1023;
 const CL_KERNEL_LOCAL_MEM_SIZE: u32 = 0x11B2;
 /// Devices whose local memory size is kept (a tenant has one or a few;

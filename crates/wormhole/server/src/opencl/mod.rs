@@ -31,7 +31,8 @@ pub mod waits;
 use std::ffi::c_void;
 
 use wormhole_opencl_api::{
-    func, CallbackKind, Kind, CL_INVALID_OPERATION, CL_INVALID_VALUE, CL_SUCCESS,
+    func, CallbackKind, Kind, CL_EVENT_COMMAND_EXECUTION_STATUS, CL_EVENT_COMMAND_TYPE,
+    CL_INVALID_OPERATION, CL_INVALID_VALUE, CL_PLATFORM_NAME, CL_SUCCESS,
 };
 
 /// `num_events_in_wait_list` > 0 with no list.
@@ -49,10 +50,10 @@ include!(concat!(env!("OUT_DIR"), "/server_gen.rs"));
 
 // What `server=` expressions in the description use.
 
-/// Transfers into or out of a request or reply buffer must complete before
-/// the buffer is reused, so the server always runs them blocking; the
-/// events they return are then already complete.
-const CL_TRUE: u32 = 1;
+// Transfers into or out of a request or reply buffer must complete before
+// the buffer is reused, so the server always runs them blocking (CL_TRUE);
+// the events they return are then already complete.
+use wormhole_opencl_api::CL_TRUE;
 
 /// A rectangular transfer's host window starts at the client's host origin,
 /// so the library sees a zero origin into it.
@@ -73,8 +74,6 @@ pub(crate) fn host_flags(flags: u64) -> u64 {
     }
 }
 
-const CL_EVENT_COMMAND_TYPE: u32 = 0x11D1;
-const CL_EVENT_COMMAND_EXECUTION_STATUS: u32 = 0x11D3;
 const CL_COMMAND_USER: u32 = 0x1204;
 
 /// The blocking flag the server uses for a transfer it must perform
@@ -237,8 +236,6 @@ pub fn largest_device_memory(platforms: &[*mut c_void]) -> u64 {
     }
     largest
 }
-
-const CL_PLATFORM_NAME: u32 = 0x0902;
 
 /// The platforms to export: all, or those whose name contains one of
 /// `filters`.

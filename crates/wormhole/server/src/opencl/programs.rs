@@ -19,21 +19,22 @@
 
 use std::ffi::{c_char, c_void, CStr, CString};
 
-use wormhole_opencl_api::{CL_INVALID_VALUE, CL_SUCCESS};
+use wormhole_opencl_api::{
+    CL_INVALID_LINKER_OPTIONS, CL_INVALID_VALUE, CL_KERNEL_ARG_INFO_NOT_AVAILABLE,
+    CL_PROGRAM_NUM_DEVICES, CL_SUCCESS,
+};
 
 use super::ffi;
-use super::tenant::{alloc_zeroed, Tenant};
+use super::queries::info_bytes;
+use super::tenant::Tenant;
 
 /// What the tenant adds to every build, compilation and link.
 pub const ARG_INFO: &CStr = c"-cl-kernel-arg-info";
 
 const CL_PROGRAM_BUILD_OPTIONS: u32 = 0x1182;
-const CL_PROGRAM_NUM_DEVICES: u32 = 0x1162;
 const CL_PROGRAM_DEVICES: u32 = 0x1163;
 const CL_KERNEL_PROGRAM: u32 = 0x1194;
 const CL_INVALID_BUILD_OPTIONS: i32 = -43;
-const CL_INVALID_LINKER_OPTIONS: i32 = -67;
-const CL_KERNEL_ARG_INFO_NOT_AVAILABLE: i32 = -19;
 
 /// Build options as the library is given them.
 pub struct Options(Option<CString>);
@@ -107,38 +108,21 @@ unsafe fn reported_options(
     device: *mut c_void,
     max: u64,
 ) -> Result<Vec<u8>, i32> {
-    let mut len = 0usize;
-    // SAFETY: a size query: no value, `len` is ours.
-    let s = unsafe {
-        ffi::clGetProgramBuildInfo(
-            program,
-            device,
-            CL_PROGRAM_BUILD_OPTIONS,
-            0,
-            std::ptr::null_mut(),
-            &mut len,
-        )
-    };
-    if s != CL_SUCCESS {
-        return Err(s);
-    }
     // The options the application sent, and ours: never more than a
     // request held.
-    let mut opts = alloc_zeroed(len as u64, max)?;
-    // SAFETY: `opts` holds `len` bytes, the size the library asked for.
-    let s = unsafe {
+    // SAFETY: `program` is a program and `device` one of its devices (this
+    // function's contract); `value` and `size_ret` are as info_bytes passes
+    // them: NULL or room for `size` bytes, NULL or one size_t.
+    let mut opts = info_bytes(max, |size, value, size_ret| unsafe {
         ffi::clGetProgramBuildInfo(
             program,
             device,
             CL_PROGRAM_BUILD_OPTIONS,
-            opts.len(),
-            opts.as_mut_ptr().cast(),
-            std::ptr::null_mut(),
+            size,
+            value,
+            size_ret,
         )
-    };
-    if s != CL_SUCCESS {
-        return Err(s);
-    }
+    })?;
     let n = opts.iter().position(|&b| b == 0).unwrap_or(opts.len());
     opts.truncate(n);
     Ok(opts)
@@ -262,6 +246,22 @@ fn made_from(t: &mut Tenant, program: *mut c_void, err: *mut i32, bytes: u64) ->
     program
 }
 
+/// The bytes a program is made from: the sum of its `count` lengths (0 for
+/// NULL lengths).
+///
+/// # Safety
+/// `lengths` is NULL or holds `count` lengths.
+unsafe fn total_length(lengths: *const usize, count: u32) -> u64 {
+    if lengths.is_null() {
+        return 0;
+    }
+    // SAFETY: non-NULL, so `count` lengths (this function's contract).
+    unsafe { std::slice::from_raw_parts(lengths, count as usize) }
+        .iter()
+        .map(|&n| n as u64)
+        .sum()
+}
+
 /// # Safety
 /// As for `clCreateProgramWithSource`; `lengths` holds `count` lengths
 /// (the decoder gives every one).
@@ -273,17 +273,9 @@ pub unsafe fn clCreateProgramWithSource(
     lengths: *const usize,
     err: *mut i32,
 ) -> *mut c_void {
-    let bytes = if lengths.is_null() {
-        0
-    } else {
-        // SAFETY: non-NULL here, so `custom::source_lengths` pointed it at
-        // `count` lengths (`custom::sources` refuses a count other than
-        // `count`).
-        unsafe { std::slice::from_raw_parts(lengths, count as usize) }
-            .iter()
-            .map(|&n| n as u64)
-            .sum()
-    };
+    // SAFETY: `lengths` is NULL or `custom::source_lengths` pointed it at
+    // `count` lengths (`custom::sources` refuses a count other than `count`).
+    let bytes = unsafe { total_length(lengths, count) };
     // SAFETY: `context` is a table handle (kind Context); `strings` is never
     // NULL (`custom::sources` refuses it) and holds `count` pointers into the
     // request, each with its length in `lengths` (an empty one given as "", so
@@ -306,16 +298,9 @@ pub unsafe fn clCreateProgramWithBinary(
     binary_status: *mut c_void,
     err: *mut i32,
 ) -> *mut c_void {
-    let bytes = if lengths.is_null() {
-        0
-    } else {
-        // SAFETY: non-NULL here, so `custom::binaries` made it with exactly
-        // `num_devices` lengths (it refuses another count).
-        unsafe { std::slice::from_raw_parts(lengths, num_devices as usize) }
-            .iter()
-            .map(|&n| n as u64)
-            .sum()
-    };
+    // SAFETY: `lengths` is NULL or `custom::binaries` made it with exactly
+    // `num_devices` lengths (it refuses another count).
+    let bytes = unsafe { total_length(lengths, num_devices) };
     // SAFETY: `context` is a table handle (kind Context); `device_list` is NULL
     // only with `num_devices` 0, else at least that many Device handles
     // (`check_count`); `lengths` and `binaries` are both NULL or both

@@ -5,7 +5,10 @@
 
 use std::ffi::c_void;
 
-use wormhole_opencl_api::{CL_INVALID_VALUE, CL_SUCCESS};
+use wormhole_opencl_api::{
+    CL_DEVICE_GLOBAL_MEM_SIZE, CL_INVALID_VALUE, CL_PROGRAM_BINARIES, CL_PROGRAM_BINARY_SIZES,
+    CL_PROGRAM_NUM_DEVICES, CL_SUCCESS,
+};
 
 use super::ffi;
 use super::tenant::{alloc_zeroed, Tenant};
@@ -103,6 +106,27 @@ fn filter_extensions(param: u32, value: Vec<u8>) -> Vec<u8> {
     }
 }
 
+/// The whole value of an info query: `query(size, value, size_ret)` makes
+/// the library call, with `value` NULL or holding `size` bytes and
+/// `size_ret` NULL or one writable size_t. The size is asked first; a value
+/// longer than `max` bytes is refused as `alloc_zeroed` refuses it. The
+/// library's status where either call fails.
+pub(crate) fn info_bytes(
+    max: u64,
+    query: impl Fn(usize, *mut c_void, *mut usize) -> i32,
+) -> Result<Vec<u8>, i32> {
+    let mut len = 0usize;
+    let status = query(0, std::ptr::null_mut(), &mut len);
+    if status != CL_SUCCESS {
+        return Err(status);
+    }
+    let mut bytes = alloc_zeroed(len as u64, max)?;
+    match query(len, bytes.as_mut_ptr().cast(), std::ptr::null_mut()) {
+        CL_SUCCESS => Ok(bytes),
+        status => Err(status),
+    }
+}
+
 /// Runs an info query whose value we rewrite, honouring the API's size
 /// rules (CL_INVALID_VALUE when the caller's buffer is too small).
 ///
@@ -115,20 +139,10 @@ unsafe fn rewritten_query(
     value: *mut c_void,
     size_ret: *mut usize,
 ) -> i32 {
-    let mut full_len = 0usize;
-    let status = query(0, std::ptr::null_mut(), &mut full_len);
-    if status != CL_SUCCESS {
-        return status;
-    }
-    let mut full = match alloc_zeroed(full_len as u64, 1 << 24) {
-        Ok(bytes) => bytes,
-        Err(error) => return error,
+    let out = match info_bytes(1 << 24, query) {
+        Ok(full) => rewrite(full),
+        Err(status) => return status,
     };
-    let status = query(full_len, full.as_mut_ptr().cast(), std::ptr::null_mut());
-    if status != CL_SUCCESS {
-        return status;
-    }
-    let out = rewrite(std::mem::take(&mut full));
     if !value.is_null() {
         if size < out.len() {
             return CL_INVALID_VALUE;
@@ -183,7 +197,6 @@ const CL_DEVICE_EXECUTION_CAPABILITIES: u32 = 0x1029;
 const CL_EXEC_NATIVE_KERNEL: u64 = 1 << 1;
 const CL_DEVICE_SVM_CAPABILITIES: u32 = 0x1053;
 const CL_DEVICE_MAX_MEM_ALLOC_SIZE: u32 = 0x1010;
-const CL_DEVICE_GLOBAL_MEM_SIZE: u32 = 0x101F;
 
 /// # Safety
 /// As for `clGetDeviceInfo`.
@@ -265,10 +278,6 @@ pub unsafe fn clGetMemObjectInfo(
     }
     status
 }
-
-const CL_PROGRAM_NUM_DEVICES: u32 = 0x1162;
-const CL_PROGRAM_BINARY_SIZES: u32 = 0x1165;
-const CL_PROGRAM_BINARIES: u32 = 0x1166;
 
 /// # Safety
 /// As for `clGetProgramInfo`.

@@ -7,14 +7,12 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use wormhole_opencl_api::{
-    Kind, CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_HOST_MEMORY, CL_OUT_OF_RESOURCES, CL_SUCCESS,
+    Kind, CL_MEM_ASSOCIATED_MEMOBJECT, CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_MEM_SIZE,
+    CL_OUT_OF_HOST_MEMORY, CL_OUT_OF_RESOURCES, CL_SUCCESS,
 };
 
 use super::{ffi, info_value, release_real};
 use crate::quota::Quota;
-
-const CL_MEM_SIZE: u32 = 0x1102;
-const CL_MEM_ASSOCIATED_MEMOBJECT: u32 = 0x1107;
 
 /// What one memory object costs its tenant, held by the tenant's table
 /// and by the object's destructor callback.

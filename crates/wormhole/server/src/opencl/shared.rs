@@ -16,17 +16,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use range_alloc::RangeAllocator;
 use wormhole_opencl_api::{
-    CL_MEM_ALLOC_HOST_PTR, CL_MEM_COPY_HOST_PTR, CL_MEM_USE_HOST_PTR, CL_SUCCESS,
+    handle_list, CL_CONTEXT_DEVICES, CL_MEM_ALLOC_HOST_PTR, CL_MEM_ASSOCIATED_MEMOBJECT,
+    CL_MEM_COPY_HOST_PTR, CL_MEM_FLAGS, CL_MEM_USE_HOST_PTR, CL_SUCCESS,
 };
 use wormhole_transport::arena::{Arena, DIRECTORY_LEN};
 
 use super::ffi;
 
-const CL_CONTEXT_DEVICES: u32 = 0x1081;
 const CL_DEVICE_TYPE: u32 = 0x1000;
 const CL_DEVICE_TYPE_CPU: u64 = 1 << 1;
-const CL_MEM_FLAGS: u32 = 0x1101;
-const CL_MEM_ASSOCIATED_MEMOBJECT: u32 = 0x1107;
 const CL_DEVICE_MEM_BASE_ADDR_ALIGN: u32 = 0x1019;
 /// Pieces are whole pages, so that freed ones can be given back.
 const PAGE: u64 = 4096;
@@ -245,29 +243,12 @@ fn lead_for(align: u64) -> u64 {
 /// If every device of `ctx` is a CPU device (computes in host memory): the
 /// largest base-address alignment, in bytes, that they ask of host pointers.
 fn cpu_context(ctx: *mut c_void) -> Option<u64> {
-    let mut bytes = 0usize;
-    // SAFETY: a context from the table; the size query writes one size_t.
-    let s = unsafe {
-        ffi::clGetContextInfo(ctx, CL_CONTEXT_DEVICES, 0, std::ptr::null_mut(), &mut bytes)
-    };
-    let n = bytes / std::mem::size_of::<*mut c_void>();
-    if s != CL_SUCCESS || n == 0 || n > 4096 {
-        return None;
-    }
-    let mut devs = vec![std::ptr::null_mut::<c_void>(); n];
-    // SAFETY: `devs` holds the `bytes` the library said it needs.
-    let s = unsafe {
-        ffi::clGetContextInfo(
-            ctx,
-            CL_CONTEXT_DEVICES,
-            n * std::mem::size_of::<*mut c_void>(),
-            devs.as_mut_ptr().cast(),
-            std::ptr::null_mut(),
-        )
-    };
-    if s != CL_SUCCESS {
-        return None;
-    }
+    // SAFETY: `ctx` is a context from the tenant's table; `value` and
+    // `size_ret` are as handle_list passes them: NULL or room for `size`
+    // bytes, NULL or one size_t.
+    let devs = handle_list(4096, |size, value, size_ret| unsafe {
+        ffi::clGetContextInfo(ctx, CL_CONTEXT_DEVICES, size, value, size_ret)
+    })?;
     let mut align = 1u64;
     for &d in &devs {
         // SAFETY: a device of the context; the answers are a cl_bitfield

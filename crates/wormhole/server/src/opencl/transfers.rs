@@ -5,7 +5,7 @@
 
 use std::ffi::c_void;
 
-use wormhole_opencl_api::CL_SUCCESS;
+use wormhole_opencl_api::{CL_COMPLETE, CL_SUCCESS};
 
 use super::ffi;
 use super::tenant::Tenant;
@@ -61,7 +61,6 @@ const KEPT_WRITE_MAX: usize = 256 << 10;
 /// run blocking as before, so a client cannot grow the tenant without bound.
 const KEPT_WRITES_CAP: u64 = 16 << 20;
 const CL_FALSE: u32 = 0;
-const CL_COMPLETE: i32 = 0;
 
 /// A non-blocking write's data, kept until its command ran.
 struct KeptWrite {
