@@ -368,6 +368,42 @@ impl Shape {
             .wrapping_mul(0x0000_0100_0000_01b3)
             .rotate_left(29);
     }
+
+    /// Adds a string's bytes (never 0, which stands for NULL).
+    pub fn add_bytes(&mut self, bytes: &[u8]) {
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        bytes.hash(&mut h);
+        self.add(h.finish() | 1);
+    }
+}
+
+/// Encodes the slot of a new handle the application gets through a pointer:
+/// whether it wants one and, if so, the fresh id `fresh` gives (the client
+/// names every new object), which is returned.
+pub fn put_new_slot(enc: &mut Encoder, wanted: bool, fresh: impl FnOnce() -> u64) -> Option<u64> {
+    enc.bool(wanted);
+    let id = wanted.then(fresh)?;
+    enc.u64(id);
+    Some(id)
+}
+
+/// Encodes a C string argument, NULL as none, and adds it to the call's
+/// shape: a name or an id string decides what a call can fail on.
+///
+/// # Safety
+/// `p` is NULL or a NUL-terminated string that outlives the call.
+pub unsafe fn put_c_str(enc: &mut Encoder, shape: &mut Shape, p: *const std::ffi::c_char) {
+    if p.is_null() {
+        shape.add(0);
+        enc.opt_bytes(None);
+        return;
+    }
+    // SAFETY: `p` is non-NULL (checked above) and NUL-terminated by this fn's contract; the
+    // borrow ends before we return.
+    let s = unsafe { std::ffi::CStr::from_ptr(p) };
+    shape.add_bytes(s.to_bytes());
+    enc.opt_bytes(Some(s.to_bytes()));
 }
 
 /// Whether every call is forwarded synchronously (WORMHOLE_SYNC=1), so that

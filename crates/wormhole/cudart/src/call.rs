@@ -63,21 +63,8 @@ impl<'a> Call<'a> {
     /// # Safety
     /// `p` is NULL or a NUL-terminated string.
     pub unsafe fn str(&mut self, p: *const std::ffi::c_char) {
-        if p.is_null() {
-            self.shape(0);
-            self.enc.opt_bytes(None);
-        } else {
-            // SAFETY: `p` is not NULL (checked above), so by this function's
-            // contract it is a NUL-terminated string; the borrow ends before
-            // we return, while the caller's string is still alive.
-            let s = unsafe { std::ffi::CStr::from_ptr(p) };
-            for chunk in s.to_bytes().chunks(8) {
-                let mut a = [0u8; 8];
-                a[..chunk.len()].copy_from_slice(chunk);
-                self.shape(u64::from_le_bytes(a) | 1 << 63);
-            }
-            self.enc.opt_bytes(Some(s.to_bytes()));
-        }
+        // SAFETY: `p` is NULL or NUL-terminated (this fn's contract), alive for the call.
+        unsafe { wormhole_client::put_c_str(&mut self.enc, &mut self.shape, p) }
     }
 
     pub fn handle(&mut self, p: *mut c_void, kind: Kind) -> Result<(), i32> {
@@ -116,15 +103,7 @@ impl<'a> Call<'a> {
 
     /// A slot for a new handle returned through a pointer.
     pub fn out_new(&mut self, p: *mut *mut c_void) -> Option<u64> {
-        if p.is_null() {
-            self.enc.bool(false);
-            None
-        } else {
-            let id = fresh_id();
-            self.enc.bool(true);
-            self.enc.u64(id);
-            Some(id)
-        }
+        wormhole_client::put_new_slot(&mut self.enc, !p.is_null(), fresh_id)
     }
 
     /// Sends the request and waits for the reply.

@@ -4,7 +4,6 @@
 //! this side answer alone.
 
 use std::ffi::c_void;
-use std::hash::{Hash, Hasher};
 use std::sync::atomic::Ordering;
 
 use wormhole_client::{force_sync, Held, Sent, Shape};
@@ -207,33 +206,16 @@ impl<'a> Call<'a> {
     /// # Safety
     /// `p` is NULL or a NUL-terminated string.
     pub unsafe fn str(&mut self, p: *const std::ffi::c_char) {
-        if p.is_null() {
-            self.shape(0);
-            self.enc.opt_bytes(None);
-        } else {
-            // SAFETY: `p` is non-NULL and NUL-terminated (this fn's contract: a name or options
-            // string the OpenCL call requires NUL-terminated).
-            let s = unsafe { std::ffi::CStr::from_ptr(p) };
-            // A name decides what a call can fail on (a kernel's, say).
-            let mut h = rustc_hash::FxHasher::default();
-            s.to_bytes().hash(&mut h);
-            self.shape(h.finish() | 1);
-            self.enc.opt_bytes(Some(s.to_bytes()));
-        }
+        // SAFETY: `p` is NULL or NUL-terminated (this fn's contract: a name or options string
+        // the OpenCL call requires NUL-terminated), alive for the call.
+        unsafe { wormhole_client::put_c_str(&mut self.enc, &mut self.shape, p) }
     }
 
     /// A slot for a new handle returned through a pointer.
     pub fn out_new(&mut self, p: *mut *mut c_void) -> Option<u64> {
-        if p.is_null() {
-            self.enc.bool(false);
-            None
-        } else {
-            let id = fresh_id();
-            self.enc.bool(true);
-            self.enc.u64(id);
-            self.enqueued.1 = id;
-            Some(id)
-        }
+        let id = wormhole_client::put_new_slot(&mut self.enc, !p.is_null(), fresh_id)?;
+        self.enqueued.1 = id;
+        Some(id)
     }
 
     pub fn new_id(&mut self) -> u64 {
