@@ -35,6 +35,24 @@ impl Wrapped {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .process_group(0);
+        // As a terminal's foreground job: SIGINT and SIGQUIT at their
+        // defaults. A suite run as a background job (`cmd &` in a script)
+        // inherits them ignored, and a shell cannot trap a signal ignored
+        // when it started.
+        // SAFETY: between fork and exec this calls only sigaction, which is
+        // async-signal-safe, with a zeroed action (SIG_DFL) it owns.
+        unsafe {
+            cmd.pre_exec(|| {
+                for sig in [libc::SIGINT, libc::SIGQUIT] {
+                    let mut dfl: libc::sigaction = std::mem::zeroed();
+                    dfl.sa_sigaction = libc::SIG_DFL;
+                    if libc::sigaction(sig, &dfl, std::ptr::null_mut()) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
         let mut child = cmd.spawn().expect("wormhole-run");
         let mut out = BufReader::new(child.stdout.take().expect("stdout"));
         let mut line = String::new();
