@@ -93,6 +93,7 @@ fn ledger(sock: OwnedFd) {
 fn tenant(sock: Option<OwnedFd>) -> Result<Tenant, HooksError> {
     let Native {
         platforms,
+        device: _,
         context: ctx,
         queue: q,
     } = first_device()?;

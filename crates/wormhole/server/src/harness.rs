@@ -126,30 +126,16 @@ impl Harness {
         // Header directories are checked, never written: a fuzzer's runs
         // would leave one each.
         opencl::includes::keep_nothing();
-        let platforms = opencl::platforms(&[]);
-        let platform = *platforms.first().ok_or(HarnessError::NoPlatform)?;
-        let mut device = std::ptr::null_mut();
-        // SAFETY: room for one device handle.
-        let s = unsafe {
-            ffi::clGetDeviceIDs(platform, u64::MAX, 1, &mut device, std::ptr::null_mut())
-        };
-        check("clGetDeviceIDs", s)?;
+        let opencl::FirstDevice {
+            platforms,
+            device,
+            context: ctx,
+            queue,
+        } = opencl::first_device().map_err(|e| match e {
+            opencl::FirstDeviceError::NoPlatform => HarnessError::NoPlatform,
+            opencl::FirstDeviceError::Call(what, s) => HarnessError::Call(what, s),
+        })?;
         let mut err = 0;
-        // SAFETY: one valid device; no properties, no callback.
-        let ctx = unsafe {
-            ffi::clCreateContext(
-                std::ptr::null(),
-                1,
-                &device,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                &mut err,
-            )
-        };
-        check("clCreateContext", err)?;
-        // SAFETY: a valid context and device.
-        let queue = unsafe { ffi::clCreateCommandQueue(ctx, device, 0, &mut err) };
-        check("clCreateCommandQueue", err)?;
         let mk_buffer = |err: &mut i32| {
             // SAFETY: a valid context; no host pointer.
             unsafe { ffi::clCreateBuffer(ctx, 1, BUFFER_SIZE, std::ptr::null_mut(), err) }
@@ -228,7 +214,7 @@ impl Harness {
             (ids::KERNEL_BIN, Kind::Kernel, seeded.kernel_bin),
         ];
         let h = Harness {
-            platforms: vec![platform],
+            platforms: platforms.into_iter().take(1).collect(),
             device,
             seeds,
             queue,

@@ -237,6 +237,66 @@ pub fn largest_device_memory(platforms: &[*mut c_void]) -> u64 {
     largest
 }
 
+/// A context and an in-order queue on the first platform's first device,
+/// made natively: what the fuzz harness and the in-process benchmarks run
+/// a tenant's code on. They live until the process ends.
+pub struct FirstDevice {
+    /// Every platform the server would load (a tenant table wants them).
+    pub platforms: Vec<*mut c_void>,
+    pub device: *mut c_void,
+    pub context: *mut c_void,
+    pub queue: *mut c_void,
+}
+
+/// Why [`first_device`] could not make its objects.
+#[derive(Debug, thiserror::Error)]
+pub enum FirstDeviceError {
+    #[error("no OpenCL platform with a device")]
+    NoPlatform,
+    #[error("{0} failed with {1}")]
+    Call(&'static str, i32),
+}
+
+/// Makes a [`FirstDevice`].
+pub fn first_device() -> Result<FirstDevice, FirstDeviceError> {
+    let check = |what, s| match s {
+        CL_SUCCESS => Ok(()),
+        _ => Err(FirstDeviceError::Call(what, s)),
+    };
+    let platforms = platforms(&[]);
+    let platform = *platforms.first().ok_or(FirstDeviceError::NoPlatform)?;
+    let mut device = std::ptr::null_mut();
+    // SAFETY: `platform` is one the ICD loader listed; `device` is room for the one handle asked
+    // for (every device type), and the count pointer may be NULL.
+    let s =
+        unsafe { ffi::clGetDeviceIDs(platform, u64::MAX, 1, &mut device, std::ptr::null_mut()) };
+    check("clGetDeviceIDs", s)?;
+    let mut err = 0;
+    // SAFETY: `&device` is an array of the one device just returned (the count passed); no
+    // properties and no callback, so the NULL pointers are the spec's "none"; `err` is a live
+    // out-parameter.
+    let context = unsafe {
+        ffi::clCreateContext(
+            std::ptr::null(),
+            1,
+            &device,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &mut err,
+        )
+    };
+    check("clCreateContext", err)?;
+    // SAFETY: `context` was just made on `device` (checked above); `err` is a live out-parameter.
+    let queue = unsafe { ffi::clCreateCommandQueue(context, device, 0, &mut err) };
+    check("clCreateCommandQueue", err)?;
+    Ok(FirstDevice {
+        platforms,
+        device,
+        context,
+        queue,
+    })
+}
+
 /// The platforms to export: all, or those whose name contains one of
 /// `filters`.
 pub fn platforms(filters: &[String]) -> Vec<*mut c_void> {
