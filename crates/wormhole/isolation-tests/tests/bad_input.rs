@@ -21,6 +21,7 @@ use wormhole_transport::ring;
 /// Tenant A's bad requests (on its queue `q`, buffer `buf` and context
 /// `ctx`; `foreign` is B's buffer), each with the code it must get. A
 /// table, one entry per case, so it stays one function.
+#[allow(clippy::too_many_lines)]
 fn bad_frames(q: u64, buf: u64, ctx: u64, foreign: u64) -> Vec<(&'static str, Vec<u8>, i32)> {
     vec![
         (

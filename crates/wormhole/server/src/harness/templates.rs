@@ -12,6 +12,7 @@ use super::{ids, triple, Frame};
 /// A table, one entry per request, so it stays one function: a fuzz input
 /// picks entries by index and the tests name entries by position, so the
 /// order is part of what the table means.
+#[allow(clippy::too_many_lines)]
 pub fn templates() -> Vec<Vec<u8>> {
     use func::*;
     use ids::*;
