@@ -150,13 +150,9 @@ pub unsafe extern "C" fn clEnqueueMarkerWithWaitList(
     // whose contract (clEnqueueMarkerWithWaitList's: `wl` holds `n` events, `ev` NULL or
     // writable) is this fn's.
     let s = unsafe { gen::clEnqueueMarkerWithWaitList(q, n, wl, ev) };
-    if s == CL_SUCCESS && n == 0 && !ev.is_null() {
-        // SAFETY: `ev` is non-NULL and writable (this fn's contract), and the call succeeded,
-        // so it wrote the new event there.
-        let e = unsafe { *ev };
-        if crate::connection::marker_on_drained(q, e) {
-            crate::event_state::note_status(e, CL_SUCCESS);
-        }
+    if n == 0 {
+        // SAFETY: `ev` is NULL or writable (this fn's contract), and the call just made it.
+        unsafe { note_marker(q, ev, s) };
     }
     s
 }
@@ -169,14 +165,26 @@ pub unsafe extern "C" fn clEnqueueMarkerWithWaitList(
 pub unsafe extern "C" fn clEnqueueMarker(q: *mut c_void, ev: *mut *mut c_void) -> i32 {
     // SAFETY: as for clEnqueueMarkerWithWaitList: `ev` is the application's, NULL or writable.
     let s = unsafe { gen::clEnqueueMarker(q, ev) };
-    if s == CL_SUCCESS && !ev.is_null() {
-        // SAFETY: `ev` is non-NULL and writable, and the call succeeded, so it holds the event.
-        let e = unsafe { *ev };
-        if crate::connection::marker_on_drained(q, e) {
-            crate::event_state::note_status(e, CL_SUCCESS);
-        }
-    }
+    // SAFETY: `ev` is NULL or writable (this fn's contract), and the call just made it.
+    unsafe { note_marker(q, ev, s) };
     s
+}
+
+/// After a marker with no wait list was enqueued on `q` with status `s`:
+/// notes its event complete if the queue had drained before it.
+///
+/// # Safety
+/// `ev` is NULL or the event out-pointer the marker call just wrote.
+unsafe fn note_marker(q: *mut c_void, ev: *mut *mut c_void, s: i32) {
+    if s != CL_SUCCESS || ev.is_null() {
+        return;
+    }
+    // SAFETY: `ev` is non-NULL and the marker call succeeded, so it wrote the new event there
+    // (this fn's contract).
+    let e = unsafe { *ev };
+    if crate::connection::marker_on_drained(q, e) {
+        crate::event_state::note_status(e, CL_SUCCESS);
+    }
 }
 
 /// A wait for one event this side knows completed (see `event_state`):
