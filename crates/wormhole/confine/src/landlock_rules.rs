@@ -73,26 +73,43 @@ pub(crate) fn restrict(
     cache: Option<&Path>,
     private_shm: bool,
 ) -> Result<String, ConfineError> {
+    let skip = crate::jail::Skip::from_env();
     let abi = ABI_USED;
     let read = AccessFs::from_read(abi);
-    let all = AccessFs::from_all(abi);
-    let device = AccessFs::from_file(abi);
-    let mut ruleset = Ruleset::default()
+    let mut all = AccessFs::from_all(abi);
+    let mut device = AccessFs::from_file(abi);
+    if skip.has("landlock-ioctl") {
+        all.remove(AccessFs::IoctlDev);
+        device.remove(AccessFs::IoctlDev);
+    }
+    let handled = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(all)
-        .map_err(err)?
-        .scope(Scope::from_all(abi))
-        .map_err(err)?
-        .create()
         .map_err(err)?;
-    let readable = SYSTEM_PATHS
+    let handled = if skip.has("landlock-scope") {
+        handled
+    } else {
+        handled.scope(Scope::from_all(abi)).map_err(err)?
+    };
+    let mut ruleset = handled.create().map_err(err)?;
+    let mut readable: Vec<PathBuf> = SYSTEM_PATHS
         .iter()
         .map(PathBuf::from)
         .chain(["/proc", "/dev"].iter().map(PathBuf::from))
-        .chain(read_paths.iter().cloned());
-    for p in readable.filter(|p| present(p)) {
-        if let Ok(fd) = PathFd::new(&p) {
-            ruleset = ruleset.add_rule(PathBeneath::new(fd, read)).map_err(err)?;
+        .chain(read_paths.iter().cloned())
+        .collect();
+    if skip.has("landlock-all-read") {
+        readable.push("/".into());
+    }
+    for p in readable.iter().filter(|p| present(p)) {
+        let writable = ["dev", "proc", "sys"]
+            .iter()
+            .any(|t| skip.has(&format!("landlock-{t}")) && p == Path::new("/").join(t).as_path());
+        if let Ok(fd) = PathFd::new(p) {
+            let access = if writable { all } else { read };
+            ruleset = ruleset
+                .add_rule(PathBeneath::new(fd, access))
+                .map_err(err)?;
         }
     }
     let devices = DEVICE_NODES
@@ -107,6 +124,15 @@ pub(crate) fn restrict(
                 .add_rule(PathBeneath::new(fd, access))
                 .map_err(err)?;
         }
+    }
+    // Its own process's entries writable (/proc/PID: NVIDIA's driver 580
+    // fails to start CUDA, cudaErrorOperatingSystem, when they are
+    // read-only; seen on an H200). Nothing of another process: /proc/self
+    // resolves to this one's directory now, and the tenant's later threads
+    // are beneath it.
+    let own = std::fs::canonicalize("/proc/self").ok();
+    if let Some(fd) = own.as_deref().and_then(|p| PathFd::new(p).ok()) {
+        ruleset = ruleset.add_rule(PathBeneath::new(fd, all)).map_err(err)?;
     }
     let shm = private_shm.then_some(Path::new("/dev/shm"));
     for p in tmp.into_iter().chain(cache).chain(shm) {
