@@ -21,7 +21,11 @@ pub const ROOM_WAIT: Duration = Duration::from_millis(500);
 
 #[derive(Debug)]
 pub struct Quota {
-    limit: u64,
+    /// Grows only, and only for a quota sized by the device (`from_device`):
+    /// a CUDA device, known once CUDA starts, may be larger than the
+    /// largest OpenCL device that sized it.
+    limit: AtomicU64,
+    from_device: bool,
     used: AtomicU64,
     /// Of `used`: bytes of objects the client let go of and the library
     /// has not destroyed yet.
@@ -34,7 +38,8 @@ pub struct Quota {
 impl Quota {
     pub fn new(limit: u64) -> Self {
         Quota {
-            limit,
+            limit: AtomicU64::new(limit),
+            from_device: false,
             used: AtomicU64::new(0),
             freeing: AtomicU64::new(0),
             room: (Mutex::new(()), Condvar::new()),
@@ -50,19 +55,29 @@ impl Quota {
         device_bytes: impl FnOnce() -> u64,
     ) -> Option<std::sync::Arc<Quota>> {
         use crate::config::TenantMemory;
-        let limit = match setting {
+        let (limit, from_device) = match setting {
             TenantMemory::Bytes(0) => return None,
-            TenantMemory::Bytes(n) => n,
+            TenantMemory::Bytes(n) => (n, false),
             TenantMemory::Device => match device_bytes() {
-                0 => host_memory()?,
-                n => n,
+                0 => (host_memory()?, true),
+                n => (n, true),
             },
         };
-        Some(std::sync::Arc::new(Quota::new(limit)))
+        let mut q = Quota::new(limit);
+        q.from_device = from_device;
+        Some(std::sync::Arc::new(q))
     }
 
     pub fn limit(&self) -> u64 {
-        self.limit
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    /// A device of `bytes` was found (CUDA's, once it starts): a quota sized
+    /// by the device grows to it; a configured size stays.
+    pub fn device_found(&self, bytes: u64) {
+        if self.from_device {
+            self.limit.fetch_max(bytes, Ordering::Relaxed);
+        }
     }
 
     pub fn used(&self) -> u64 {
@@ -75,7 +90,7 @@ impl Quota {
         let ok = self.with_room(bytes, || {
             self.used()
                 .checked_add(bytes)
-                .is_some_and(|u| u <= self.limit)
+                .is_some_and(|u| u <= self.limit())
         });
         self.log_refusal(ok, bytes)
     }
@@ -86,7 +101,7 @@ impl Quota {
         let ok = self.with_room(bytes, || {
             self.used
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
-                    u.checked_add(bytes).filter(|&n| n <= self.limit)
+                    u.checked_add(bytes).filter(|&n| n <= self.limit())
                 })
                 .is_ok()
         });
@@ -111,7 +126,7 @@ impl Quota {
             let held = self
                 .used()
                 .saturating_sub(self.freeing.load(Ordering::Relaxed));
-            let could = held.checked_add(bytes).is_some_and(|n| n <= self.limit);
+            let could = held.checked_add(bytes).is_some_and(|n| n <= self.limit());
             let now = Instant::now();
             if !could || now >= deadline {
                 return false;
@@ -132,7 +147,7 @@ impl Quota {
                  further refusals are not logged",
                 wormhole_confine::host_pid(),
                 self.used(),
-                self.limit
+                self.limit()
             );
         }
         ok
@@ -161,7 +176,7 @@ impl Quota {
     /// the quota, so that programs which size their work from the device
     /// plan within it.
     pub fn clamp(&self, real: u64) -> u64 {
-        real.min(self.limit)
+        real.min(self.limit())
     }
 }
 
@@ -219,6 +234,20 @@ mod tests {
         assert_eq!(limit(TenantMemory::Bytes(0), 13 << 30), None);
         // No device to go by: the host's memory bounds it still.
         assert_eq!(limit(TenantMemory::Device, 0), host_memory());
+    }
+
+    #[test]
+    fn a_device_found_later_grows_only_a_quota_the_device_sized() {
+        use crate::config::TenantMemory;
+        let by_device = Quota::for_tenant(TenantMemory::Device, || 6 << 30).expect("a quota");
+        by_device.device_found(140 << 30);
+        assert_eq!(by_device.limit(), 140 << 30, "the larger CUDA device");
+        by_device.device_found(1 << 30);
+        assert_eq!(by_device.limit(), 140 << 30, "never shrinks");
+        assert!(by_device.charge(100 << 30));
+        let sized = Quota::for_tenant(TenantMemory::Bytes(2 << 30), || 6 << 30).expect("a quota");
+        sized.device_found(140 << 30);
+        assert_eq!(sized.limit(), 2 << 30, "a configured size stays");
         assert!(host_memory().is_some_and(|n| n > 0));
     }
 

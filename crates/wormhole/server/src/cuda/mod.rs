@@ -189,6 +189,14 @@ pub fn dispatch(
     d: &mut Decoder<'_>,
     e: &mut Encoder,
 ) -> Result<i32, i32> {
+    if !t.device_sized {
+        // A quota sized by "the device" was sized by OpenCL's devices (CPU
+        // ones, on a GPU machine): CUDA's device counts once CUDA starts.
+        t.device_sized = true;
+        if let Some(q) = &t.memory {
+            q.device_found(overrides::largest_device_memory());
+        }
+    }
     match Library::of(func) {
         Some(Library::Blas) if wormhole_cuda_api::is_lt(func) => {
             lt::dispatch(&mut libs::LibTenant::new(t, Library::Blas), func, d, e)

@@ -60,6 +60,26 @@ pub unsafe fn cudaMemGetInfo(t: &mut Tenant, free: *mut usize, total: *mut usize
 /// bytes of padding.
 const TOTAL_GLOBAL_MEM_AT: usize = 288;
 
+/// The largest CUDA device's memory, in bytes (0 without a runtime or a
+/// device). Read from each device's properties, which start no context.
+pub fn largest_device_memory() -> u64 {
+    let mut n = 0i32;
+    // SAFETY: `n` is a writable int, all cudaGetDeviceCount writes.
+    if unsafe { ffi::cudaGetDeviceCount(&mut n) } != cudaSuccess {
+        return 0;
+    }
+    let mut buf = vec![0u8; 4096];
+    (0..n)
+        .filter_map(|d| {
+            // SAFETY: 4096 bytes is more than any version's cudaDeviceProp.
+            let s = unsafe { ffi::cudaGetDeviceProperties(buf.as_mut_ptr().cast(), d) };
+            let field = buf.get(TOTAL_GLOBAL_MEM_AT..TOTAL_GLOBAL_MEM_AT + 8)?;
+            (s == cudaSuccess).then(|| u64::from_le_bytes(field.try_into().unwrap_or([0; 8])))
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 pub fn d_cudaGetDeviceProperties(
     t: &mut Tenant,
     d: &mut Decoder<'_>,

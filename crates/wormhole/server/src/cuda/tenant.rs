@@ -94,6 +94,8 @@ pub struct CudaTenant {
     /// The memory this tenant may hold in allocations, when limited
     /// (shared with its OpenCL state).
     pub memory: Option<std::sync::Arc<crate::quota::Quota>>,
+    /// Whether `memory` has seen CUDA's largest device (at the first call).
+    pub device_sized: bool,
     /// The pointer mode (device: true) the server last set on each real
     /// cuBLAS handle, by its address; new handles start in host mode.
     pub blas_modes: HashMap<usize, bool>,
@@ -123,6 +125,7 @@ impl CudaTenant {
             vars: HashMap::new(),
             max_alloc,
             memory: None,
+            device_sized: false,
             blas_modes: HashMap::new(),
             out_bufs: crate::outbuf::OutBufs::default(),
         }
