@@ -209,10 +209,14 @@ static int failing(void) {
     check(info == 8);
     free(hwork);
 
-    /* No handle at all. */
-    s = cusolverDnDpotrf_bufferSize(NULL, CUBLAS_FILL_MODE_LOWER, N, dA, N, &lwork);
-    printf("NULL handle: status %d\n", s);
-    check(s == CUSOLVER_STATUS_NOT_INITIALIZED);
+    /* No handle at all: only where asked (SOLVER_NULL_HANDLE=1, the CPU
+     * stand-in's tests). NVIDIA's library does not promise to check, and
+     * the native run on an H200 crashed somewhere in this sample. */
+    if (getenv("SOLVER_NULL_HANDLE")) {
+        s = cusolverDnDpotrf_bufferSize(NULL, CUBLAS_FILL_MODE_LOWER, N, dA, N, &lwork);
+        printf("NULL handle: status %d\n", s);
+        check(s == CUSOLVER_STATUS_NOT_INITIALIZED);
+    }
     CHECK_RT(cudaFree(dwork));
     CHECK_RT(cudaFree(dA));
     CHECK_RT(cudaFree(dinfo));
@@ -416,8 +420,9 @@ static int qr_eig_refused(void) {
     printf("Dgeqrf lda < m: status %d\n", s);
     check(s == CUSOLVER_STATUS_INVALID_VALUE);
     s = cusolverDnDsyevd_bufferSize(h, (cusolverEigMode_t)2, CUBLAS_FILL_MODE_LOWER, E, dA, E, dW, &lwork);
+    /* Printed, not judged: NVIDIA's library (CUDA 13) answers 0 here, the
+     * CPU stand-in 3; the answer is compared, natively against remoted. */
     printf("Dsyevd_bufferSize jobz 2: status %d\n", s);
-    check(s == CUSOLVER_STATUS_INVALID_VALUE);
     CHECK_RT(cudaFree(dwork));
     CHECK_RT(cudaFree(dA));
     CHECK_RT(cudaFree(dW));
@@ -429,7 +434,7 @@ static int qr_eig_refused(void) {
  * tall or wide matrix by gesvdj, in float or double (ty), economy-size
  * (U m x SN, V n x SN) or full (m x m, n x n, with a leading dimension
  * over m for A, its extra rows junk); with_params: its settings through a
- * gesvdjInfo_t (tolerance, sweeps, sorting), else NULL for the defaults. */
+ * gesvdjInfo_t (tolerance, sweeps, sorting), else the info's defaults. */
 static int svd(int ty, int wide, int vectors, int econ, int with_params) {
     int m = wide ? SN : SM, n = wide ? SM : SN, k = SN, lda = econ ? m : m + 2;
     int ucols = econ ? k : m, vcols = econ ? k : n;
@@ -439,9 +444,11 @@ static int svd(int ty, int wide, int vectors, int econ, int with_params) {
     double hA[(SM + 2) * SM], hS[SN], hU[SM * SM], hV[SM * SM]; /* as floats or doubles */
     for (int j = 0; j < n; j++)
         for (int i = 0; i < lda; i++) put(hA, ty, i + (size_t)j * lda, i < m ? src[i + j * m] : 99);
+    /* Always a gesvdjInfo_t: NVIDIA's library (CUDA 13, H200) crashes
+     * given NULL. Without with_params it keeps its defaults. */
     gesvdjInfo_t params_j = NULL;
+    CHECK_DN(cusolverDnCreateGesvdjInfo(&params_j));
     if (with_params) {
-        CHECK_DN(cusolverDnCreateGesvdjInfo(&params_j));
         CHECK_DN(cusolverDnXgesvdjSetTolerance(params_j, ty ? 1e-13 : 1e-6));
         CHECK_DN(cusolverDnXgesvdjSetMaxSweeps(params_j, 50));
         CHECK_DN(cusolverDnXgesvdjSetSortEig(params_j, 1));
@@ -450,10 +457,10 @@ static int svd(int ty, int wide, int vectors, int econ, int with_params) {
     int *dinfo, info = -1, lwork = 0;
     CHECK_RT(cudaMalloc(&dA, (size_t)lda * n * es));
     CHECK_RT(cudaMalloc(&dS, k * es));
-    if (vectors) {
-        CHECK_RT(cudaMalloc(&dU, (size_t)m * ucols * es));
-        CHECK_RT(cudaMalloc(&dV, (size_t)n * vcols * es));
-    }
+    /* U and V even for values only: NVIDIA's library (CUDA 13, H200)
+     * fails a full-size one without them (status 6), then crashes. */
+    CHECK_RT(cudaMalloc(&dU, (size_t)m * ucols * es));
+    CHECK_RT(cudaMalloc(&dV, (size_t)n * vcols * es));
     CHECK_RT(cudaMalloc((void **)&dinfo, sizeof info));
     CHECK_RT(cudaMemcpy(dA, hA, (size_t)lda * n * es, cudaMemcpyHostToDevice));
     CHECK_DN(ty ? cusolverDnDgesvdj_bufferSize(h, jobz, econ, m, n, dA, lda, dS, dU, m, dV, n, &lwork, params_j)
@@ -506,7 +513,7 @@ static int svd(int ty, int wide, int vectors, int econ, int with_params) {
                same ? "as with vectors" : "NOT as with vectors");
     }
     check(ok);
-    if (params_j) CHECK_DN(cusolverDnDestroyGesvdjInfo(params_j));
+    CHECK_DN(cusolverDnDestroyGesvdjInfo(params_j));
     CHECK_RT(cudaFree(dwork));
     CHECK_RT(cudaFree(dA));
     CHECK_RT(cudaFree(dS));
@@ -523,13 +530,16 @@ static int svd_refused(void) {
     CHECK_RT(cudaMalloc(&dA, (size_t)SM * SN * sizeof(double)));
     CHECK_RT(cudaMalloc(&dS, (size_t)SN * sizeof(double)));
     CHECK_RT(cudaMalloc((void **)&dinfo, sizeof(int)));
+    gesvdjInfo_t params_j;
+    CHECK_DN(cusolverDnCreateGesvdjInfo(&params_j));
     CHECK_DN(cusolverDnDgesvdj_bufferSize(h, CUSOLVER_EIG_MODE_NOVECTOR, 0, SM, SN, dA, SM, dS, NULL, SM, NULL, SN,
-                                          &lwork, NULL));
+                                          &lwork, params_j));
     CHECK_RT(cudaMalloc(&dwork, (lwork > 0 ? lwork : 1) * sizeof(double)));
     cusolverStatus_t s = cusolverDnDgesvdj(h, CUSOLVER_EIG_MODE_NOVECTOR, 0, SM, SN, dA, SM - 1, dS, NULL, SM, NULL,
-                                           SN, dwork, lwork, dinfo, NULL);
+                                           SN, dwork, lwork, dinfo, params_j);
     printf("Dgesvdj lda < m: status %d\n", s);
     check(s == CUSOLVER_STATUS_INVALID_VALUE);
+    CHECK_DN(cusolverDnDestroyGesvdjInfo(params_j));
     CHECK_RT(cudaFree(dwork));
     CHECK_RT(cudaFree(dA));
     CHECK_RT(cudaFree(dS));
@@ -579,6 +589,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < SM * SN; i++) svd_tall[i] = sample_next(&seed);
     for (int i = 0; i < SN * SM; i++) svd_wide[i] = sample_next(&seed);
 
+    /* A line at a time: a crash in a vendor library keeps what came before. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     cudaStream_t stream, got = NULL;
     CHECK_RT(cudaStreamCreate(&stream));
     CHECK_DN(cusolverDnCreate(&h));

@@ -602,6 +602,7 @@ mod tests {
 
     const HANDLE: u64 = 0x300;
     const PARAMS: u64 = 0x301;
+    const GESVDJ: u64 = 0x302;
     const CUDA_R_32F: i32 = 0;
     const CUDA_R_64F: i32 = 1;
 
@@ -610,6 +611,7 @@ mod tests {
         crate::cuda::testing::tenant(&[
             (HANDLE, Kind::Cusolver, 0x1000),
             (PARAMS, Kind::CusolverParams, 0x2000),
+            (GESVDJ, Kind::GesvdjInfo, 0x3000),
         ])
     }
 
@@ -825,7 +827,7 @@ mod tests {
         // Dgesvdj of a 16 x 8 matrix (1 KiB) at BASE, S (8) at BASE + 1024,
         // U at BASE + 1088, V at BASE + 3200: U is 16 x 16 (2 KiB, past
         // V's start but inside the allocation) or, economical, 16 x 8.
-        let dgesvdj = |jobz: i32, econ: i32, u: u64, ldv: i32| {
+        let with_settings = |jobz: i32, econ: i32, u: u64, ldv: i32, settings: u64| {
             move |e: &mut Encoder| {
                 e.u64(HANDLE);
                 e.i32(jobz);
@@ -842,13 +844,14 @@ mod tests {
                 e.u64(BASE + 4000);
                 e.i32(8);
                 e.u64(BASE + 4092);
-                e.u64(0);
+                e.u64(settings);
             }
         };
+        let dgesvdj = |jobz, econ, u, ldv| with_settings(jobz, econ, u, ldv, GESVDJ);
         let f = func::cusolverDnDgesvdj;
         let bad = Err(CUSOLVER_STATUS_INVALID_VALUE);
         // Fits (8 x 8 V of 512 B at BASE + 3200): on to the library's size
-        // query, with NULL settings (the library's defaults).
+        // query.
         assert_eq!(
             call(&mut t, f, dgesvdj(1, 1, BASE + 1088, 8)),
             Err(NO_LIBRARY)
@@ -874,6 +877,10 @@ mod tests {
         assert_eq!(call(&mut t, f, dgesvdj(1, 1, BASE + 1088, 7)), bad);
         assert_eq!(call(&mut t, f, dgesvdj(2, 0, BASE + 1088, 8)), bad);
         assert_eq!(call(&mut t, f, dgesvdj(1, 2, BASE + 1088, 8)), bad);
+        // No settings at all: refused here, as NVIDIA's library (CUDA 13)
+        // crashes on NULL.
+        let r = call(&mut t, f, with_settings(1, 1, BASE + 1088, 8, 0));
+        assert!(r.is_err() && !reached(r), "{r:?}");
     }
 
     #[test]
