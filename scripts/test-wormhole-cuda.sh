@@ -83,6 +83,19 @@ for major in 12 13; do
   check "blas_nodevice$major binds libcublas.so.$major and libcurand.so.10 versions" sh -c \
     "readelf -V '$work/blas_nodevice$major' | grep -q 'Name: libcublas.so.$major' && readelf -V '$work/blas_nodevice$major' | grep -q 'Name: libcurand.so.10'"
 done
+# What PyTorch 2.11.0's CUDA libraries (cu130 wheel) import from cuBLAS,
+# cuBLASLt, cuSOLVER and cuRAND, read with nm on a GPU machine: every
+# name, at its version, is exported by our stand-in of that soname, or
+# `import torch` (RTLD_NOW) or torch.linalg stops at a missing symbol.
+check "every cuBLAS, cuBLASLt, cuSOLVER and cuRAND symbol PyTorch 2.11 imports is exported" bash -c '
+  declare -A so=([libcublas.so.13]=cublas13 [libcublasLt.so.13]=cublaslt13 [libcusolver.so.12]=cusolver12 [libcurand.so.10]=curand10 [libcudart.so.13]=cudart13)
+  missing=0
+  while read -r _ sym; do
+    name=${sym%@*}; soname=${sym#*@}
+    readelf --dyn-syms -W "target/debug/libwormhole_${so[$soname]}.so" | grep -q " $name@@$soname\$" \
+      || { echo "missing: $sym"; missing=1; }
+  done < crates/wormhole/cuda-api/fixtures/torch-2.11.0-cu130-imports.txt
+  exit $missing'
 rand_so="$PWD/target/debug/libwormhole_curand10.so"
 check "libcurand.so.10: soname" sh -c "readelf -d '$rand_so' | grep -q 'Library soname: \[libcurand.so.10\]'"
 check "libcurand.so.10: curandGenerateNormal@@libcurand.so.10" sh -c "readelf --dyn-syms -W '$rand_so' | grep -q ' curandGenerateNormal@@libcurand.so.10\$'"
@@ -222,7 +235,10 @@ for major in 12 13; do
   check "CPU device: cuBLAS calls Wormhole refuses answer CUBLAS_STATUS_NOT_SUPPORTED ($major)" sh -c \
     "LD_LIBRARY_PATH='$work/lib$major' '$work/sgemm$major' 64 refused | grep -x 'strsm: status 15'"
   check "CPU device: curand runs through Wormhole and is correct ($major)" sh -c \
-    "LD_LIBRARY_PATH='$work/lib$major' '$work/curand$major' | tee /dev/stderr | tail -n1 | grep -qx correct"
+    "LD_LIBRARY_PATH='$work/lib$major' '$work/curand$major' | tee /dev/stderr | tail -n1 | grep -qx correct"  # The versions are the server's libraries' (the stand-in's 130100 and
+  # 10400), not the client's own (131000 or 120903, 10405 or 10310).
+  check "CPU device: cuBLAS's and cuRAND's versions are the server's libraries' ($major)" sh -c \
+    "LD_LIBRARY_PATH='$work/lib$major' '$work/sgemm$major' 64 | grep -qx 'cuBLAS 130100' && LD_LIBRARY_PATH='$work/lib$major' '$work/curand$major' | grep -qx 'cuRAND 10400'"
 done
 # cuBLAS and cuRAND calls go batched once their shape succeeded; a
 # deferred one's failure (freed memory) is answered by the next synchronous
@@ -286,6 +302,9 @@ check_as_natively "CPU device: 3D memory (malloc, memsets, copies) as natively" 
 # 64-bit API, float and double): the same lines natively on the stand-in
 # and through Wormhole, judged by residuals on the CPU; then with every
 # call waiting (WORMHOLE_SYNC=1).
+# A NULL handle too: the stand-ins refuse it (NVIDIA's library is not
+# asked, on a GPU; see solver.c).
+export SOLVER_NULL_HANDLE=1
 gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/solver13" examples/cuda/solver.c -L"$work/lib13" -lcusolver -lcudart -lm
 check_as_natively "CPU device: cuSOLVER factorisations and solves as natively, and correct" solver13
 check "CPU device: cuSOLVER with WORMHOLE_SYNC=1" sh -c \

@@ -4,6 +4,9 @@
 /* ---- cuBLAS -------------------------------------------------------------- */
 struct blas { void *stream; int mode; int math; void *workspace; size_t workspace_bytes; };
 #define H ((struct blas *)h)
+/* The versions NVIDIA's CUDA 13.0 libraries answered on an H200: through
+ * Wormhole the client must report the server's library's, not its own. */
+int cublasGetVersion_v2(void *h, int *v) { (void)h; if (!v) return 7; *v = 130100; return 0; }
 int cublasCreate_v2(void **h) { if (!h) return 7; *h = calloc(1, sizeof(struct blas)); return *h ? 0 : 3; }
 int cublasDestroy_v2(void *h) { if (!h) return 1; free(h); return 0; }
 int cublasSetStream_v2(void *h, void *s) { if (!h) return 1; H->stream = s; return 0; }

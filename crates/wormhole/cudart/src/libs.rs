@@ -530,17 +530,23 @@ pub mod blas_manual {
         blas::CUBLAS_STATUS_SUCCESS
     }
 
-    /// Needs no handle (natively, NULL works too).
+    /// The server's library's version; without a server or a library
+    /// there, the version of the wheel the description was checked against
+    /// (natively a NULL handle works too).
     ///
     /// # Safety
     /// `version` is NULL or writable.
-    pub unsafe extern "C" fn cublasGetVersion_v2(_handle: *mut c_void, version: *mut i32) -> i32 {
+    pub unsafe extern "C" fn cublasGetVersion_v2(handle: *mut c_void, version: *mut i32) -> i32 {
         if version.is_null() {
             return blas::CUBLAS_STATUS_INVALID_VALUE;
         }
-        // SAFETY: `version` is non-NULL (checked above), and a non-NULL one
-        // is a writable int: cublasGetVersion's contract.
-        unsafe { *version = blas::version(state::MAJOR.load(Ordering::Relaxed)) };
+        // SAFETY: `version` is a writable int (checked non-NULL above), and
+        // `handle` is passed on as the application gave it, as natively.
+        if unsafe { gen::cublasGetVersion_v2(handle, version) } != blas::CUBLAS_STATUS_SUCCESS {
+            // SAFETY: `version` is non-NULL (checked above), and a non-NULL
+            // one is a writable int: cublasGetVersion's contract.
+            unsafe { *version = blas::version(state::MAJOR.load(Ordering::Relaxed)) };
+        }
         blas::CUBLAS_STATUS_SUCCESS
     }
 
@@ -618,15 +624,20 @@ pub mod solver_manual {
 pub mod rand_manual {
     use super::*;
 
+    /// As cublasGetVersion_v2: the server's library's, else the client's.
+    ///
     /// # Safety
     /// `version` is NULL or writable.
     pub unsafe extern "C" fn curandGetVersion(version: *mut i32) -> i32 {
         if version.is_null() {
             return rand::CURAND_STATUS_OUT_OF_RANGE;
         }
-        // SAFETY: `version` is non-NULL (checked above), and a non-NULL one
-        // is a writable int: curandGetVersion's contract.
-        unsafe { *version = rand::version(state::MAJOR.load(Ordering::Relaxed)) };
+        // SAFETY: `version` is a writable int (checked non-NULL above).
+        if unsafe { crate::rand::gen::curandGetVersion(version) } != rand::CURAND_STATUS_SUCCESS {
+            // SAFETY: `version` is non-NULL (checked above), and a non-NULL
+            // one is a writable int: curandGetVersion's contract.
+            unsafe { *version = rand::version(state::MAJOR.load(Ordering::Relaxed)) };
+        }
         rand::CURAND_STATUS_SUCCESS
     }
 }
