@@ -94,18 +94,24 @@ if [ "$major" = 13 ]; then
   lt=(lt_matmul)
 fi
 # nvcc links them against the stand-ins too (NVIDIA's sonames and versions).
+# -arch=native: machine code for this GPU. Without it (sm_75 and PTX only)
+# the driver compiles the PTX at first use, which fell inside some timings
+# and not others on an H200 (vectorAdd natively: 72-101 us a launch, 18-21
+# through Wormhole, whose server loads the module before the timer).
 for s in vectorAdd matmul; do
-  nvcc -O2 -cudart shared "${extra[@]}" -L"$lib" -o "$out/$s" "examples/cuda/$s.cu"
+  nvcc -O2 -arch=native -cudart shared "${extra[@]}" -L"$lib" -o "$out/$s" "examples/cuda/$s.cu"
 done
-nvcc -O2 -cudart shared "${extra[@]}" -L"$lib" -o "$out/lenet" examples/cuda/lenet.cu -lcublas
+nvcc -O2 -arch=native -cudart shared "${extra[@]}" -L"$lib" -o "$out/lenet" examples/cuda/lenet.cu -lcublas
 # Thrust's headers: include/cccl since CUDA 13, include before, a folder
 # of their own in CUDA 12's wheels.
 thrust_h=$(find "$(dirname "$(dirname "$(command -v nvcc)")")" "$out/venv" -path '*thrust/sort.h' 2>/dev/null | head -n1 || true)
 cccl=$(dirname "$(dirname "${thrust_h:-/nonexistent/thrust/sort.h}")")
-nvcc -O2 -cudart shared "${extra[@]}" -I"$cccl" -L"$lib" -o "$out/thrust_sort" examples/cuda/thrust_sort.cu
+nvcc -O2 -arch=native -cudart shared "${extra[@]}" -I"$cccl" -L"$lib" -o "$out/thrust_sort" examples/cuda/thrust_sort.cu
 # The server finds NVIDIA's libraries on its own library path.
 rm -f "$out/s.sock"
-LD_LIBRARY_PATH="$server_path" "$bin/wormhole-server" --socket "$out/s.sock" -q &
+# WORMHOLE_SERVER_ARGS: more of the server's options (--no-confine, say).
+# shellcheck disable=SC2086
+LD_LIBRARY_PATH="$server_path" "$bin/wormhole-server" --socket "$out/s.sock" -q ${WORMHOLE_SERVER_ARGS:-} &
 pid=$!; trap 'kill $pid 2>/dev/null' EXIT; sleep 1
 status=0
 for s in vectorAdd matmul thrust_sort; do

@@ -62,7 +62,12 @@ cp "$bin/libwormhole_cublas13.so" "$lib/libcublas.so.13"
 cp "$bin/libwormhole_curand10.so" "$lib/libcurand.so.10"
 cp "$bin/libwormhole_cublaslt13.so" "$lib/libcublasLt.so.13"
 cp "$bin/libwormhole_cusolver12.so" "$lib/libcusolver.so.12"
-preload="$lib/libcudart.so.13:$lib/libcublas.so.13:$lib/libcublasLt.so.13:$lib/libcurand.so.10:$lib/libcusolver.so.12"
+# The driver stand-in too, GPU or not: PyTorch calls the driver itself
+# (cuDevicePrimaryCtxRetain, cuCtxGetCurrent), and NVIDIA's, in a client
+# that never initialised it (the runtime is the server's), answers
+# "initialization error".
+cp "$bin/libwormhole_cuda_driver1.so" "$lib/libcuda.so.1"
+preload="$lib/libcudart.so.13:$lib/libcublas.so.13:$lib/libcublasLt.so.13:$lib/libcurand.so.10:$lib/libcusolver.so.12:$lib/libcuda.so.1"
 
 steps=("$py" -W ignore tests/apps/pytorch_steps.py)
 if nvidia-smi >/dev/null 2>&1; then
@@ -78,13 +83,14 @@ else
   cpu="$work/cpu"; mkdir -p "$cpu"
   gcc -shared -fPIC -O2 -Wall -Werror -o "$cpu/libcpudevice.so" examples/cuda/cpu_device/*.c -lm
   for n in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10 libcusolver.so.12; do ln -s libcpudevice.so "$cpu/$n"; done
-  cp "$bin/libwormhole_cuda_driver1.so" "$lib/libcuda.so.1"
   server_env=(env LD_LIBRARY_PATH="$cpu$ocl")
   runtime="$cpu/libcudart.so.13"
   client_path="$lib"
 fi
 
-"${server_env[@]}" "$bin/wormhole-server" --socket "$work/s.sock" -q --cuda-runtime "$runtime" &
+# WORMHOLE_SERVER_ARGS: more of the server's options (--no-confine, say).
+# shellcheck disable=SC2086
+"${server_env[@]}" "$bin/wormhole-server" --socket "$work/s.sock" -q --cuda-runtime "$runtime" ${WORMHOLE_SERVER_ARGS:-} &
 server_pid=$!
 for _ in $(seq 100); do [ -S "$work/s.sock" ] && break; sleep 0.1; done
 echo "== through Wormhole (shared memory, one local server)"

@@ -20,6 +20,14 @@ static void moments(const char *what, const double *v, size_t n, double mean, do
     if (!ok) failures++;
 }
 
+/* An offset of 7; NVIDIA's cuRAND 10.4 refuses one for Philox
+ * (CURAND_STATUS_TYPE_ERROR, seen on an H200), so a refusal is printed, the
+ * same natively and remoted, and the generator goes on from offset 0. */
+static void set_offset(curandGenerator_t g, int t) {
+    curandStatus_t s = curandSetGeneratorOffset(g, 7);
+    if (s != CURAND_STATUS_SUCCESS) printf("offset on generator %d refused: curandStatus %d\n", t, s);
+}
+
 int main(void) {
     const size_t n = 1 << 20;
     float *df; double *dd; unsigned *du;
@@ -40,7 +48,7 @@ int main(void) {
         CHECK_RAND(curandCreateGenerator(&g, types[t]));
         CHECK_RAND(curandSetStream(g, stream));
         CHECK_RAND(curandSetPseudoRandomGeneratorSeed(g, 1234));
-        CHECK_RAND(curandSetGeneratorOffset(g, 7));
+        set_offset(g, t);
         CHECK_RAND(curandGenerateUniform(g, df, n));
         CHECK_CUDA(cudaMemcpy(hf, df, n * sizeof(float), cudaMemcpyDeviceToHost));
         for (size_t i = 0; i < n; i++) tmp[i] = hf[i];
@@ -66,7 +74,7 @@ int main(void) {
         /* The same seed and offset give the same words again. */
         CHECK_RAND(curandSetPseudoRandomGeneratorSeed(g, 99));
         CHECK_RAND(curandSetPseudoRandomGeneratorSeed(g, 1234));
-        CHECK_RAND(curandSetGeneratorOffset(g, 7));
+        set_offset(g, t);
         CHECK_RAND(curandGenerate(g, du, n));
         CHECK_CUDA(cudaMemcpy(hu, du, n * sizeof(unsigned), cudaMemcpyDeviceToHost));
         printf("digest %d words after reseed: %016llx\n", t, (unsigned long long)sample_digest(hu, n * sizeof(unsigned)));

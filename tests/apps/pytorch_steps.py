@@ -129,6 +129,43 @@ def steps():
         assert torch.allclose(u * sv @ vh, tall, atol=1e-9), "SVD differs"
         return "Cholesky, LU solve, QR, eigh and SVD of 16x16 to 24x12 doubles (cuSOLVER)"
 
+    def cnn_training(cudnn):
+        """A few SGD steps of a small CNN on random MNIST-shaped data, the
+        same on the CPU: with cuDNN (PyTorch's default) or without (its own
+        im2col kernels and cuBLAS)."""
+
+        def train(device):
+            torch.manual_seed(11)
+            net = torch.nn.Sequential(
+                torch.nn.Conv2d(1, 8, 5), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                torch.nn.Conv2d(8, 16, 5), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                torch.nn.Flatten(), torch.nn.Linear(256, 10),
+            ).to(device)
+            g = torch.Generator().manual_seed(12)
+            x = torch.randn(64, 1, 28, 28, generator=g)
+            y = torch.randint(0, 10, (64,), generator=g)
+            x, y = x.to(device), y.to(device)
+            opt = torch.optim.SGD(net.parameters(), lr=0.05)
+            losses = []
+            for _ in range(20):
+                opt.zero_grad()
+                loss = torch.nn.functional.cross_entropy(net(x), y)
+                loss.backward()
+                opt.step()
+                losses.append(loss.item())
+            return losses
+
+        def run():
+            with torch.backends.cudnn.flags(enabled=cudnn):
+                got = train("cuda")
+            want = train("cpu")
+            assert got[-1] < got[0], f"loss did not fall: {got[0]:.3f} -> {got[-1]:.3f}"
+            assert abs(got[-1] - want[-1]) < 0.05, f"final loss {got[-1]:.4f}, CPU {want[-1]:.4f}"
+            how = "cuDNN" if cudnn else "without cuDNN"
+            return f"20 SGD steps of a 2-conv CNN, 64 images 1x28x28, {how}: loss {got[0]:.3f} -> {got[-1]:.3f}"
+
+        return run
+
     def random():
         g = torch.Generator(device="cuda").manual_seed(3)
         r = torch.rand(1000, device="cuda", generator=g)
@@ -151,6 +188,8 @@ def steps():
         ("linear layer", linear),
         ("linear algebra", linear_algebra),
         ("random numbers", random),
+        ("CNN training without cuDNN", cnn_training(False)),
+        ("CNN training with cuDNN", cnn_training(True)),
     ]
 
 
