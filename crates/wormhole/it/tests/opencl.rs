@@ -3,8 +3,9 @@
 
 use wormhole_it::native_vs_wormhole;
 
-/// Runs a program and reports how many lines were compared.
-fn check(name: &str) {
+/// Runs a program and reports how many lines were compared; returns both
+/// runs' output.
+fn check(name: &str) -> (wormhole_it::RunOutput, wormhole_it::RunOutput) {
     let (native, remote) = native_vs_wormhole(name);
     let n = native.compared_lines().len();
     assert!(n > 5, "{name}: only {n} lines of output");
@@ -14,6 +15,7 @@ fn check(name: &str) {
         remote.stdout
     );
     eprintln!("{name}: {n} lines identical natively and through Wormhole");
+    (native, remote)
 }
 
 #[test]
@@ -78,7 +80,19 @@ fn errors() {
 
 #[test]
 fn platform() {
-    check("platform");
+    let (native, remote) = check("platform");
+    // The device's global memory as each run saw it: through Wormhole no
+    // more than natively (the tenant's memory limit may cap what PoCL
+    // reports: seen on a CI machine with cgroup v2), and not nothing.
+    let gmem = |o: &wormhole_it::RunOutput| -> u64 {
+        o.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("~global mem "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no global memory line in:\n{}", o.stdout))
+    };
+    let (n, r) = (gmem(&native), gmem(&remote));
+    assert!(r > 0 && r <= n, "global memory {r} through Wormhole, {n} natively");
 }
 
 #[test]
