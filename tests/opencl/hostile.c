@@ -14,7 +14,10 @@
  *                            (signal 0: permission is checked, nothing is
  *                            delivered), create a file in DIR, ptrace
  *                            (PTRACE_SEIZE, which does not stop it) and
- *                            process_vm_readv PID, open TOKEN; print
+ *                            process_vm_readv PID, open TOKEN, and open
+ *                            its own /proc/self/comm for writing (which a
+ *                            tenant may: NVIDIA's driver needs its own
+ *                            /proc entries writable); print
  *                            "NAME RESULT" per attempt (RESULT < 0: the
  *                            kernel's refusal, -errno)
  *
@@ -40,6 +43,7 @@ static const char *src =
     "static long opened(long fd) { if (fd >= 0) sc(3, fd, 0, 0, 0); return fd; }\n"
     "__kernel void attack(__global long *out, __global const char *s, long pid, long lpid) {\n"
     "  __global const char *mem = s, *fd = s + 256, *file = s + 512, *token = s + 768;\n"
+    "  __global const char *own = s + 1024;\n"
     "  out[0] = opened(sc(2, (long)mem, 0, 0, 0));            /* open O_RDONLY */\n"
     "  out[1] = opened(sc(2, (long)fd, 0x10000, 0, 0));       /* O_DIRECTORY */\n"
     "  out[2] = sc(62, pid, 0, 0, 0);                          /* kill(pid, 0) */\n"
@@ -52,6 +56,7 @@ static const char *src =
     "  out[7] = sc6(310, pid, (long)lv, 1, (long)rv, 1, 0);   /* process_vm_readv */\n"
     "  out[8] = opened(sc(2, (long)token, 0, 0, 0));\n"
     "  out[9] = sc(102, 0, 0, 0, 0);                           /* getuid */\n"
+    "  out[10] = opened(sc(2, (long)own, 1, 0, 0));            /* O_WRONLY */\n"
     "}\n"
     "__kernel void sum(__global const uint *a, __global uint *out) {\n"
     "  uint s = 0; for (int i = 0; i < 1024; i++) s += a[get_global_id(0) * 1024 + i];\n"
@@ -60,7 +65,8 @@ static const char *src =
 
 static const char *names[] = {"open-mem", "open-fd",   "kill-neighbour",
                               "kill-listener", "kill-all", "write-dir",
-                              "ptrace", "vm-read", "open-token", "uid"};
+                              "ptrace", "vm-read", "open-token", "uid",
+                              "own-proc"};
 
 static env_t env;
 static cl_context ctx;
@@ -119,15 +125,16 @@ static int victim(const char *file) {
 
 static int attack(char **argv) {
     setup();
-    static char strings[1024];
+    static char strings[1280];
     snprintf(strings, 256, "/proc/%s/mem", argv[0]);
     snprintf(strings + 256, 256, "/proc/%s/fd", argv[0]);
     snprintf(strings + 512, 256, "%s/planted", argv[2]);
     snprintf(strings + 768, 256, "%s", argv[3]);
+    snprintf(strings + 1024, 256, "/proc/self/comm");
     cl_int e;
     cl_mem s = clCreateBuffer(ctx, CL_MEM_COPY_HOST_PTR, sizeof strings, strings, &e);
     CHECK_ERR(e, "clCreateBuffer (strings)");
-    cl_long out[10];
+    cl_long out[11];
     cl_mem o = clCreateBuffer(ctx, CL_MEM_READ_WRITE, sizeof out, NULL, &e);
     CHECK_ERR(e, "clCreateBuffer (out)");
     cl_kernel k = clCreateKernel(prog, "attack", &e);
@@ -140,7 +147,7 @@ static int attack(char **argv) {
     size_t one = 1;
     CHECK(clEnqueueNDRangeKernel(q, k, 1, NULL, &one, NULL, 0, NULL, NULL));
     CHECK(clEnqueueReadBuffer(q, o, CL_TRUE, 0, sizeof out, out, 0, NULL, NULL));
-    for (int i = 0; i < 10; i++)
+    for (int i = 0; i < 11; i++)
         printf("%s %ld\n", names[i], (long)out[i]);
     env_done(&env);
     return 0;
