@@ -50,6 +50,7 @@ EXPLAINED=(
   '^< +(Command buffer capabilities|Required queue properties for command buffer|Out-of-order execution|Profiling) ## clinfo asks for command-buffer properties only when cl_khr_command_buffer is listed'
   '^[<>] +(Coarse-grained buffer sharing|Fine-grained buffer sharing|Atomics) ## No SVM through Wormhole (CL_DEVICE_SVM_CAPABILITIES = 0): client and server do not share an address space'
   '^[<>] +Run native kernels ## No native kernels (CL_EXEC_NATIVE_KERNEL cleared): a host function pointer of the client cannot run in the server'
+  '^[<>] +(Global memory size|Max memory allocation) ## PoCL reports no more than its process may use: a tenant whose cgroup allows less than the host has (three quarters of it by default, where cgroup v2 gives a memory controller) sees less'
 )
 status=0
 while IFS= read -r line; do
