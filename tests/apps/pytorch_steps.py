@@ -111,7 +111,22 @@ def steps():
         assert torch.allclose(got, want, atol=1e-4), "output differs"
         return "nn.Linear(32, 16) on 8 rows (addmm with a bias: cuBLASLt)"
 
-    def linear_algebra():
+    def linear_algebra(library):
+        """torch.linalg's factorisations, with PyTorch's choice of backend
+        (`default`: cuSOLVER or MAGMA, which calls cuBLAS's triangular
+        routines) or cuSOLVER's alone."""
+
+        def run():
+            previous = torch.backends.cuda.preferred_linalg_library()
+            torch.backends.cuda.preferred_linalg_library(library)
+            try:
+                return factorise() + f", {library} backend"
+            finally:
+                torch.backends.cuda.preferred_linalg_library(previous)
+
+        return run
+
+    def factorise():
         g = torch.Generator().manual_seed(7)
         m = torch.randn(16, 16, generator=g, dtype=torch.float64)
         spd = m @ m.t() + 16 * torch.eye(16, dtype=torch.float64)
@@ -127,7 +142,7 @@ def steps():
         assert torch.allclose(spd @ v, v * w, atol=1e-8), "eigenpairs differ"
         u, sv, vh = (t.cpu() for t in torch.linalg.svd(tall.cuda(), full_matrices=False))
         assert torch.allclose(u * sv @ vh, tall, atol=1e-9), "SVD differs"
-        return "Cholesky, LU solve, QR, eigh and SVD of 16x16 to 24x12 doubles (cuSOLVER)"
+        return "Cholesky, LU solve, QR, eigh and SVD of 16x16 to 24x12 doubles"
 
     def cnn_training(cudnn):
         """A few SGD steps of a small CNN on random MNIST-shaped data, the
@@ -186,7 +201,8 @@ def steps():
         ("half-precision matmul", half_matmul),
         ("more matmuls", more_matmuls),
         ("linear layer", linear),
-        ("linear algebra", linear_algebra),
+        ("linear algebra", linear_algebra("default")),
+        ("linear algebra, cuSOLVER", linear_algebra("cusolver")),
         ("random numbers", random),
         ("CNN training without cuDNN", cnn_training(False)),
         ("CNN training with cuDNN", cnn_training(True)),
