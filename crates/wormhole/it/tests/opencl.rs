@@ -92,7 +92,10 @@ fn platform() {
             .unwrap_or_else(|| panic!("no global memory line in:\n{}", o.stdout))
     };
     let (n, r) = (gmem(&native), gmem(&remote));
-    assert!(r > 0 && r <= n, "global memory {r} through Wormhole, {n} natively");
+    assert!(
+        r > 0 && r <= n,
+        "global memory {r} through Wormhole, {n} natively"
+    );
 }
 
 #[test]
