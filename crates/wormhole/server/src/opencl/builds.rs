@@ -173,14 +173,18 @@ impl Job {
         // client calls its own when it has the result.
         let status = unsafe {
             match &self.work {
-                Work::Build { program } => ffi::clBuildProgram(
-                    *program as *mut c_void,
-                    devices.len() as u32,
-                    list,
-                    options,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                ),
+                Work::Build { program } => {
+                    super::retry::build_with_retry(*program as *mut c_void, || {
+                        ffi::clBuildProgram(
+                            *program as *mut c_void,
+                            devices.len() as u32,
+                            list,
+                            options,
+                            std::ptr::null_mut(),
+                            std::ptr::null_mut(),
+                        )
+                    })
+                }
                 Work::Compile { program, headers } => {
                     let programs: Vec<*mut c_void> =
                         headers.programs.iter().map(|&p| p as *mut c_void).collect();

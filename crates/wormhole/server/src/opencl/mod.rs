@@ -23,6 +23,7 @@ pub mod pending_maps;
 pub mod programs;
 pub mod queries;
 pub mod quota;
+pub mod retry;
 pub mod shared;
 pub mod tenant;
 pub mod transfers;

@@ -30,5 +30,6 @@ pub use super::queries::{
     clGetDeviceInfo, clGetMemObjectInfo, clGetPlatformIDs, clGetPlatformInfo, clGetProgramInfo,
     whGetProgramBinary,
 };
+pub use super::retry::clBuildProgram;
 pub use super::transfers::{clEnqueueReadBuffer, clEnqueueWriteBuffer};
 pub use super::waits::{clFinish, clWaitForEvents};

@@ -1,0 +1,146 @@
+//! One more try for a build that failed with nothing to say.
+//!
+//! PoCL 3.1 now and then fails a build from source with no compiler
+//! message at all: its log holds only its own "Device ... failed to build
+//! the program". Seen in CI, where sixteen tenants of one client user, which
+//! share a kernel cache, built at once; the same program had built, and
+//! built again, in the same run. A compile error always brings the
+//! compiler's own lines, so a build whose log has nothing else is tried
+//! once more, a moment later, and the second answer stands.
+
+#![allow(non_snake_case)]
+
+use std::ffi::c_void;
+use std::time::Duration;
+
+use wormhole_opencl_api::CL_PROGRAM_NUM_DEVICES;
+
+use super::ffi;
+use super::queries::info_bytes;
+
+const CL_BUILD_PROGRAM_FAILURE: i32 = -11;
+const CL_PROGRAM_DEVICES: u32 = 0x1163;
+const CL_PROGRAM_BUILD_LOG: u32 = 0x1183;
+
+/// PoCL's own line, the only one in the log of a build that failed with
+/// no compiler message.
+const GENERIC: &str = "failed to build the program";
+
+/// How long the second try waits: long enough for another process's write
+/// into the shared cache to finish.
+const PAUSE: Duration = Duration::from_millis(100);
+
+/// The most bytes of a build log read to decide.
+const LOG_LIMIT: u64 = 1 << 20;
+
+/// Runs `build` (a `clBuildProgram` of `program`), and once more when it
+/// failed with a log that names no cause.
+///
+/// # Safety
+/// `program` is a live program of the tenant's, for the whole call.
+pub unsafe fn build_with_retry(program: *mut c_void, build: impl Fn() -> i32) -> i32 {
+    let status = build();
+    // SAFETY: `program` is live (this function's contract).
+    if status != CL_BUILD_PROGRAM_FAILURE || !unsafe { says_nothing(program) } {
+        return status;
+    }
+    log::warn!("a build failed with no compiler message; trying it once more");
+    std::thread::sleep(PAUSE);
+    build()
+}
+
+/// `clBuildProgram` with [`build_with_retry`]; a build that calls the
+/// application back is not tried again (it would hear twice).
+///
+/// # Safety
+/// As `clBuildProgram`: `program` live, `device_list` NULL or `num_devices`
+/// devices, `options` NULL or a C string, `notify` and `data` the
+/// application's callback for the program (the decoder's, NULL for none).
+pub unsafe fn clBuildProgram(
+    _t: &super::tenant::Tenant,
+    program: *mut c_void,
+    num_devices: u32,
+    device_list: *const *mut c_void,
+    options: *const std::ffi::c_char,
+    notify: *mut c_void,
+    data: *mut c_void,
+) -> i32 {
+    // SAFETY: the arguments are as clBuildProgram takes them (this
+    // function's contract), passed on unchanged.
+    let build =
+        || unsafe { ffi::clBuildProgram(program, num_devices, device_list, options, notify, data) };
+    if !notify.is_null() {
+        return build();
+    }
+    // SAFETY: `program` is live for the call (this function's contract).
+    unsafe { build_with_retry(program, build) }
+}
+
+/// Whether every device's build log holds nothing but PoCL's generic line.
+///
+/// # Safety
+/// `program` is a live program.
+unsafe fn says_nothing(program: *mut c_void) -> bool {
+    let mut n = 0u32;
+    // SAFETY: `program` is live; the value is one cl_uint, as asked.
+    let s = unsafe {
+        ffi::clGetProgramInfo(
+            program,
+            CL_PROGRAM_NUM_DEVICES,
+            std::mem::size_of::<u32>(),
+            (&mut n as *mut u32).cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    if s != 0 || n == 0 || n > 64 {
+        return false;
+    }
+    let mut devices = vec![std::ptr::null_mut::<c_void>(); n as usize];
+    // SAFETY: room for `n` handles, as the size says.
+    let s = unsafe {
+        ffi::clGetProgramInfo(
+            program,
+            CL_PROGRAM_DEVICES,
+            devices.len() * std::mem::size_of::<*mut c_void>(),
+            devices.as_mut_ptr().cast(),
+            std::ptr::null_mut(),
+        )
+    };
+    if s != 0 {
+        return false;
+    }
+    devices.iter().all(|&device| {
+        // SAFETY: `program` is live and `device` one of its devices (just
+        // asked); `value` and `size_ret` are as info_bytes passes them.
+        let log = info_bytes(LOG_LIMIT, |size, value, size_ret| unsafe {
+            ffi::clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, value, size_ret)
+        });
+        log.is_ok_and(|l| generic_only(&l))
+    })
+}
+
+/// Whether a log's lines are all empty or PoCL's generic one.
+fn generic_only(log: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(log);
+    text.trim_end_matches('\0')
+        .lines()
+        .map(str::trim)
+        .all(|l| l.is_empty() || l.contains(GENERIC))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_log_without_a_compiler_message_is_tried_again() {
+        assert!(generic_only(
+            b"Device pthread-skylake failed to build the program\n\0"
+        ));
+        assert!(generic_only(b"\0"));
+        assert!(!generic_only(
+            b"<source>:3:5: error: use of undeclared identifier 'x'\n\
+              Device pthread failed to build the program\n\0"
+        ));
+    }
+}
