@@ -110,22 +110,30 @@ unsafe fn reported_options(
 ) -> Result<Vec<u8>, i32> {
     // The options the application sent, and ours: never more than a
     // request held.
+    // SAFETY: as this function's contract.
+    unsafe { build_text(program, device, CL_PROGRAM_BUILD_OPTIONS, max) }
+}
+
+/// A text of `program`'s build on `device` (`param`: its options, its
+/// log), up to its NUL, at most `max` bytes read.
+///
+/// # Safety
+/// `program` is a program and `device` one of its devices.
+pub(super) unsafe fn build_text(
+    program: *mut c_void,
+    device: *mut c_void,
+    param: u32,
+    max: u64,
+) -> Result<Vec<u8>, i32> {
     // SAFETY: `program` is a program and `device` one of its devices (this
     // function's contract); `value` and `size_ret` are as info_bytes passes
     // them: NULL or room for `size` bytes, NULL or one size_t.
-    let mut opts = info_bytes(max, |size, value, size_ret| unsafe {
-        ffi::clGetProgramBuildInfo(
-            program,
-            device,
-            CL_PROGRAM_BUILD_OPTIONS,
-            size,
-            value,
-            size_ret,
-        )
+    let mut text = info_bytes(max, |size, value, size_ret| unsafe {
+        ffi::clGetProgramBuildInfo(program, device, param, size, value, size_ret)
     })?;
-    let n = opts.iter().position(|&b| b == 0).unwrap_or(opts.len());
-    opts.truncate(n);
-    Ok(opts)
+    let n = text.iter().position(|&b| b == 0).unwrap_or(text.len());
+    text.truncate(n);
+    Ok(text)
 }
 
 /// `CL_PROGRAM_BUILD_OPTIONS` answered with the application's options;
@@ -377,7 +385,24 @@ unsafe fn kernel_asked(kernel: *mut c_void, max: u64) -> bool {
         return true;
     };
     let program = program as *mut c_void;
-    // SAFETY: a program the library named; one cl_uint.
+    // SAFETY: a program the library named.
+    let devices = unsafe { program_devices(program) };
+    let Some(&device) = devices.first() else {
+        return true;
+    };
+    // SAFETY: the program and one of its devices.
+    match unsafe { reported_options(program, device, max) } {
+        Ok(o) => asked_for_arg_info(&o),
+        Err(_) => true,
+    }
+}
+
+/// The devices of `program` (none where they cannot be had).
+///
+/// # Safety
+/// `program` is a live program.
+pub(super) unsafe fn program_devices(program: *mut c_void) -> Vec<*mut c_void> {
+    // SAFETY: a live program (this function's contract); one cl_uint.
     let n =
         unsafe { super::info_value::<u32>(ffi::clGetProgramInfo, program, CL_PROGRAM_NUM_DEVICES) };
     let mut devices = vec![std::ptr::null_mut::<c_void>(); n.unwrap_or(0) as usize];
@@ -391,14 +416,10 @@ unsafe fn kernel_asked(kernel: *mut c_void, max: u64) -> bool {
             std::ptr::null_mut(),
         )
     };
-    let Some(&device) = devices.first().filter(|_| s == CL_SUCCESS) else {
-        return true;
-    };
-    // SAFETY: the program and one of its devices.
-    match unsafe { reported_options(program, device, max) } {
-        Ok(o) => asked_for_arg_info(&o),
-        Err(_) => true,
+    if s != CL_SUCCESS {
+        devices.clear();
     }
+    devices
 }
 
 /// The application's options with the include directories it sent

@@ -13,13 +13,9 @@
 use std::ffi::c_void;
 use std::time::Duration;
 
-use wormhole_opencl_api::CL_PROGRAM_NUM_DEVICES;
-
-use super::ffi;
-use super::queries::info_bytes;
+use super::{ffi, programs};
 
 const CL_BUILD_PROGRAM_FAILURE: i32 = -11;
-const CL_PROGRAM_DEVICES: u32 = 0x1163;
 const CL_PROGRAM_BUILD_LOG: u32 = 0x1183;
 
 /// PoCL's own line, the only one in the log of a build that failed with
@@ -81,42 +77,15 @@ pub unsafe fn clBuildProgram(
 /// # Safety
 /// `program` is a live program.
 unsafe fn says_nothing(program: *mut c_void) -> bool {
-    let mut n = 0u32;
-    // SAFETY: `program` is live; the value is one cl_uint, as asked.
-    let s = unsafe {
-        ffi::clGetProgramInfo(
-            program,
-            CL_PROGRAM_NUM_DEVICES,
-            std::mem::size_of::<u32>(),
-            (&mut n as *mut u32).cast(),
-            std::ptr::null_mut(),
-        )
-    };
-    if s != 0 || n == 0 || n > 64 {
-        return false;
-    }
-    let mut devices = vec![std::ptr::null_mut::<c_void>(); n as usize];
-    // SAFETY: room for `n` handles, as the size says.
-    let s = unsafe {
-        ffi::clGetProgramInfo(
-            program,
-            CL_PROGRAM_DEVICES,
-            devices.len() * std::mem::size_of::<*mut c_void>(),
-            devices.as_mut_ptr().cast(),
-            std::ptr::null_mut(),
-        )
-    };
-    if s != 0 {
-        return false;
-    }
-    devices.iter().all(|&device| {
-        // SAFETY: `program` is live and `device` one of its devices (just
-        // asked); `value` and `size_ret` are as info_bytes passes them.
-        let log = info_bytes(LOG_LIMIT, |size, value, size_ret| unsafe {
-            ffi::clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, size, value, size_ret)
-        });
-        log.is_ok_and(|l| generic_only(&l))
-    })
+    // SAFETY: a live program (this function's contract).
+    let devices = unsafe { programs::program_devices(program) };
+    !devices.is_empty()
+        && devices.iter().all(|&device| {
+            // SAFETY: `program` is live and `device` one of its devices.
+            let log =
+                unsafe { programs::build_text(program, device, CL_PROGRAM_BUILD_LOG, LOG_LIMIT) };
+            log.is_ok_and(|l| generic_only(&l))
+        })
 }
 
 /// Whether a log's lines are all empty or PoCL's generic one.
