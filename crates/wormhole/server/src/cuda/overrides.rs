@@ -60,6 +60,21 @@ pub unsafe fn cudaMemGetInfo(t: &mut Tenant, free: *mut usize, total: *mut usize
 /// bytes of padding.
 const TOTAL_GLOBAL_MEM_AT: usize = 288;
 
+/// A device's properties as the runtime fills them, in room for any
+/// version's `cudaDeviceProp`, and the call's status.
+fn properties(device: i32) -> (i32, Vec<u8>) {
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: 4096 bytes is more than any version's cudaDeviceProp.
+    let status = unsafe { ffi::cudaGetDeviceProperties(buf.as_mut_ptr().cast(), device) };
+    (status, buf)
+}
+
+/// The `totalGlobalMem` field of properties `buf` (of [`properties`]).
+fn total_global_mem(buf: &mut [u8]) -> &mut [u8; 8] {
+    let field = &mut buf[TOTAL_GLOBAL_MEM_AT..TOTAL_GLOBAL_MEM_AT + 8];
+    field.try_into().expect("an 8-byte range is 8 bytes")
+}
+
 /// The largest CUDA device's memory, in bytes (0 without a runtime or a
 /// device). Read from each device's properties, which start no context.
 pub fn largest_device_memory() -> u64 {
@@ -68,13 +83,10 @@ pub fn largest_device_memory() -> u64 {
     if unsafe { ffi::cudaGetDeviceCount(&mut n) } != cudaSuccess {
         return 0;
     }
-    let mut buf = vec![0u8; 4096];
     (0..n)
         .filter_map(|d| {
-            // SAFETY: 4096 bytes is more than any version's cudaDeviceProp.
-            let s = unsafe { ffi::cudaGetDeviceProperties(buf.as_mut_ptr().cast(), d) };
-            let field = buf.get(TOTAL_GLOBAL_MEM_AT..TOTAL_GLOBAL_MEM_AT + 8)?;
-            (s == cudaSuccess).then(|| u64::from_le_bytes(field.try_into().unwrap_or([0; 8])))
+            let (status, mut buf) = properties(d);
+            (status == cudaSuccess).then(|| u64::from_le_bytes(*total_global_mem(&mut buf)))
         })
         .max()
         .unwrap_or(0)
@@ -94,15 +106,11 @@ pub fn d_cudaGetDeviceProperties(
     if have != 0 && have != major {
         return Err(cudaErrorNotSupported);
     }
-    let mut buf = vec![0u8; 4096];
-    // SAFETY: 4096 bytes is more than any version's cudaDeviceProp.
-    let status = unsafe { ffi::cudaGetDeviceProperties(buf.as_mut_ptr().cast(), device) };
+    let (status, mut buf) = properties(device);
     if let (true, Some(q)) = (status == cudaSuccess, &t.memory) {
         // As `cudaMemGetInfo`: a device no larger than the quota.
-        let field = &mut buf[TOTAL_GLOBAL_MEM_AT..TOTAL_GLOBAL_MEM_AT + 8];
-        let mut v = [0u8; 8];
-        v.copy_from_slice(field);
-        field.copy_from_slice(&q.clamp(u64::from_le_bytes(v)).to_le_bytes());
+        let field = total_global_mem(&mut buf);
+        *field = q.clamp(u64::from_le_bytes(*field)).to_le_bytes();
     }
     buf.truncate(devprop_size(major));
     e.u8(1);
