@@ -12,7 +12,6 @@
 
 use std::ffi::c_void;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -21,7 +20,7 @@ use wormhole_residency::proto::{FromTenant, ToTenant, MAX_MESSAGE};
 use wormhole_server::config::Config;
 use wormhole_server::opencl::ffi;
 use wormhole_server::opencl::tenant::{Limits, Tenant};
-use wormhole_server::residency::{self, Frame, Residency};
+use wormhole_server::residency::{self, Frame, Held};
 use wormhole_transport::arena::Arena;
 use wormhole_wire::{Encoder, RequestHeader};
 
@@ -168,7 +167,7 @@ fn tenant(sock: Option<OwnedFd>) -> Result<Tenant, HooksError> {
         e.u8(0);
         e.u64(BUF);
     });
-    let r = Frame::of(&t);
+    let r = Frame::of(&t, None);
     let f = Frame::begin(r.as_ref());
     // SAFETY: the kernel's argument 0 is a __global pointer: a buffer.
     check("clSetKernelArg", unsafe {
@@ -200,12 +199,7 @@ fn tenant(sock: Option<OwnedFd>) -> Result<Tenant, HooksError> {
 
 /// The hooks around one request, as the serve loop runs them (the call
 /// itself left out).
-fn hooked(
-    t: &mut Tenant,
-    r: Option<&Arc<Residency>>,
-    f: u32,
-    req: &[u8],
-) -> Result<(), HooksError> {
+fn hooked(t: &mut Tenant, r: Option<&Held>, f: u32, req: &[u8]) -> Result<(), HooksError> {
     let frame = Frame::begin(r);
     residency::ready(t, f, req).map_err(HooksError::NotReady)?;
     frame.after(t, req, 0);
@@ -233,7 +227,7 @@ pub fn run(batches: usize, batch: usize) -> Result<HooksResult, HooksError> {
     std::thread::spawn(move || ledger(theirs));
     let mut with = tenant(Some(ours))?;
     let mut without = tenant(None)?;
-    let (rw, rn) = (Frame::of(&with), Frame::of(&without));
+    let (rw, rn) = (Frame::of(&with, None), Frame::of(&without, None));
     let mut r = HooksResult::default();
     for _ in 0..3 {
         // Alternated, the best of three: the machine may be busy.

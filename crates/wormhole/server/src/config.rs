@@ -132,6 +132,11 @@ pub struct Config {
     pub oversubscribe: bool,
     /// How objects move once tenants want more than the device holds.
     pub residency: ResidencyMode,
+    /// Whose memory the ledger counts: OpenCL's device (buffers and
+    /// images) or CUDA's (allocations, each a range of the device's
+    /// address space whose memory can go and come back). One ledger per
+    /// server: a server per device.
+    pub residency_api: ResidencyApi,
     /// Where evicted objects go: a directory on local disk (a file per
     /// tenant, opened by the listener, unlinked from the start); none: a
     /// memory file of the tenant's (which keeps the device's budget, not
@@ -158,6 +163,15 @@ pub enum ResidencyMode {
     Eager,
     /// Nothing moves: the device's memory is a hard limit.
     Off,
+}
+
+/// The API whose device memory delay storing shares (`residency_api`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum ResidencyApi {
+    #[default]
+    Opencl,
+    Cuda,
 }
 
 /// Parses a size: bytes, or a number with a unit ("512M", "2 GiB"; units
@@ -270,6 +284,7 @@ impl Default for Config {
             device_memory: 0,
             oversubscribe: false,
             residency: ResidencyMode::Delay,
+            residency_api: ResidencyApi::Opencl,
             store_dir: None,
             store_size: 0,
         }
@@ -465,6 +480,13 @@ mod tests {
         std::fs::write(&p, "oversubscribe = true\nresidency = \"off\"\n").expect("write");
         assert!(matches!(Config::load(&p), Err(ConfigError::Invalid(_))));
         std::fs::write(&p, "residency = \"lazy\"\n").expect("write");
+        assert!(Config::load(&p).is_err());
+        std::fs::write(&p, "residency_api = \"cuda\"\n").expect("write");
+        assert_eq!(
+            Config::load(&p).expect("cuda").residency_api,
+            ResidencyApi::Cuda
+        );
+        std::fs::write(&p, "residency_api = \"vulkan\"\n").expect("write");
         assert!(matches!(Config::load(&p), Err(ConfigError::Parse { .. })));
         std::fs::remove_dir_all(&dir).ok();
     }

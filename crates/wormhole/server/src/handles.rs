@@ -145,6 +145,15 @@ impl<K: Copy + Eq + Hash, E> HandleTable<K, E> {
         self.reverse.get(&(kind, raw)).copied()
     }
 
+    /// The raw handles of every object of `kind`.
+    pub fn raws_of(&self, kind: K) -> Vec<usize> {
+        self.entries
+            .values()
+            .filter(|e| e.kind == kind)
+            .map(|e| e.raw)
+            .collect()
+    }
+
     /// Records an object under `id` (replacing what the id named).
     pub fn insert(&mut self, id: u64, kind: K, raw: usize, extra: E) {
         if let Some(old) = self.entries.insert(id, Entry { kind, raw, extra }) {

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use wormhole_server::config::{Config, HandoffMode, HeldReplies, ResidencyMode};
+use wormhole_server::config::{Config, HandoffMode, HeldReplies, ResidencyApi, ResidencyMode};
 use wormhole_server::{listen, serve};
 
 #[derive(Parser, Debug)]
@@ -89,6 +89,9 @@ struct Cli {
     /// How objects move when tenants want more than the device holds.
     #[arg(long, value_enum)]
     residency: Option<ResidencyMode>,
+    /// Whose memory delay storing shares: OpenCL's device or CUDA's.
+    #[arg(long, value_enum, value_name = "API")]
+    residency_api: Option<ResidencyApi>,
     /// Keep evicted objects in a file per tenant in this directory (on
     /// local disk, say) instead of memory.
     #[arg(long, value_name = "DIR")]
@@ -140,6 +143,7 @@ fn config(cli: &Cli) -> anyhow::Result<Config> {
         tenant_memory,
         device_memory,
         residency,
+        residency_api,
         store_size
     );
     given_optional!(
@@ -223,6 +227,9 @@ fn tenant_args(cli: &Cli) -> Vec<String> {
     }
     if let Some(r) = cli.residency {
         a.push(format!("--residency={}", flag_value(r)));
+    }
+    if let Some(r) = cli.residency_api {
+        a.push(format!("--residency-api={}", flag_value(r)));
     }
     if let Some(d) = &cli.store_dir {
         a.push(format!("--store-dir={}", d.display()));
@@ -354,6 +361,7 @@ mod tests {
         round_trips::<HandoffMode>();
         round_trips::<HeldReplies>();
         round_trips::<ResidencyMode>();
+        round_trips::<ResidencyApi>();
         assert_eq!(flag_value(HandoffMode::SameCore), "same-core");
         assert_eq!(flag_value(ResidencyMode::Eager), "eager");
     }

@@ -47,7 +47,7 @@ pub fn serve(
     let mut enc = Encoder::new();
     let mut deferred = Deferred::default();
     let mut owed: Option<opencl::finish::Owed> = None;
-    let residency = crate::residency::Frame::of(t);
+    let residency = crate::residency::Frame::of(t, cu.as_deref());
     loop {
         if let Some(o) = owed.take() {
             o.settle(chan)?;
@@ -373,7 +373,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
         let (mut t, mut cu) = tenant_state(config, notify, client.clone());
         t.shared = arena.map(opencl::shared::SharedBuffers::new);
         t.replies_held = config.hold_replies();
-        crate::residency::attach(&mut t, config);
+        crate::residency::attach(&mut t, cu.as_mut(), config);
         let mut chan = ShmChannel::new(region, Side::Server, config.handoff(), None);
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
         serve(&mut chan, &mut t, cu.as_mut())
@@ -398,7 +398,7 @@ pub fn run_tenant(fd: OwnedFd, config: &Config) -> Result<(), ServeError> {
         chan.set_max_frame(config.max_alloc.saturating_add(1 << 20));
         let notify: Arc<dyn Notify> = Arc::new(chan.notifier());
         let (mut t, mut cu) = tenant_state(config, notify, client.clone());
-        crate::residency::attach(&mut t, config);
+        crate::residency::attach(&mut t, cu.as_mut(), config);
         match serve(&mut chan, &mut t, cu.as_mut()) {
             // The client's host or network went away (see `tcp_dead_peer`):
             // its tenant ends as if it had hung up, freeing what it held.

@@ -106,6 +106,7 @@ pub mod solver;
 pub mod tenant;
 #[cfg(test)]
 mod testing;
+pub mod vmm;
 
 use std::ffi::c_void;
 use std::path::PathBuf;
@@ -193,10 +194,27 @@ pub fn dispatch(
         // A quota sized by "the device" was sized by OpenCL's devices (CPU
         // ones, on a GPU machine): CUDA's device counts once CUDA starts.
         t.device_sized = true;
+        let largest = overrides::largest_device_memory();
         if let Some(q) = &t.memory {
-            q.device_found(overrides::largest_device_memory());
+            q.device_found(largest);
+        }
+        if let Some(r) = &t.residency {
+            r.hello(largest);
         }
     }
+    let Some(r) = t.residency.clone() else {
+        return run(t, func, d, e);
+    };
+    r.ready(func)?;
+    // A memset's first argument is where it writes.
+    let first_pointer = d.clone().u64().ok();
+    let status = run(t, func, d, e);
+    r.after(func, first_pointer);
+    status
+}
+
+/// [`dispatch`] past residency.
+fn run(t: &mut CudaTenant, func: u32, d: &mut Decoder<'_>, e: &mut Encoder) -> Result<i32, i32> {
     match Library::of(func) {
         Some(Library::Blas) if wormhole_cuda_api::is_lt(func) => {
             lt::dispatch(&mut libs::LibTenant::new(t, Library::Blas), func, d, e)

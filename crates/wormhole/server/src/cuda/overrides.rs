@@ -135,8 +135,27 @@ pub fn d_cudaMalloc(t: &mut Tenant, d: &mut Decoder<'_>, e: &mut Encoder) -> Res
         }
     };
     let mut p: *mut c_void = std::ptr::null_mut();
-    // SAFETY: a valid out-pointer.
-    let status = unsafe { ffi::cudaMalloc(&mut p, size as usize) };
+    let mut dev = 0i32;
+    let status = match &t.residency {
+        // Delay storing: an address range of the tenant's own, whose
+        // memory may go and come back (residency/cuda.rs).
+        Some(r) if size > 0 => {
+            // SAFETY: a valid out-pointer.
+            let s = unsafe { ffi::cudaGetDevice(&mut dev) };
+            match s {
+                s if s != cudaSuccess => s,
+                _ => match r.alloc(size, dev) {
+                    Ok(at) => {
+                        p = at as usize as *mut c_void;
+                        cudaSuccess
+                    }
+                    Err(s) => s,
+                },
+            }
+        }
+        // SAFETY: a valid out-pointer.
+        _ => unsafe { ffi::cudaMalloc(&mut p, size as usize) },
+    };
     if status != cudaSuccess {
         give_back(t);
         return Ok(status);
@@ -149,7 +168,6 @@ pub fn d_cudaMalloc(t: &mut Tenant, d: &mut Decoder<'_>, e: &mut Encoder) -> Res
         e.i32(0);
         return Ok(status);
     }
-    let mut dev = 0i32;
     // SAFETY: a valid out-pointer.
     unsafe { ffi::cudaGetDevice(&mut dev) };
     let a = Alloc {
@@ -158,8 +176,7 @@ pub fn d_cudaMalloc(t: &mut Tenant, d: &mut Decoder<'_>, e: &mut Encoder) -> Res
         device: dev,
     };
     if t.allocs.insert(a).is_err() {
-        // SAFETY: `p` was just allocated and is not recorded anywhere.
-        unsafe { ffi::cudaFree(p) };
+        free(t, p);
         give_back(t);
         return Err(cudaErrorUnknown);
     }
@@ -175,14 +192,25 @@ pub fn d_cudaFree(t: &mut Tenant, d: &mut Decoder<'_>, _e: &mut Encoder) -> Resu
     if t.allocs.find(p).map(|a| a.start) != Some(p) {
         return Err(cudaErrorInvalidValue);
     }
-    // SAFETY: the start of one of this tenant's allocations.
-    let status = unsafe { ffi::cudaFree(p as usize as *mut c_void) };
+    let status = free(t, p as usize as *mut c_void);
     if status == cudaSuccess {
         if let (Some(a), Some(q)) = (t.allocs.remove(p), &t.memory) {
             q.release(a.size);
         }
     }
     Ok(status)
+}
+
+/// Frees `p`, the start of one of this tenant's allocations: residency's
+/// or the runtime's, whichever made it.
+fn free(t: &Tenant, p: *mut c_void) -> i32 {
+    match &t.residency {
+        Some(r) if r.owns(p as usize as u64) => {
+            r.free(p as usize as u64).err().unwrap_or(cudaSuccess)
+        }
+        // SAFETY: the start of one of this tenant's allocations.
+        _ => unsafe { ffi::cudaFree(p) },
+    }
 }
 
 pub fn d_cudaMemcpy(t: &mut Tenant, d: &mut Decoder<'_>, e: &mut Encoder) -> Result<i32, i32> {
@@ -213,6 +241,7 @@ pub fn d_cudaMemcpy(t: &mut Tenant, d: &mut Decoder<'_>, e: &mut Encoder) -> Res
                 return Err(cudaErrorInvalidValue);
             }
             let dst = t.devptr(m.dst, m.count)?;
+            t.wrote(m.dst);
             Ok(copy(
                 dst,
                 data.as_ptr().cast(),
@@ -238,6 +267,7 @@ pub fn d_cudaMemcpy(t: &mut Tenant, d: &mut Decoder<'_>, e: &mut Encoder) -> Res
             d.finish().map_err(bad)?;
             let dst = t.devptr(m.dst, m.count)?;
             let src = t.devptr(m.src, m.count)?;
+            t.wrote(m.dst);
             Ok(copy(dst, src, memcpy_kind::cudaMemcpyDeviceToDevice))
         }
         Direction::HostToHost => Err(cudaErrorInvalidMemcpyDirection),

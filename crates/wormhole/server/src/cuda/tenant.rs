@@ -96,6 +96,9 @@ pub struct CudaTenant {
     pub memory: Option<std::sync::Arc<crate::quota::Quota>>,
     /// Whether `memory` has seen CUDA's largest device (at the first call).
     pub device_sized: bool,
+    /// Delay storing, when the ledger counts CUDA's memory: it serves
+    /// `cudaMalloc` and `cudaFree` and makes allocations resident.
+    pub residency: Option<std::sync::Arc<crate::residency::CudaResidency>>,
     /// The pointer mode (device: true) the server last set on each real
     /// cuBLAS handle, by its address; new handles start in host mode.
     pub blas_modes: HashMap<usize, bool>,
@@ -126,6 +129,7 @@ impl CudaTenant {
             max_alloc,
             memory: None,
             device_sized: false,
+            residency: None,
             blas_modes: HashMap::new(),
             out_bufs: crate::outbuf::OutBufs::default(),
         }
@@ -143,8 +147,18 @@ impl CudaTenant {
     pub fn retained(&mut self, _id: u64, _kind: Kind) {}
 
     /// Forgets a destroyed handle.
-    pub fn released(&mut self, id: u64, _kind: Kind) {
+    pub fn released(&mut self, id: u64, kind: Kind) {
         self.handles.remove(id);
+        if kind == Kind::Stream {
+            self.streams_changed();
+        }
+    }
+
+    /// Tells residency which streams to ask before it evicts.
+    pub fn streams_changed(&self) {
+        if let Some(r) = &self.residency {
+            r.set_streams(self.handles.raws_of(Kind::Stream));
+        }
     }
 
     /// Puts a handle in the table as a creation call would: for tests and
@@ -157,6 +171,9 @@ impl CudaTenant {
     pub fn commit_new(&mut self, slot: &mut NewSlot, kind: Kind, status: i32) {
         if let Some((id, raw)) = slot.committed(status == cudaSuccess) {
             self.handles.insert(id, kind, raw as usize, ());
+            if kind == Kind::Stream {
+                self.streams_changed();
+            }
         }
     }
 
@@ -174,6 +191,14 @@ impl CudaTenant {
     /// Returns a buffer from [`CudaTenant::out_buf`] once its call is encoded.
     pub fn give_back(&mut self, v: Option<Vec<u8>>) {
         self.out_bufs.give_back(v);
+    }
+
+    /// A copy into the allocation `p` points into: residency saves it when
+    /// it is evicted next.
+    pub fn wrote(&self, p: u64) {
+        if let Some(r) = &self.residency {
+            r.wrote(p);
+        }
     }
 
     /// A device address the client sent: it must lie in one of this

@@ -19,7 +19,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use parking_lot::lock_api::{RawMutex as _, RawMutexTimed as _};
 use parking_lot::{Mutex, MutexGuard};
 use rustc_hash::{FxHashMap, FxHashSet};
 use wormhole_opencl_api::{
@@ -31,6 +30,7 @@ use wormhole_residency::{Access, Policy};
 use wormhole_transport::arena::Arena;
 
 use super::link::{Answer, Link};
+use super::serve_lock::ServeLock;
 use super::store::Store;
 use super::uses::{self, Changed, Uses};
 use super::{queues, ResidencyError, STORE_FD};
@@ -94,44 +94,6 @@ pub(super) fn device_memory(filters: &[String]) -> u64 {
         }
         0
     })
-}
-
-/// The lock a call holds, and the evictor takes between calls. The serving
-/// thread's holding is remembered, so that letting go of it while waiting
-/// is a no-op where it does not hold it.
-struct ServeLock {
-    raw: parking_lot::RawMutex,
-    serving: AtomicBool,
-}
-
-impl ServeLock {
-    fn enter(&self) {
-        self.raw.lock();
-        self.serving.store(true, Ordering::Relaxed);
-    }
-
-    fn leave(&self) {
-        // Only the serving thread writes `serving`: no locked swap needed.
-        if self.serving.load(Ordering::Relaxed) {
-            self.serving.store(false, Ordering::Relaxed);
-            // SAFETY: the serving thread holds the lock (`serving` was set
-            // by its `enter`, and only it clears it).
-            unsafe { self.raw.unlock() };
-        }
-    }
-
-    /// The serving thread waits: the evictor may run meanwhile.
-    fn pause(&self) -> bool {
-        let held = self.serving.load(Ordering::Relaxed);
-        self.leave();
-        held
-    }
-
-    fn resume(&self, held: bool) {
-        if held {
-            self.enter();
-        }
-    }
 }
 
 /// A kernel argument residency knows of.
@@ -409,14 +371,7 @@ impl Residency {
         shared: Option<Arc<SharedBuffers>>,
         cap: u64,
     ) -> Result<(Arc<Residency>, Arc<SharedBuffers>), ResidencyError> {
-        let ty = nix::sys::socket::getsockopt(&sock, nix::sys::socket::sockopt::SockType)?;
-        if ty != nix::sys::socket::SockType::SeqPacket {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "fd 4 is not the ledger's socket",
-            )
-            .into());
-        }
+        super::check_link(&sock)?;
         let arena = match shared {
             Some(a) => a,
             None => {
@@ -443,10 +398,7 @@ impl Residency {
         };
         let r = Arc::new(Residency {
             policy,
-            serve: ServeLock {
-                raw: parking_lot::RawMutex::INIT,
-                serving: AtomicBool::new(false),
-            },
+            serve: ServeLock::new(),
             state: Mutex::new(State {
                 objs: Objects::new(policy),
                 places: FxHashMap::default(),
@@ -860,7 +812,7 @@ impl Residency {
     /// Evicts idle objects for at least `bytes` (all for `u64::MAX`), if
     /// the tenant is between calls with nothing in flight; else `Busy`.
     fn on_evict(&self, seq: u32, bytes: u64, force: bool) {
-        if !self.serve.raw.try_lock_for(LOCK_WAIT) {
+        if !self.serve.try_lock_for(LOCK_WAIT) {
             self.link.send(&FromTenant::Busy { seq });
             return;
         }
@@ -911,7 +863,7 @@ impl Residency {
         // room must reach the ledger after the bytes this freed.
         self.link.send(&answer);
         // SAFETY: this thread took the lock above (try_lock_for succeeded).
-        unsafe { self.serve.raw.unlock() };
+        unsafe { self.serve.unlock_evictor() };
         for q in done {
             queues::let_go(q);
         }

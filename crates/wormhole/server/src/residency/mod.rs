@@ -22,9 +22,11 @@
 //! host pointer) are counted in the ledger and stay resident.
 
 pub mod arbiter;
+mod cuda;
 mod link;
 mod local;
 mod queues;
+mod serve_lock;
 pub mod spawn;
 mod store;
 mod uses;
@@ -34,9 +36,10 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
+pub use cuda::CudaResidency;
 pub use local::Residency;
 
-use crate::config::{Config, TenantMemory};
+use crate::config::{Config, ResidencyApi, TenantMemory};
 use crate::opencl::tenant::Tenant;
 
 /// Where a tenant finds its end of the socket pair to its device's ledger.
@@ -98,23 +101,60 @@ fn tenant_cap(config: &Config) -> u64 {
     }
 }
 
+/// The link the listener passed on fd 4.
+fn inherited_link() -> Result<OwnedFd, ResidencyError> {
+    store::inherited(ARBITER_FD).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no link to the device's ledger on fd 4 (not started by a listener with one)",
+        )
+        .into()
+    })
+}
+
+/// Checks that `sock` is a ledger's link (a sequenced-packet socket).
+fn check_link(sock: &OwnedFd) -> Result<(), ResidencyError> {
+    let ty = nix::sys::socket::getsockopt(sock, nix::sys::socket::sockopt::SockType)?;
+    if ty != nix::sys::socket::SockType::SeqPacket {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "fd 4 is not the ledger's socket",
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// The most one CUDA tenant may hold resident, for its store's size: as
+/// [`tenant_cap`], but without asking OpenCL's device, and without
+/// starting CUDA before the client does (the store is sparse: a large
+/// size costs nothing until used).
+fn cuda_cap(config: &Config) -> u64 {
+    match (quota_bytes(config), config.device_memory) {
+        (0, 0) => 1 << 40,
+        (0, b) | (b, 0) => b,
+        (q, b) => q.min(b),
+    }
+}
+
 /// Starts residency in a tenant whose OpenCL state is `t` (its arena, if
-/// any, already in place): a ledger must be configured and the listener
-/// must have passed the link. A tenant that cannot start it serves on
-/// without it, and says so.
-pub fn attach(t: &mut Tenant, config: &Config) {
-    if !config.ledger() || !config.opencl {
+/// any, already in place) and whose CUDA state is `cu`, for the API the
+/// configuration names (`residency_api`): a ledger must be configured and
+/// the listener must have passed the link. A tenant that cannot start it
+/// serves on without it, and says so.
+pub fn attach(t: &mut Tenant, cu: Option<&mut crate::cuda::CudaTenant>, config: &Config) {
+    if !config.ledger() {
         return;
     }
-    let started = store::inherited(ARBITER_FD)
-        .ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "no link to the device's ledger on fd 4 (not started by a listener with one)",
-            )
-            .into()
-        })
-        .and_then(|sock| attach_to(t, config, sock));
+    let started = match (config.residency_api, cu) {
+        (ResidencyApi::Opencl, _) if config.opencl => {
+            inherited_link().and_then(|sock| attach_to(t, config, sock))
+        }
+        (ResidencyApi::Cuda, Some(cu)) => inherited_link()
+            .and_then(|sock| CudaResidency::start(config, sock, cuda_cap(config)))
+            .map(|r| cu.residency = Some(r)),
+        _ => return,
+    };
     if let Err(e) = started {
         log::warn!(
             "tenant {}: no residency ({e}): this tenant is not counted against the device",
@@ -133,34 +173,43 @@ pub fn attach_to(t: &mut Tenant, config: &Config, sock: OwnedFd) -> Result<(), R
     Ok(())
 }
 
+/// A tenant's residency, of whichever API the ledger counts.
+pub enum Held {
+    Opencl(Arc<Residency>),
+    Cuda(Arc<CudaResidency>),
+}
+
 /// A frame's hold on residency: while it lives, this tenant's objects are
 /// not evicted (the serving thread is in a call, or about to reply to it).
 /// It borrows the tenant's residency, which the serve loop takes out of the
 /// tenant once ([`Frame::of`]), so that a call costs no reference count.
-pub struct Frame<'a>(Option<&'a Residency>);
+pub struct Frame<'a>(Option<&'a Held>);
 
 impl<'a> Frame<'a> {
     /// The tenant's residency, for the serve loop to hold.
-    pub fn of(t: &Tenant) -> Option<Arc<Residency>> {
-        t.residency.clone()
+    pub fn of(t: &Tenant, cu: Option<&crate::cuda::CudaTenant>) -> Option<Held> {
+        match (&t.residency, cu.and_then(|c| c.residency.as_ref())) {
+            (Some(r), _) => Some(Held::Opencl(r.clone())),
+            (None, Some(r)) => Some(Held::Cuda(r.clone())),
+            (None, None) => None,
+        }
     }
 
     #[inline]
-    pub fn begin(r: Option<&'a Arc<Residency>>) -> Frame<'a> {
+    pub fn begin(r: Option<&'a Held>) -> Frame<'a> {
         match r {
-            Some(r) => {
-                r.enter();
-                Frame(Some(r))
-            }
-            None => Frame(None),
+            Some(Held::Opencl(r)) => r.enter(),
+            Some(Held::Cuda(r)) => r.enter(),
+            None => {}
         }
+        Frame(r)
     }
 
     /// After the call ran (and any bulk transfer into it): what it changed
     /// that residency tracks (kernel arguments, mappings).
     #[inline]
     pub fn after(&self, t: &Tenant, req: &[u8], status: i32) {
-        if let Some(r) = &self.0 {
+        if let Some(Held::Opencl(r)) = &self.0 {
             r.after(t, req, status);
         }
     }
@@ -168,8 +217,10 @@ impl<'a> Frame<'a> {
 
 impl Drop for Frame<'_> {
     fn drop(&mut self) {
-        if let Some(r) = &self.0 {
-            r.leave();
+        match &self.0 {
+            Some(Held::Opencl(r)) => r.leave(),
+            Some(Held::Cuda(r)) => r.leave(),
+            None => {}
         }
     }
 }
@@ -196,5 +247,7 @@ pub fn ready(t: &mut Tenant, func: u32, req: &[u8]) -> Result<(), i32> {
 
 /// This tenant's residency, for its `SIGUSR1` report.
 pub fn report_line() -> Option<String> {
-    local::current().map(|r| r.summary())
+    local::current()
+        .map(|r| r.summary())
+        .or_else(|| cuda::current().map(|r| r.summary()))
 }

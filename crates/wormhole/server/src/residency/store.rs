@@ -18,6 +18,9 @@ use wormhole_residency::objects::Key;
 
 /// Pieces are whole pages, so that a freed one gives its space back.
 const PAGE: u64 = 4096;
+/// The most a copy through host memory holds at once (device memory that
+/// the process cannot read: a GPU's).
+pub(super) const BOUNCE: u64 = 8 << 20;
 
 pub(super) struct Store {
     file: File,
@@ -70,9 +73,19 @@ impl Store {
         src: *const u8,
         len: u64,
     ) -> Result<(), ResidencyError> {
+        let piece = self.piece(key, len)?;
+        // SAFETY: `src` points to `len` readable bytes (this function's
+        // contract: `local.rs` gives the buffer's bytes in the arena, bounded
+        // by `ptr_at`), all `pwrite_all` reads; the piece holds at least `len`
+        // bytes.
+        unsafe { pwrite_all(&self.file, src, len, piece.start) }
+    }
+
+    /// `key`'s piece for `len` bytes: its own if big enough, else a new one.
+    fn piece(&mut self, key: Key, len: u64) -> Result<Range<u64>, ResidencyError> {
         let need = len.div_ceil(PAGE).max(1) * PAGE;
-        let piece = match self.pieces.get(&key) {
-            Some(r) if r.end - r.start >= need => r.clone(),
+        match self.pieces.get(&key) {
+            Some(r) if r.end - r.start >= need => Ok(r.clone()),
             _ => {
                 self.free_piece(key);
                 let r = self
@@ -80,14 +93,58 @@ impl Store {
                     .allocate_range(need)
                     .map_err(|_| ResidencyError::StoreFull(self.size))?;
                 self.pieces.insert(key, r.clone());
-                r
+                Ok(r)
             }
-        };
-        // SAFETY: `src` points to `len` readable bytes (this function's
-        // contract: `local.rs` gives the buffer's bytes in the arena, bounded
-        // by `ptr_at`), all `pwrite_all` reads; the piece holds at least `len`
-        // bytes.
-        unsafe { pwrite_all(&self.file, src, len, piece.start) }
+        }
+    }
+
+    /// Saves `len` bytes that are not in this process's memory (a GPU's):
+    /// `fill(offset, chunk)` copies each chunk into a bounce buffer of
+    /// [`BOUNCE`] bytes at most, which is then written at its place.
+    pub(super) fn save_with(
+        &mut self,
+        key: Key,
+        len: u64,
+        mut fill: impl FnMut(u64, &mut [u8]) -> Result<(), ResidencyError>,
+    ) -> Result<(), ResidencyError> {
+        let piece = self.piece(key, len)?;
+        let mut buf = vec![0u8; len.min(BOUNCE) as usize];
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(BOUNCE) as usize;
+            fill(done, &mut buf[..n])?;
+            // SAFETY: `buf` holds at least `n` bytes; the piece holds `len`.
+            unsafe { pwrite_all(&self.file, buf.as_ptr(), n as u64, piece.start + done)? };
+            done += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Loads `key`'s saved `len` bytes a chunk at a time into a bounce
+    /// buffer, which `take(offset, chunk)` copies where they belong.
+    pub(super) fn load_with(
+        &self,
+        key: Key,
+        len: u64,
+        mut take: impl FnMut(u64, &[u8]) -> Result<(), ResidencyError>,
+    ) -> Result<(), ResidencyError> {
+        let piece = self
+            .pieces
+            .get(&key)
+            .ok_or(ResidencyError::NoBacking(key))?;
+        if piece.end - piece.start < len {
+            return Err(ResidencyError::NoBacking(key));
+        }
+        let mut buf = vec![0u8; len.min(BOUNCE) as usize];
+        let mut done = 0u64;
+        while done < len {
+            let n = (len - done).min(BOUNCE) as usize;
+            // SAFETY: `buf` holds at least `n` writable bytes.
+            unsafe { pread_exact(&self.file, buf.as_mut_ptr(), n as u64, piece.start + done)? };
+            take(done, &buf[..n])?;
+            done += n as u64;
+        }
+        Ok(())
     }
 
     /// Copies `key`'s saved bytes to `dst`.
@@ -223,5 +280,31 @@ mod tests {
             s.save(3, b.as_ptr(), 4096).expect("room again");
         }
         assert_eq!(s.used(), 2 * PAGE);
+    }
+
+    #[test]
+    fn saves_and_loads_through_a_bounce_buffer_in_chunks() {
+        let len = BOUNCE * 2 + 5;
+        let mut s = Store::open(None, len + PAGE).expect("store");
+        let byte = |i: u64| (i % 251) as u8;
+        s.save_with(1, len, |at, chunk| {
+            for (i, b) in chunk.iter_mut().enumerate() {
+                *b = byte(at + i as u64);
+            }
+            Ok(())
+        })
+        .expect("save");
+        let mut chunks = 0;
+        s.load_with(1, len, |at, chunk| {
+            chunks += 1;
+            assert!(chunk
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b == byte(at + i as u64)));
+            Ok(())
+        })
+        .expect("load");
+        assert_eq!(chunks, 3);
+        assert!(s.load_with(2, 1, |_, _| Ok(())).is_err(), "never saved");
     }
 }

@@ -1,0 +1,839 @@
+//! Delay storing for CUDA (docs/delay-storing.md, "CUDA").
+//!
+//! Kernels hold raw device pointers, stored inside other allocations too,
+//! so an allocation must come back where it was: each `cudaMalloc` is a
+//! range of the device's address space reserved for the allocation's life
+//! (`cuda::vmm`), with physical memory put under it while it is resident
+//! and taken away when it is evicted. Raw pointers also make a command's
+//! use invisible, so the unit of a switch is the tenant, as a VM is in the
+//! paper: before any call that may touch device memory, the tenant's
+//! whole allocation set is made resident. Delay storing still pays: while
+//! the tenant used the device last and nothing of it was taken, a call
+//! costs two atomic loads; eviction takes the least recently used
+//! allocations and copies out only those changed since their last save.
+//!
+//! What changes an allocation: a copy or memset into it (that one), and
+//! any launch or library call (every allocation: a kernel may write
+//! through any pointer it finds). The ledger, the link and the store are
+//! the OpenCL side's.
+//!
+//! Threads and locks as in `local.rs`: the serve lock for a whole call,
+//! then the state's mutex for bookkeeping and copies. The residency thread
+//! evicts only with the serve lock held and every stream of the tenant
+//! idle (`cudaStreamQuery`, which never blocks).
+
+use std::collections::BTreeMap;
+use std::ffi::c_void;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, MutexGuard};
+use wormhole_cuda_api::{cudaErrorMemoryAllocation, cudaErrorUnknown, cudaSuccess, Library};
+use wormhole_residency::objects::{Backing, Key, Objects};
+use wormhole_residency::proto::{FromTenant, ToTenant, MAX_MESSAGE};
+use wormhole_residency::{Access, Policy};
+
+use super::link::{Answer, Link};
+use super::serve_lock::ServeLock;
+use super::store::Store;
+use super::{ResidencyError, STORE_FD};
+use crate::config::{Config, ResidencyMode};
+use crate::cuda::ffi;
+use crate::cuda::vmm::{self, Vmm};
+
+/// As on the OpenCL side (`local.rs`).
+const LOCK_WAIT: Duration = Duration::from_millis(20);
+const RETRY_FOR: Duration = Duration::from_secs(30);
+
+/// `cudaMemcpyHostToDevice`, `cudaMemcpyDeviceToHost`.
+const TO_DEVICE: i32 = 1;
+const TO_HOST: i32 = 2;
+/// `cudaErrorNotReady`: a stream with work in flight.
+const NOT_READY: i32 = 600;
+
+static CURRENT: OnceLock<Arc<CudaResidency>> = OnceLock::new();
+
+/// This process's CUDA residency, once started.
+pub(super) fn current() -> Option<&'static Arc<CudaResidency>> {
+    CURRENT.get()
+}
+
+/// What a call does to the tenant's allocations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Touches no allocation (queries, streams, events, registrations; the
+    /// allocator's own calls, which residency serves itself).
+    Nothing,
+    /// Reads or writes them where the call's own decoder says (copies:
+    /// [`CudaResidency::wrote`]); the first pointer of a memset.
+    Named,
+    /// May write any of them (a launch, a library call, anything else).
+    Any,
+}
+
+/// How a call of `func` uses device memory: named once here, for every
+/// function of cuda.api and the libraries' descriptions (by name, so that
+/// an entry point added there is `Any` until it is known to be harmless).
+pub fn effect(func: u32) -> Effect {
+    const NOTHING: &[&str] = &[
+        "cudaGet",
+        "cudaSetDevice",
+        "cudaDeviceGet",
+        "cudaDeviceSet",
+        "cudaDeviceCan",
+        "cudaDeviceSynchronize",
+        "cudaDeviceEnablePeer",
+        "cudaDeviceDisablePeer",
+        "cudaStream",
+        "cudaEvent",
+        "cudaRuntimeGetVersion",
+        "cudaDriverGetVersion",
+        "cudaFunc",
+        "cudaOccupancy",
+        "__cudaRegister",
+        "__cudaUnregister",
+        "cudaPeekAtLastError",
+        "cudaMemGetInfo",
+        "cudaPointerGetAttributes",
+        "cudaMalloc",
+        "cudaFree",
+        "cudaHost",
+        "cudaProfiler",
+        "cudaThreadExchange",
+        "cudaLaunchHostFunc",
+    ];
+    const LIBRARY_NOTHING: &[&str] = &[
+        "Create",
+        "Create_v2",
+        "Destroy",
+        "Destroy_v2",
+        "SetStream",
+        "SetStream_v2",
+        "GetVersion",
+        "GetVersion_v2",
+        "SetMathMode",
+        "GetMathMode",
+        "GetProperty",
+        "CreateGenerator",
+        "DestroyGenerator",
+        "SetPseudoRandomGeneratorSeed",
+        "_bufferSize",
+    ];
+    let name = Library::func_name(func);
+    match Library::of(func) {
+        Some(Library::Runtime) if NOTHING.iter().any(|p| name.starts_with(p)) => Effect::Nothing,
+        Some(Library::Runtime) if name == "cudaMemcpy" || name.starts_with("cudaMemset") => {
+            Effect::Named
+        }
+        Some(Library::Runtime) if name == "cudaMemcpyAsync" => Effect::Named,
+        Some(_) if LIBRARY_NOTHING.iter().any(|s| name.ends_with(s)) => Effect::Nothing,
+        _ => Effect::Any,
+    }
+}
+
+/// Allocations below this share of the granularity are carved from
+/// shared slabs (a slab per device, filled in order): NVIDIA's runtime
+/// does the same under `cudaMalloc`, and a slab per allocation would hold
+/// 2 MiB for every small buffer.
+const SMALL: u64 = 4;
+/// Where carved allocations start, as `cudaMalloc`'s do.
+const ALIGN: u64 = 256;
+
+/// A slab: an address range of the tenant's, reserved for its life, and
+/// its physical memory while resident. What moves, and what the ledger
+/// counts, is a slab.
+struct Vm {
+    /// Its bytes: a multiple of the driver's granularity.
+    size: u64,
+    device: i32,
+    handle: Option<u64>,
+    /// Allocations in it, and where the next carved one goes (a slab of
+    /// one large allocation is full from the start).
+    live: u32,
+    next: u64,
+}
+
+struct State {
+    objs: Objects,
+    /// Slabs by start address, for finding the one a pointer is in.
+    vms: BTreeMap<Key, Vm>,
+    /// Each allocation's slab, by the allocation's address.
+    allocs: rustc_hash::FxHashMap<u64, Key>,
+    /// Per device, the slab small allocations are carved from now.
+    open: rustc_hash::FxHashMap<i32, Key>,
+    /// The tenant's streams (raw), asked whether they are idle.
+    streams: Vec<usize>,
+    store: Store,
+}
+
+impl State {
+    /// The allocation `p` points into.
+    fn containing(&self, p: u64) -> Option<Key> {
+        let (&k, vm) = self.vms.range(..=p).next_back()?;
+        (p < k.saturating_add(vm.size)).then_some(k)
+    }
+
+    /// `bytes` (aligned) from `device`'s open slab, if it has room.
+    fn carve(&mut self, device: i32, bytes: u64) -> Option<u64> {
+        let slab = *self.open.get(&device)?;
+        let vm = self.vms.get_mut(&slab)?;
+        if vm.next.checked_add(bytes)? > vm.size {
+            return None;
+        }
+        let at = slab + vm.next;
+        vm.next += bytes;
+        vm.live += 1;
+        self.allocs.insert(at, slab);
+        Some(at)
+    }
+
+    /// Every slab, as a command that may use them all names them.
+    fn all(&self) -> Vec<(Key, Access)> {
+        self.vms.keys().map(|&k| (k, Access::Read)).collect()
+    }
+
+    fn evict_one(&mut self, vmm: &Vmm, key: Key) -> Result<bool, ResidencyError> {
+        let started = Instant::now();
+        let (size, device, handle) = match self.vms.get(&key) {
+            Some(Vm {
+                size,
+                device,
+                handle: Some(h),
+                ..
+            }) => (*size, *device, *h),
+            _ => return Err(ResidencyError::NotPlaced(key)),
+        };
+        let policy = self.objs.policy();
+        let save = self.objs.get(key).is_some_and(|o| o.needs_save(policy));
+        if save {
+            set_device(device);
+            self.store.save_with(key, size, |at, chunk| {
+                // SAFETY: `chunk` is host memory of its length; the source
+                // is inside the allocation (`at + len <= size`), resident,
+                // and idle (the tenant's streams were asked).
+                copy(
+                    chunk.as_mut_ptr().cast(),
+                    (key + at) as usize as *const c_void,
+                    chunk.len(),
+                    TO_HOST,
+                )
+            })?;
+        }
+        vmm.unback(key, size, handle)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        if let Some(vm) = self.vms.get_mut(&key) {
+            vm.handle = None;
+        }
+        if let Err(e) = self
+            .objs
+            .evicted(key, save, started.elapsed().as_nanos() as u64)
+        {
+            log::error!("residency: {e}");
+        }
+        Ok(save)
+    }
+
+    fn restore_one(&mut self, vmm: &Vmm, key: Key) -> Result<(), ResidencyError> {
+        let started = Instant::now();
+        let Some(vm) = self.vms.get(&key) else {
+            return Err(ResidencyError::NotPlaced(key));
+        };
+        if vm.handle.is_some() {
+            return Ok(());
+        }
+        let (size, device) = (vm.size, vm.device);
+        set_device(device);
+        let handle = vmm
+            .back(key, size, device)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        if let Some(vm) = self.vms.get_mut(&key) {
+            vm.handle = Some(handle);
+        }
+        let filled = match self.objs.get(key).map(|o| o.backing) {
+            Some(Backing::Stored) => self.store.load_with(key, size, |at, chunk| {
+                copy(
+                    (key + at) as usize as *mut c_void,
+                    chunk.as_ptr().cast(),
+                    chunk.len(),
+                    TO_DEVICE,
+                )
+            }),
+            // New physical memory holds anything: an allocation never
+            // written since its last save is zeros again.
+            Some(Backing::Zero) => {
+                // SAFETY: the allocation's range, just backed.
+                let s = unsafe { ffi::cudaMemset(key as usize as *mut c_void, 0, size as usize) };
+                cuda_ok(s)
+            }
+            _ => Err(ResidencyError::NoBacking(key)),
+        };
+        if let Err(e) = filled {
+            // Not resident after all: its memory goes again.
+            let _ = vmm.unback(key, size, handle);
+            if let Some(vm) = self.vms.get_mut(&key) {
+                vm.handle = None;
+            }
+            return Err(e);
+        }
+        if let Err(e) = self.objs.restored(key, started.elapsed().as_nanos() as u64) {
+            log::error!("residency: {e}");
+        }
+        Ok(())
+    }
+}
+
+fn cuda_ok(s: i32) -> Result<(), ResidencyError> {
+    if s == cudaSuccess {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(format!("the CUDA runtime answered {s}")).into())
+    }
+}
+
+/// One synchronous copy between host memory and an allocation.
+fn copy(dst: *mut c_void, src: *const c_void, n: usize, kind: i32) -> Result<(), ResidencyError> {
+    // SAFETY: the callers pass a host buffer of `n` bytes and a range
+    // inside one of the tenant's resident allocations.
+    cuda_ok(unsafe { ffi::cudaMemcpy(dst, src, n, kind) })
+}
+
+/// Makes `device` current on this thread (the residency thread copies and
+/// unmaps on the allocation's device).
+fn set_device(device: i32) {
+    // SAFETY: no pointers; an ordinal the tenant's allocation was made on.
+    unsafe { ffi::cudaSetDevice(device) };
+}
+
+/// A tenant's CUDA residency.
+pub struct CudaResidency {
+    policy: Policy,
+    serve: ServeLock,
+    state: Mutex<State>,
+    link: Link,
+    vmm: Vmm,
+    /// The device's last tenant is this one (see `local.rs`).
+    is_last: AtomicBool,
+    /// The serving thread waits for the ledger.
+    waiting: AtomicBool,
+    /// Some allocation is not resident: the next call must look.
+    holes: AtomicBool,
+    /// Every resident allocation is marked dirty already.
+    all_dirty: AtomicBool,
+    greeted: AtomicBool,
+}
+
+impl CudaResidency {
+    /// Starts residency for CUDA on `sock` (the listener's link, fd 4), with
+    /// its store; the driver must have its virtual memory management calls.
+    pub(super) fn start(
+        config: &Config,
+        sock: OwnedFd,
+        cap: u64,
+    ) -> Result<Arc<CudaResidency>, ResidencyError> {
+        super::check_link(&sock)?;
+        let vmm = vmm::driver().ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no CUDA driver with virtual memory management (libcuda.so.1)",
+            )
+        })?;
+        let size = match config.store_size {
+            0 => cap,
+            s => s,
+        };
+        let store_fd = config
+            .store_dir
+            .as_ref()
+            .and_then(|_| super::store::inherited(STORE_FD));
+        let store = Store::open(store_fd, size)?;
+        let policy = match config.residency {
+            ResidencyMode::Eager => Policy::Eager,
+            ResidencyMode::Delay | ResidencyMode::Off => Policy::Delay,
+        };
+        let r = Arc::new(CudaResidency {
+            policy,
+            serve: ServeLock::new(),
+            state: Mutex::new(State {
+                objs: Objects::new(policy),
+                vms: BTreeMap::new(),
+                allocs: rustc_hash::FxHashMap::default(),
+                open: rustc_hash::FxHashMap::default(),
+                streams: Vec::new(),
+                store,
+            }),
+            link: Link::new(sock),
+            vmm,
+            is_last: AtomicBool::new(false),
+            waiting: AtomicBool::new(false),
+            holes: AtomicBool::new(false),
+            all_dirty: AtomicBool::new(false),
+            greeted: AtomicBool::new(false),
+        });
+        let reader = r.clone();
+        std::thread::Builder::new()
+            .name("wh-residency".into())
+            .spawn(move || reader.read_loop())?;
+        let _ = CURRENT.set(r.clone());
+        Ok(r)
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock()
+    }
+
+    pub(super) fn enter(&self) {
+        self.serve.enter();
+    }
+
+    pub(super) fn leave(&self) {
+        self.serve.leave();
+    }
+
+    /// The tenant's first word to the ledger, at its first CUDA call (so
+    /// that a tenant that never uses CUDA never starts it): the device's
+    /// size, the budget when none is configured.
+    pub fn hello(&self, device_mem: u64) {
+        if !self.greeted.swap(true, Ordering::AcqRel) {
+            self.link.send(&FromTenant::Hello { device_mem });
+        }
+    }
+
+    fn ask(&self, make: impl FnOnce(u32) -> FromTenant) -> Answer {
+        let held = self.serve.pause();
+        self.waiting.store(true, Ordering::Release);
+        let a = self.link.ask(make);
+        self.waiting.store(false, Ordering::Release);
+        self.serve.resume(held);
+        a
+    }
+
+    /// Serves `cudaMalloc` on `device`: carved from a slab with room, or
+    /// a new slab (room from the ledger, an address range of the tenant's
+    /// own for its life, memory under it). Returns the address.
+    pub fn alloc(&self, size: u64, device: i32) -> Result<u64, i32> {
+        let g = self
+            .vmm
+            .granularity(device)
+            .map_err(|_| cudaErrorMemoryAllocation)?;
+        let size = size.max(1);
+        let small = size <= g / SMALL;
+        let carved = size.next_multiple_of(ALIGN);
+        if small {
+            let mut st = self.state();
+            if let Some(at) = st.carve(device, carved) {
+                return Ok(at);
+            }
+        }
+        let slab = if small {
+            g
+        } else {
+            size.checked_next_multiple_of(g)
+                .ok_or(cudaErrorMemoryAllocation)?
+        };
+        let at = self.new_slab(slab, g, device)?;
+        let mut st = self.state();
+        let Some(vm) = st.vms.get_mut(&at) else {
+            return Err(cudaErrorUnknown);
+        };
+        vm.live = 1;
+        vm.next = if small { carved } else { slab };
+        if small {
+            st.open.insert(device, at);
+        }
+        st.allocs.insert(at, at);
+        Ok(at)
+    }
+
+    /// A slab of `size` bytes on `device`, resident and counted.
+    fn new_slab(&self, size: u64, g: u64, device: i32) -> Result<u64, i32> {
+        let a = self.ask(|seq| FromTenant::Need {
+            seq,
+            bytes: size,
+            restore: false,
+            retry: false,
+        });
+        if a == Answer::No {
+            return Err(cudaErrorMemoryAllocation);
+        }
+        let give_back = || {
+            if a == Answer::Yes {
+                self.link.send(&FromTenant::Release { bytes: size });
+            }
+        };
+        let Ok(at) = self.vmm.reserve(size, g) else {
+            give_back();
+            return Err(cudaErrorMemoryAllocation);
+        };
+        let handle = match self.vmm.back(at, size, device) {
+            Ok(h) => h,
+            Err(e) => {
+                log::info!("residency: {e}");
+                let _ = self.vmm.unreserve(at, size);
+                give_back();
+                return Err(cudaErrorMemoryAllocation);
+            }
+        };
+        let mut st = self.state();
+        if st.objs.insert(at, size, true, true).is_err() {
+            drop(st);
+            let _ = self.vmm.unback(at, size, handle);
+            let _ = self.vmm.unreserve(at, size);
+            give_back();
+            return Err(cudaErrorUnknown);
+        }
+        st.vms.insert(
+            at,
+            Vm {
+                size,
+                device,
+                handle: Some(handle),
+                live: 0,
+                next: 0,
+            },
+        );
+        self.all_dirty.store(false, Ordering::Release);
+        Ok(at)
+    }
+
+    /// Serves `cudaFree` of `at`, an allocation of [`CudaResidency::alloc`]'s:
+    /// waits for the device as `cudaFree` does; a slab whose last
+    /// allocation this was gives its memory, its range and its room back.
+    pub fn free(&self, at: u64) -> Result<(), i32> {
+        // SAFETY: no pointers.
+        let s = unsafe { ffi::cudaDeviceSynchronize() };
+        if s != cudaSuccess {
+            return Err(s);
+        }
+        let mut st = self.state();
+        let Some(slab) = st.allocs.remove(&at) else {
+            return Err(wormhole_cuda_api::cudaErrorInvalidValue);
+        };
+        let empty = st.vms.get_mut(&slab).is_some_and(|vm| {
+            vm.live = vm.live.saturating_sub(1);
+            vm.live == 0
+        });
+        if !empty {
+            return Ok(());
+        }
+        st.open.retain(|_, &mut k| k != slab);
+        let Some(vm) = st.vms.remove(&slab) else {
+            return Ok(());
+        };
+        if let Some(h) = vm.handle {
+            if let Err(e) = self.vmm.unback(slab, vm.size, h) {
+                log::warn!("residency: freeing a slab: {e}");
+            }
+        }
+        if let Err(e) = self.vmm.unreserve(slab, vm.size) {
+            log::warn!("residency: freeing a slab: {e}");
+        }
+        st.store.free_piece(slab);
+        let freed = st.objs.remove(slab).map_or(0, |r| r.resident);
+        drop(st);
+        if freed > 0 {
+            self.link.send(&FromTenant::Release { bytes: freed });
+        }
+        Ok(())
+    }
+
+    /// Whether `at` is one of residency's allocations (else the runtime's).
+    pub fn owns(&self, at: u64) -> bool {
+        self.state().allocs.contains_key(&at)
+    }
+
+    /// The tenant's streams changed: the ones to ask before evicting.
+    pub fn set_streams(&self, streams: Vec<usize>) {
+        self.state().streams = streams;
+    }
+
+    /// Before a call: the tenant's allocations resident if it may touch
+    /// them. Fails with `cudaErrorMemoryAllocation` when the device could
+    /// not make room for what must come back.
+    #[inline]
+    pub fn ready(&self, func: u32) -> Result<(), i32> {
+        if effect(func) == Effect::Nothing {
+            return Ok(());
+        }
+        if self.is_last.load(Ordering::Acquire) && !self.holes.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.make_resident()
+    }
+
+    /// After a call: what it may have changed is dirty.
+    #[inline]
+    pub fn after(&self, func: u32, first_pointer: Option<u64>) {
+        match effect(func) {
+            Effect::Nothing => {}
+            Effect::Named => {
+                if let Some(p) =
+                    first_pointer.filter(|_| Library::func_name(func).starts_with("cudaMemset"))
+                {
+                    self.wrote(p);
+                }
+            }
+            Effect::Any => {
+                if !self.all_dirty.swap(true, Ordering::AcqRel) {
+                    let mut st = self.state();
+                    let keys: Vec<Key> = st.vms.keys().copied().collect();
+                    for k in keys {
+                        st.objs.mark_dirty(k);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A copy or memset wrote into the allocation `p` points into.
+    pub fn wrote(&self, p: u64) {
+        let mut st = self.state();
+        if let Some(k) = st.containing(p) {
+            st.objs.mark_dirty(k);
+        }
+    }
+
+    /// The slow path: a switch if another tenant used the device since,
+    /// then room for and copies back of what was evicted (all of it: the
+    /// tenant is the unit), as `local.rs`'s `make_resident`.
+    fn make_resident(&self) -> Result<(), i32> {
+        let switched = !self.is_last.load(Ordering::Acquire);
+        if switched {
+            if self.policy == Policy::Eager {
+                if self.ask(|seq| FromTenant::Active { seq }) == Answer::Dead {
+                    self.is_last.store(true, Ordering::Release);
+                }
+            } else {
+                self.is_last.store(true, Ordering::Release);
+                self.link.send(&FromTenant::Active { seq: 0 });
+            }
+            self.state().objs.switch_in();
+        }
+        let (list, first) = {
+            let mut st = self.state();
+            let list = st.all();
+            let plan = st.objs.plan(&list, false);
+            (list, plan)
+        };
+        let r = self.bring_back(&list, first.clone());
+        let mut st = self.state();
+        for &k in &first.pinned {
+            st.objs.unpin(k);
+        }
+        if r.is_ok() {
+            for &(k, a) in &list {
+                st.objs.touch(k, a);
+            }
+            // Under the serve lock (held again): nothing was evicted since
+            // the last round found every allocation resident.
+            self.holes.store(false, Ordering::Release);
+            // What came back is clean: the next call that may write
+            // anything marks it again.
+            self.all_dirty.store(false, Ordering::Release);
+        }
+        let c = st.objs.counters;
+        drop(st);
+        self.link.send(&FromTenant::Stats(c));
+        r
+    }
+
+    fn bring_back(
+        &self,
+        list: &[(Key, Access)],
+        first: wormhole_residency::objects::Plan,
+    ) -> Result<(), i32> {
+        let mut plan = first;
+        let deadline = Instant::now() + RETRY_FOR;
+        for round in 0u64.. {
+            if plan.bytes == 0 {
+                return Ok(());
+            }
+            if round > 0 && Instant::now() >= deadline {
+                break;
+            }
+            let bytes = plan.bytes;
+            let a = self.ask(|seq| FromTenant::Need {
+                seq,
+                bytes,
+                restore: true,
+                retry: round > 0,
+            });
+            if a == Answer::No {
+                log::info!(
+                    "tenant {}: no room to restore {bytes} bytes: the call fails",
+                    std::process::id()
+                );
+                return Err(cudaErrorMemoryAllocation);
+            }
+            let mut st = self.state();
+            let mut back = 0u64;
+            let mut failed = None;
+            for &k in &plan.restore {
+                let Some(size) = st.objs.get(k).filter(|o| !o.valid).map(|o| o.size) else {
+                    continue;
+                };
+                match st.restore_one(&self.vmm, k) {
+                    Ok(()) => back += size,
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            let next = st.objs.missing(list, false);
+            drop(st);
+            if bytes > back && a == Answer::Yes {
+                self.link.send(&FromTenant::Release {
+                    bytes: bytes - back,
+                });
+            }
+            if let Some(e) = failed {
+                log::error!(
+                    "tenant {}: restoring an allocation: {e}",
+                    std::process::id()
+                );
+                return Err(cudaErrorMemoryAllocation);
+            }
+            plan = next;
+        }
+        if plan.bytes == 0 {
+            return Ok(());
+        }
+        Err(cudaErrorMemoryAllocation)
+    }
+
+    fn read_loop(self: Arc<Self>) {
+        let mut buf = [0u8; MAX_MESSAGE + 1];
+        while let Some(n) = self.link.recv(&mut buf) {
+            match ToTenant::decode(&buf[..n]) {
+                Ok(ToTenant::Grant { seq }) => self.link.deliver(seq, true),
+                Ok(ToTenant::Refuse { seq }) => self.link.deliver(seq, false),
+                Ok(ToTenant::Switched { seq }) => {
+                    self.is_last.store(true, Ordering::Release);
+                    self.link.deliver(seq, true);
+                }
+                Ok(ToTenant::Displaced) => self.is_last.store(false, Ordering::Release),
+                Ok(ToTenant::Evict { seq, bytes, force }) => self.on_evict(seq, bytes, force),
+                Err(e) => log::warn!("residency: a bad message from the listener: {e}"),
+            }
+        }
+        self.link.die();
+    }
+
+    /// Whether every stream of the tenant, and each device's legacy
+    /// stream, has nothing in flight. Never blocks.
+    fn idle(&self, st: &State) -> bool {
+        let mut devices: Vec<i32> = st.vms.values().map(|v| v.device).collect();
+        devices.sort_unstable();
+        devices.dedup();
+        for d in devices {
+            set_device(d);
+            // SAFETY: NULL is the current device's legacy stream.
+            if unsafe { ffi::cudaStreamQuery(std::ptr::null_mut()) } == NOT_READY {
+                return false;
+            }
+        }
+        st.streams.iter().all(|&s| {
+            // SAFETY: a stream of the tenant's table, alive: the serving
+            // thread, which destroys streams, is between calls.
+            let answer = unsafe { ffi::cudaStreamQuery(s as *mut c_void) };
+            answer != NOT_READY
+        })
+    }
+
+    fn on_evict(&self, seq: u32, bytes: u64, force: bool) {
+        if !self.serve.try_lock_for(LOCK_WAIT) {
+            self.link.send(&FromTenant::Busy { seq });
+            return;
+        }
+        let answer = {
+            let mut st = self.state();
+            if self.idle(&st) {
+                let mut victims = st.objs.victims(bytes);
+                if victims.is_empty() && force && self.waiting.load(Ordering::Acquire) {
+                    victims = st.objs.victims_forced(bytes);
+                }
+                let (mut freed, mut saved) = (0u64, 0u64);
+                for v in victims {
+                    match st.evict_one(&self.vmm, v.key) {
+                        Ok(s) => {
+                            freed += v.size;
+                            if s {
+                                saved += v.size;
+                            }
+                            self.holes.store(true, Ordering::Release);
+                        }
+                        Err(e) => log::warn!("residency: evicting an allocation: {e}"),
+                    }
+                }
+                FromTenant::Evicted { seq, freed, saved }
+            } else {
+                FromTenant::Busy { seq }
+            }
+        };
+        self.link.send(&answer);
+        // SAFETY: this thread took the lock above (try_lock_for succeeded).
+        unsafe { self.serve.unlock_evictor() };
+        if matches!(answer, FromTenant::Evicted { .. }) {
+            let c = self.state().objs.counters;
+            self.link.send(&FromTenant::Stats(c));
+        }
+    }
+
+    /// One line for the tenant's report.
+    pub(super) fn summary(&self) -> String {
+        let st = self.state();
+        format!(
+            "residency (CUDA, {}): {} allocations, {} bytes resident, store {} of {} bytes; {}{}",
+            match self.policy {
+                Policy::Delay => "delay",
+                Policy::Eager => "eager",
+            },
+            st.objs.len(),
+            st.objs.resident(),
+            st.store.used(),
+            st.store.size(),
+            st.objs.counters,
+            if self.link.is_dead() {
+                "; no ledger (the listener is gone)"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wormhole_cuda_api::{blas, func, rand};
+
+    #[test]
+    fn calls_are_sorted_by_what_they_may_touch() {
+        for f in [
+            func::cudaGetDeviceCount,
+            func::cudaStreamSynchronize,
+            func::cudaMalloc,
+            func::cudaFree,
+            func::__cudaRegisterFatBinary,
+            blas::func::cublasCreate_v2,
+            rand::func::curandCreateGenerator,
+        ] {
+            assert_eq!(effect(f), Effect::Nothing, "{}", Library::func_name(f));
+        }
+        for f in [func::cudaMemcpy, func::cudaMemset, func::cudaMemset2DAsync] {
+            assert_eq!(effect(f), Effect::Named, "{}", Library::func_name(f));
+        }
+        for f in [
+            func::cudaLaunchKernel,
+            func::cudaMemcpy2D,
+            func::cudaMemcpyToSymbol,
+            blas::func::cublasSgemm_v2,
+            blas::func::cublasSaxpy_v2,
+            rand::func::curandGenerate,
+        ] {
+            assert_eq!(effect(f), Effect::Any, "{}", Library::func_name(f));
+        }
+    }
+}
