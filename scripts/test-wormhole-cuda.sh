@@ -212,7 +212,7 @@ check_as_natively() { # NAME PROGRAM: $work/PROGRAM prints the same natively
   check "$1" bash -c "diff <(LD_LIBRARY_PATH='$cpu' '$work/$2' 2>/dev/null) <($remote) && $remote | tail -n1 | grep -qx correct"
 }
 gcc -shared -fPIC -O2 -Wall -Werror -o "$cpu/libcpudevice.so" examples/cuda/cpu_device/*.c -lm
-for n in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10 libcusolver.so.12; do ln -s libcpudevice.so "$cpu/$n"; done
+for n in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcurand.so.10 libcusolver.so.12 libcuda.so.1; do ln -s libcpudevice.so "$cpu/$n"; done
 LD_LIBRARY_PATH="$cpu" start_server --cuda-runtime "$cpu/libcudart.so.13"
 # nvcc's lenet: the stand-in runs its kernels by CPU twins of the same
 # element functions. Natively (the program on the stand-in directly) and
@@ -331,6 +331,89 @@ at the end: cudaMemGetInfo 0, free 10485760, total 10485760
 WANT
 check "CPU device: a 10 MiB quota holds" sh -c \
   "LD_LIBRARY_PATH='$work/lib13' '$work/quota13' | diff '$work/quota.want' -"
+stop_server
+# Delay storing for CUDA (docs/delay-storing.md): the stand-in's driver
+# has the virtual memory calls (cpu_device/vmm.c, as libcuda.so.1), so an
+# evicted allocation's memory is really gone (a kernel or copy touching it
+# would fault) and comes back at the same address. Three pressure clients
+# (30 MiB of 2 MiB slabs each) and lenet (20 MiB) at once through a 64 MiB
+# budget: every output as natively, and the ledger's report shows saves
+# and restores, no refusal, and nothing held once all are gone.
+gcc -O2 -Wall -Werror -Iexamples/cuda -o "$work/pressure13" examples/cuda/pressure.c -L"$work/lib13" -lcublas -lcudart -lm
+for seed in 1 2 3; do
+  LD_LIBRARY_PATH="$cpu" "$work/pressure13" 24 6 "$seed" > "$work/pressure.native.$seed" 2>/dev/null || true
+done
+check "CPU device: pressure sample correct natively" sh -c "tail -n1 '$work/pressure.native.1' | grep -qx correct"
+residency_server() { # LOG ARGS...: a server sharing the stand-in's memory
+  local log=$1; shift
+  LD_LIBRARY_PATH="$cpu" ./target/debug/wormhole-server --socket "$work/s.sock" -q \
+    --cuda-runtime "$cpu/libcudart.so.13" --residency-api cuda "$@" 2> "$log" &
+  server_pid=$!
+  for _ in $(seq 50); do [ -S "$work/s.sock" ] && return 0; sleep 0.1; done
+  echo "server did not start"; return 1
+}
+pressure_at_once() { # NAME SEEDS...: pressure clients at once; each as natively
+  local name=$1 pids=() seed ok=0
+  shift
+  for seed in "$@"; do
+    LD_LIBRARY_PATH="$work/lib13" timeout 120 "$work/pressure13" 24 6 "$seed" > "$work/pressure.remote.$seed" 2>&1 &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || ok=1; done
+  for seed in "$@"; do
+    diff "$work/pressure.native.$seed" "$work/pressure.remote.$seed" || ok=1
+    tail -n1 "$work/pressure.remote.$seed" | grep -qx correct || ok=1
+  done
+  if [ "$ok" -eq 0 ]; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
+}
+ledger_line() { # LOG: the listener's report of its ledger once every
+  # tenant is gone (their processes end a moment after their clients), or
+  # after 5 s
+  local before line
+  for _ in $(seq 10); do
+    before=$(grep -c 'residency: device budget' "$1" || true)
+    kill -USR1 "$server_pid"
+    for _ in $(seq 50); do
+      [ "$(grep -c 'residency: device budget' "$1" || true)" -gt "$before" ] && break
+      sleep 0.1
+    done
+    line=$(grep 'residency: device budget' "$1" | tail -n1)
+    case $line in *" 0 resident"*) break ;; esac
+    sleep 0.5
+  done
+  echo "$line"
+}
+residency_server "$work/delay.log" --device-memory 64M --oversubscribe
+LD_LIBRARY_PATH="$work/lib13" timeout 120 "$work/lenet" 2048 2 > "$work/lenet.pressure" 2>&1 &
+lenet_pid=$!
+pressure_at_once "CUDA residency: three pressure clients through a 64 MiB budget, each as natively" 1 2 3
+wait "$lenet_pid" || true
+check "CUDA residency: lenet beside them, identical to native" bash -c \
+  "diff <(grep -v '^time:' '$work/lenet.native') <(grep -v '^time:' '$work/lenet.pressure')"
+ledger_line "$work/delay.log" > "$work/delay.ledger"
+check "CUDA residency: the ledger saw saves and restores, no refusal, nothing left" bash -c \
+  "cat '$work/delay.ledger'; grep -q ' 0 resident' '$work/delay.ledger' && grep -q 'refusals 0 ' '$work/delay.ledger' && grep -Eq 'restored [1-9][0-9]* freed' '$work/delay.ledger' && grep -Eq 'saved [1-9][0-9]*;' '$work/delay.ledger' && grep -Eq 'skipped resident [1-9]' '$work/delay.ledger'"
+stop_server
+# The eager baseline moves every slab at every switch: still correct.
+residency_server "$work/eager.log" --device-memory 40M --oversubscribe --residency eager
+pressure_at_once "CUDA residency, eager: two pressure clients at once, each as natively" 1 2
+ledger_line "$work/eager.log" > "$work/eager.ledger"
+check "CUDA residency, eager: the ledger saw saves" bash -c \
+  "cat '$work/eager.ledger'; grep -Eq 'saved [1-9][0-9]*;' '$work/eager.ledger' && grep -q 'refusals 0 ' '$work/eager.ledger'"
+stop_server
+# Without oversubscribe the budget is a hard limit: a second tenant past
+# it gets cudaErrorMemoryAllocation, as on a full device; once the first
+# is gone, it is served.
+residency_server "$work/off.log" --device-memory 40M
+LD_LIBRARY_PATH="$work/lib13" timeout 120 "$work/pressure13" 24 12 1 > "$work/pressure.first" 2>&1 &
+first_pid=$!
+sleep 1
+check "CUDA residency off: a tenant past the budget gets out of memory" bash -c \
+  "! LD_LIBRARY_PATH='$work/lib13' '$work/pressure13' 24 6 2 > '$work/pressure.second' 2>&1; cat '$work/pressure.second'; grep -q 'cudaMalloc.*(2)' '$work/pressure.second'"
+wait "$first_pid" || true
+check "CUDA residency off: the first tenant is correct" sh -c "tail -n1 '$work/pressure.first' | grep -qx correct"
+check "CUDA residency off: once it is gone, the second is served" bash -c \
+  "LD_LIBRARY_PATH='$work/lib13' '$work/pressure13' 24 6 2 | diff '$work/pressure.native.2' -"
 stop_server
 # Two devices: the current device is per host thread (a new thread on
 # device 0, another's cudaSetDevice not its own, each thread's memory on

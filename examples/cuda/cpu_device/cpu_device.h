@@ -12,4 +12,7 @@
 
 /* Shared between this library's files, never exported under NVIDIA's names. */
 #define CPU_DEVICE_INTERNAL __attribute__((visibility("hidden")))
+
+/* How many devices the stand-in has (CPU_DEVICE_COUNT, 1 to 8). */
+CPU_DEVICE_INTERNAL int device_count(void);
 #endif

@@ -23,7 +23,7 @@ int cudaRuntimeGetVersion(int *v) { *v = 13050; return 0; }
 int cudaDriverGetVersion(int *v) { *v = 13050; return 0; }
 /* CPU_DEVICE_COUNT devices (1 to 8; 1 by default), all alike; the
  * current one is per host thread, as CUDA's runtime keeps it. */
-static int device_count(void) {
+CPU_DEVICE_INTERNAL int device_count(void) {
     const char *e = getenv("CPU_DEVICE_COUNT");
     int n = e ? atoi(e) : 1;
     return n < 1 ? 1 : n > 8 ? 8 : n;
