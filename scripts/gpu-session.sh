@@ -9,7 +9,11 @@
 #   3. nvidia-smi's memory.used with 0, 1, 4 and 16 idle tenants
 #      (examples/cuda/idle_tenant.c) and one native process: what a
 #      tenant's CUDA context costs the device;
-#   4. scripts/try-pytorch.sh: how far PyTorch gets, natively and remoted.
+#   4. scripts/try-pytorch.sh: how far PyTorch gets, natively and remoted;
+#   5. delay storing for CUDA on the GPU (residency_api = "cuda", the
+#      driver's virtual memory calls): three pressure clients and the LeNet
+#      loop at once through a 64 MiB budget, then the eager baseline; each
+#      output compared with native, the ledger's report kept.
 # On the device machine, with target/gpu-bundle carried (scripts/gpu-bundle.sh):
 #   WORMHOLE_BIN=target/gpu-bundle scripts/gpu-session.sh
 set -uo pipefail
@@ -17,8 +21,8 @@ cd "$(dirname "$0")/.."
 out=${OUT:-target/gpu-session}; mkdir -p "$out"
 bin=$(cd "${WORMHOLE_BIN:?the bundle of scripts/gpu-bundle.sh}" && pwd)
 export WORMHOLE_BIN=$bin
-# STEPS: which parts to run (default all: 1234).
-steps=${STEPS:-1234}
+# STEPS: which parts to run (default all: 12345).
+steps=${STEPS:-12345}
 deadline=$((SECONDS + ${DEADLINE:-450}))
 # A step's time limit: SECS, or what is left before the deadline if less.
 limit() { local l=$((deadline - SECONDS)); [ "$l" -lt "$1" ] && echo $((l > 1 ? l : 1)) || echo "$1"; }
@@ -128,8 +132,43 @@ memory() {
 }
 [[ $steps == *3* ]] && { memory > "$out/memory.txt" 2>&1; cat "$out/memory.txt"; }
 
-echo "=== 4. PyTorch"
+echo "=== 5. delay storing for CUDA on the GPU"
 kill $spid 2>/dev/null
+residency() { # POLICY: pressure clients and lenet at once through a 64 MiB budget
+  local log="$out/residency-$1.log" pids=() seed rc=0
+  rm -f "$v/r.sock"
+  # shellcheck disable=SC2086
+  WORMHOLE_LOG=info LD_LIBRARY_PATH="$native_path:$bin/ocl" "$bin/wormhole-server" --socket "$v/r.sock" -q \
+    --residency-api cuda --device-memory 64M --oversubscribe --residency "$1" ${WORMHOLE_SERVER_ARGS:-} 2> "$log" &
+  local rp=$!
+  for _ in $(seq 100); do [ -S "$v/r.sock" ] && break; sleep 0.1; done
+  for seed in 1 2 3; do
+    WORMHOLE_SERVER="$v/r.sock" LD_LIBRARY_PATH="$v/lib13" timeout "$(limit 90)" "$v/pressure" 24 6 "$seed" > "$v/pressure.$1.$seed" 2>&1 &
+    pids+=($!)
+  done
+  [ -x "$v/lenet" ] && WORMHOLE_SERVER="$v/r.sock" LD_LIBRARY_PATH="$v/lib13" timeout "$(limit 90)" "$v/lenet" 4096 2 > "$v/lenet.$1" 2>&1 &
+  pids+=($!)
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  for seed in 1 2 3; do
+    if diff "$v/pressure.native.$seed" "$v/pressure.$1.$seed" > /dev/null; then echo "$1: pressure $seed as natively"; else echo "$1: pressure $seed DIFFERS"; tail -n 5 "$v/pressure.$1.$seed"; rc=1; fi
+  done
+  if [ -x "$v/lenet" ]; then
+    if diff <(grep -v '^time:' "$v/lenet.native") <(grep -v '^time:' "$v/lenet.$1") > /dev/null; then echo "$1: lenet as natively"; else echo "$1: lenet DIFFERS"; tail -n 5 "$v/lenet.$1"; rc=1; fi
+  fi
+  sleep 1; kill -USR1 $rp; sleep 1
+  grep -E 'residency: device budget|residency \(CUDA|ERROR|no residency' "$log" | tail -n 5
+  kill $rp 2>/dev/null; wait $rp 2>/dev/null
+  echo "$1: exit $rc"
+}
+if [[ $steps == *5* ]]; then
+  cc -O2 -Wall -Iexamples/cuda -o "$v/pressure" examples/cuda/pressure.c -L"$v/lib13" -lcublas -lcudart -lm
+  for seed in 1 2 3; do LD_LIBRARY_PATH="$native_path" "$v/pressure" 24 6 "$seed" > "$v/pressure.native.$seed" 2>/dev/null; done
+  [ -x "$v/lenet" ] && LD_LIBRARY_PATH="$native_path" "$v/lenet" 4096 2 > "$v/lenet.native" 2>/dev/null
+  echo "native: $(tail -n1 "$v/pressure.native.1"), lenet $(tail -n1 "$v/lenet.native" 2>/dev/null)"
+  { residency delay; [ $((deadline - SECONDS)) -gt 60 ] && residency eager; } 2>&1 | tee "$out/residency.txt"
+fi
+
+echo "=== 4. PyTorch"
 if [[ $steps == *4* ]]; then
   # What PyTorch's CUDA libraries import from cuBLAS and cuSOLVER: the
   # entry points the stand-ins must export for them to load.

@@ -394,6 +394,26 @@ ledger_line "$work/delay.log" > "$work/delay.ledger"
 check "CUDA residency: the ledger saw saves and restores, no refusal, nothing left" bash -c \
   "cat '$work/delay.ledger'; grep -q ' 0 resident' '$work/delay.ledger' && grep -q 'refusals 0 ' '$work/delay.ledger' && grep -Eq 'restored [1-9][0-9]* freed' '$work/delay.ledger' && grep -Eq 'saved [1-9][0-9]*;' '$work/delay.ledger' && grep -Eq 'skipped resident [1-9]' '$work/delay.ledger'"
 stop_server
+# kill -9 of a tenant while the ledger moves slabs: its client fails, the
+# other is served as natively, and the dead tenant's share comes back (the
+# ledger holds nothing once the other is gone too).
+WORMHOLE_LOG=info residency_server "$work/kill.log" --device-memory 40M --oversubscribe
+LD_LIBRARY_PATH="$work/lib13" timeout 120 "$work/pressure13" 24 12 1 > "$work/pressure.killed" 2>&1 &
+victim_client=$!
+LD_LIBRARY_PATH="$work/lib13" timeout 120 "$work/pressure13" 24 6 2 > "$work/pressure.remote.2" 2>&1 &
+other_client=$!
+sleep 1.5
+victim_pid=$(pgrep -P "$victim_client" | head -n1)
+victim=$(sed -n "s/.*tenant process \([0-9]*\) .* client pid ${victim_pid:-none} .*/\1/p" "$work/kill.log" | head -n1)
+[ -n "$victim" ] && kill -9 "$victim"
+wait "$victim_client" || true
+wait "$other_client" || true
+check "CUDA residency: kill -9 of a tenant (pid ${victim:-none}): the other served as natively" bash -c \
+  "[ -n '$victim' ] && diff '$work/pressure.native.2' '$work/pressure.remote.2'"
+ledger_line "$work/kill.log" > "$work/kill.ledger"
+check "CUDA residency: kill -9 of a tenant: its share came back, nothing held" bash -c \
+  "cat '$work/kill.ledger'; grep -q ' 0 resident' '$work/kill.ledger' && grep -q 'deaths 2' '$work/kill.ledger'"
+stop_server
 # The eager baseline moves every slab at every switch: still correct.
 residency_server "$work/eager.log" --device-memory 40M --oversubscribe --residency eager
 pressure_at_once "CUDA residency, eager: two pressure clients at once, each as natively" 1 2

@@ -45,6 +45,11 @@ use crate::cuda::vmm::{self, Vmm};
 
 /// As on the OpenCL side (`local.rs`).
 const LOCK_WAIT: Duration = Duration::from_millis(20);
+/// A tenant whose slabs came back keeps them this long before it gives
+/// any up (it answers `Busy`; the ledger asks again a few milliseconds
+/// later): the time slice. Without it two tenants whose sets do not fit
+/// together, calling in turn, move their whole sets at every call.
+const SLICE: Duration = Duration::from_millis(20);
 const RETRY_FOR: Duration = Duration::from_secs(30);
 
 /// `cudaMemcpyHostToDevice`, `cudaMemcpyDeviceToHost`.
@@ -205,10 +210,10 @@ impl State {
             }) => (*size, *device, *h),
             _ => return Err(ResidencyError::NotPlaced(key)),
         };
+        let _on = OnDevice::new(device);
         let policy = self.objs.policy();
         let save = self.objs.get(key).is_some_and(|o| o.needs_save(policy));
         if save {
-            set_device(device);
             self.store.save_with(key, size, |at, chunk| {
                 // SAFETY: `chunk` is host memory of its length; the source
                 // is inside the allocation (`at + len <= size`), resident,
@@ -244,7 +249,7 @@ impl State {
             return Ok(());
         }
         let (size, device) = (vm.size, vm.device);
-        set_device(device);
+        let _on = OnDevice::new(device);
         let handle = vmm
             .back(key, size, device)
             .map_err(|e| std::io::Error::other(e.to_string()))?;
@@ -299,11 +304,31 @@ fn copy(dst: *mut c_void, src: *const c_void, n: usize, kind: i32) -> Result<(),
     cuda_ok(unsafe { ffi::cudaMemcpy(dst, src, n, kind) })
 }
 
-/// Makes `device` current on this thread (the residency thread copies and
-/// unmaps on the allocation's device).
-fn set_device(device: i32) {
-    // SAFETY: no pointers; an ordinal the tenant's allocation was made on.
-    unsafe { ffi::cudaSetDevice(device) };
+/// `device` current on this thread, with its primary context made (the
+/// runtime's `cudaFree(NULL)`: the driver's calls need a context), until
+/// the guard goes; then the thread's own device again (on the serving
+/// thread, the tenant's).
+struct OnDevice(i32);
+
+impl OnDevice {
+    fn new(device: i32) -> OnDevice {
+        let mut was = 0i32;
+        // SAFETY: a valid out-pointer; then no pointers (an ordinal the
+        // tenant's allocation was made on, and NULL, which frees nothing).
+        unsafe {
+            ffi::cudaGetDevice(&mut was);
+            ffi::cudaSetDevice(device);
+            ffi::cudaFree(std::ptr::null_mut());
+        }
+        OnDevice(was)
+    }
+}
+
+impl Drop for OnDevice {
+    fn drop(&mut self) {
+        // SAFETY: no pointers; the device this thread had.
+        unsafe { ffi::cudaSetDevice(self.0) };
+    }
 }
 
 /// A tenant's CUDA residency.
@@ -322,6 +347,9 @@ pub struct CudaResidency {
     /// Every resident allocation is marked dirty already.
     all_dirty: AtomicBool,
     greeted: AtomicBool,
+    /// When its slabs last came back, in nanoseconds from `born`.
+    back_at: std::sync::atomic::AtomicU64,
+    born: Instant,
 }
 
 impl CudaResidency {
@@ -370,6 +398,8 @@ impl CudaResidency {
             holes: AtomicBool::new(false),
             all_dirty: AtomicBool::new(false),
             greeted: AtomicBool::new(false),
+            back_at: std::sync::atomic::AtomicU64::new(0),
+            born: Instant::now(),
         });
         let reader = r.clone();
         std::thread::Builder::new()
@@ -413,6 +443,7 @@ impl CudaResidency {
     /// a new slab (room from the ledger, an address range of the tenant's
     /// own for its life, memory under it). Returns the address.
     pub fn alloc(&self, size: u64, device: i32) -> Result<u64, i32> {
+        let _on = OnDevice::new(device);
         let g = self
             .vmm
             .granularity(device)
@@ -521,6 +552,7 @@ impl CudaResidency {
         let Some(vm) = st.vms.remove(&slab) else {
             return Ok(());
         };
+        let _on = OnDevice::new(vm.device);
         if let Some(h) = vm.handle {
             if let Err(e) = self.vmm.unback(slab, vm.size, h) {
                 log::warn!("residency: freeing a slab: {e}");
@@ -617,6 +649,10 @@ impl CudaResidency {
             (list, plan)
         };
         let r = self.bring_back(&list, first.clone());
+        if switched || first.bytes > 0 {
+            let now = self.born.elapsed().as_nanos() as u64;
+            self.back_at.store(now.max(1), Ordering::Release);
+        }
         let mut st = self.state();
         for &k in &first.pinned {
             st.objs.unpin(k);
@@ -728,7 +764,7 @@ impl CudaResidency {
         devices.sort_unstable();
         devices.dedup();
         for d in devices {
-            set_device(d);
+            let _on = OnDevice::new(d);
             // SAFETY: NULL is the current device's legacy stream.
             if unsafe { ffi::cudaStreamQuery(std::ptr::null_mut()) } == NOT_READY {
                 return false;
@@ -742,8 +778,18 @@ impl CudaResidency {
         })
     }
 
+    /// Whether the tenant is inside its time slice (and not itself
+    /// waiting for room, when holding on could only delay both).
+    fn in_slice(&self) -> bool {
+        let back = self.back_at.load(Ordering::Acquire);
+        back > 0
+            && !self.waiting.load(Ordering::Acquire)
+            && (self.born.elapsed().as_nanos() as u64).saturating_sub(back)
+                < SLICE.as_nanos() as u64
+    }
+
     fn on_evict(&self, seq: u32, bytes: u64, force: bool) {
-        if !self.serve.try_lock_for(LOCK_WAIT) {
+        if self.in_slice() || !self.serve.try_lock_for(LOCK_WAIT) {
             self.link.send(&FromTenant::Busy { seq });
             return;
         }
