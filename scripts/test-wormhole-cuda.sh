@@ -366,10 +366,10 @@ pressure_at_once() { # NAME SEEDS...: pressure clients at once; each as natively
   done
   if [ "$ok" -eq 0 ]; then echo "ok   $name"; else echo "FAIL $name"; fail=1; fi
 }
-ledger_line() { # LOG: the listener's report of its ledger once every
-  # tenant is gone (their processes end a moment after their clients), or
-  # after 5 s
-  local before line
+ledger_line() { # LOG [TEXT]: the listener's report of its ledger once it
+  # says TEXT (default: nothing resident; tenants end a moment after their
+  # clients), or after 5 s
+  local before line want=${2:- 0 resident}
   for _ in $(seq 10); do
     before=$(grep -c 'residency: device budget' "$1" || true)
     kill -USR1 "$server_pid"
@@ -378,7 +378,7 @@ ledger_line() { # LOG: the listener's report of its ledger once every
       sleep 0.1
     done
     line=$(grep 'residency: device budget' "$1" | tail -n1)
-    case $line in *" 0 resident"*) break ;; esac
+    case $line in *"$want"*) break ;; esac
     sleep 0.5
   done
   echo "$line"
@@ -410,7 +410,7 @@ wait "$victim_client" || true
 wait "$other_client" || true
 check "CUDA residency: kill -9 of a tenant (pid ${victim:-none}): the other served as natively" bash -c \
   "[ -n '$victim' ] && diff '$work/pressure.native.2' '$work/pressure.remote.2'"
-ledger_line "$work/kill.log" > "$work/kill.ledger"
+ledger_line "$work/kill.log" "deaths 2" > "$work/kill.ledger"
 check "CUDA residency: kill -9 of a tenant: its share came back, nothing held" bash -c \
   "cat '$work/kill.ledger'; grep -q ' 0 resident' '$work/kill.ledger' && grep -q 'deaths 2' '$work/kill.ledger'"
 stop_server

@@ -40,10 +40,10 @@ MiB = 1 << 20
 class Server:
     """A wormhole-server on a private socket."""
 
-    def __init__(self, binary, work, name, args):
+    def __init__(self, binary, work, name, args, env=None):
         self.sock = os.path.join(work, f"{name}.sock")
         self.log = os.path.join(work, f"{name}.log")
-        env = dict(os.environ, WORMHOLE_LOG="warn")
+        env = dict(os.environ, WORMHOLE_LOG="warn", **(env or {}))
         self.proc = subprocess.Popen(
             [binary, "--quiet", "--socket", self.sock] + args,
             stdin=subprocess.DEVNULL,
@@ -90,6 +90,24 @@ def client_env(icd_dir, server):
         OCL_ICD_VENDORS=icd_dir,
         WORMHOLE_SERVER=f"unix:{server.sock}",
     )
+
+
+def api_server(o, work, name, args):
+    """A server for (b) and (c): OpenCL's, or with --api cuda one whose
+    ledger counts CUDA's memory, on the libraries in --cuda-libs."""
+    if o.api == "cuda":
+        return Server(o.server, work, name,
+                      args + ["--residency-api", "cuda", "--cuda-runtime",
+                              os.path.join(o.cuda_libs, "libcudart.so.13")],
+                      env={"LD_LIBRARY_PATH": o.cuda_libs})
+    return Server(o.server, work, name, args)
+
+
+def api_env(o, server):
+    """A tenant's environment: the ICD, or Wormhole's CUDA stand-ins."""
+    if o.api == "cuda":
+        return dict(os.environ, LD_LIBRARY_PATH=o.client_libs, WORMHOLE_SERVER=server.sock)
+    return client_env(o.icd, server)
 
 
 class Tenant:
@@ -284,10 +302,10 @@ def sharing(o, work, policy, pattern, whole):
     args = ["--device-memory", f"{budget}M"]
     if policy != "off":
         args = ["--oversubscribe", "--residency", policy] + args
-    s = Server(o.server, work, f"{policy}-{pattern}{'-whole' if whole else ''}", args)
+    s = api_server(o, work, f"{policy}-{pattern}{'-whole' if whole else ''}", args)
     tenants = []
     try:
-        env = client_env(o.icd, s)
+        env = api_env(o, s)
         for _ in range(o.tenants):
             t = Tenant(o.tenant, env, budget // 4, o.nbuf)
             tenants.append(t)
@@ -318,7 +336,7 @@ def sharing(o, work, policy, pattern, whole):
         after = s.report()
         for t in tenants:
             t.verify()
-        if pattern == "notebook":
+        if pattern == "notebook" and o.api == "opencl":
             flat = [(t, r, w) for t, (r, w) in plan]
             result["plan_allows"] = bounds.allows(flat, len(tenants), o.nbuf,
                                                   (budget // 4) * MiB // o.nbuf, budget * MiB)
@@ -345,10 +363,10 @@ def resume(o, work, policy):
     budget = o.budget_mib
     args = [] if policy == "off" else ["--oversubscribe", "--residency", policy,
                                        "--device-memory", f"{budget}M"]
-    s = Server(o.server, work, f"resume-{policy}", args)
+    s = api_server(o, work, f"resume-{policy}", args)
     a = b = None
     try:
-        env = client_env(o.icd, s)
+        env = api_env(o, s)
         a = Tenant(o.tenant, env, budget // 4, o.nbuf)
         b = Tenant(o.tenant, env, budget // 4, o.nbuf)
         for i in range(o.nbuf):
@@ -386,10 +404,14 @@ def fmt_bytes(n):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", required=True)
-    ap.add_argument("--icd", required=True, help="folder with wormhole.icd")
+    ap.add_argument("--api", choices=("opencl", "cuda"), default="opencl",
+                    help="whose memory is shared: (b) and (c) only for cuda")
+    ap.add_argument("--icd", help="folder with wormhole.icd (opencl)")
+    ap.add_argument("--cuda-libs", help="the server's CUDA libraries (cuda): NVIDIA's, or the CPU stand-in's")
+    ap.add_argument("--client-libs", help="Wormhole's CUDA stand-ins for the tenants (cuda)")
     ap.add_argument("--tenant", required=True)
-    ap.add_argument("--whbench", required=True)
-    ap.add_argument("--wh-bench", required=True, help="the wh-bench binary")
+    ap.add_argument("--whbench", help="(a), opencl")
+    ap.add_argument("--wh-bench", help="the wh-bench binary ((a), opencl)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget-mib", type=int, default=256)
     ap.add_argument("--tenants", type=int, default=20)
@@ -403,9 +425,15 @@ def main():
     ap.add_argument("--seed", type=int, default=31)
     ap.add_argument("--only", default="abc")
     o = ap.parse_args()
+    if o.api == "cuda":
+        if not (o.cuda_libs and o.client_libs):
+            ap.error("--api cuda needs --cuda-libs and --client-libs")
+        o.only = o.only.replace("a", "")
+    elif not (o.icd and o.whbench and o.wh_bench):
+        ap.error("--api opencl needs --icd, --whbench and --wh-bench")
     work = tempfile.mkdtemp(prefix="wh-delay-")
     res = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(), "options": vars(o)}
-    md = [f"# Delay storing: {res['date']}, {res['machine']}", ""]
+    md = [f"# Delay storing{' (CUDA)' if o.api == 'cuda' else ''}: {res['date']}, {res['machine']}", ""]
 
     if "a" in o.only:
         a = overhead(o, work)
@@ -490,9 +518,10 @@ def main():
     text = "\n".join(md)
     print(text)
     os.makedirs(o.out, exist_ok=True)
-    with open(os.path.join(o.out, "delay-storing.md"), "w") as f:
+    name = "delay-storing-cuda" if o.api == "cuda" else "delay-storing"
+    with open(os.path.join(o.out, f"{name}.md"), "w") as f:
         f.write(text + "\n")
-    with open(os.path.join(o.out, "delay-storing.json"), "w") as f:
+    with open(os.path.join(o.out, f"{name}.json"), "w") as f:
         json.dump(res, f, indent=1)
 
 

@@ -147,6 +147,12 @@ pub struct Attrs {
     /// `v_NAME`s returning `Result<_, i32>`), for what the library itself
     /// does not check.
     pub checks: Vec<String>,
+    /// `writes=ARG`: the device memory the call may change is what these
+    /// arguments point to, and nothing else (a library routine's outputs).
+    /// Without it a library call may change any of the tenant's memory,
+    /// as far as delay storing knows. The server's decoder tells the tenant
+    /// (`t.wrote(ptr)`) after the call.
+    pub writes: Vec<String>,
     pub unsupported: bool,
     /// Answered by the client alone (`client-only`): never forwarded, the
     /// client's `overrides::NAME` implements it.

@@ -446,6 +446,10 @@ impl<'a> P<'a> {
                     self.expect("=")?;
                     attrs.checks.push(self.call_expr()?);
                 }
+                "writes" => {
+                    self.expect("=")?;
+                    attrs.writes.push(self.ident()?);
+                }
                 "unsupported" => attrs.unsupported = true,
                 "ptds" => attrs.per_thread = Some(crate::PerThread::Ptds),
                 "ptsz" => attrs.per_thread = Some(crate::PerThread::Ptsz),
@@ -486,6 +490,11 @@ fn check(api: &Api) -> Result<(), String> {
     for f in &api.funcs {
         let names: Vec<&str> = f.args.iter().map(|a| a.name.as_str()).collect();
         let has = |n: &str| names.contains(&n);
+        for w in &f.attrs.writes {
+            if !has(w) {
+                return Err(format!("{}: `writes={w}` names no argument", f.name));
+            }
+        }
         for a in &f.args {
             if let Ty::HandleArray { .. } = &a.ty {
                 let (setting, named) = if a.name == "event_wait_list" {
@@ -845,6 +854,9 @@ mod tests {
             vec!["m::ok(v_a, (1, 2))".to_string(), "m::also(v_a)".to_string()]
         );
         assert!(parse("fn f(a: u32) -> status check=nocall;").is_err());
+        let w = parse("fn f(x: devptr, y: devptr) -> status writes=y;").expect("writes");
+        assert_eq!(w.funcs[0].attrs.writes, vec!["y".to_string()]);
+        assert!(parse("fn f(x: devptr) -> status writes=z;").is_err());
         assert_eq!(api.dispatch.len(), 5);
         assert_eq!(
             api.dispatch[4],

@@ -441,6 +441,17 @@ impl Library {
         }
     }
 
+    /// Whether the description names every device memory `func` may
+    /// change (its `writes=` attributes), which its server decoder reports.
+    pub fn names_writes(self, func: u32) -> bool {
+        match self {
+            Library::Runtime => names_writes(func),
+            Library::Blas => blas::names_writes(func) || lt::names_writes(func),
+            Library::Rand => rand::names_writes(func),
+            Library::Solver => solver::names_writes(func),
+        }
+    }
+
     /// Whether `func` returns no status (kernel registration), so that a
     /// failure of it sent without waiting has nothing for a later call to
     /// report: it shows where the API shows it (at the launch).

@@ -49,6 +49,13 @@ pub fn gen_common(api: &Api) -> String {
     id_predicate(
         &mut o,
         api,
+        "Whether the description names every device memory a function may\n/// change (`writes=`): its decoder reports each, and no other memory is\n/// taken as changed.",
+        "names_writes",
+        |f| !f.attrs.writes.is_empty(),
+    );
+    id_predicate(
+        &mut o,
+        api,
         "Whether a function returns no status (C `void`, or what the client\n/// makes itself): a failure of one sent without waiting is not a deferred\n/// failure for a later call to report.",
         "no_status",
         |f| matches!(&f.ret, Ret::Custom { .. }),

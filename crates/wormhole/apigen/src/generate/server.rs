@@ -77,6 +77,13 @@ fn server_func(o: &mut String, f: &Func, st: &Settings) {
             kind(k)
         );
     }
+    // What the library was passed for each written argument (a custom
+    // type's pointer, say): where the call wrote.
+    for w in &f.attrs.writes {
+        if let Some(i) = f.args.iter().position(|a| &a.name == w) {
+            let _ = writeln!(o, "    t.wrote(({}) as usize as u64);", exprs[i]);
+        }
+    }
     o.push_str(&sec.after);
     o.push_str("    e.u8(1);\n");
     o.push_str(&sec.out);

@@ -87,6 +87,11 @@ impl<'a> LibTenant<'a> {
     /// A device address, unchecked here: its extent depends on the other
     /// arguments, and the description's `check=` for the call checks it
     /// (`every_devptr_is_checked` tests that each one is named by one).
+    /// The call wrote the device memory `p` points to (`writes=`).
+    pub fn wrote(&self, p: u64) {
+        self.cu.wrote(p);
+    }
+
     pub fn devptr(&self, p: u64, _len: u64) -> Result<*mut c_void, i32> {
         Ok(p as usize as *mut c_void)
     }

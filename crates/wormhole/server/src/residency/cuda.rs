@@ -71,7 +71,8 @@ pub enum Effect {
     /// Touches no allocation (queries, streams, events, registrations; the
     /// allocator's own calls, which residency serves itself).
     Nothing,
-    /// Reads or writes them where the call's own decoder says (copies:
+    /// Reads or writes them where the call's own decoder says (copies,
+    /// and library calls whose description names their outputs:
     /// [`CudaResidency::wrote`]); the first pointer of a memset.
     Named,
     /// May write any of them (a launch, a library call, anything else).
@@ -134,6 +135,9 @@ pub fn effect(func: u32) -> Effect {
         }
         Some(Library::Runtime) if name == "cudaMemcpyAsync" => Effect::Named,
         Some(_) if LIBRARY_NOTHING.iter().any(|s| name.ends_with(s)) => Effect::Nothing,
+        // The description names what it writes (`writes=`), and its
+        // decoder reports each.
+        Some(lib) if lib.names_writes(func) => Effect::Named,
         _ => Effect::Any,
     }
 }
@@ -855,6 +859,45 @@ mod tests {
     use super::*;
     use wormhole_cuda_api::{blas, func, rand};
 
+    fn state() -> State {
+        State {
+            objs: Objects::new(Policy::Delay),
+            vms: BTreeMap::new(),
+            allocs: rustc_hash::FxHashMap::default(),
+            open: rustc_hash::FxHashMap::default(),
+            streams: Vec::new(),
+            store: Store::open(None, 1 << 20).expect("store"),
+        }
+    }
+
+    #[test]
+    fn small_allocations_are_carved_in_order_and_found_by_any_pointer_inside() {
+        let mut st = state();
+        let slab = 0x7f00_0000_0000u64;
+        st.vms.insert(
+            slab,
+            Vm {
+                size: 2 << 20,
+                device: 0,
+                handle: Some(1),
+                live: 1,
+                next: 256,
+            },
+        );
+        st.open.insert(0, slab);
+        assert_eq!(st.carve(0, 512), Some(slab + 256));
+        assert_eq!(st.carve(0, 256), Some(slab + 768));
+        assert_eq!(st.carve(1, 256), None, "no open slab on device 1");
+        assert_eq!(st.carve(0, 2 << 20), None, "past the slab's end");
+        assert_eq!(st.vms[&slab].live, 3);
+        assert_eq!(st.allocs.get(&(slab + 768)), Some(&slab));
+        assert_eq!(st.containing(slab + 1000), Some(slab));
+        assert_eq!(st.containing(slab + (2 << 20) - 1), Some(slab));
+        assert_eq!(st.containing(slab + (2 << 20)), None, "one past the end");
+        assert_eq!(st.containing(slab - 1), None);
+        assert_eq!(st.all(), vec![(slab, Access::Read)]);
+    }
+
     #[test]
     fn calls_are_sorted_by_what_they_may_touch() {
         for f in [
@@ -868,15 +911,23 @@ mod tests {
         ] {
             assert_eq!(effect(f), Effect::Nothing, "{}", Library::func_name(f));
         }
-        for f in [func::cudaMemcpy, func::cudaMemset, func::cudaMemset2DAsync] {
+        // Copies and memsets, and library routines whose description
+        // names their outputs (`writes=`).
+        for f in [
+            func::cudaMemcpy,
+            func::cudaMemset,
+            func::cudaMemset2DAsync,
+            blas::func::cublasSgemm_v2,
+            blas::func::cublasSaxpy_v2,
+            blas::func::cublasSnrm2_v2,
+        ] {
             assert_eq!(effect(f), Effect::Named, "{}", Library::func_name(f));
         }
         for f in [
             func::cudaLaunchKernel,
             func::cudaMemcpy2D,
             func::cudaMemcpyToSymbol,
-            blas::func::cublasSgemm_v2,
-            blas::func::cublasSaxpy_v2,
+            blas::func::cublasStrsm_v2,
             rand::func::curandGenerate,
         ] {
             assert_eq!(effect(f), Effect::Any, "{}", Library::func_name(f));
