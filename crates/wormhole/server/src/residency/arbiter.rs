@@ -15,10 +15,9 @@ use std::time::{Duration, Instant};
 
 use wormhole_residency::ledger::{Ledger, LedgerConfig, Outbox, TenantId};
 use wormhole_residency::proto::{FromTenant, MAX_MESSAGE};
-use wormhole_residency::Policy;
 
 use super::ResidencyError;
-use crate::config::{Config, ResidencyMode};
+use crate::config::Config;
 
 static ARBITER: OnceLock<Arc<Arbiter>> = OnceLock::new();
 
@@ -51,10 +50,7 @@ pub struct Arbiter {
 
 impl Arbiter {
     fn start(config: &Config) -> Result<Arc<Arbiter>, ResidencyError> {
-        let policy = match config.residency {
-            ResidencyMode::Eager => Policy::Eager,
-            ResidencyMode::Delay | ResidencyMode::Off => Policy::Delay,
-        };
+        let policy = super::engine::policy(config);
         let ledger = Ledger::new(LedgerConfig {
             budget: config.device_memory,
             oversubscribe: config.oversubscribe,

@@ -32,25 +32,22 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, MutexGuard};
 use wormhole_cuda_api::{cudaErrorMemoryAllocation, cudaErrorUnknown, cudaSuccess, Library};
 use wormhole_residency::objects::{Backing, Key, Objects};
-use wormhole_residency::proto::{FromTenant, ToTenant, MAX_MESSAGE};
-use wormhole_residency::{Access, Policy};
+use wormhole_residency::proto::FromTenant;
+use wormhole_residency::Access;
 
+use super::engine::{self, Engine, Short};
 use super::link::{Answer, Link};
-use super::serve_lock::ServeLock;
 use super::store::Store;
-use super::{ResidencyError, STORE_FD};
-use crate::config::{Config, ResidencyMode};
+use super::ResidencyError;
+use crate::config::Config;
 use crate::cuda::ffi;
 use crate::cuda::vmm::{self, Vmm};
 
-/// As on the OpenCL side (`local.rs`).
-const LOCK_WAIT: Duration = Duration::from_millis(20);
 /// A tenant whose slabs came back keeps them this long before it gives
 /// any up (it answers `Busy`; the ledger asks again a few milliseconds
 /// later): the time slice. Without it two tenants whose sets do not fit
 /// together, calling in turn, move their whole sets at every call.
 const SLICE: Duration = Duration::from_millis(20);
-const RETRY_FOR: Duration = Duration::from_secs(30);
 
 /// `cudaMemcpyHostToDevice`, `cudaMemcpyDeviceToHost`.
 const TO_DEVICE: i32 = 1;
@@ -337,15 +334,9 @@ impl Drop for OnDevice {
 
 /// A tenant's CUDA residency.
 pub struct CudaResidency {
-    policy: Policy,
-    serve: ServeLock,
+    engine: Engine,
     state: Mutex<State>,
-    link: Link,
     vmm: Vmm,
-    /// The device's last tenant is this one (see `local.rs`).
-    is_last: AtomicBool,
-    /// The serving thread waits for the ledger.
-    waiting: AtomicBool,
     /// Some allocation is not resident: the next call must look.
     holes: AtomicBool,
     /// Every resident allocation is marked dirty already.
@@ -371,22 +362,10 @@ impl CudaResidency {
                 "no CUDA driver with virtual memory management (libcuda.so.1)",
             )
         })?;
-        let size = match config.store_size {
-            0 => cap,
-            s => s,
-        };
-        let store_fd = config
-            .store_dir
-            .as_ref()
-            .and_then(|_| super::store::inherited(STORE_FD));
-        let store = Store::open(store_fd, size)?;
-        let policy = match config.residency {
-            ResidencyMode::Eager => Policy::Eager,
-            ResidencyMode::Delay | ResidencyMode::Off => Policy::Delay,
-        };
+        let store = engine::open_store(config, cap)?;
+        let policy = engine::policy(config);
         let r = Arc::new(CudaResidency {
-            policy,
-            serve: ServeLock::new(),
+            engine: Engine::new(policy, Link::new(sock)),
             state: Mutex::new(State {
                 objs: Objects::new(policy),
                 vms: BTreeMap::new(),
@@ -395,10 +374,7 @@ impl CudaResidency {
                 streams: Vec::new(),
                 store,
             }),
-            link: Link::new(sock),
             vmm,
-            is_last: AtomicBool::new(false),
-            waiting: AtomicBool::new(false),
             holes: AtomicBool::new(false),
             all_dirty: AtomicBool::new(false),
             greeted: AtomicBool::new(false),
@@ -408,7 +384,11 @@ impl CudaResidency {
         let reader = r.clone();
         std::thread::Builder::new()
             .name("wh-residency".into())
-            .spawn(move || reader.read_loop())?;
+            .spawn(move || {
+                reader
+                    .engine
+                    .read_loop(|seq, bytes, force| reader.on_evict(seq, bytes, force))
+            })?;
         let _ = CURRENT.set(r.clone());
         Ok(r)
     }
@@ -418,11 +398,11 @@ impl CudaResidency {
     }
 
     pub(super) fn enter(&self) {
-        self.serve.enter();
+        self.engine.serve.enter();
     }
 
     pub(super) fn leave(&self) {
-        self.serve.leave();
+        self.engine.serve.leave();
     }
 
     /// The tenant's first word to the ledger, at its first CUDA call (so
@@ -430,17 +410,8 @@ impl CudaResidency {
     /// size, the budget when none is configured.
     pub fn hello(&self, device_mem: u64) {
         if !self.greeted.swap(true, Ordering::AcqRel) {
-            self.link.send(&FromTenant::Hello { device_mem });
+            self.engine.link.send(&FromTenant::Hello { device_mem });
         }
-    }
-
-    fn ask(&self, make: impl FnOnce(u32) -> FromTenant) -> Answer {
-        let held = self.serve.pause();
-        self.waiting.store(true, Ordering::Release);
-        let a = self.link.ask(make);
-        self.waiting.store(false, Ordering::Release);
-        self.serve.resume(held);
-        a
     }
 
     /// Serves `cudaMalloc` on `device`: carved from a slab with room, or
@@ -483,7 +454,7 @@ impl CudaResidency {
 
     /// A slab of `size` bytes on `device`, resident and counted.
     fn new_slab(&self, size: u64, g: u64, device: i32) -> Result<u64, i32> {
-        let a = self.ask(|seq| FromTenant::Need {
+        let a = self.engine.ask(|seq| FromTenant::Need {
             seq,
             bytes: size,
             restore: false,
@@ -494,7 +465,7 @@ impl CudaResidency {
         }
         let give_back = || {
             if a == Answer::Yes {
-                self.link.send(&FromTenant::Release { bytes: size });
+                self.engine.link.send(&FromTenant::Release { bytes: size });
             }
         };
         let Ok(at) = self.vmm.reserve(size, g) else {
@@ -569,7 +540,7 @@ impl CudaResidency {
         let freed = st.objs.remove(slab).map_or(0, |r| r.resident);
         drop(st);
         if freed > 0 {
-            self.link.send(&FromTenant::Release { bytes: freed });
+            self.engine.link.send(&FromTenant::Release { bytes: freed });
         }
         Ok(())
     }
@@ -592,7 +563,7 @@ impl CudaResidency {
         if effect(func) == Effect::Nothing {
             return Ok(());
         }
-        if self.is_last.load(Ordering::Acquire) && !self.holes.load(Ordering::Acquire) {
+        if self.engine.is_last() && !self.holes.load(Ordering::Acquire) {
             return Ok(());
         }
         self.make_resident()
@@ -634,16 +605,8 @@ impl CudaResidency {
     /// then room for and copies back of what was evicted (all of it: the
     /// tenant is the unit), as `local.rs`'s `make_resident`.
     fn make_resident(&self) -> Result<(), i32> {
-        let switched = !self.is_last.load(Ordering::Acquire);
+        let switched = self.engine.switch_in();
         if switched {
-            if self.policy == Policy::Eager {
-                if self.ask(|seq| FromTenant::Active { seq }) == Answer::Dead {
-                    self.is_last.store(true, Ordering::Release);
-                }
-            } else {
-                self.is_last.store(true, Ordering::Release);
-                self.link.send(&FromTenant::Active { seq: 0 });
-            }
             self.state().objs.switch_in();
         }
         let (list, first) = {
@@ -652,7 +615,16 @@ impl CudaResidency {
             let plan = st.objs.plan(&list, false);
             (list, plan)
         };
-        let r = self.bring_back(&list, first.clone());
+        let r = self.engine.bring_back(first.clone(), |plan| {
+            let mut st = self.state();
+            engine::restore_round(
+                &mut *st,
+                |s| &s.objs,
+                &list,
+                plan,
+                |s, k| s.restore_one(&self.vmm, k),
+            )
+        });
         if switched || first.bytes > 0 {
             let now = self.born.elapsed().as_nanos() as u64;
             self.back_at.store(now.max(1), Ordering::Release);
@@ -674,91 +646,20 @@ impl CudaResidency {
         }
         let c = st.objs.counters;
         drop(st);
-        self.link.send(&FromTenant::Stats(c));
-        r
-    }
-
-    fn bring_back(
-        &self,
-        list: &[(Key, Access)],
-        first: wormhole_residency::objects::Plan,
-    ) -> Result<(), i32> {
-        let mut plan = first;
-        let deadline = Instant::now() + RETRY_FOR;
-        for round in 0u64.. {
-            if plan.bytes == 0 {
-                return Ok(());
-            }
-            if round > 0 && Instant::now() >= deadline {
-                break;
-            }
-            let bytes = plan.bytes;
-            let a = self.ask(|seq| FromTenant::Need {
-                seq,
-                bytes,
-                restore: true,
-                retry: round > 0,
-            });
-            if a == Answer::No {
-                log::info!(
-                    "tenant {}: no room to restore {bytes} bytes: the call fails",
-                    std::process::id()
-                );
-                return Err(cudaErrorMemoryAllocation);
-            }
-            let mut st = self.state();
-            let mut back = 0u64;
-            let mut failed = None;
-            for &k in &plan.restore {
-                let Some(size) = st.objs.get(k).filter(|o| !o.valid).map(|o| o.size) else {
-                    continue;
-                };
-                match st.restore_one(&self.vmm, k) {
-                    Ok(()) => back += size,
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
+        self.engine.link.send(&FromTenant::Stats(c));
+        let pid = std::process::id();
+        r.map(|_| ()).map_err(|short| {
+            match short {
+                Short::NoRoom(bytes) => {
+                    log::info!("tenant {pid}: no room to restore {bytes} bytes: the call fails")
                 }
+                Short::Failed(e) => log::error!("tenant {pid}: restoring an allocation: {e}"),
+                Short::KeptEvicted => log::info!(
+                    "tenant {pid}: its allocations kept being evicted while it waited: the call fails"
+                ),
             }
-            let next = st.objs.missing(list, false);
-            drop(st);
-            if bytes > back && a == Answer::Yes {
-                self.link.send(&FromTenant::Release {
-                    bytes: bytes - back,
-                });
-            }
-            if let Some(e) = failed {
-                log::error!(
-                    "tenant {}: restoring an allocation: {e}",
-                    std::process::id()
-                );
-                return Err(cudaErrorMemoryAllocation);
-            }
-            plan = next;
-        }
-        if plan.bytes == 0 {
-            return Ok(());
-        }
-        Err(cudaErrorMemoryAllocation)
-    }
-
-    fn read_loop(self: Arc<Self>) {
-        let mut buf = [0u8; MAX_MESSAGE + 1];
-        while let Some(n) = self.link.recv(&mut buf) {
-            match ToTenant::decode(&buf[..n]) {
-                Ok(ToTenant::Grant { seq }) => self.link.deliver(seq, true),
-                Ok(ToTenant::Refuse { seq }) => self.link.deliver(seq, false),
-                Ok(ToTenant::Switched { seq }) => {
-                    self.is_last.store(true, Ordering::Release);
-                    self.link.deliver(seq, true);
-                }
-                Ok(ToTenant::Displaced) => self.is_last.store(false, Ordering::Release),
-                Ok(ToTenant::Evict { seq, bytes, force }) => self.on_evict(seq, bytes, force),
-                Err(e) => log::warn!("residency: a bad message from the listener: {e}"),
-            }
-        }
-        self.link.die();
+            cudaErrorMemoryAllocation
+        })
     }
 
     /// Whether every stream of the tenant, and each device's legacy
@@ -787,70 +688,36 @@ impl CudaResidency {
     fn in_slice(&self) -> bool {
         let back = self.back_at.load(Ordering::Acquire);
         back > 0
-            && !self.waiting.load(Ordering::Acquire)
+            && !self.engine.waiting()
             && (self.born.elapsed().as_nanos() as u64).saturating_sub(back)
                 < SLICE.as_nanos() as u64
     }
 
     fn on_evict(&self, seq: u32, bytes: u64, force: bool) {
-        if self.in_slice() || !self.serve.try_lock_for(LOCK_WAIT) {
-            self.link.send(&FromTenant::Busy { seq });
+        if self.in_slice() {
+            self.engine.link.send(&FromTenant::Busy { seq });
             return;
         }
-        let answer = {
+        let answer = self.engine.evict_turn(seq, || {
             let mut st = self.state();
-            if self.idle(&st) {
-                let mut victims = st.objs.victims(bytes);
-                if victims.is_empty() && force && self.waiting.load(Ordering::Acquire) {
-                    victims = st.objs.victims_forced(bytes);
-                }
-                let (mut freed, mut saved) = (0u64, 0u64);
-                for v in victims {
-                    match st.evict_one(&self.vmm, v.key) {
-                        Ok(s) => {
-                            freed += v.size;
-                            if s {
-                                saved += v.size;
-                            }
-                            self.holes.store(true, Ordering::Release);
-                        }
-                        Err(e) => log::warn!("residency: evicting an allocation: {e}"),
-                    }
-                }
-                FromTenant::Evicted { seq, freed, saved }
-            } else {
-                FromTenant::Busy { seq }
+            if !self.idle(&st) {
+                return FromTenant::Busy { seq };
             }
-        };
-        self.link.send(&answer);
-        // SAFETY: this thread took the lock above (try_lock_for succeeded).
-        unsafe { self.serve.unlock_evictor() };
-        if matches!(answer, FromTenant::Evicted { .. }) {
-            let c = self.state().objs.counters;
-            self.link.send(&FromTenant::Stats(c));
-        }
+            let victims = self.engine.victims(&st.objs, bytes, force);
+            Engine::evicted(seq, victims, |v| {
+                let saved = st.evict_one(&self.vmm, v.key)?;
+                self.holes.store(true, Ordering::Release);
+                Ok(saved)
+            })
+        });
+        self.engine
+            .stats_after(answer, || self.state().objs.counters);
     }
 
     /// One line for the tenant's report.
     pub(super) fn summary(&self) -> String {
         let st = self.state();
-        format!(
-            "residency (CUDA, {}): {} allocations, {} bytes resident, store {} of {} bytes; {}{}",
-            match self.policy {
-                Policy::Delay => "delay",
-                Policy::Eager => "eager",
-            },
-            st.objs.len(),
-            st.objs.resident(),
-            st.store.used(),
-            st.store.size(),
-            st.objs.counters,
-            if self.link.is_dead() {
-                "; no ledger (the listener is gone)"
-            } else {
-                ""
-            }
-        )
+        self.engine.summary("CUDA, ", "slabs", &st.objs, &st.store)
     }
 }
 
@@ -861,7 +728,7 @@ mod tests {
 
     fn state() -> State {
         State {
-            objs: Objects::new(Policy::Delay),
+            objs: Objects::new(wormhole_residency::Policy::Delay),
             vms: BTreeMap::new(),
             allocs: rustc_hash::FxHashMap::default(),
             open: rustc_hash::FxHashMap::default(),

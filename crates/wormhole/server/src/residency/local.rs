@@ -15,7 +15,7 @@
 
 use std::ffi::c_void;
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -25,31 +25,23 @@ use wormhole_opencl_api::{
     func, CL_MEM_OBJECT_ALLOCATION_FAILURE, CL_OUT_OF_RESOURCES, CL_SUCCESS,
 };
 use wormhole_residency::objects::{Backing, Key, Objects};
-use wormhole_residency::proto::{FromTenant, ToTenant, MAX_MESSAGE};
+use wormhole_residency::proto::FromTenant;
 use wormhole_residency::{Access, Policy};
 use wormhole_transport::arena::Arena;
 
+use super::engine::{self, Engine, Short};
 use super::link::{Answer, Link};
-use super::serve_lock::ServeLock;
 use super::store::Store;
 use super::uses::{self, Changed, Uses};
-use super::{queues, ResidencyError, STORE_FD};
-use crate::config::{Config, ResidencyMode};
+use super::{queues, ResidencyError};
+use crate::config::Config;
 use crate::opencl::shared::{Placement, SharedBuffers};
 use crate::opencl::tenant::Tenant;
 use crate::opencl::{ffi, info_value};
 
-/// How long the residency thread waits for the serving thread to finish
-/// its call before it answers `Busy`.
-const LOCK_WAIT: Duration = Duration::from_millis(20);
-/// How long it waits for the queues' markers before it answers `Busy`.
+/// How long the residency thread waits for the queues' markers before it
+/// answers `Busy`.
 const DRAIN_WAIT: Duration = Duration::from_millis(20);
-/// How long a command keeps asking for room for its objects (others may
-/// evict some while it waits; retries go ahead of first requests) before
-/// it fails: the ledger's own wait for room. A count of rounds ran out
-/// under heavy sharing while room was still coming (seven clients in a
-/// 12 MiB budget, one run in two in CI).
-const RETRY_FOR: Duration = Duration::from_secs(30);
 /// Kernel arguments past this index are not tracked (a kernel's record
 /// stays small); a command using one keeps whatever else it names
 /// resident, and the argument is taken as written.
@@ -271,18 +263,9 @@ impl State {
 
 /// A tenant's residency.
 pub struct Residency {
-    policy: Policy,
-    serve: ServeLock,
+    engine: Engine,
     state: Mutex<State>,
-    link: Link,
     arena: Arc<SharedBuffers>,
-    /// The device's last tenant is this one, as far as it knows (the
-    /// paper's per-core "last VM" check, kept on the tenant's side: set by
-    /// its own switch, cleared when the ledger says another used the
-    /// device).
-    is_last: AtomicBool,
-    /// The serving thread waits for the ledger (see `make_resident`).
-    waiting: AtomicBool,
     /// Counts what can take an object or a queue out of residency's view
     /// (an eviction, a queue let go): `prepare`'s shortcut holds only while
     /// it has not moved.
@@ -316,7 +299,10 @@ extern "C" fn gone(mem: *mut c_void, user: *mut c_void) {
     }
     let freed = w.res.state().forget(key);
     if freed > 0 {
-        w.res.link.send(&FromTenant::Release { bytes: freed });
+        w.res
+            .engine
+            .link
+            .send(&FromTenant::Release { bytes: freed });
     }
 }
 
@@ -383,22 +369,10 @@ impl Residency {
             }
         };
         let device = device_memory(&config.platforms);
-        let size = match config.store_size {
-            0 => cap,
-            s => s,
-        };
-        let store_fd = config
-            .store_dir
-            .as_ref()
-            .and_then(|_| super::store::inherited(STORE_FD));
-        let store = Store::open(store_fd, size)?;
-        let policy = match config.residency {
-            ResidencyMode::Eager => Policy::Eager,
-            ResidencyMode::Delay | ResidencyMode::Off => Policy::Delay,
-        };
+        let store = engine::open_store(config, cap)?;
+        let policy = engine::policy(config);
         let r = Arc::new(Residency {
-            policy,
-            serve: ServeLock::new(),
+            engine: Engine::new(policy, Link::new(sock)),
             state: Mutex::new(State {
                 objs: Objects::new(policy),
                 places: FxHashMap::default(),
@@ -409,18 +383,21 @@ impl Residency {
                 store,
                 scratch: Vec::new(),
             }),
-            link: Link::new(sock),
             arena: arena.clone(),
-            is_last: AtomicBool::new(false),
-            waiting: AtomicBool::new(false),
             epoch: AtomicU64::new(0),
             last_launch: LastLaunch::default(),
         });
-        r.link.send(&FromTenant::Hello { device_mem: device });
+        r.engine
+            .link
+            .send(&FromTenant::Hello { device_mem: device });
         let reader = r.clone();
         std::thread::Builder::new()
             .name("wh-residency".into())
-            .spawn(move || reader.read_loop())?;
+            .spawn(move || {
+                reader
+                    .engine
+                    .read_loop(|seq, bytes, force| reader.on_evict(seq, bytes, force))
+            })?;
         let _ = CURRENT.set(r.clone());
         Ok((r, arena))
     }
@@ -430,22 +407,11 @@ impl Residency {
     }
 
     pub(super) fn enter(&self) {
-        self.serve.enter();
+        self.engine.serve.enter();
     }
 
     pub(super) fn leave(&self) {
-        self.serve.leave();
-    }
-
-    /// Asks the ledger with the serve lock let go, so that this tenant's
-    /// own idle objects can be evicted to make the room asked for.
-    fn ask(&self, make: impl FnOnce(u32) -> FromTenant) -> Answer {
-        let held = self.serve.pause();
-        self.waiting.store(true, Ordering::Release);
-        let a = self.link.ask(make);
-        self.waiting.store(false, Ordering::Release);
-        self.serve.resume(held);
-        a
+        self.engine.serve.leave();
     }
 
     /// Before a call: the command's objects resident, its queue tracked.
@@ -462,7 +428,7 @@ impl Residency {
         // their first use since the last eviction, which is all it needs.
         let epoch = self.epoch.load(Ordering::Acquire);
         if let Uses::Kernel { kernel, .. } = u {
-            if self.is_last.load(Ordering::Acquire)
+            if self.engine.is_last()
                 && self.last_launch.kernel.load(Ordering::Relaxed) == kernel
                 && self.last_launch.queue.load(Ordering::Relaxed) == queue
                 && self.last_launch.epoch.load(Ordering::Relaxed) == epoch
@@ -490,7 +456,7 @@ impl Residency {
         }
         // The method's check: this tenant used the device last, and what
         // it uses is still there. Then nothing moves and nobody is asked.
-        let here = self.is_last.load(Ordering::Acquire) && st.objs.touch_resident(&list);
+        let here = self.engine.is_last() && st.objs.touch_resident(&list);
         if !here {
             drop(st);
             return self.slow(list, queue);
@@ -517,7 +483,7 @@ impl Residency {
             queues::hold(queue);
         }
         if restored {
-            self.link.send(&FromTenant::Stats(c));
+            self.engine.link.send(&FromTenant::Stats(c));
         }
         Ok(())
     }
@@ -532,98 +498,45 @@ impl Residency {
     /// deadlock. What was taken so comes back in another round (a few at
     /// most). Returns whether anything came back.
     fn make_resident(&self, list: &[(Key, Access)]) -> Result<bool, i32> {
-        let switched = !self.is_last.load(Ordering::Acquire);
+        let switched = self.engine.switch_in();
         if switched {
-            if self.policy == Policy::Eager {
-                // The previous tenant is saved first (the baseline's rule).
-                if self.ask(|seq| FromTenant::Active { seq }) == Answer::Dead {
-                    self.is_last.store(true, Ordering::Release);
-                }
-            } else {
-                // Only the ledger's order of use changes: no answer.
-                self.is_last.store(true, Ordering::Release);
-                self.link.send(&FromTenant::Active { seq: 0 });
-            }
             self.state().objs.switch_in();
         }
         // Eager: the whole set comes back at a switch.
-        let all = switched && self.policy == Policy::Eager;
+        let all = switched && self.engine.policy == Policy::Eager;
         let held = self.state().objs.plan(list, all);
-        let r = self.bring_back(list, held.clone());
+        let r = self.engine.bring_back(held.clone(), |plan| {
+            let mut st = self.state();
+            engine::restore_round(
+                &mut *st,
+                |s| &s.objs,
+                list,
+                plan,
+                |s, k| s.restore_one(k, &self.arena),
+            )
+        });
         let mut st = self.state();
         for &k in &held.pinned {
             st.objs.unpin(k);
         }
-        r
-    }
-
-    fn bring_back(
-        &self,
-        list: &[(Key, Access)],
-        first: wormhole_residency::objects::Plan,
-    ) -> Result<bool, i32> {
-        let mut plan = first;
-        let mut restored = false;
-        let deadline = Instant::now() + RETRY_FOR;
-        // Each round waits on the ledger for its grant, which paces it.
-        for round in 0u64.. {
-            if plan.bytes == 0 {
-                return Ok(restored);
+        drop(st);
+        let pid = std::process::id();
+        r.map_err(|short| match short {
+            Short::NoRoom(bytes) => {
+                log::info!("tenant {pid}: no room to restore {bytes} bytes: the command fails");
+                CL_MEM_OBJECT_ALLOCATION_FAILURE
             }
-            if round > 0 && Instant::now() >= deadline {
-                break;
+            Short::Failed(e) => {
+                log::error!("tenant {pid}: restoring an object: {e}");
+                CL_OUT_OF_RESOURCES
             }
-            let bytes = plan.bytes;
-            let a = self.ask(|seq| FromTenant::Need {
-                seq,
-                bytes,
-                restore: true,
-                retry: round > 0,
-            });
-            if a == Answer::No {
+            Short::KeptEvicted => {
                 log::info!(
-                    "tenant {}: no room to restore {bytes} bytes: the command fails",
-                    std::process::id()
+                    "tenant {pid}: a command's objects kept being evicted while it waited: it fails"
                 );
-                return Err(CL_MEM_OBJECT_ALLOCATION_FAILURE);
+                CL_MEM_OBJECT_ALLOCATION_FAILURE
             }
-            let mut st = self.state();
-            let mut back = 0u64;
-            let mut failed = None;
-            for &k in &plan.restore {
-                let Some(size) = st.objs.get(k).filter(|o| !o.valid).map(|o| o.size) else {
-                    continue;
-                };
-                match st.restore_one(k, &self.arena) {
-                    Ok(()) => back += size,
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
-                }
-            }
-            let next = st.objs.missing(list, false);
-            drop(st);
-            if bytes > back && a == Answer::Yes {
-                self.link.send(&FromTenant::Release {
-                    bytes: bytes - back,
-                });
-            }
-            if let Some(e) = failed {
-                log::error!("tenant {}: restoring an object: {e}", std::process::id());
-                return Err(CL_OUT_OF_RESOURCES);
-            }
-            restored = true;
-            plan = next;
-        }
-        if plan.bytes == 0 {
-            return Ok(restored);
-        }
-        log::info!(
-            "tenant {}: a command's objects kept being evicted while it waited: it fails",
-            std::process::id()
-        );
-        Err(CL_MEM_OBJECT_ALLOCATION_FAILURE)
+        })
     }
 
     /// A memory object the library just made for this tenant: counted
@@ -650,7 +563,7 @@ impl Residency {
             None => (mem_size(raw), false, false),
         };
         if size > 0 {
-            let a = self.ask(|seq| FromTenant::Need {
+            let a = self.engine.ask(|seq| FromTenant::Need {
                 seq,
                 bytes: size,
                 restore: false,
@@ -665,7 +578,7 @@ impl Residency {
             // An entry left by an object whose end we missed.
             let stale = st.forget(key);
             if stale > 0 {
-                self.link.send(&FromTenant::Release { bytes: stale });
+                self.engine.link.send(&FromTenant::Release { bytes: stale });
             }
             let _ = st.objs.insert(key, size, evictable, zeroed);
             if let Some(p) = placement {
@@ -697,7 +610,7 @@ impl Residency {
                 let freed = st.forget(key);
                 drop(st);
                 if freed > 0 {
-                    self.link.send(&FromTenant::Release { bytes: freed });
+                    self.engine.link.send(&FromTenant::Release { bytes: freed });
                 }
             }
             log::warn!("residency: no destructor callback ({s}): an object is not tracked");
@@ -790,108 +703,49 @@ impl Residency {
         args[i] = ArgSlot { mem, writes };
     }
 
-    /// The residency thread: answers, displacements, requests to evict.
-    fn read_loop(self: Arc<Self>) {
-        let mut buf = [0u8; MAX_MESSAGE + 1];
-        while let Some(n) = self.link.recv(&mut buf) {
-            match ToTenant::decode(&buf[..n]) {
-                Ok(ToTenant::Grant { seq }) => self.link.deliver(seq, true),
-                Ok(ToTenant::Refuse { seq }) => self.link.deliver(seq, false),
-                Ok(ToTenant::Switched { seq }) => {
-                    self.is_last.store(true, Ordering::Release);
-                    self.link.deliver(seq, true);
-                }
-                Ok(ToTenant::Displaced) => self.is_last.store(false, Ordering::Release),
-                Ok(ToTenant::Evict { seq, bytes, force }) => self.on_evict(seq, bytes, force),
-                Err(e) => log::warn!("residency: a bad message from the listener: {e}"),
-            }
-        }
-        self.link.die();
-    }
-
     /// Evicts idle objects for at least `bytes` (all for `u64::MAX`), if
     /// the tenant is between calls with nothing in flight; else `Busy`.
     fn on_evict(&self, seq: u32, bytes: u64, force: bool) {
-        if !self.serve.try_lock_for(LOCK_WAIT) {
-            self.link.send(&FromTenant::Busy { seq });
-            return;
-        }
-        let held: Vec<(usize, Option<usize>)> = {
-            let st = self.state();
-            st.queues
-                .iter()
-                .map(|&q| (q, st.markers.get(&q).copied()))
-                .collect()
-        };
-        let looked = queues::drained(&held, DRAIN_WAIT);
-        let done = looked.done;
-        let idle = done.len() == held.len();
-        let answer = if idle {
-            let mut st = self.state();
-            let mut freed = 0u64;
-            let mut saved = 0u64;
-            let mut victims = st.objs.victims(bytes);
-            if victims.is_empty() && force && self.waiting.load(Ordering::Acquire) {
-                victims = st.objs.victims_forced(bytes);
-            }
-            for v in victims {
-                match st.evict_one(v.key, &self.arena) {
-                    Ok(s) => {
-                        freed += v.size;
-                        if s {
-                            saved += v.size;
-                        }
-                    }
-                    Err(e) => log::warn!("residency: evicting an object: {e}"),
-                }
-            }
-            FromTenant::Evicted { seq, freed, saved }
-        } else {
-            FromTenant::Busy { seq }
-        };
-        {
+        let mut done = Vec::new();
+        let answer = self.engine.evict_turn(seq, || {
+            let held: Vec<(usize, Option<usize>)> = {
+                let st = self.state();
+                st.queues
+                    .iter()
+                    .map(|&q| (q, st.markers.get(&q).copied()))
+                    .collect()
+            };
+            let looked = queues::drained(&held, DRAIN_WAIT);
+            done = looked.done;
+            let answer = if done.len() == held.len() {
+                let mut st = self.state();
+                let victims = self.engine.victims(&st.objs, bytes, force);
+                Engine::evicted(seq, victims, |v| st.evict_one(v.key, &self.arena))
+            } else {
+                FromTenant::Busy { seq }
+            };
             let mut st = self.state();
             for q in &done {
                 st.queues.remove(q);
                 st.markers.remove(q);
             }
             st.markers.extend(looked.pending);
-        }
-        // Still under the serve lock: the serving thread's next call sees it.
-        self.epoch.fetch_add(1, Ordering::Release);
-        // Told before the serving thread can go on: its next request for
-        // room must reach the ledger after the bytes this freed.
-        self.link.send(&answer);
-        // SAFETY: this thread took the lock above (try_lock_for succeeded).
-        unsafe { self.serve.unlock_evictor() };
+            drop(st);
+            // Still under the serve lock: the serving thread's next call
+            // sees it.
+            self.epoch.fetch_add(1, Ordering::Release);
+            answer
+        });
         for q in done {
             queues::let_go(q);
         }
-        if matches!(answer, FromTenant::Evicted { .. }) {
-            let c = self.state().objs.counters;
-            self.link.send(&FromTenant::Stats(c));
-        }
+        self.engine
+            .stats_after(answer, || self.state().objs.counters);
     }
 
     /// One line for the tenant's report.
     pub(crate) fn summary(&self) -> String {
         let st = self.state();
-        format!(
-            "residency ({}): {} objects, {} bytes resident, store {} of {} bytes; {}{}",
-            match self.policy {
-                Policy::Delay => "delay",
-                Policy::Eager => "eager",
-            },
-            st.objs.len(),
-            st.objs.resident(),
-            st.store.used(),
-            st.store.size(),
-            st.objs.counters,
-            if self.link.is_dead() {
-                "; no ledger (the listener is gone)"
-            } else {
-                ""
-            }
-        )
+        self.engine.summary("", "objects", &st.objs, &st.store)
     }
 }

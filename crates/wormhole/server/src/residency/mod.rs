@@ -23,6 +23,7 @@
 
 pub mod arbiter;
 mod cuda;
+mod engine;
 mod link;
 mod local;
 mod queues;
