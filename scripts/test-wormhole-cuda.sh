@@ -414,8 +414,10 @@ ledger_line "$work/kill.log" "deaths 2" > "$work/kill.ledger"
 check "CUDA residency: kill -9 of a tenant: its share came back, nothing held" bash -c \
   "cat '$work/kill.ledger'; grep -q ' 0 resident' '$work/kill.ledger' && grep -q 'deaths 2' '$work/kill.ledger'"
 stop_server
-# The eager baseline moves every slab at every switch: still correct.
-residency_server "$work/eager.log" --device-memory 40M --oversubscribe --residency eager
+# The eager baseline moves every slab at every switch: still correct;
+# its store on disk (store_dir: a file per tenant the listener opens).
+mkdir -p "$work/store"
+residency_server "$work/eager.log" --device-memory 40M --oversubscribe --residency eager --store-dir "$work/store"
 pressure_at_once "CUDA residency, eager: two pressure clients at once, each as natively" 1 2
 ledger_line "$work/eager.log" > "$work/eager.ledger"
 check "CUDA residency, eager: the ledger saw saves" bash -c \

@@ -19,6 +19,7 @@
  */
 #define BENCH_NAME "tenant"
 #include "../common/bench.h"
+#include "tenant_loop.h"
 #include <stdint.h>
 
 #define MAXBUF 64
@@ -37,29 +38,73 @@ static const char *src =
     "  out[g % (64 * 1024 / 4)] += s;\n"
     "}\n";
 
+/* What the stdin lines work on (tenant_loop.h). */
+static cl_command_queue q;
+static cl_kernel kup, ksum;
+static cl_mem buf[MAXBUF];
+static int nbuf;
+static size_t bytes, n, sums, one = 1;
+
+static void cell(unsigned long r, unsigned long w) {
+    for (int b = 0; b < nbuf; b++) {
+        if (r & (1ul << b)) {
+            CHECK(clSetKernelArg(ksum, 0, sizeof(cl_mem), &buf[b]));
+            CHECK(clEnqueueNDRangeKernel(q, ksum, 1, NULL, &sums, NULL, 0, NULL, NULL));
+        }
+        if (w & (1ul << b)) {
+            CHECK(clSetKernelArg(kup, 0, sizeof(cl_mem), &buf[b]));
+            CHECK(clEnqueueNDRangeKernel(q, kup, 1, NULL, &n, NULL, 0, NULL, NULL));
+        }
+    }
+    CHECK(clFinish(q));
+}
+
+static void poke(int i) {
+    CHECK(clSetKernelArg(ksum, 0, sizeof(cl_mem), &buf[i]));
+    CHECK(clEnqueueNDRangeKernel(q, ksum, 1, NULL, &one, NULL, 0, NULL, NULL));
+    CHECK(clFinish(q));
+}
+
+static int verify(const int *updates) {
+    cl_uint *h = malloc(bytes);
+    if (!h) return 1;
+    for (int b = 0; b < nbuf; b++) {
+        CHECK(clEnqueueReadBuffer(q, buf[b], CL_TRUE, 0, bytes, h, 0, NULL, NULL));
+        for (size_t j = 0; j < n; j++) {
+            cl_uint v = (cl_uint)j * 2654435761u + (cl_uint)b;
+            for (int k = 0; k < updates[b]; k++) v = v * 3u + 1u;
+            if (h[j] != v) {
+                fprintf(stderr, "tenant: buffer %d element %zu is %u, want %u\n", b, j, h[j], v);
+                free(h);
+                return 1;
+            }
+        }
+    }
+    free(h);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: tenant MIB NBUF\n");
         return 1;
     }
     size_t mib = (size_t)atol(argv[1]);
-    int nbuf = atoi(argv[2]);
+    nbuf = atoi(argv[2]);
     if (nbuf < 1 || nbuf > MAXBUF) {
         fprintf(stderr, "tenant: 1..%d buffers\n", MAXBUF);
         return 1;
     }
-    size_t bytes = ((mib << 20) - OUT_BYTES) / (size_t)nbuf / 4096 * 4096;
-    size_t n = bytes / 4;
+    bytes = ((mib << 20) - OUT_BYTES) / (size_t)nbuf / 4096 * 4096;
+    n = bytes / 4;
     cl_device_id dev;
     cl_context ctx;
-    cl_command_queue q;
     open_device(&dev, &ctx, &q);
     cl_program prog = build_program(ctx, dev, src, NULL);
     cl_kernel kinit = new_kernel(prog, "init");
-    cl_kernel kup = new_kernel(prog, "update");
-    cl_kernel ksum = new_kernel(prog, "sum");
+    kup = new_kernel(prog, "update");
+    ksum = new_kernel(prog, "sum");
     cl_int e;
-    cl_mem buf[MAXBUF];
     int updates[MAXBUF] = {0};
     cl_mem out = clCreateBuffer(ctx, CL_MEM_READ_WRITE, OUT_BYTES, NULL, &e);
     if (e != CL_SUCCESS) {
@@ -83,7 +128,7 @@ int main(int argc, char **argv) {
         }
     }
     cl_uint per = 256;
-    size_t sums = n / per, one = 1;
+    sums = n / per;
     CHECK(clSetKernelArg(ksum, 1, sizeof(cl_mem), &out));
     CHECK(clSetKernelArg(ksum, 2, sizeof per, &per));
     /* Every kernel once at every size used later, so that no timed command
@@ -97,55 +142,10 @@ int main(int argc, char **argv) {
     CHECK(clFinish(q));
     printf("ready %zu\n", bytes);
     fflush(stdout);
-    char line[256];
-    while (fgets(line, sizeof line, stdin)) {
-        unsigned long r = 0, w = 0;
-        int i = 0;
-        if (sscanf(line, "cell %lu %lu", &r, &w) == 2) {
-            double t0 = now_ns();
-            for (int b = 0; b < nbuf; b++) {
-                if (r & (1ul << b)) {
-                    CHECK(clSetKernelArg(ksum, 0, sizeof(cl_mem), &buf[b]));
-                    CHECK(clEnqueueNDRangeKernel(q, ksum, 1, NULL, &sums, NULL, 0, NULL, NULL));
-                }
-                if (w & (1ul << b)) {
-                    CHECK(clSetKernelArg(kup, 0, sizeof(cl_mem), &buf[b]));
-                    CHECK(clEnqueueNDRangeKernel(q, kup, 1, NULL, &n, NULL, 0, NULL, NULL));
-                    updates[b]++;
-                }
-            }
-            CHECK(clFinish(q));
-            printf("ok %.0f\n", now_ns() - t0);
-        } else if (sscanf(line, "poke %d", &i) == 1 && i >= 0 && i < nbuf) {
-            double t0 = now_ns();
-            CHECK(clSetKernelArg(ksum, 0, sizeof(cl_mem), &buf[i]));
-            CHECK(clEnqueueNDRangeKernel(q, ksum, 1, NULL, &one, NULL, 0, NULL, NULL));
-            CHECK(clFinish(q));
-            printf("ok %.0f\n", now_ns() - t0);
-        } else if (strncmp(line, "verify", 6) == 0) {
-            cl_uint *h = malloc(bytes);
-            uint32_t hash = 2166136261u;
-            for (int b = 0; b < nbuf; b++) {
-                CHECK(clEnqueueReadBuffer(q, buf[b], CL_TRUE, 0, bytes, h, 0, NULL, NULL));
-                for (size_t j = 0; j < n; j++) {
-                    cl_uint v = (cl_uint)j * 2654435761u + (cl_uint)b;
-                    for (int k = 0; k < updates[b]; k++) v = v * 3u + 1u;
-                    if (h[j] != v) {
-                        fprintf(stderr, "tenant: buffer %d element %zu is %u, want %u\n", b, j, h[j], v);
-                        return 4;
-                    }
-                }
-                hash = (hash ^ (uint32_t)updates[b]) * 16777619u;
-            }
-            free(h);
-            printf("verified %08x\n", hash);
-        } else if (strncmp(line, "quit", 4) == 0) {
-            break;
-        } else {
-            printf("what? %s", line);
-        }
-        fflush(stdout);
-    }
+    static const struct tenant_ops ops = {cell, poke, verify};
+    int status = tenant_loop(nbuf, updates, &ops);
+    if (status != 0)
+        return status;
     for (int b = 0; b < nbuf; b++)
         clReleaseMemObject(buf[b]);
     clReleaseMemObject(out);

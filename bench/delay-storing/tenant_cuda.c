@@ -20,7 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include "tenant_loop.h"
 #include "wormhole_cublas_min.h"
 
 #define MAXBUF 64
@@ -28,17 +28,46 @@
 #define OUT_FLOATS 1024
 
 #define CHECK(x) do { int e_ = (int)(x); if (e_ != 0) { \
-    fprintf(stderr, "tenant: %s: %d\n", #x, e_); exit(2); } } while (0)
-
-static double now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
+    fprintf(stderr, "tenant_cuda: %s: %d\n", #x, e_); exit(2); } } while (0)
 
 /* Element j of buffer b before any update. */
 static float initial(size_t j, int b) {
     return (float)((uint32_t)j * 2654435761u + (uint32_t)b) / 4096.0f;
+}
+
+/* What the stdin lines work on (tenant_loop.h). */
+static cublasHandle_t h;
+static float *buf[MAXBUF], *out, *half, *host;
+static int nbuf, n;
+static size_t bytes;
+
+static void cell(unsigned long r, unsigned long w) {
+    for (int b = 0; b < nbuf; b++) {
+        if (r & (1ul << b)) CHECK(cublasSnrm2_v2(h, n, buf[b], 1, out + b));
+        if (w & (1ul << b)) CHECK(cublasSscal_v2(h, n, half, buf[b], 1));
+    }
+    CHECK(cudaDeviceSynchronize());
+}
+
+static void poke(int i) {
+    CHECK(cublasSnrm2_v2(h, 1, buf[i], 1, out + i));
+    CHECK(cudaDeviceSynchronize());
+}
+
+static int verify(const int *updates) {
+    for (int b = 0; b < nbuf; b++) {
+        CHECK(cudaMemcpy(host, buf[b], bytes, cudaMemcpyDeviceToHost));
+        for (int j = 0; j < n; j++) {
+            float v = initial((size_t)j, b);
+            for (int k = 0; k < updates[b]; k++) v *= 0.5f;
+            if (host[j] != v) {
+                fprintf(stderr, "tenant_cuda: buffer %d element %d is %g, want %g\n", b, j,
+                        (double)host[j], (double)v);
+                return 1;
+            }
+        }
+    }
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -47,20 +76,18 @@ int main(int argc, char **argv) {
         return 1;
     }
     size_t mib = (size_t)atol(argv[1]);
-    int nbuf = atoi(argv[2]);
+    nbuf = atoi(argv[2]);
     if (nbuf < 1 || nbuf > MAXBUF || mib < 4) {
         fprintf(stderr, "tenant_cuda: 1..%d buffers, 4 MiB or more\n", MAXBUF);
         return 1;
     }
     /* The result buffer takes a slab of its own (carved, small). */
-    size_t bytes = ((mib << 20) - GRANULE) / (size_t)nbuf / GRANULE * GRANULE;
+    bytes = ((mib << 20) - GRANULE) / (size_t)nbuf / GRANULE * GRANULE;
     if (bytes == 0) bytes = GRANULE;
-    int n = (int)(bytes / sizeof(float));
-    float *buf[MAXBUF], *out;
+    n = (int)(bytes / sizeof(float));
     int updates[MAXBUF] = {0};
-    cublasHandle_t h;
     cudaError_t e = cudaMalloc((void **)&out, OUT_FLOATS * sizeof(float));
-    float *host = malloc(bytes);
+    host = malloc(bytes);
     if (!host) return 1;
     for (int b = 0; b < nbuf && e == cudaSuccess; b++) {
         e = cudaMalloc((void **)&buf[b], bytes);
@@ -75,57 +102,15 @@ int main(int argc, char **argv) {
     }
     CHECK(cublasCreate_v2(&h));
     CHECK(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE));
-    float *half;
     CHECK(cudaMalloc((void **)&half, sizeof(float)));
     const float half_h = 0.5f;
     CHECK(cudaMemcpy(half, &half_h, sizeof half_h, cudaMemcpyHostToDevice));
     CHECK(cudaDeviceSynchronize());
     printf("ready %zu\n", bytes);
     fflush(stdout);
-    char line[256];
-    while (fgets(line, sizeof line, stdin)) {
-        unsigned long r = 0, w = 0;
-        int i = 0;
-        if (sscanf(line, "cell %lu %lu", &r, &w) == 2) {
-            double t0 = now_ns();
-            for (int b = 0; b < nbuf; b++) {
-                if (r & (1ul << b))
-                    CHECK(cublasSnrm2_v2(h, n, buf[b], 1, out + b));
-                if (w & (1ul << b)) {
-                    CHECK(cublasSscal_v2(h, n, half, buf[b], 1));
-                    updates[b]++;
-                }
-            }
-            CHECK(cudaDeviceSynchronize());
-            printf("ok %.0f\n", now_ns() - t0);
-        } else if (sscanf(line, "poke %d", &i) == 1 && i >= 0 && i < nbuf) {
-            double t0 = now_ns();
-            CHECK(cublasSnrm2_v2(h, 1, buf[i], 1, out + i));
-            CHECK(cudaDeviceSynchronize());
-            printf("ok %.0f\n", now_ns() - t0);
-        } else if (strncmp(line, "verify", 6) == 0) {
-            uint32_t hash = 2166136261u;
-            for (int b = 0; b < nbuf; b++) {
-                CHECK(cudaMemcpy(host, buf[b], bytes, cudaMemcpyDeviceToHost));
-                for (int j = 0; j < n; j++) {
-                    float v = initial((size_t)j, b);
-                    for (int k = 0; k < updates[b]; k++) v *= 0.5f;
-                    if (host[j] != v) {
-                        fprintf(stderr, "tenant_cuda: buffer %d element %d is %g, want %g\n", b, j,
-                                (double)host[j], (double)v);
-                        return 4;
-                    }
-                }
-                hash = (hash ^ (uint32_t)updates[b]) * 16777619u;
-            }
-            printf("verified %08x\n", hash);
-        } else if (strncmp(line, "quit", 4) == 0) {
-            break;
-        } else {
-            printf("what? %s", line);
-        }
-        fflush(stdout);
-    }
+    static const struct tenant_ops ops = {cell, poke, verify};
+    int status = tenant_loop(nbuf, updates, &ops);
+    if (status != 0) return status;
     for (int b = 0; b < nbuf; b++) cudaFree(buf[b]);
     cudaFree(out);
     cudaFree(half);
