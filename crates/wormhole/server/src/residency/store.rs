@@ -108,16 +108,11 @@ impl Store {
         mut fill: impl FnMut(u64, &mut [u8]) -> Result<(), ResidencyError>,
     ) -> Result<(), ResidencyError> {
         let piece = self.piece(key, len)?;
-        let mut buf = vec![0u8; len.min(BOUNCE) as usize];
-        let mut done = 0u64;
-        while done < len {
-            let n = (len - done).min(BOUNCE) as usize;
-            fill(done, &mut buf[..n])?;
-            // SAFETY: `buf` holds at least `n` bytes; the piece holds `len`.
-            unsafe { pwrite_all(&self.file, buf.as_ptr(), n as u64, piece.start + done)? };
-            done += n as u64;
-        }
-        Ok(())
+        bounced(len, |at, buf| {
+            fill(at, buf)?;
+            // SAFETY: `buf` holds its length; the piece holds `len` bytes.
+            unsafe { pwrite_all(&self.file, buf.as_ptr(), buf.len() as u64, piece.start + at) }
+        })
     }
 
     /// Loads `key`'s saved `len` bytes a chunk at a time into a bounce
@@ -128,23 +123,20 @@ impl Store {
         len: u64,
         mut take: impl FnMut(u64, &[u8]) -> Result<(), ResidencyError>,
     ) -> Result<(), ResidencyError> {
-        let piece = self
-            .pieces
-            .get(&key)
-            .ok_or(ResidencyError::NoBacking(key))?;
-        if piece.end - piece.start < len {
-            return Err(ResidencyError::NoBacking(key));
+        let start = self.saved(key, len)?;
+        bounced(len, |at, buf| {
+            // SAFETY: `buf` holds its length, writable.
+            unsafe { pread_exact(&self.file, buf.as_mut_ptr(), buf.len() as u64, start + at)? };
+            take(at, buf)
+        })
+    }
+
+    /// Where `key`'s saved `len` bytes start in the file.
+    fn saved(&self, key: Key, len: u64) -> Result<u64, ResidencyError> {
+        match self.pieces.get(&key) {
+            Some(piece) if piece.end - piece.start >= len => Ok(piece.start),
+            _ => Err(ResidencyError::NoBacking(key)),
         }
-        let mut buf = vec![0u8; len.min(BOUNCE) as usize];
-        let mut done = 0u64;
-        while done < len {
-            let n = (len - done).min(BOUNCE) as usize;
-            // SAFETY: `buf` holds at least `n` writable bytes.
-            unsafe { pread_exact(&self.file, buf.as_mut_ptr(), n as u64, piece.start + done)? };
-            take(done, &buf[..n])?;
-            done += n as u64;
-        }
-        Ok(())
     }
 
     /// Copies `key`'s saved bytes to `dst`.
@@ -157,18 +149,12 @@ impl Store {
         dst: *mut u8,
         len: u64,
     ) -> Result<(), ResidencyError> {
-        let piece = self
-            .pieces
-            .get(&key)
-            .ok_or(ResidencyError::NoBacking(key))?;
-        if piece.end - piece.start < len {
-            return Err(ResidencyError::NoBacking(key));
-        }
+        let start = self.saved(key, len)?;
         // SAFETY: `dst` points to `len` writable bytes (this function's
         // contract: `local.rs` gives the buffer's bytes in the arena, bounded
         // by `ptr_at`), all `pread_exact` writes; the piece holds at least
         // `len` bytes (checked above).
-        unsafe { pread_exact(&self.file, dst, len, piece.start) }
+        unsafe { pread_exact(&self.file, dst, len, start) }
     }
 
     /// Gives `key`'s piece back, its space too.
@@ -198,6 +184,22 @@ pub(super) fn inherited(fd: i32) -> Option<OwnedFd> {
     // SAFETY: the listener put this descriptor here for us alone, and
     // nothing else in the process took it (claim_fds marked it).
     Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Runs `io(offset, chunk)` over `len` bytes a bounce buffer at a time
+/// ([`BOUNCE`] bytes at most).
+fn bounced(
+    len: u64,
+    mut io: impl FnMut(u64, &mut [u8]) -> Result<(), ResidencyError>,
+) -> Result<(), ResidencyError> {
+    let mut buf = vec![0u8; len.min(BOUNCE) as usize];
+    let mut done = 0u64;
+    while done < len {
+        let n = (len - done).min(BOUNCE) as usize;
+        io(done, &mut buf[..n])?;
+        done += n as u64;
+    }
+    Ok(())
 }
 
 /// # Safety
