@@ -305,21 +305,21 @@ fn copy(dst: *mut c_void, src: *const c_void, n: usize, kind: i32) -> Result<(),
     cuda_ok(unsafe { ffi::cudaMemcpy(dst, src, n, kind) })
 }
 
-/// `device` current on this thread, with its primary context made (the
-/// runtime's `cudaFree(NULL)`: the driver's calls need a context), until
-/// the guard goes; then the thread's own device again (on the serving
-/// thread, the tenant's).
+/// `device` current on this thread until the guard goes; then the
+/// thread's own device again (on the serving thread, the tenant's). Since
+/// CUDA 12 (the runtimes served) `cudaSetDevice` also makes the device's
+/// primary context current, which the driver's calls need; the older
+/// `cudaFree(NULL)` idiom is avoided, as it may wait for the device.
 struct OnDevice(i32);
 
 impl OnDevice {
     fn new(device: i32) -> OnDevice {
         let mut was = 0i32;
         // SAFETY: a valid out-pointer; then no pointers (an ordinal the
-        // tenant's allocation was made on, and NULL, which frees nothing).
+        // tenant's allocation was made on).
         unsafe {
             ffi::cudaGetDevice(&mut was);
             ffi::cudaSetDevice(device);
-            ffi::cudaFree(std::ptr::null_mut());
         }
         OnDevice(was)
     }
