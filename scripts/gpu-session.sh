@@ -13,7 +13,8 @@
 #   5. delay storing for CUDA on the GPU (residency_api = "cuda", the
 #      driver's virtual memory calls): three pressure clients and the LeNet
 #      loop at once through a 64 MiB budget, then the eager baseline; each
-#      output compared with native, the ledger's report kept.
+#      output compared with native, the ledger's report kept; with step 4,
+#      PyTorch's steps again with its allocations on residency's slabs.
 # On the device machine, with target/gpu-bundle carried (scripts/gpu-bundle.sh):
 #   WORMHOLE_BIN=target/gpu-bundle scripts/gpu-session.sh
 set -uo pipefail
@@ -135,7 +136,7 @@ memory() {
 echo "=== 5. delay storing for CUDA on the GPU"
 kill $spid 2>/dev/null
 residency() { # POLICY: pressure clients and lenet at once through a 64 MiB budget
-  local log="$out/residency-$1.log" pids=() seed rc=0
+  local log="$v/residency-$1.log" pids=() seed rc=0
   rm -f "$v/r.sock"
   # shellcheck disable=SC2086
   WORMHOLE_LOG=info LD_LIBRARY_PATH="$native_path:$bin/ocl" "$bin/wormhole-server" --socket "$v/r.sock" -q \
@@ -179,5 +180,14 @@ if [[ $steps == *4* ]]; then
   echo "$(wc -l < "$out/torch-imports.txt") imports from the CUDA libraries (torch-imports.txt)"
   timeout "$(limit 200)" scripts/try-pytorch.sh > "$out/pytorch.log" 2>&1
   echo "pytorch exit $?"; grep -E '^(ok|FAIL|==)' "$out/pytorch.log" | head -n 60
+fi
+# PyTorch with its allocations on residency's slabs (one tenant, room for
+# it: nothing is evicted, but every tensor lives in memory the driver's
+# virtual memory calls mapped), after step 4's plain run.
+if [[ $steps == *5* && $steps == *4* ]] && [ $((deadline - SECONDS)) -gt 150 ]; then
+  echo "=== 5b. PyTorch on residency's slabs"
+  WORMHOLE_SERVER_ARGS="${WORMHOLE_SERVER_ARGS:-} --residency-api cuda --device-memory 32G" \
+    timeout "$(limit 150)" scripts/try-pytorch.sh > "$v/pytorch-residency.log" 2>&1
+  { echo "pytorch on slabs: exit $?"; grep -E '^(ok|FAIL)' "$v/pytorch-residency.log" | head -n 40; } 2>&1 | tee -a "$out/residency.txt"
 fi
 echo "=== done in $SECONDS s"
