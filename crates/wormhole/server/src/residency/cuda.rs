@@ -217,14 +217,16 @@ impl State {
         if save {
             self.store.save_with(key, size, |at, chunk| {
                 // SAFETY: `chunk` is host memory of its length; the source
-                // is inside the allocation (`at + len <= size`), resident,
-                // and idle (the tenant's streams were asked).
-                copy(
-                    chunk.as_mut_ptr().cast(),
-                    (key + at) as usize as *const c_void,
-                    chunk.len(),
-                    TO_HOST,
-                )
+                // is inside the slab (`at + len <= size`), resident, and
+                // idle (the tenant's streams were asked).
+                unsafe {
+                    copy(
+                        chunk.as_mut_ptr().cast(),
+                        (key + at) as usize as *const c_void,
+                        chunk.len(),
+                        TO_HOST,
+                    )
+                }
             })?;
         }
         vmm.unback(key, size, handle)
@@ -259,12 +261,17 @@ impl State {
         }
         let filled = match self.objs.get(key).map(|o| o.backing) {
             Some(Backing::Stored) => self.store.load_with(key, size, |at, chunk| {
-                copy(
-                    (key + at) as usize as *mut c_void,
-                    chunk.as_ptr().cast(),
-                    chunk.len(),
-                    TO_DEVICE,
-                )
+                // SAFETY: the destination is inside the slab, just backed
+                // and used by nothing yet; `chunk` is host memory of its
+                // length.
+                unsafe {
+                    copy(
+                        (key + at) as usize as *mut c_void,
+                        chunk.as_ptr().cast(),
+                        chunk.len(),
+                        TO_DEVICE,
+                    )
+                }
             }),
             // New physical memory holds anything: an allocation never
             // written since its last save is zeros again.
@@ -298,10 +305,18 @@ fn cuda_ok(s: i32) -> Result<(), ResidencyError> {
     }
 }
 
-/// One synchronous copy between host memory and an allocation.
-fn copy(dst: *mut c_void, src: *const c_void, n: usize, kind: i32) -> Result<(), ResidencyError> {
-    // SAFETY: the callers pass a host buffer of `n` bytes and a range
-    // inside one of the tenant's resident allocations.
+/// One synchronous copy between host memory and a slab.
+///
+/// # Safety
+/// One side is `n` bytes of host memory, the other `n` bytes of a
+/// resident slab that no work in flight uses, as `kind` says.
+unsafe fn copy(
+    dst: *mut c_void,
+    src: *const c_void,
+    n: usize,
+    kind: i32,
+) -> Result<(), ResidencyError> {
+    // SAFETY: this function's contract.
     cuda_ok(unsafe { ffi::cudaMemcpy(dst, src, n, kind) })
 }
 
