@@ -344,6 +344,16 @@ impl Config {
                 )));
             }
         }
+        // A tenant's word on the device's size is believed only before it
+        // ran anything of its client's; a CUDA tenant would have to start
+        // CUDA (a context of hundreds of MiB) at once to give it, so for
+        // CUDA the budget is the configuration's.
+        if self.ledger() && self.residency_api == ResidencyApi::Cuda && self.device_memory == 0 {
+            return Err(ConfigError::Invalid(
+                "residency_api \"cuda\" needs device_memory (the GPU's memory, less about 520 MiB for each tenant's context)"
+                    .into(),
+            ));
+        }
         if self.oversubscribe && self.residency == ResidencyMode::Off {
             return Err(ConfigError::Invalid(
                 "oversubscribe needs residency \"delay\" or \"eager\" (with \"off\" nothing could make room)"
@@ -481,6 +491,11 @@ mod tests {
         assert!(matches!(Config::load(&p), Err(ConfigError::Invalid(_))));
         std::fs::write(&p, "residency = \"lazy\"\n").expect("write");
         assert!(Config::load(&p).is_err());
+        std::fs::write(&p, "residency_api = \"cuda\"\noversubscribe = true\n").expect("write");
+        assert!(
+            matches!(Config::load(&p), Err(ConfigError::Invalid(_))),
+            "CUDA's budget must be given"
+        );
         std::fs::write(&p, "residency_api = \"cuda\"\n").expect("write");
         assert_eq!(
             Config::load(&p).expect("cuda").residency_api,

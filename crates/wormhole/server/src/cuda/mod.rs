@@ -194,12 +194,8 @@ pub fn dispatch(
         // A quota sized by "the device" was sized by OpenCL's devices (CPU
         // ones, on a GPU machine): CUDA's device counts once CUDA starts.
         t.device_sized = true;
-        let largest = overrides::largest_device_memory();
         if let Some(q) = &t.memory {
-            q.device_found(largest);
-        }
-        if let Some(r) = &t.residency {
-            r.hello(largest);
+            q.device_found(overrides::largest_device_memory());
         }
     }
     let Some(r) = t.residency.clone() else {

@@ -356,7 +356,6 @@ pub struct CudaResidency {
     holes: AtomicBool,
     /// Every resident allocation is marked dirty already.
     all_dirty: AtomicBool,
-    greeted: AtomicBool,
     /// When its slabs last came back, in nanoseconds from `born`.
     back_at: std::sync::atomic::AtomicU64,
     born: Instant,
@@ -392,10 +391,13 @@ impl CudaResidency {
             vmm,
             holes: AtomicBool::new(false),
             all_dirty: AtomicBool::new(false),
-            greeted: AtomicBool::new(false),
             back_at: std::sync::atomic::AtomicU64::new(0),
             born: Instant::now(),
         });
+        // The first word, before anything of the client's runs: the
+        // budget is the configuration's (`Config::validate`), so the size
+        // is not asked of CUDA, which would start a context in every tenant.
+        r.engine.link.send(&FromTenant::Hello { device_mem: 0 });
         let reader = r.clone();
         std::thread::Builder::new()
             .name("wh-residency".into())
@@ -418,15 +420,6 @@ impl CudaResidency {
 
     pub(super) fn leave(&self) {
         self.engine.serve.leave();
-    }
-
-    /// The tenant's first word to the ledger, at its first CUDA call (so
-    /// that a tenant that never uses CUDA never starts it): the device's
-    /// size, the budget when none is configured.
-    pub fn hello(&self, device_mem: u64) {
-        if !self.greeted.swap(true, Ordering::AcqRel) {
-            self.engine.link.send(&FromTenant::Hello { device_mem });
-        }
     }
 
     /// Serves `cudaMalloc` on `device`: carved from a slab with room, or
