@@ -7,11 +7,18 @@
 //! built again, in the same run. A compile error always brings the
 //! compiler's own lines, so a build whose log has nothing else is tried
 //! once more, a moment later, and the second answer stands.
+//!
+//! Builds also take a lock on the kernel cache first ([`CacheLock`]): one
+//! user's tenants share it, and in CI the failures came in bursts of
+//! tenants building at once (a second try 100 ms later failed too).
 
 #![allow(non_snake_case)]
 
 use std::ffi::c_void;
-use std::time::Duration;
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use super::{ffi, programs};
 
@@ -29,12 +36,68 @@ const PAUSE: Duration = Duration::from_millis(100);
 /// The most bytes of a build log read to decide.
 const LOG_LIMIT: u64 = 1 << 20;
 
-/// Runs `build` (a `clBuildProgram` of `program`), and once more when it
-/// failed with a log that names no cause.
+/// The longest a build waits for another tenant's: past it, it builds
+/// without the lock (a tenant that keeps it, a hostile one of the same
+/// user even, delays its user's builds by this much at most).
+const LOCK_FOR: Duration = Duration::from_secs(30);
+
+/// An exclusive lock on the kernel cache the tenant builds into, while it
+/// lives: PoCL 3.1 writes its cache with no guard against another process
+/// building the same program at the same moment, and one client user's
+/// tenants share the cache (`shared_kernel_cache`). `None` inside when
+/// there is no cache to lock or the lock could not be had in time.
+pub struct CacheLock(#[allow(dead_code)] Option<File>);
+
+impl CacheLock {
+    pub fn take() -> CacheLock {
+        let Some(dir) = cache_dir() else {
+            return CacheLock(None);
+        };
+        let _ = std::fs::create_dir_all(&dir);
+        let Ok(f) = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(dir.join(".wormhole-build.lock"))
+        else {
+            return CacheLock(None);
+        };
+        let deadline = Instant::now() + LOCK_FOR;
+        loop {
+            // SAFETY: flock on a descriptor we own; no pointers.
+            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return CacheLock(Some(f));
+            }
+            if Instant::now() >= deadline {
+                log::warn!(
+                    "the kernel cache stayed locked {LOCK_FOR:?}: building without the lock"
+                );
+                return CacheLock(None);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// PoCL's cache directory, as PoCL finds it.
+fn cache_dir() -> Option<PathBuf> {
+    if let Some(d) = std::env::var_os("POCL_CACHE_DIR") {
+        return Some(d.into());
+    }
+    if let Some(d) = std::env::var_os("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(d).join("pocl"));
+    }
+    std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/pocl"))
+}
+
+/// Runs `build` (a `clBuildProgram` of `program`) holding the cache's
+/// lock, and once more when it failed with a log that names no cause.
 ///
 /// # Safety
 /// `program` is a live program of the tenant's, for the whole call.
 pub unsafe fn build_with_retry(program: *mut c_void, build: impl Fn() -> i32) -> i32 {
+    let _lock = CacheLock::take();
     let status = build();
     // SAFETY: `program` is live (this function's contract).
     if status != CL_BUILD_PROGRAM_FAILURE || !unsafe { says_nothing(program) } {
@@ -66,6 +129,7 @@ pub unsafe fn clBuildProgram(
     let build =
         || unsafe { ffi::clBuildProgram(program, num_devices, device_list, options, notify, data) };
     if !notify.is_null() {
+        let _lock = CacheLock::take();
         return build();
     }
     // SAFETY: `program` is live for the call (this function's contract).
