@@ -201,11 +201,16 @@ pub fn dispatch(
     let Some(r) = t.residency.clone() else {
         return run(t, func, d, e);
     };
-    r.ready(func)?;
+    // Classified by name once per function, not on every call.
+    let effect = *t
+        .effects
+        .entry(func)
+        .or_insert_with(|| crate::residency::cuda_effect(func));
+    r.ready(effect)?;
     // A memset's first argument is where it writes.
     let first_pointer = d.clone().u64().ok();
     let status = run(t, func, d, e);
-    r.after(func, first_pointer);
+    r.after(effect, first_pointer);
     status
 }
 

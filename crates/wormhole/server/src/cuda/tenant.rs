@@ -99,6 +99,9 @@ pub struct CudaTenant {
     /// Delay storing, when the ledger counts CUDA's memory: it serves
     /// `cudaMalloc` and `cudaFree` and makes allocations resident.
     pub residency: Option<std::sync::Arc<crate::residency::CudaResidency>>,
+    /// What each function called so far does to device memory, for
+    /// residency.
+    pub effects: rustc_hash::FxHashMap<u32, crate::residency::CudaEffect>,
     /// The pointer mode (device: true) the server last set on each real
     /// cuBLAS handle, by its address; new handles start in host mode.
     pub blas_modes: HashMap<usize, bool>,
@@ -130,6 +133,7 @@ impl CudaTenant {
             memory: None,
             device_sized: false,
             residency: None,
+            effects: rustc_hash::FxHashMap::default(),
             blas_modes: HashMap::new(),
             out_bufs: crate::outbuf::OutBufs::default(),
         }

@@ -70,8 +70,10 @@ pub enum Effect {
     Nothing,
     /// Reads or writes them where the call's own decoder says (copies,
     /// and library calls whose description names their outputs:
-    /// [`CudaResidency::wrote`]); the first pointer of a memset.
+    /// [`CudaResidency::wrote`]).
     Named,
+    /// Writes where its first argument points (a memset).
+    FirstPointer,
     /// May write any of them (a launch, a library call, anything else).
     Any,
 }
@@ -127,10 +129,10 @@ pub fn effect(func: u32) -> Effect {
     let name = Library::func_name(func);
     match Library::of(func) {
         Some(Library::Runtime) if NOTHING.iter().any(|p| name.starts_with(p)) => Effect::Nothing,
-        Some(Library::Runtime) if name == "cudaMemcpy" || name.starts_with("cudaMemset") => {
+        Some(Library::Runtime) if name.starts_with("cudaMemset") => Effect::FirstPointer,
+        Some(Library::Runtime) if name == "cudaMemcpy" || name == "cudaMemcpyAsync" => {
             Effect::Named
         }
-        Some(Library::Runtime) if name == "cudaMemcpyAsync" => Effect::Named,
         Some(_) if LIBRARY_NOTHING.iter().any(|s| name.ends_with(s)) => Effect::Nothing,
         // The description names what it writes (`writes=`), and its
         // decoder reports each.
@@ -567,8 +569,8 @@ impl CudaResidency {
     /// them. Fails with `cudaErrorMemoryAllocation` when the device could
     /// not make room for what must come back.
     #[inline]
-    pub fn ready(&self, func: u32) -> Result<(), i32> {
-        if effect(func) == Effect::Nothing {
+    pub fn ready(&self, effect: Effect) -> Result<(), i32> {
+        if effect == Effect::Nothing {
             return Ok(());
         }
         if self.engine.is_last() && !self.holes.load(Ordering::Acquire) {
@@ -579,13 +581,11 @@ impl CudaResidency {
 
     /// After a call: what it may have changed is dirty.
     #[inline]
-    pub fn after(&self, func: u32, first_pointer: Option<u64>) {
-        match effect(func) {
-            Effect::Nothing => {}
-            Effect::Named => {
-                if let Some(p) =
-                    first_pointer.filter(|_| Library::func_name(func).starts_with("cudaMemset"))
-                {
+    pub fn after(&self, effect: Effect, first_pointer: Option<u64>) {
+        match effect {
+            Effect::Nothing | Effect::Named => {}
+            Effect::FirstPointer => {
+                if let Some(p) = first_pointer {
                     self.wrote(p);
                 }
             }
@@ -786,12 +786,13 @@ mod tests {
         ] {
             assert_eq!(effect(f), Effect::Nothing, "{}", Library::func_name(f));
         }
-        // Copies and memsets, and library routines whose description
-        // names their outputs (`writes=`).
+        // Memsets; copies, and library routines whose description names
+        // their outputs (`writes=`).
+        for f in [func::cudaMemset, func::cudaMemset2DAsync] {
+            assert_eq!(effect(f), Effect::FirstPointer, "{}", Library::func_name(f));
+        }
         for f in [
             func::cudaMemcpy,
-            func::cudaMemset,
-            func::cudaMemset2DAsync,
             blas::func::cublasSgemm_v2,
             blas::func::cublasSaxpy_v2,
             blas::func::cublasSnrm2_v2,

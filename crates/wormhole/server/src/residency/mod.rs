@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
-pub use cuda::CudaResidency;
+pub use cuda::{effect as cuda_effect, CudaResidency, Effect as CudaEffect};
 pub use local::Residency;
 
 use crate::config::{Config, ResidencyApi, TenantMemory};
